@@ -1,0 +1,302 @@
+//! Test frames: Ethernet + IPv4 + UDP + linerate header + payload.
+//!
+//! A frame is built once as a template ([`FrameSpec::template`]); the hot
+//! path patches only the header's sequence and send time. Sizes follow
+//! RFC 2544: `frame_size` counts the 4-byte FCS, which the NIC adds, so
+//! the bytes handed to the socket are `frame_size - 4`.
+
+use std::net::Ipv4Addr;
+
+use etherparse::PacketBuilder;
+
+use crate::header::{Header, HeaderError, Kind, HEADER_LEN};
+
+/// Ethernet header length.
+pub const ETH_LEN: usize = 14;
+/// IPv4 header length (no options).
+pub const IPV4_LEN: usize = 20;
+/// UDP header length.
+pub const UDP_LEN: usize = 8;
+/// Frame check sequence, counted in frame sizes but not in descriptors.
+pub const FCS_LEN: usize = 4;
+/// Preamble, start delimiter and inter-frame gap: what a frame costs on
+/// the wire beyond its own bytes.
+pub const WIRE_OVERHEAD: usize = 20;
+/// Offset of the linerate header in a template frame.
+pub const HEADER_OFFSET: usize = ETH_LEN + IPV4_LEN + UDP_LEN;
+/// Smallest frame (RFC 2544), FCS included.
+pub const MIN_FRAME_SIZE: usize = 64;
+/// Ethernet header plus FCS: the difference between frame size and MTU.
+pub const L2_OVERHEAD: usize = ETH_LEN + FCS_LEN;
+
+/// One end of a test flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    /// MAC address.
+    pub mac: [u8; 6],
+    /// IPv4 address.
+    pub ip: Ipv4Addr,
+    /// UDP port.
+    pub port: u16,
+}
+
+/// What a test frame looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameSpec {
+    /// Sender.
+    pub src: Endpoint,
+    /// Receiver.
+    pub dst: Endpoint,
+    /// Frame size as RFC 2544 counts it (FCS included).
+    pub frame_size: usize,
+    /// Flow id written in the header.
+    pub flow: u16,
+}
+
+/// Why a frame cannot be built or parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// Frame size outside what the link carries.
+    #[error("frame size {size} is out of range: it must be between {min} and {max} bytes (MTU {mtu} + 18)")]
+    SizeOutOfRange {
+        /// Requested size.
+        size: usize,
+        /// Smallest allowed.
+        min: usize,
+        /// Largest allowed.
+        max: usize,
+        /// The MTU that sets the maximum.
+        mtu: usize,
+    },
+    /// Not Ethernet/IP/UDP, or cut short.
+    #[error("not a UDP frame: {0}")]
+    NotUdp(&'static str),
+    /// UDP, but no linerate header.
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+}
+
+impl FrameSpec {
+    /// Checks the frame size against the link's MTU.
+    pub fn check_size(frame_size: usize, mtu: usize) -> Result<(), FrameError> {
+        let max = mtu + L2_OVERHEAD;
+        if frame_size < MIN_FRAME_SIZE || frame_size > max {
+            return Err(FrameError::SizeOutOfRange {
+                size: frame_size,
+                min: MIN_FRAME_SIZE,
+                max,
+                mtu,
+            });
+        }
+        Ok(())
+    }
+
+    /// Bytes in the descriptor(s): the frame without FCS.
+    pub fn len(&self) -> usize {
+        self.frame_size - FCS_LEN
+    }
+
+    /// Always false: a frame has at least its headers.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// UDP payload bytes (linerate header included): what an application
+    /// on a socket would count.
+    pub fn payload_len(&self) -> usize {
+        self.len() - HEADER_OFFSET
+    }
+
+    /// Bytes the frame occupies on the wire: frame + preamble + gap.
+    pub fn wire_len(&self) -> usize {
+        self.frame_size + WIRE_OVERHEAD
+    }
+
+    /// The frame with sequence 0 and send time 0.
+    pub fn template(&self) -> Result<Vec<u8>, FrameError> {
+        if self.frame_size < MIN_FRAME_SIZE {
+            return Err(FrameError::SizeOutOfRange {
+                size: self.frame_size,
+                min: MIN_FRAME_SIZE,
+                max: usize::MAX,
+                mtu: 0,
+            });
+        }
+        let mut payload = vec![0u8; self.payload_len()];
+        Header {
+            kind: Kind::Stream,
+            flow: self.flow,
+            seq: 0,
+            send_ns: 0,
+        }
+        .write(&mut payload[..HEADER_LEN]);
+        for (i, b) in payload[HEADER_LEN..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let builder = PacketBuilder::ethernet2(self.src.mac, self.dst.mac)
+            .ipv4(self.src.ip.octets(), self.dst.ip.octets(), 64)
+            .udp(self.src.port, self.dst.port);
+        let mut frame = Vec::with_capacity(self.len());
+        builder
+            .write(&mut frame, &payload)
+            .map_err(|_| FrameError::NotUdp("etherparse could not build the frame"))?;
+        // The hot path changes header bytes without recomputing the UDP
+        // checksum, so send none (allowed for UDP over IPv4).
+        frame[ETH_LEN + IPV4_LEN + 6..HEADER_OFFSET].fill(0);
+        debug_assert_eq!(frame.len(), self.len());
+        Ok(frame)
+    }
+}
+
+/// What a receiver learns from the first buffer of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parsed {
+    /// The linerate header.
+    pub header: Header,
+    /// UDP source port.
+    pub src_port: u16,
+    /// UDP destination port.
+    pub dst_port: u16,
+    /// UDP payload length from the UDP header.
+    pub udp_payload_len: usize,
+}
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const ETHERTYPE_VLAN: u16 = 0x8100;
+const ETHERTYPE_QINQ: u16 = 0x88a8;
+const IPPROTO_UDP: u8 = 17;
+
+/// Parses Ethernet (optionally one VLAN tag), IPv4 or IPv6, UDP and the
+/// linerate header from the first buffer of a received frame. Never
+/// panics, whatever the bytes.
+pub fn parse(b: &[u8]) -> Result<Parsed, FrameError> {
+    let be16 = |o: usize| -> Option<u16> { Some(u16::from_be_bytes([*b.get(o)?, *b.get(o + 1)?])) };
+    let mut off = 12;
+    let mut ethertype = be16(off).ok_or(FrameError::NotUdp("short Ethernet header"))?;
+    off += 2;
+    if ethertype == ETHERTYPE_VLAN || ethertype == ETHERTYPE_QINQ {
+        ethertype = be16(off + 2).ok_or(FrameError::NotUdp("short VLAN tag"))?;
+        off += 4;
+    }
+    let proto = match ethertype {
+        ETHERTYPE_IPV4 => {
+            let vihl = *b.get(off).ok_or(FrameError::NotUdp("short IPv4 header"))?;
+            let ihl = usize::from(vihl & 0x0f) * 4;
+            if vihl >> 4 != 4 || ihl < IPV4_LEN || b.len() < off + ihl {
+                return Err(FrameError::NotUdp("bad IPv4 header"));
+            }
+            let frag = be16(off + 6).unwrap_or(0);
+            if frag & 0x1fff != 0 {
+                return Err(FrameError::NotUdp("IPv4 fragment"));
+            }
+            let proto = b[off + 9];
+            off += ihl;
+            proto
+        }
+        ETHERTYPE_IPV6 => {
+            if b.len() < off + 40 {
+                return Err(FrameError::NotUdp("short IPv6 header"));
+            }
+            let next = b[off + 6];
+            off += 40;
+            next
+        }
+        _ => return Err(FrameError::NotUdp("not IP")),
+    };
+    if proto != IPPROTO_UDP {
+        return Err(FrameError::NotUdp("not UDP"));
+    }
+    if b.len() < off + UDP_LEN {
+        return Err(FrameError::NotUdp("short UDP header"));
+    }
+    let src_port = be16(off).unwrap_or(0);
+    let dst_port = be16(off + 2).unwrap_or(0);
+    let udp_len = usize::from(be16(off + 4).unwrap_or(0));
+    let header = Header::read(&b[off + UDP_LEN..])?;
+    Ok(Parsed {
+        header,
+        src_port,
+        dst_port,
+        udp_payload_len: udp_len.saturating_sub(UDP_LEN),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::{SlicedPacket, TransportSlice};
+    use proptest::prelude::*;
+
+    fn spec(frame_size: usize, flow: u16) -> FrameSpec {
+        FrameSpec {
+            src: Endpoint {
+                mac: [2, 0, 0, 0, 0, 1],
+                ip: Ipv4Addr::new(198, 18, 0, 1),
+                port: 40000u16.wrapping_add(flow),
+            },
+            dst: Endpoint {
+                mac: [2, 0, 0, 0, 0, 2],
+                ip: Ipv4Addr::new(198, 18, 0, 2),
+                port: 7000,
+            },
+            frame_size,
+            flow,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn template_is_valid_udp_and_parses(size in 64usize..=9018, flow: u16, seq in 0..=crate::header::MASK48, t in 0..=crate::header::MASK48) {
+            let s = spec(size, flow);
+            let mut f = s.template().unwrap();
+            prop_assert_eq!(f.len(), size - 4);
+            Header::patch(&mut f[HEADER_OFFSET..], seq, t);
+            // etherparse is the oracle for the headers...
+            let sliced = SlicedPacket::from_ethernet(&f).unwrap();
+            let Some(TransportSlice::Udp(udp)) = sliced.transport else { panic!("not udp") };
+            prop_assert_eq!(udp.destination_port(), 7000);
+            prop_assert_eq!(udp.payload().len(), s.payload_len());
+            // ...and our parser agrees with it.
+            let p = parse(&f).unwrap();
+            prop_assert_eq!(p.header, Header { kind: Kind::Stream, flow, seq, send_ns: t });
+            prop_assert_eq!(p.dst_port, 7000);
+            prop_assert_eq!(p.src_port, 40000u16.wrapping_add(flow));
+            prop_assert_eq!(p.udp_payload_len, s.payload_len());
+        }
+
+        #[test]
+        fn parse_never_panics(b in proptest::collection::vec(any::<u8>(), 0..128)) {
+            let _ = parse(&b);
+        }
+
+        #[test]
+        fn parse_survives_truncation(size in 64usize..200, cut in 0usize..200) {
+            let f = spec(size, 1).template().unwrap();
+            let cut = cut.min(f.len());
+            let r = parse(&f[..cut]);
+            if cut >= HEADER_OFFSET + HEADER_LEN { prop_assert!(r.is_ok()); } else { prop_assert!(r.is_err()); }
+        }
+    }
+
+    #[test]
+    fn size_limits_follow_rfc2544() {
+        assert!(FrameSpec::check_size(64, 1500).is_ok());
+        assert!(FrameSpec::check_size(1518, 1500).is_ok());
+        assert!(FrameSpec::check_size(9018, 9000).is_ok());
+        assert!(matches!(
+            FrameSpec::check_size(1519, 1500),
+            Err(FrameError::SizeOutOfRange { max: 1518, .. })
+        ));
+        assert!(FrameSpec::check_size(63, 1500).is_err());
+    }
+
+    #[test]
+    fn vlan_tagged_frames_parse() {
+        let f = spec(100, 3).template().unwrap();
+        let mut tagged = f[..12].to_vec();
+        tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+        tagged.extend_from_slice(&f[12..]);
+        assert_eq!(parse(&tagged).unwrap().header.flow, 3);
+    }
+}

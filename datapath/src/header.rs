@@ -1,0 +1,181 @@
+//! The linerate header, carried right after the UDP header of every test
+//! frame. 18 bytes, so that it fits the smallest Ethernet frame (64 bytes
+//! with FCS: 14 Ethernet + 20 IPv4 + 8 UDP + 18).
+//!
+//! ```text
+//! 0      2   3   4      6            12           18
+//! +------+---+---+------+------------+------------+
+//! |magic |ver|knd| flow | seq (48 b) | send ns 48 |
+//! +------+---+---+------+------------+------------+
+//! ```
+//! All fields are big-endian. The send time is the low 48 bits of
+//! CLOCK_MONOTONIC in nanoseconds (wraps after 78 hours); sequence numbers
+//! are 48 bits (wraps after 2.8e14 frames).
+
+/// "LR".
+pub const MAGIC: u16 = 0x4c52;
+/// Version of the header layout described above.
+pub const VERSION: u8 = 1;
+/// Length of the header in bytes.
+pub const HEADER_LEN: usize = 18;
+/// Mask of the 48-bit fields.
+pub const MASK48: u64 = (1 << 48) - 1;
+
+/// Offset of the sequence number within the header.
+pub const SEQ_OFFSET: usize = 6;
+/// Offset of the send timestamp within the header.
+pub const TIME_OFFSET: usize = 12;
+
+/// What a frame carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// A frame of a one-way stream.
+    Stream = 0,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(Self::Stream),
+            _ => None,
+        }
+    }
+}
+
+/// A decoded linerate header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// What the frame carries.
+    pub kind: Kind,
+    /// Flow the frame belongs to.
+    pub flow: u16,
+    /// Sequence number within the flow (48 bits).
+    pub seq: u64,
+    /// Send time, low 48 bits of CLOCK_MONOTONIC ns.
+    pub send_ns: u64,
+}
+
+/// Why bytes are not a linerate header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// Fewer than [`HEADER_LEN`] bytes.
+    #[error("truncated linerate header ({0} bytes)")]
+    Truncated(usize),
+    /// Not our magic.
+    #[error("bad magic {0:#06x}")]
+    BadMagic(u16),
+    /// A version this build does not read.
+    #[error("unsupported header version {0}")]
+    BadVersion(u8),
+    /// An unknown frame kind.
+    #[error("unknown frame kind {0}")]
+    BadKind(u8),
+}
+
+fn get48(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w[2..].copy_from_slice(&b[..6]);
+    u64::from_be_bytes(w)
+}
+
+fn put48(b: &mut [u8], v: u64) {
+    b[..6].copy_from_slice(&(v & MASK48).to_be_bytes()[2..]);
+}
+
+impl Header {
+    /// Writes the header into the first [`HEADER_LEN`] bytes of `out`.
+    ///
+    /// # Panics
+    /// If `out` is shorter than [`HEADER_LEN`].
+    pub fn write(&self, out: &mut [u8]) {
+        out[0..2].copy_from_slice(&MAGIC.to_be_bytes());
+        out[2] = VERSION;
+        out[3] = self.kind as u8;
+        out[4..6].copy_from_slice(&self.flow.to_be_bytes());
+        put48(&mut out[SEQ_OFFSET..], self.seq);
+        put48(&mut out[TIME_OFFSET..], self.send_ns);
+    }
+
+    /// Reads a header from the start of `b`.
+    pub fn read(b: &[u8]) -> Result<Self, HeaderError> {
+        if b.len() < HEADER_LEN {
+            return Err(HeaderError::Truncated(b.len()));
+        }
+        let magic = u16::from_be_bytes([b[0], b[1]]);
+        if magic != MAGIC {
+            return Err(HeaderError::BadMagic(magic));
+        }
+        if b[2] != VERSION {
+            return Err(HeaderError::BadVersion(b[2]));
+        }
+        let kind = Kind::from_u8(b[3]).ok_or(HeaderError::BadKind(b[3]))?;
+        Ok(Self {
+            kind,
+            flow: u16::from_be_bytes([b[4], b[5]]),
+            seq: get48(&b[SEQ_OFFSET..]),
+            send_ns: get48(&b[TIME_OFFSET..]),
+        })
+    }
+
+    /// Patches sequence and send time of an encoded header in place: all
+    /// the hot path changes from one frame to the next.
+    #[inline]
+    pub fn patch(encoded: &mut [u8], seq: u64, send_ns: u64) {
+        put48(&mut encoded[SEQ_OFFSET..], seq);
+        put48(&mut encoded[TIME_OFFSET..], send_ns);
+    }
+}
+
+/// The difference `later - earlier` of two 48-bit timestamps, modulo 2^48.
+pub fn elapsed48(later: u64, earlier: u64) -> u64 {
+    later.wrapping_sub(earlier) & MASK48
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn roundtrip(flow: u16, seq in 0..=MASK48, t in 0..=MASK48) {
+            let h = Header { kind: Kind::Stream, flow, seq, send_ns: t };
+            let mut b = [0u8; HEADER_LEN];
+            h.write(&mut b);
+            prop_assert_eq!(Header::read(&b), Ok(h));
+        }
+
+        #[test]
+        fn patch_changes_only_seq_and_time(flow: u16, seq in 0..=MASK48, t in 0..=MASK48) {
+            let mut b = [0u8; HEADER_LEN];
+            Header { kind: Kind::Stream, flow, seq: 0, send_ns: 0 }.write(&mut b);
+            Header::patch(&mut b, seq, t);
+            prop_assert_eq!(Header::read(&b), Ok(Header { kind: Kind::Stream, flow, seq, send_ns: t }));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let _ = Header::read(&b);
+        }
+    }
+
+    #[test]
+    fn rejects_foreign_bytes() {
+        assert_eq!(Header::read(&[0; 4]), Err(HeaderError::Truncated(4)));
+        assert_eq!(Header::read(&[0; 18]), Err(HeaderError::BadMagic(0)));
+        let mut b = [0u8; 18];
+        Header { kind: Kind::Stream, flow: 1, seq: 2, send_ns: 3 }.write(&mut b);
+        b[2] = 9;
+        assert_eq!(Header::read(&b), Err(HeaderError::BadVersion(9)));
+        b[2] = VERSION;
+        b[3] = 7;
+        assert_eq!(Header::read(&b), Err(HeaderError::BadKind(7)));
+    }
+
+    #[test]
+    fn elapsed_wraps() {
+        assert_eq!(elapsed48(5, MASK48), 6);
+        assert_eq!(elapsed48(10, 4), 6);
+    }
+}

@@ -1,0 +1,18 @@
+//! linerate's data path: AF_XDP sockets, frame templates, sequence
+//! accounting and the pinned worker threads that move frames.
+//!
+//! Control plans a run and hands workers their configuration; workers move
+//! frames and publish counters ([`stats::WorkerCounters`]) that control
+//! samples. Nothing here knows about sweeps, reports or the CLI.
+
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod clock;
+pub mod frame;
+pub mod header;
+pub mod netns;
+pub mod pacing;
+pub mod sequence;
+pub mod stats;
+pub mod worker;
+pub mod xsk;

@@ -1,0 +1,34 @@
+//! Moving the calling thread into a named network namespace, so that a
+//! worker's socket and interface index belong to that namespace.
+
+use std::{fs::File, io, path::PathBuf};
+
+use nix::sched::{setns, CloneFlags};
+
+/// Where `ip netns` keeps named namespaces.
+pub const NETNS_DIR: &str = "/run/netns";
+
+/// The path of a named namespace.
+pub fn path(name: &str) -> PathBuf {
+    PathBuf::from(NETNS_DIR).join(name)
+}
+
+/// Whether a named namespace exists.
+pub fn exists(name: &str) -> bool {
+    path(name).exists()
+}
+
+/// Moves the calling thread (only it) into the named network namespace.
+pub fn enter(name: &str) -> io::Result<()> {
+    let file = File::open(path(name)).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("network namespace {name:?} not found ({e}); create it or run `linerate lab up`"),
+        )
+    })?;
+    setns(file, CloneFlags::CLONE_NEWNET).map_err(|e| {
+        io::Error::other(format!(
+            "entering network namespace {name:?} failed: {e}; this needs root (CAP_SYS_ADMIN)"
+        ))
+    })
+}

@@ -1,0 +1,76 @@
+//! Rate pacing: how many frames a sender may have sent by a given time.
+
+use std::time::Duration;
+
+/// Frames allowed by `elapsed` at `rate` frames per second, capped by
+/// `count` when the run sends a fixed number of frames.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pacer {
+    rate: Option<f64>,
+    count: Option<u64>,
+}
+
+impl Pacer {
+    /// `rate` in frames/s (None: as fast as possible), `count` frames in
+    /// all (None: until stopped).
+    pub fn new(rate: Option<f64>, count: Option<u64>) -> Self {
+        Self {
+            rate: rate.filter(|r| *r > 0.0),
+            count,
+        }
+    }
+
+    /// How many of the next `batch` frames may go out now, when `sent`
+    /// already went out and `elapsed` passed since the start.
+    #[inline]
+    pub fn allowed(&self, sent: u64, elapsed: Duration, batch: usize) -> usize {
+        let mut limit = u64::MAX;
+        if let Some(rate) = self.rate {
+            // One frame is allowed at t = 0, then one every 1/rate s.
+            limit = (elapsed.as_secs_f64() * rate) as u64 + 1;
+        }
+        if let Some(c) = self.count {
+            limit = limit.min(c);
+        }
+        limit.saturating_sub(sent).min(batch as u64) as usize
+    }
+
+    /// Whether a fixed count has been reached.
+    pub fn done(&self, sent: u64) -> bool {
+        self.count.is_some_and(|c| sent >= c)
+    }
+
+    /// How long until the next frame is due, for a sender that may sleep.
+    pub fn until_next(&self, sent: u64, elapsed: Duration) -> Duration {
+        match self.rate {
+            Some(rate) => {
+                let due = sent as f64 / rate;
+                Duration::from_secs_f64((due - elapsed.as_secs_f64()).max(0.0))
+            }
+            None => Duration::ZERO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpaced_sends_whole_batches_until_count() {
+        let p = Pacer::new(None, Some(100));
+        assert_eq!(p.allowed(0, Duration::ZERO, 64), 64);
+        assert_eq!(p.allowed(64, Duration::ZERO, 64), 36);
+        assert_eq!(p.allowed(100, Duration::ZERO, 64), 0);
+        assert!(p.done(100));
+    }
+
+    #[test]
+    fn paced_follows_the_clock() {
+        let p = Pacer::new(Some(1000.0), None);
+        assert_eq!(p.allowed(0, Duration::ZERO, 64), 1);
+        assert_eq!(p.allowed(1, Duration::from_millis(10), 64), 10);
+        assert_eq!(p.allowed(0, Duration::from_secs(1), 64), 64);
+        assert_eq!(p.until_next(20, Duration::from_millis(10)), Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,190 @@
+//! Pinned worker threads: one per (interface, queue), each owning its
+//! socket and rings. Workers set themselves up in their own thread (the
+//! network namespace and core are per thread), say so on a channel, then
+//! run until told to stop, their deadline passes, or their frames are
+//! all sent.
+
+mod rx;
+mod tx;
+
+use std::{
+    sync::{atomic::AtomicBool, Arc},
+    thread,
+    time::Instant,
+};
+
+use crossbeam::channel::{bounded, Receiver};
+
+pub use rx::{spawn_rx, OnBound, RxSummary, RxWorkerConfig, MAX_FLOWS};
+pub use tx::{spawn_tx, TxSummary, TxWorkerConfig};
+
+use crate::{
+    stats::WorkerCounters,
+    xsk::{BindMode, XskError},
+};
+
+/// How a worker waits when its ring has nothing for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitMode {
+    /// Spin on the rings (non-blocking, burns the core).
+    Busy,
+    /// Sleep in poll() on the socket (blocking).
+    #[default]
+    Wait,
+}
+
+/// Where a worker runs.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// Core to pin the thread to.
+    pub core: Option<usize>,
+    /// Named network namespace to enter before binding.
+    pub netns: Option<String>,
+}
+
+/// What a worker reports once its socket is bound.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// Mode the socket was bound in.
+    pub mode: BindMode,
+    /// Why zero-copy was not used.
+    pub fallback_reason: Option<String>,
+    /// Core the thread is pinned to, if pinning worked.
+    pub core: Option<usize>,
+    /// Kernel thread id of the worker.
+    pub tid: i32,
+}
+
+/// Why a worker could not start or stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Entering the namespace failed.
+    #[error("{0}")]
+    Netns(std::io::Error),
+    /// Pinning to a core failed.
+    #[error("pinning to core {0} failed: the core does not exist or is not allowed (see `nproc`)")]
+    Pin(usize),
+    /// AF_XDP setup or I/O failed.
+    #[error(transparent)]
+    Xsk(#[from] XskError),
+    /// The frame could not be built.
+    #[error(transparent)]
+    Frame(#[from] crate::frame::FrameError),
+    /// The caller's hook after binding failed (e.g. registering in XSKMAP).
+    #[error("{0}")]
+    Hook(String),
+    /// The thread ended without a word.
+    #[error("worker thread ended before reporting (panicked?)")]
+    Vanished,
+}
+
+/// A running worker.
+#[derive(Debug)]
+pub struct Worker<S> {
+    /// Its live counters.
+    pub counters: Arc<WorkerCounters>,
+    /// What it reported when bound.
+    pub ready: Ready,
+    handle: thread::JoinHandle<Result<S, WorkerError>>,
+}
+
+impl<S> Worker<S> {
+    /// Waits for the worker to finish and returns its summary.
+    pub fn join(self) -> Result<S, WorkerError> {
+        self.handle.join().map_err(|_| WorkerError::Vanished)?
+    }
+
+    /// Whether it has finished.
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+}
+
+/// The shared stop flag and the hard deadline every worker obeys.
+#[derive(Debug, Clone)]
+pub struct StopSignal {
+    /// Set to stop.
+    pub flag: Arc<AtomicBool>,
+    /// Nobody runs past this.
+    pub deadline: Instant,
+}
+
+impl StopSignal {
+    /// Whether to stop now.
+    #[inline]
+    pub fn should_stop(&self, now: Instant) -> bool {
+        self.flag.load(std::sync::atomic::Ordering::Relaxed) || now >= self.deadline
+    }
+}
+
+fn place(p: &Placement) -> Result<Option<usize>, WorkerError> {
+    if let Some(ns) = &p.netns {
+        crate::netns::enter(ns).map_err(WorkerError::Netns)?;
+    }
+    match p.core {
+        Some(core) => {
+            if core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
+                Ok(Some(core))
+            } else {
+                Err(WorkerError::Pin(core))
+            }
+        }
+        None => Ok(None),
+    }
+}
+
+/// Spawns a worker: `setup` runs in the new thread after placement and
+/// returns the bound state and its `Ready`; `run` then loops.
+fn spawn<St, S>(
+    name: String,
+    placement: Placement,
+    setup: impl FnOnce() -> Result<(St, BindMode, Option<String>), WorkerError> + Send + 'static,
+    run: impl FnOnce(St, &WorkerCounters) -> Result<S, WorkerError> + Send + 'static,
+) -> Result<Worker<S>, WorkerError>
+where
+    S: Send + 'static,
+{
+    let counters = Arc::new(WorkerCounters::default());
+    let (tx, rx): (_, Receiver<Result<Ready, WorkerError>>) = bounded(1);
+    let c = counters.clone();
+    let handle = thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            let bound = place(&placement).and_then(|core| {
+                let (st, mode, fallback_reason) = setup()?;
+                Ok((st, mode, fallback_reason, core))
+            });
+            match bound {
+                Ok((st, mode, fallback_reason, core)) => {
+                    let _ = tx.send(Ok(Ready {
+                        mode,
+                        fallback_reason,
+                        core,
+                        tid: nix::unistd::gettid().as_raw(),
+                    }));
+                    run(st, &c)
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    Err(WorkerError::Vanished)
+                }
+            }
+        })
+        .map_err(|e| WorkerError::Hook(format!("spawning a worker thread failed: {e}")))?;
+    match rx.recv() {
+        Ok(Ok(ready)) => Ok(Worker {
+            counters,
+            ready,
+            handle,
+        }),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = handle.join();
+            Err(WorkerError::Vanished)
+        }
+    }
+}

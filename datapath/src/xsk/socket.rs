@@ -1,0 +1,257 @@
+//! Creating a UMEM and binding an AF_XDP socket to it: zero-copy first,
+//! copy mode when the driver refuses (veth does), multi-buffer when frames
+//! span several chunks.
+
+use std::{error::Error as _, io, num::NonZeroU32, str::FromStr};
+
+use xsk_rs::{
+    config::{
+        BindFlags, FrameSize, Interface, LibxdpFlags, QueueSize, SocketConfig, UmemConfig,
+    },
+    CompQueue, FillQueue, FrameDesc, RxQueue, Socket, TxQueue, Umem,
+};
+
+/// UMEM chunk size. 4096 is the largest the kernel accepts here; frames
+/// longer than one chunk travel as several descriptors (multi-buffer).
+pub const CHUNK_SIZE: u32 = 4096;
+/// Bytes of packet data one chunk holds after the kernel's XDP headroom.
+pub const CHUNK_DATA: usize = (CHUNK_SIZE - XDP_PACKET_HEADROOM) as usize;
+const XDP_PACKET_HEADROOM: u32 = 256;
+
+/// Whether to use zero-copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZeroCopy {
+    /// Zero-copy where the driver allows it, copy mode otherwise.
+    #[default]
+    Auto,
+    /// Zero-copy or fail.
+    Require,
+    /// Copy mode only.
+    Off,
+}
+
+/// The mode a socket was bound in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindMode {
+    /// The NIC DMAs straight into the UMEM.
+    ZeroCopy,
+    /// The kernel copies between its buffers and the UMEM.
+    Copy,
+}
+
+impl BindMode {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ZeroCopy => "zero-copy",
+            Self::Copy => "copy",
+        }
+    }
+}
+
+/// Where and how to bind one socket.
+#[derive(Debug, Clone)]
+pub struct SocketOptions {
+    /// Interface name, in the calling thread's network namespace.
+    pub iface: String,
+    /// Queue id on that interface.
+    pub queue: u32,
+    /// Size of the ring the port uses (TX ring for a sender, RX ring for a
+    /// receiver); the UMEM holds twice as many chunks for a receiver.
+    pub ring_size: u32,
+    /// Zero-copy policy.
+    pub zero_copy: ZeroCopy,
+    /// Allow frames to span several chunks (XDP_USE_SG).
+    pub multi_buffer: bool,
+}
+
+/// Errors of the AF_XDP layer.
+#[derive(Debug, thiserror::Error)]
+pub enum XskError {
+    /// Bad ring or UMEM sizes.
+    #[error("invalid AF_XDP configuration: {0}")]
+    Config(String),
+    /// The UMEM could not be created.
+    #[error("creating the UMEM failed: {0}; is the memlock limit high enough (ulimit -l)?")]
+    Umem(String),
+    /// Binding failed in every allowed mode.
+    #[error("binding an AF_XDP socket to {iface} queue {queue} failed: {reason}")]
+    Bind {
+        /// Interface.
+        iface: String,
+        /// Queue.
+        queue: u32,
+        /// What each attempt said.
+        reason: String,
+    },
+    /// Zero-copy was required and refused.
+    #[error("zero-copy refused on {iface} queue {queue}: {reason}; drop --zero-copy to run in copy mode")]
+    ZeroCopyRefused {
+        /// Interface.
+        iface: String,
+        /// Queue.
+        queue: u32,
+        /// What the kernel said.
+        reason: String,
+    },
+    /// A ring operation failed.
+    #[error("AF_XDP I/O: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The socket's XDP_STATISTICS.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct XskStats {
+    /// Frames dropped for lack of space or other reasons.
+    pub rx_dropped: u64,
+    /// Invalid RX descriptors.
+    pub rx_invalid_descs: u64,
+    /// Frames dropped because the RX ring was full.
+    pub rx_ring_full: u64,
+    /// Times the fill ring was empty when a frame arrived.
+    pub rx_fill_ring_empty: u64,
+    /// Invalid TX descriptors.
+    pub tx_invalid_descs: u64,
+    /// Times the TX ring was empty when the kernel looked.
+    pub tx_ring_empty: u64,
+}
+
+/// A bound socket with its UMEM and all four rings.
+pub(super) struct Bound {
+    pub(super) tx: TxQueue,
+    pub(super) rx: RxQueue,
+    pub(super) fill: FillQueue,
+    pub(super) comp: CompQueue,
+    pub(super) umem: Umem,
+    pub(super) frames: Vec<FrameDesc>,
+    pub(super) mode: BindMode,
+    pub(super) fallback_reason: Option<String>,
+}
+
+impl Bound {
+    /// Creates a UMEM of `chunks` chunks and binds a socket to it.
+    pub(super) fn new(
+        opts: &SocketOptions,
+        chunks: u32,
+        rx_size: u32,
+        tx_size: u32,
+    ) -> Result<Self, XskError> {
+        let iface = Interface::from_str(&opts.iface)
+            .map_err(|_| XskError::Config(format!("bad interface name {:?}", opts.iface)))?;
+        let mut attempts: Vec<(BindMode, BindFlags)> = Vec::new();
+        let mut flags = BindFlags::XDP_USE_NEED_WAKEUP;
+        if opts.multi_buffer {
+            flags |= BindFlags::XDP_USE_SG;
+        }
+        if opts.zero_copy != ZeroCopy::Off {
+            attempts.push((BindMode::ZeroCopy, flags | BindFlags::XDP_ZEROCOPY));
+        }
+        if opts.zero_copy != ZeroCopy::Require {
+            attempts.push((BindMode::Copy, flags | BindFlags::XDP_COPY));
+        }
+        let mut failures = Vec::new();
+        for (mode, flags) in attempts {
+            // A UMEM whose first bind failed is not reused: each attempt
+            // starts from a fresh one.
+            let (umem, frames) = new_umem(chunks, rx_size.max(tx_size))?;
+            let cfg = SocketConfig::builder()
+                .rx_queue_size(queue_size(rx_size)?)
+                .tx_queue_size(queue_size(tx_size)?)
+                .libxdp_flags(LibxdpFlags::XSK_LIBXDP_FLAGS_INHIBIT_PROG_LOAD)
+                .bind_flags(flags)
+                .build();
+            // SAFETY: the UMEM is new and not shared with any other socket,
+            // and program loading is inhibited, so xsk-rs's contract for
+            // shared UMEMs does not apply.
+            match unsafe { Socket::new(cfg, &umem, &iface, opts.queue) } {
+                Ok((tx, rx, Some((fill, comp)))) => {
+                    let fallback_reason =
+                        (!failures.is_empty()).then(|| failures.join("; "));
+                    return Ok(Self {
+                        tx,
+                        rx,
+                        fill,
+                        comp,
+                        umem,
+                        frames,
+                        mode,
+                        fallback_reason,
+                    });
+                }
+                Ok((_, _, None)) => {
+                    return Err(XskError::Config("UMEM unexpectedly shared".into()));
+                }
+                Err(e) => {
+                    let os = e
+                        .source()
+                        .and_then(|s| s.downcast_ref::<io::Error>())
+                        .and_then(io::Error::raw_os_error);
+                    let what = match os {
+                        Some(code) => format!("{} ({})", io::Error::from_raw_os_error(code), e),
+                        None => e.to_string(),
+                    };
+                    failures.push(format!("{} bind: {what}{}", mode.as_str(), hint(os)));
+                    if os == Some(libc::ENODEV) || os == Some(libc::EPERM) {
+                        break;
+                    }
+                }
+            }
+        }
+        let reason = failures.join("; ");
+        if opts.zero_copy == ZeroCopy::Require {
+            return Err(XskError::ZeroCopyRefused {
+                iface: opts.iface.clone(),
+                queue: opts.queue,
+                reason,
+            });
+        }
+        Err(XskError::Bind {
+            iface: opts.iface.clone(),
+            queue: opts.queue,
+            reason,
+        })
+    }
+
+    pub(super) fn stats(&self) -> Result<XskStats, XskError> {
+        let s = self.rx.fd().xdp_statistics()?;
+        Ok(XskStats {
+            rx_dropped: s.rx_dropped(),
+            rx_invalid_descs: s.rx_invalid_descs(),
+            rx_ring_full: s.rx_ring_full(),
+            rx_fill_ring_empty: s.rx_fill_ring_empty_descs(),
+            tx_invalid_descs: s.tx_invalid_descs(),
+            tx_ring_empty: s.tx_ring_empty_descs(),
+        })
+    }
+}
+
+fn hint(os: Option<i32>) -> &'static str {
+    match os {
+        Some(libc::EOPNOTSUPP) => " (the driver has no zero-copy support)",
+        Some(libc::EPERM) => " (run as root, or grant CAP_NET_RAW and CAP_NET_ADMIN)",
+        Some(libc::ENODEV) => " (no such interface or queue in this network namespace)",
+        Some(libc::EINVAL) => " (queue id beyond the interface's queues, or frames too large: check the MTU and --queues)",
+        Some(libc::EBUSY) => " (another AF_XDP socket is bound to this queue: is another linerate running?)",
+        _ => "",
+    }
+}
+
+fn queue_size(n: u32) -> Result<QueueSize, XskError> {
+    QueueSize::new(n).map_err(|e| XskError::Config(format!("ring size {n}: {e}")))
+}
+
+fn new_umem(chunks: u32, ring: u32) -> Result<(Umem, Vec<FrameDesc>), XskError> {
+    let cfg = UmemConfig::builder()
+        .frame_size(FrameSize::new(CHUNK_SIZE).map_err(|e| XskError::Config(e.to_string()))?)
+        .fill_queue_size(queue_size(chunks.next_power_of_two())?)
+        .comp_queue_size(queue_size(ring.next_power_of_two())?)
+        .frame_headroom(0)
+        .build()
+        .map_err(|e| XskError::Config(e.to_string()))?;
+    let count =
+        NonZeroU32::new(chunks).ok_or_else(|| XskError::Config("UMEM of zero chunks".into()))?;
+    Umem::new(cfg, count, false).map_err(|e| {
+        let detail = e.source().map(|s| format!(": {s}")).unwrap_or_default();
+        XskError::Umem(format!("{e}{detail}"))
+    })
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * linerate's XDP steering program.
+ *
+ * Frames whose UDP destination port lies in the configured range are
+ * redirected to the AF_XDP socket registered for the receive queue
+ * they arrived on; everything else (ARP, SSH, the control connection,
+ * any other traffic) passes to the kernel untouched. Declared
+ * frags-aware so it attaches to a veth at MTU 9000; the headers it
+ * parses always lie in the first buffer.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#define MAX_QUEUES 64
+
+/* Keep in step with `SteerStats` in ebpf/src/stats.rs. */
+struct steer_stats {
+	__u64 seen;
+	__u64 redirected;
+	__u64 redirect_failed;
+	__u64 passed;
+	__u64 malformed;
+};
+
+/* Keep in step with `SteerConfig` in ebpf/src/config.rs. */
+struct steer_config {
+	__u16 port_lo; /* host byte order, inclusive */
+	__u16 port_hi; /* host byte order, inclusive */
+	__u32 enabled;
+};
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 encap_proto;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct steer_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct steer_config);
+} config SEC(".maps");
+
+static __always_inline int pass(struct steer_stats *s)
+{
+	s->passed++;
+	return XDP_PASS;
+}
+
+static __always_inline int malformed(struct steer_stats *s)
+{
+	s->malformed++;
+	return pass(s);
+}
+
+SEC("xdp.frags")
+int linerate_steer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	struct steer_stats *s = bpf_map_lookup_elem(&stats, &zero);
+	struct steer_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	struct ethhdr *eth = data;
+	void *cur;
+	__u16 proto;
+	__u8 l4;
+
+	if (!s || !cfg)
+		return XDP_PASS;
+	s->seen++;
+	if (!cfg->enabled)
+		return pass(s);
+
+	if ((void *)(eth + 1) > end)
+		return malformed(s);
+	proto = eth->h_proto;
+	cur = eth + 1;
+
+	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+		struct vlan_hdr *vlan = cur;
+
+		if ((void *)(vlan + 1) > end)
+			return malformed(s);
+		proto = vlan->encap_proto;
+		cur = vlan + 1;
+	}
+
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = cur;
+
+		if ((void *)(ip + 1) > end)
+			return malformed(s);
+		if (ip->ihl < 5)
+			return malformed(s);
+		/* A later IP fragment carries no UDP header: the kernel's. */
+		if (ip->frag_off & bpf_htons(0x1fff))
+			return pass(s);
+		l4 = ip->protocol;
+		cur = (void *)ip + ip->ihl * 4;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = cur;
+
+		if ((void *)(ip6 + 1) > end)
+			return malformed(s);
+		l4 = ip6->nexthdr;
+		cur = ip6 + 1;
+	} else {
+		return pass(s);
+	}
+
+	if (l4 != IPPROTO_UDP)
+		return pass(s);
+
+	struct udphdr *udp = cur;
+
+	if ((void *)(udp + 1) > end)
+		return malformed(s);
+
+	__u16 dport = bpf_ntohs(udp->dest);
+
+	if (dport < cfg->port_lo || dport > cfg->port_hi)
+		return pass(s);
+
+	int action = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+
+	if (action == XDP_REDIRECT)
+		s->redirected++;
+	else
+		s->redirect_failed++;
+	return action;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

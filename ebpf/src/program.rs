@@ -1,0 +1,210 @@
+//! Loading the steering program, configuring it and registering sockets.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, Xdp, XdpFlags};
+
+use crate::{
+    attach::{link_xdp, AttachMode, AttachPolicy},
+    stats::SteerStats,
+    EbpfError,
+};
+
+/// Receive queues the program can steer to (entries of its XSKMAP).
+pub const MAX_QUEUES: u32 = 64;
+
+const PROG_NAME: &str = "linerate_steer";
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/steer.bpf.o"));
+
+/// What the program steers and how it attaches.
+#[derive(Debug, Clone, Copy)]
+pub struct SteeringConfig {
+    /// First UDP destination port steered to the sockets (inclusive).
+    pub port_lo: u16,
+    /// Last UDP destination port steered to the sockets (inclusive).
+    pub port_hi: u16,
+    /// Which XDP modes to try.
+    pub policy: AttachPolicy,
+    /// Replace a program someone else attached (netlink-attached ones only).
+    pub force: bool,
+}
+
+/// The steering program attached to one interface. Dropping it detaches
+/// the program; so does the death of the process (the link's descriptor
+/// closes with it).
+#[derive(Debug)]
+pub struct Steering {
+    // Declared first so it is dropped (detached) before the maps go.
+    _link: OwnedFd,
+    iface: String,
+    ifindex: u32,
+    mode: AttachMode,
+    fallback_reason: Option<String>,
+    xsks: MapHandle,
+    stats: MapHandle,
+    _object: Object,
+}
+
+impl Steering {
+    /// Loads the program and attaches it to `iface` in the calling thread's
+    /// network namespace.
+    pub fn attach(iface: &str, cfg: SteeringConfig) -> Result<Self, EbpfError> {
+        let ifindex = nix::net::if_::if_nametoindex(iface)
+            .map_err(|_| EbpfError::NoSuchInterface(iface.to_string()))?;
+        let object = ObjectBuilder::default()
+            .open_memory(OBJECT)
+            .and_then(|open| open.load())
+            .map_err(|e| EbpfError::Load(e.to_string()))?;
+        let map = |name: &'static str| -> Result<MapHandle, EbpfError> {
+            let m = object
+                .maps()
+                .find(|m| m.name() == name)
+                .ok_or_else(|| EbpfError::Load(format!("map {name} missing from the object")))?;
+            MapHandle::try_from(&m).map_err(|e| EbpfError::map(name, e))
+        };
+        let xsks = map("xsks")?;
+        let stats = map("stats")?;
+        let config = map("config")?;
+        let mut value = [0u8; 8];
+        value[0..2].copy_from_slice(&cfg.port_lo.to_ne_bytes());
+        value[2..4].copy_from_slice(&cfg.port_hi.to_ne_bytes());
+        value[4..8].copy_from_slice(&1u32.to_ne_bytes());
+        config
+            .update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
+            .map_err(|e| EbpfError::map("config", e))?;
+
+        let prog = object
+            .progs()
+            .find(|p| p.name() == PROG_NAME)
+            .ok_or_else(|| EbpfError::Load(format!("program {PROG_NAME} missing")))?;
+        let prog_fd = prog.as_fd();
+        refuse_foreign_program(iface, ifindex, prog_fd, cfg.force)?;
+
+        let mut failures = Vec::new();
+        for &mode in cfg.policy.modes() {
+            match link_xdp(prog_fd, ifindex, mode) {
+                Ok(link) => {
+                    let fallback_reason = (!failures.is_empty()).then(|| failures.join("; "));
+                    return Ok(Self {
+                        _link: link,
+                        iface: iface.to_string(),
+                        ifindex,
+                        mode,
+                        fallback_reason,
+                        xsks,
+                        stats,
+                        _object: object,
+                    });
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY | libc::EEXIST)) => {
+                    let prog_id = attached_prog_id(ifindex, prog_fd).unwrap_or(0);
+                    return Err(EbpfError::Busy {
+                        iface: iface.to_string(),
+                        prog_id,
+                    });
+                }
+                Err(e) => failures.push(format!("{mode} mode: {e}{}", hint(mode, &e))),
+            }
+        }
+        Err(EbpfError::Attach {
+            iface: iface.to_string(),
+            reason: failures.join("; "),
+        })
+    }
+
+    /// The interface the program is attached to.
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    /// Its index in its network namespace.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The mode that attached.
+    pub fn mode(&self) -> AttachMode {
+        self.mode
+    }
+
+    /// Why the preferred mode did not attach, when a fallback was used.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    /// Steers test frames arriving on `queue` to the AF_XDP socket `xsk`.
+    pub fn register_socket(&self, queue: u32, xsk: BorrowedFd<'_>) -> Result<(), EbpfError> {
+        if queue >= MAX_QUEUES {
+            return Err(EbpfError::QueueOutOfRange(queue));
+        }
+        let fd = xsk.as_raw_fd() as u32;
+        self.xsks
+            .update(&queue.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("xsks", e))
+    }
+
+    /// Stops steering `queue` (its frames pass to the kernel again).
+    pub fn unregister_socket(&self, queue: u32) -> Result<(), EbpfError> {
+        self.xsks
+            .delete(&queue.to_ne_bytes())
+            .map_err(|e| EbpfError::map("xsks", e))
+    }
+
+    /// The program's counters, summed over CPUs, since it was loaded.
+    pub fn stats(&self) -> Result<SteerStats, EbpfError> {
+        let per_cpu = self
+            .stats
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("stats", e))?
+            .unwrap_or_default();
+        Ok(SteerStats::sum_per_cpu(&per_cpu))
+    }
+}
+
+/// The id of the XDP program attached to `ifindex` in any mode, 0 if none.
+fn attached_prog_id(ifindex: u32, any_prog: BorrowedFd<'_>) -> Option<u32> {
+    let xdp = Xdp::new(any_prog);
+    [XdpFlags::NONE, XdpFlags::DRV_MODE, XdpFlags::SKB_MODE]
+        .into_iter()
+        .filter_map(|f| xdp.query_id(ifindex as i32, f).ok())
+        .find(|&id| id != 0)
+}
+
+fn refuse_foreign_program(
+    iface: &str,
+    ifindex: u32,
+    prog: BorrowedFd<'_>,
+    force: bool,
+) -> Result<(), EbpfError> {
+    let Some(prog_id) = attached_prog_id(ifindex, prog) else {
+        return Ok(());
+    };
+    if !force {
+        return Err(EbpfError::Busy {
+            iface: iface.to_string(),
+            prog_id,
+        });
+    }
+    let xdp = Xdp::new(prog);
+    for flags in [XdpFlags::DRV_MODE, XdpFlags::SKB_MODE] {
+        let _ = xdp.detach(ifindex as i32, flags);
+    }
+    match attached_prog_id(ifindex, prog) {
+        None => Ok(()),
+        Some(prog_id) => Err(EbpfError::Attach {
+            iface: iface.to_string(),
+            reason: format!(
+                "--force could not detach program {prog_id}: it is held by a bpf_link of another process; stop that process"
+            ),
+        }),
+    }
+}
+
+fn hint(mode: AttachMode, e: &std::io::Error) -> &'static str {
+    match (mode, e.raw_os_error()) {
+        (AttachMode::Native, Some(libc::EOPNOTSUPP)) => " (the driver has no native XDP)",
+        (_, Some(libc::EPERM)) => " (run as root, or grant CAP_NET_ADMIN and CAP_BPF)",
+        (_, Some(libc::EINVAL)) => " (the MTU may be too large for XDP on this driver)",
+        _ => "",
+    }
+}

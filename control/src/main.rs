@@ -1,1 +1,118 @@
-fn main(){}
+//! `linerate`: the command-line front end. Plans runs, hands them to the
+//! data path, measures and reports.
+
+mod cli;
+mod cores;
+mod cpu;
+mod doctor;
+mod environment;
+mod iface;
+mod lab;
+mod napi;
+mod privilege;
+mod sh;
+mod stream;
+
+use std::{
+    process::ExitCode,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+use cli::{Cli, Command, LabAction};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("linerate: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Lab { action } => lab_cmd(action),
+        Command::Doctor(a) => {
+            let r = doctor::run(&a)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", doctor::render(&r));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stream(a) => {
+            let interrupted = Arc::new(AtomicBool::new(false));
+            let flag = interrupted.clone();
+            ctrlc::set_handler(move || {
+                if flag.swap(true, Ordering::Relaxed) {
+                    eprintln!("linerate: interrupted again, still cleaning up");
+                } else {
+                    eprintln!("linerate: interrupted, stopping the run");
+                }
+            })
+            .context("installing the Ctrl-C handler")?;
+            let plan = stream::plan::plan(&a)?;
+            let result = stream::run(&plan, &interrupted)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                print!("{}", stream::print_table(&result));
+            }
+            Ok(if result.interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+fn lab_cmd(action: LabAction) -> Result<ExitCode> {
+    match action {
+        LabAction::Up { mtu, queues, lab } => {
+            privilege::require_root("linerate lab up")?;
+            let l = lab::Lab::new(&lab.name)?;
+            l.up(mtu, queues)?;
+            println!(
+                "lab {} up: {} ({}, {}) <-> {} ({}, {}), MTU {mtu}, {queues} queue(s)",
+                l.name, l.if_a, l.ns_a, l.ip_a, l.if_b, l.ns_b, l.ip_b
+            );
+        }
+        LabAction::Down { lab } => {
+            privilege::require_root("linerate lab down")?;
+            let l = lab::Lab::new(&lab.name)?;
+            l.down()?;
+            println!("lab {} down", l.name);
+        }
+        LabAction::Status { lab, json } => {
+            let s = lab::Lab::new(&lab.name)?.status();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else if s.up {
+                println!(
+                    "lab {} up: {} ({}) <-> {} ({}), MTU {}, {} queue(s), XDP programs: {:?}",
+                    s.lab.name,
+                    s.lab.if_a,
+                    s.lab.ns_a,
+                    s.lab.if_b,
+                    s.lab.ns_b,
+                    s.mtu.map_or("?".into(), |m| m.to_string()),
+                    s.queues.map_or("?".into(), |m| m.to_string()),
+                    s.xdp
+                );
+            } else {
+                println!("lab {} is down", s.lab.name);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

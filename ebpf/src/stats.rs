@@ -1,5 +1,5 @@
 /// The steering program's counters, summed over all CPUs.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct SteerStats {
     /// Frames the program looked at.
     pub seen: u64,

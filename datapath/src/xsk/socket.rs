@@ -31,7 +31,8 @@ pub enum ZeroCopy {
 }
 
 /// The mode a socket was bound in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum BindMode {
     /// The NIC DMAs straight into the UMEM.
     ZeroCopy,
@@ -100,7 +101,7 @@ pub enum XskError {
 }
 
 /// The socket's XDP_STATISTICS.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct XskStats {
     /// Frames dropped for lack of space or other reasons.
     pub rx_dropped: u64,

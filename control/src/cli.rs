@@ -1,0 +1,188 @@
+//! The command line. These names are the interface later issues and
+//! checks rely on.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use linerate_datapath::worker::WaitMode;
+
+/// linerate: kernel-bypass data path engine and measurement lab.
+#[derive(Debug, Parser)]
+#[command(version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, remove or show the built-in veth lab.
+    Lab {
+        /// Lab action.
+        #[command(subcommand)]
+        action: LabAction,
+    },
+    /// Report what this host can do: kernel, privileges, XDP, zero-copy.
+    Doctor(DoctorArgs),
+    /// One-way stream of frames from a sender to a receiver.
+    Stream(Box<StreamArgs>),
+}
+
+/// Lab actions.
+#[derive(Debug, Subcommand)]
+pub enum LabAction {
+    /// Create namespaces <lab>-a and <lab>-b joined by veth <lab>-a0 <-> <lab>-b0.
+    Up {
+        /// MTU of the veth pair.
+        #[arg(long, default_value_t = 1500)]
+        mtu: u32,
+        /// Queues of each veth.
+        #[arg(long, default_value_t = 1)]
+        queues: u32,
+        #[command(flatten)]
+        lab: LabName,
+    },
+    /// Remove the lab (works after a crash too).
+    Down {
+        #[command(flatten)]
+        lab: LabName,
+    },
+    /// Show the lab.
+    Status {
+        #[command(flatten)]
+        lab: LabName,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Which lab.
+#[derive(Debug, Args, Clone)]
+pub struct LabName {
+    /// Name prefix of the lab's namespaces and interfaces.
+    #[arg(long = "lab", default_value = "lr", value_name = "NAME")]
+    pub name: String,
+}
+
+/// `linerate doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Interface to probe (default: the lab's receiving side, created if needed).
+    #[arg(long)]
+    pub iface: Option<String>,
+    /// Network namespace of --iface.
+    #[arg(long)]
+    pub netns: Option<String>,
+    #[command(flatten)]
+    pub lab: LabName,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// XDP attach mode choice.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum XdpModeArg {
+    /// Native first, generic as fallback.
+    Auto,
+    /// Native (driver) only.
+    Native,
+    /// Generic (SKB) only.
+    Generic,
+}
+
+/// Wait mode on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum WaitArg {
+    /// Spin on the rings.
+    Busy,
+    /// Block in poll().
+    Wait,
+}
+
+impl From<WaitArg> for WaitMode {
+    fn from(w: WaitArg) -> Self {
+        match w {
+            WaitArg::Busy => WaitMode::Busy,
+            WaitArg::Wait => WaitMode::Wait,
+        }
+    }
+}
+
+/// `linerate stream`.
+#[derive(Debug, Args, Clone)]
+pub struct StreamArgs {
+    /// Frame size as RFC 2544 counts it, FCS included: 64 up to MTU+18
+    /// [default: MTU+18, the largest frame].
+    #[arg(long)]
+    pub size: Option<usize>,
+    /// MTU to run at; sets the lab's MTU [default: the interfaces' MTU].
+    #[arg(long)]
+    pub mtu: Option<u32>,
+    /// Measured time, after the warm-up.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Warm-up, excluded from the figures.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub warmup: Duration,
+    /// Send exactly this many frames per queue, then stop (the run ends
+    /// when they are sent, or at warm-up + duration).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Queues (one sender and one receiver worker per queue).
+    #[arg(long, default_value_t = 1)]
+    pub queues: u32,
+    /// How senders wait for ring space.
+    #[arg(long, value_enum, default_value_t = WaitArg::Busy)]
+    pub tx_wait: WaitArg,
+    /// How receivers wait for frames.
+    #[arg(long, value_enum, default_value_t = WaitArg::Wait)]
+    pub rx_wait: WaitArg,
+    /// Frames per second per queue (default: as fast as possible).
+    #[arg(long, value_name = "PPS")]
+    pub rate: Option<f64>,
+    /// Cores for the senders, one per queue, e.g. 0 or 0,2 or 0-3.
+    #[arg(long, value_name = "LIST")]
+    pub tx_cores: Option<String>,
+    /// Cores for the receivers, one per queue.
+    #[arg(long, value_name = "LIST")]
+    pub rx_cores: Option<String>,
+    /// Descriptors per batch.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Ring size (descriptors).
+    #[arg(long, default_value_t = 2048)]
+    pub ring: u32,
+    /// UDP destination port of the test traffic (steered to the receivers).
+    #[arg(long, default_value_t = 7471)]
+    pub port: u16,
+    /// Sending interface (default: the lab's <lab>-a0).
+    #[arg(long)]
+    pub tx_iface: Option<String>,
+    /// Receiving interface (default: the lab's <lab>-b0).
+    #[arg(long)]
+    pub rx_iface: Option<String>,
+    /// Network namespace of --tx-iface.
+    #[arg(long)]
+    pub tx_netns: Option<String>,
+    /// Network namespace of --rx-iface.
+    #[arg(long)]
+    pub rx_netns: Option<String>,
+    #[command(flatten)]
+    pub lab: LabName,
+    /// Require zero-copy; fail when the driver refuses it.
+    #[arg(long)]
+    pub zero_copy: bool,
+    /// XDP attach mode.
+    #[arg(long, value_enum, default_value_t = XdpModeArg::Auto)]
+    pub xdp_mode: XdpModeArg,
+    /// Replace an XDP program someone else attached to the receiving interface.
+    #[arg(long)]
+    pub force: bool,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}

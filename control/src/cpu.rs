@@ -1,0 +1,175 @@
+//! CPU accounting per core from /proc/stat, as netperf does: user, system,
+//! softirq and irq time of every core over the measured window. Network
+//! work done in softirq is charged to no process, so per-process figures
+//! (iperf3's) would miss it.
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+/// One core's cumulative jiffies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreTimes {
+    user: u64,
+    nice: u64,
+    system: u64,
+    idle: u64,
+    iowait: u64,
+    irq: u64,
+    softirq: u64,
+    steal: u64,
+}
+
+/// Every core's times at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuSample {
+    cores: Vec<(usize, CoreTimes)>,
+}
+
+/// One core's use over a window, in percent of the window.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct CoreUse {
+    /// Core number.
+    pub core: usize,
+    /// User time (nice included).
+    pub user: f64,
+    /// System time.
+    pub system: f64,
+    /// Softirq time.
+    pub softirq: f64,
+    /// Hard irq time.
+    pub irq: f64,
+    /// Stolen by the hypervisor.
+    pub steal: f64,
+    /// Everything but idle and iowait.
+    pub busy: f64,
+}
+
+impl CpuSample {
+    /// Reads /proc/stat.
+    pub fn read() -> Result<Self> {
+        let text = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+        Ok(Self::parse(&text))
+    }
+
+    fn parse(text: &str) -> Self {
+        let cores = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let id = f.next()?.strip_prefix("cpu")?.parse::<usize>().ok()?;
+                let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
+                let g = |i: usize| v.get(i).copied().unwrap_or(0);
+                Some((
+                    id,
+                    CoreTimes {
+                        user: g(0),
+                        nice: g(1),
+                        system: g(2),
+                        idle: g(3),
+                        iowait: g(4),
+                        irq: g(5),
+                        softirq: g(6),
+                        steal: g(7),
+                    },
+                ))
+            })
+            .collect();
+        Self { cores }
+    }
+
+    /// Use of every core between `earlier` and `self`.
+    pub fn since(&self, earlier: &Self) -> Vec<CoreUse> {
+        self.cores
+            .iter()
+            .filter_map(|(id, now)| {
+                let (_, then) = earlier.cores.iter().find(|(i, _)| i == id)?;
+                let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+                let user = d(now.user, then.user) + d(now.nice, then.nice);
+                let system = d(now.system, then.system);
+                let irq = d(now.irq, then.irq);
+                let softirq = d(now.softirq, then.softirq);
+                let steal = d(now.steal, then.steal);
+                let idle = d(now.idle, then.idle) + d(now.iowait, then.iowait);
+                let busy = user + system + irq + softirq + steal;
+                let total = busy + idle;
+                let pct = |x: f64| if total > 0.0 { 100.0 * x / total } else { 0.0 };
+                Some(CoreUse {
+                    core: *id,
+                    user: pct(user),
+                    system: pct(system),
+                    softirq: pct(softirq),
+                    irq: pct(irq),
+                    steal: pct(steal),
+                    busy: pct(busy),
+                })
+            })
+            .collect()
+    }
+}
+
+/// CPU use of a set of cores and its service demand.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CpuFigures {
+    /// Cores counted.
+    pub cores: Vec<usize>,
+    /// Mean busy percent over those cores.
+    pub cpu_pct: f64,
+    /// Milliseconds of CPU per MB (10^6 B) moved:
+    /// `CPU% x nCPU x 10 / (MB/s)`, as in 001.
+    pub service_demand_ms_per_mb: Option<f64>,
+}
+
+/// Figures for `cores` (all cores when empty) at `mb_per_s`.
+pub fn figures(uses: &[CoreUse], cores: &[usize], mb_per_s: f64) -> CpuFigures {
+    let chosen: Vec<&CoreUse> = uses
+        .iter()
+        .filter(|u| cores.is_empty() || cores.contains(&u.core))
+        .collect();
+    let n = chosen.len();
+    let cpu_pct = if n > 0 {
+        chosen.iter().map(|u| u.busy).sum::<f64>() / n as f64
+    } else {
+        0.0
+    };
+    CpuFigures {
+        cores: chosen.iter().map(|u| u.core).collect(),
+        cpu_pct,
+        service_demand_ms_per_mb: service_demand(cpu_pct, n, mb_per_s),
+    }
+}
+
+/// `CPU% x nCPU x 10 / (MB/s)`: ms of CPU per MB.
+pub fn service_demand(cpu_pct: f64, ncpu: usize, mb_per_s: f64) -> Option<f64> {
+    (mb_per_s > 0.0).then(|| cpu_pct * ncpu as f64 * 10.0 / mb_per_s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_core_percentages() {
+        let a = CpuSample::parse("cpu 1 1 1 1\ncpu0 100 0 50 850 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0\n");
+        let b = CpuSample::parse("cpu 1 1 1 1\ncpu0 150 0 100 850 0 0 100 0\ncpu1 0 0 0 1200 0 0 0 0\n");
+        let u = b.since(&a);
+        assert_eq!(u.len(), 2);
+        assert!((u[0].busy - 100.0).abs() < 1e-9);
+        assert!((u[0].softirq - 50.0).abs() < 1e-9);
+        assert!((u[1].busy).abs() < 1e-9);
+        let f = figures(&u, &[], 1000.0);
+        assert!((f.cpu_pct - 50.0).abs() < 1e-9);
+        // 50 % of 2 CPUs for 1000 MB/s: 1 ms per MB.
+        assert!((f.service_demand_ms_per_mb.unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn service_demand_matches_document_001() {
+        // 001, AB379B single port, 4 KB sequential read: 380 MB/s at
+        // 16.8 % of 8 CPUs, printed as 3.5 ms/MB.
+        let sd = service_demand(16.8, 8, 380.0).unwrap();
+        assert_eq!(format!("{sd:.1}"), "3.5");
+        // 1 KB dual port: 204 MB/s at 50.4 % -> 19.8.
+        assert_eq!(format!("{:.1}", service_demand(50.4, 8, 204.0).unwrap()), "19.8");
+        assert_eq!(service_demand(50.0, 2, 0.0), None);
+    }
+}

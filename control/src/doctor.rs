@@ -1,0 +1,207 @@
+//! `linerate doctor`: what this host can do, probed rather than guessed.
+
+use std::thread;
+
+use anyhow::{anyhow, Result};
+use linerate_datapath::xsk::{RxPort, SocketOptions, ZeroCopy};
+use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
+use serde::Serialize;
+
+use crate::{cli::DoctorArgs, iface, lab::Lab};
+
+/// Capability bits (linux/capability.h).
+const CAPS: [(&str, u32); 5] = [
+    ("CAP_NET_ADMIN", 12),
+    ("CAP_NET_RAW", 13),
+    ("CAP_SYS_ADMIN", 21),
+    ("CAP_PERFMON", 38),
+    ("CAP_BPF", 39),
+];
+
+/// The doctor's findings.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Kernel release.
+    pub kernel: String,
+    /// Cores online.
+    pub cpus: usize,
+    /// Effective user is root.
+    pub root: bool,
+    /// Capabilities present / missing.
+    pub capabilities: Vec<(String, bool)>,
+    /// Interface probed.
+    pub iface: String,
+    /// Its namespace.
+    pub netns: Option<String>,
+    /// Driver kind.
+    pub driver: Option<String>,
+    /// MTU.
+    pub mtu: Option<u32>,
+    /// Receive queues.
+    pub queues: Option<u32>,
+    /// Native XDP attach: Ok or why not.
+    pub xdp_native: Probe,
+    /// Generic XDP attach.
+    pub xdp_generic: Probe,
+    /// Zero-copy AF_XDP bind.
+    pub zero_copy: Probe,
+    /// Copy-mode AF_XDP bind.
+    pub copy_mode: Probe,
+    /// Copy-mode bind with multi-buffer (XDP_USE_SG).
+    pub multi_buffer: Probe,
+    /// What a run would use.
+    pub run_would_use: String,
+}
+
+/// A probe's outcome.
+#[derive(Debug, Serialize)]
+pub struct Probe {
+    /// Whether it worked.
+    pub ok: bool,
+    /// Why not, or a detail.
+    pub detail: String,
+}
+
+impl Probe {
+    fn of<T, E: std::fmt::Display>(r: Result<T, E>) -> Self {
+        match r {
+            Ok(_) => Self { ok: true, detail: String::new() },
+            Err(e) => Self { ok: false, detail: e.to_string() },
+        }
+    }
+}
+
+fn capabilities() -> Vec<(String, bool)> {
+    let eff = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0);
+    CAPS.iter()
+        .map(|(n, bit)| (n.to_string(), eff & (1 << bit) != 0))
+        .collect()
+}
+
+/// Runs the probes; a temporary lab is created (and removed) when no
+/// interface is given and the lab is not up.
+pub fn run(args: &DoctorArgs) -> Result<Report> {
+    let env = crate::environment::describe();
+    let root = nix::unistd::geteuid().is_root();
+    let mut temp_lab = None;
+    let (ifname, netns) = match &args.iface {
+        Some(i) => (i.clone(), args.netns.clone()),
+        None => {
+            let lab = Lab::new(&args.lab.name)?;
+            if !lab.is_up() {
+                crate::privilege::require_root("linerate doctor (to create a probe lab)")?;
+                let probe = Lab::new("lrdoc")?;
+                probe.up(1500, 1)?;
+                temp_lab = Some(probe);
+            }
+            let l = temp_lab.as_ref().unwrap_or(&lab);
+            (l.if_b.clone(), Some(l.ns_b.clone()))
+        }
+    };
+    let probes = (|| -> Result<Report> {
+        let info = iface::info(netns.as_deref(), &ifname).ok();
+        let (ifc, nsc) = (ifname.clone(), netns.clone());
+        let (native, generic, zc, copy, mb) = thread::spawn(move || {
+            if let Some(ns) = &nsc {
+                if let Err(e) = linerate_datapath::netns::enter(ns) {
+                    let p = || Probe { ok: false, detail: e.to_string() };
+                    return (p(), p(), p(), p(), p());
+                }
+            }
+            let attach = |policy| {
+                Probe::of(Steering::attach(
+                    &ifc,
+                    SteeringConfig { port_lo: 7471, port_hi: 7471, policy, force: false },
+                ))
+            };
+            let bind = |zero_copy, multi_buffer| {
+                Probe::of(RxPort::new(
+                    &SocketOptions {
+                        iface: ifc.clone(),
+                        queue: 0,
+                        ring_size: 64,
+                        zero_copy,
+                        multi_buffer,
+                    },
+                    64,
+                ))
+            };
+            (
+                attach(AttachPolicy::Native),
+                attach(AttachPolicy::Generic),
+                bind(ZeroCopy::Require, false),
+                bind(ZeroCopy::Off, false),
+                bind(ZeroCopy::Off, true),
+            )
+        })
+        .join()
+        .map_err(|_| anyhow!("probe thread panicked"))?;
+        let run_would_use = format!(
+            "XDP {} mode, AF_XDP {} mode",
+            if native.ok { "native" } else if generic.ok { "generic" } else { "no" },
+            if zc.ok { "zero-copy" } else if copy.ok { "copy" } else { "no" },
+        );
+        Ok(Report {
+            kernel: env.kernel.clone(),
+            cpus: env.cpus,
+            root,
+            capabilities: capabilities(),
+            iface: ifname.clone(),
+            netns: netns.clone(),
+            driver: info.as_ref().and_then(|i| i.kind.clone()),
+            mtu: info.as_ref().map(|i| i.mtu),
+            queues: info.as_ref().map(|i| i.rx_queues),
+            xdp_native: native,
+            xdp_generic: generic,
+            zero_copy: zc,
+            copy_mode: copy,
+            multi_buffer: mb,
+            run_would_use,
+        })
+    })();
+    if let Some(l) = temp_lab {
+        l.down()?;
+    }
+    probes
+}
+
+/// Renders the report for the terminal.
+pub fn render(r: &Report) -> String {
+    let p = |x: &Probe| {
+        if x.ok {
+            "yes".to_string()
+        } else {
+            format!("no: {}", x.detail)
+        }
+    };
+    let caps: Vec<String> = r
+        .capabilities
+        .iter()
+        .map(|(n, ok)| format!("{n} {}", if *ok { "yes" } else { "NO" }))
+        .collect();
+    format!(
+        "kernel        {}\ncpus          {}\nroot          {}\ncapabilities  {}\ninterface     {}{} (driver {}, MTU {}, {} queues)\nXDP native    {}\nXDP generic   {}\nzero-copy     {}\ncopy mode     {}\nmulti-buffer  {}\na run would use: {}\n",
+        r.kernel,
+        r.cpus,
+        if r.root { "yes" } else { "no (run with sudo)" },
+        caps.join(", "),
+        r.iface,
+        r.netns.as_ref().map(|n| format!(" in {n}")).unwrap_or_default(),
+        r.driver.as_deref().unwrap_or("?"),
+        r.mtu.map_or("?".into(), |m| m.to_string()),
+        r.queues.map_or("?".into(), |m| m.to_string()),
+        p(&r.xdp_native),
+        p(&r.xdp_generic),
+        p(&r.zero_copy),
+        p(&r.copy_mode),
+        p(&r.multi_buffer),
+        r.run_would_use,
+    )
+}

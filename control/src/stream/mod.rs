@@ -1,0 +1,361 @@
+//! `linerate stream`: a one-way stream of frames from AF_XDP senders to
+//! AF_XDP receivers, steered by the XDP program, measured over a window
+//! after a warm-up.
+
+mod output;
+pub mod plan;
+pub mod result;
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+use linerate_datapath::{
+    frame::{Endpoint, FrameSpec},
+    stats::CounterSnapshot,
+    worker::{
+        spawn_rx, spawn_tx, Placement, RxSummary, RxWorkerConfig, StopSignal, TxSummary,
+        TxWorkerConfig, Worker,
+    },
+    xsk::{SocketOptions, ZeroCopy},
+};
+use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
+
+pub use output::print_table;
+use plan::Plan;
+use result::*;
+
+use crate::{cli::XdpModeArg, cpu::CpuSample, environment, iface, napi};
+
+/// How long receivers keep draining after the senders stop, at most.
+const DRAIN_MAX: Duration = Duration::from_secs(2);
+/// Receivers stop once nothing arrived for this long.
+const DRAIN_QUIET: Duration = Duration::from_millis(150);
+
+/// Runs a planned stream. `interrupted` is set by Ctrl-C/SIGTERM: the run
+/// then ends early and reports what it measured.
+pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
+    let a = &plan.args;
+    let steering = attach_steering(plan)?;
+    let napi_threads = pin_napi(plan);
+    let if_tx0 = iface::info(plan.tx.netns.as_deref(), &plan.tx.iface)?.counters;
+    let if_rx0 = iface::info(plan.rx.netns.as_deref(), &plan.rx.iface)?.counters;
+    let steer0 = steering.stats()?;
+
+    let started = Instant::now();
+    let planned = a.warmup + a.duration;
+    let tx_stop = StopSignal {
+        flag: Arc::new(AtomicBool::new(false)),
+        deadline: started + planned + Duration::from_secs(5),
+    };
+    let rx_stop = StopSignal {
+        flag: Arc::new(AtomicBool::new(false)),
+        deadline: started + planned + Duration::from_secs(10),
+    };
+    let zero_copy = if a.zero_copy { ZeroCopy::Require } else { ZeroCopy::Auto };
+    let socket = |side: &plan::Side, q: u32| SocketOptions {
+        iface: side.iface.clone(),
+        queue: q,
+        ring_size: a.ring,
+        zero_copy,
+        multi_buffer: plan.multi_buffer,
+    };
+
+    let mut rx_workers = Vec::new();
+    for q in 0..a.queues {
+        let st = steering.clone();
+        let w = spawn_rx(
+            format!("lr-rx{q}"),
+            RxWorkerConfig {
+                socket: socket(&plan.rx, q),
+                batch: a.batch,
+                wait: a.rx_wait.into(),
+                placement: Placement {
+                    core: Some(plan.rx_cores[q as usize]),
+                    netns: plan.rx.netns.clone(),
+                },
+                stop: rx_stop.clone(),
+                on_bound: Box::new(move |fd| {
+                    st.register_socket(q, fd).map_err(|e| e.to_string())
+                }),
+            },
+        )
+        .with_context(|| format!("starting receiver on {} queue {q}", plan.rx.iface))?;
+        rx_workers.push(w);
+    }
+    let mut tx_workers = Vec::new();
+    for q in 0..a.queues {
+        let spec = FrameSpec {
+            src: Endpoint {
+                mac: plan.tx.info.mac,
+                ip: plan.tx.ip,
+                port: a.port.wrapping_add(1 + q as u16).max(1024),
+            },
+            dst: Endpoint {
+                mac: plan.rx.info.mac,
+                ip: plan.rx.ip,
+                port: a.port,
+            },
+            frame_size: plan.frame_size,
+            flow: q as u16,
+        };
+        let w = spawn_tx(
+            format!("lr-tx{q}"),
+            TxWorkerConfig {
+                socket: socket(&plan.tx, q),
+                frame: spec,
+                batch: a.batch,
+                wait: a.tx_wait.into(),
+                rate: a.rate,
+                count: a.count,
+                placement: Placement {
+                    core: Some(plan.tx_cores[q as usize]),
+                    netns: plan.tx.netns.clone(),
+                },
+                stop: tx_stop.clone(),
+            },
+        );
+        match w {
+            Ok(w) => tx_workers.push(w),
+            Err(e) => {
+                rx_stop.flag.store(true, Ordering::Relaxed);
+                for w in rx_workers {
+                    let _ = w.join();
+                }
+                return Err(anyhow!(e))
+                    .with_context(|| format!("starting sender on {} queue {q}", plan.tx.iface));
+            }
+        }
+    }
+
+    // Warm-up, then the measured window.
+    let senders_done = || tx_workers.iter().all(Worker::is_finished);
+    let stopped = || interrupted.load(Ordering::Relaxed);
+    wait_until(started + a.warmup, &|| stopped() || senders_done());
+    let s0 = Snapshot::take(&tx_workers, &rx_workers)?;
+    wait_until(s0.at + a.duration, &|| stopped() || senders_done());
+    let s1 = Snapshot::take(&tx_workers, &rx_workers)?;
+
+    tx_stop.flag.store(true, Ordering::Relaxed);
+    let tx_ready: Vec<_> = tx_workers.iter().map(|w| w.ready.clone()).collect();
+    let tx_results: Vec<TxSummary> = tx_workers
+        .into_iter()
+        .map(|w| w.join().map_err(|e| anyhow!(e)))
+        .collect::<Result<_>>()?;
+    drain(&rx_workers);
+    rx_stop.flag.store(true, Ordering::Relaxed);
+    let rx_ready: Vec<_> = rx_workers.iter().map(|w| w.ready.clone()).collect();
+    let rx_results: Vec<RxSummary> = rx_workers
+        .into_iter()
+        .map(|w| w.join().map_err(|e| anyhow!(e)))
+        .collect::<Result<_>>()?;
+
+    let steer = steering.stats()?.since(&steer0);
+    let xdp_mode = steering.mode().to_string();
+    let xdp_fallback_reason = steering.fallback_reason().map(str::to_string);
+    drop(steering);
+    let if_tx = iface::info(plan.tx.netns.as_deref(), &plan.tx.iface)?
+        .counters
+        .since(&if_tx0);
+    let if_rx = iface::info(plan.rx.netns.as_deref(), &plan.rx.iface)?
+        .counters
+        .since(&if_rx0);
+
+    let window_s = (s1.at - s0.at).as_secs_f64();
+    let uses = s1.cpu.since(&s0.cpu);
+    let sum = |v: &[CounterSnapshot]| v.iter().fold(CounterSnapshot::default(), |a, b| a.add(b));
+    let tx_window = sum(&s1.tx).since(&sum(&s0.tx));
+    let rx_window = sum(&s1.rx).since(&sum(&s0.rx));
+    let sender = SideFigures::from_window(&tx_window, window_s, &uses, &plan.tx_cores);
+    let receiver = SideFigures::from_window(&rx_window, window_s, &uses, &plan.rx_cores);
+    let total_cpu = crate::cpu::figures(&uses, &[], receiver.payload_mb_s);
+
+    let tx_total = tx_results.iter().fold(CounterSnapshot::default(), |a, s| a.add(&s.counters));
+    let rx_total = rx_results.iter().fold(CounterSnapshot::default(), |a, s| a.add(&s.counters));
+    let lost = tx_total.frames.saturating_sub(rx_total.frames);
+    let frames = FrameAccounting {
+        sent: tx_total.frames,
+        received: rx_total.frames,
+        lost,
+        loss_pct: if tx_total.frames > 0 {
+            100.0 * lost as f64 / tx_total.frames as f64
+        } else {
+            0.0
+        },
+        seq_gaps: rx_total.lost,
+        reordered: rx_total.reordered,
+        duplicates: rx_total.duplicates,
+        bad: rx_total.bad,
+        unfinished: tx_results.iter().map(|s| s.unfinished).sum(),
+    };
+
+    let mut workers = Vec::new();
+    for (q, (s, r)) in tx_results.iter().zip(&tx_ready).enumerate() {
+        workers.push(WorkerReport {
+            role: "tx",
+            queue: q as u32,
+            core: r.core,
+            tid: r.tid,
+            window: s1.tx[q].since(&s0.tx[q]),
+            total: s.counters,
+            xsk: s.xsk,
+        });
+    }
+    for (q, (s, r)) in rx_results.iter().zip(&rx_ready).enumerate() {
+        workers.push(WorkerReport {
+            role: "rx",
+            queue: q as u32,
+            core: r.core,
+            tid: r.tid,
+            window: s1.rx[q].since(&s0.rx[q]),
+            total: s.counters,
+            xsk: s.xsk,
+        });
+    }
+    let refused = tx_ready
+        .iter()
+        .chain(&rx_ready)
+        .find_map(|r| r.fallback_reason.clone());
+    Ok(StreamResult {
+        test: "stream",
+        version: env!("CARGO_PKG_VERSION"),
+        params: Params {
+            frame_size: plan.frame_size,
+            mtu: plan.mtu,
+            queues: a.queues,
+            warmup_s: a.warmup.as_secs_f64(),
+            duration_s: a.duration.as_secs_f64(),
+            count: a.count,
+            rate_pps: a.rate,
+            tx_wait: format!("{:?}", a.tx_wait).to_lowercase(),
+            rx_wait: format!("{:?}", a.rx_wait).to_lowercase(),
+            batch: a.batch,
+            ring: a.ring,
+            port: a.port,
+            tx_cores: plan.tx_cores.clone(),
+            rx_cores: plan.rx_cores.clone(),
+            tx_iface: plan.tx.iface.clone(),
+            tx_netns: plan.tx.netns.clone(),
+            rx_iface: plan.rx.iface.clone(),
+            rx_netns: plan.rx.netns.clone(),
+        },
+        environment: environment::describe(),
+        setup: Setup {
+            tx_bind_mode: tx_ready[0].mode.as_str().to_string(),
+            rx_bind_mode: rx_ready[0].mode.as_str().to_string(),
+            zero_copy_refused: refused,
+            xdp_mode,
+            xdp_fallback_reason,
+            descs_per_frame: plan.descs_per_frame(),
+            payload_per_frame: plan.frame_size - linerate_datapath::frame::FCS_LEN
+                - linerate_datapath::frame::HEADER_OFFSET,
+            napi_threads,
+        },
+        window_s,
+        interrupted: interrupted.load(Ordering::Relaxed),
+        sender,
+        receiver,
+        frames,
+        cpu: CpuReport {
+            per_core: uses,
+            total: total_cpu,
+        },
+        workers,
+        xdp: steer,
+        interfaces: InterfaceCounters { tx: if_tx, rx: if_rx },
+    })
+}
+
+/// Counters and CPU at one instant.
+struct Snapshot {
+    at: Instant,
+    tx: Vec<CounterSnapshot>,
+    rx: Vec<CounterSnapshot>,
+    cpu: CpuSample,
+}
+
+impl Snapshot {
+    fn take(tx: &[Worker<TxSummary>], rx: &[Worker<RxSummary>]) -> Result<Self> {
+        Ok(Self {
+            at: Instant::now(),
+            tx: tx.iter().map(|w| w.counters.snapshot()).collect(),
+            rx: rx.iter().map(|w| w.counters.snapshot()).collect(),
+            cpu: CpuSample::read()?,
+        })
+    }
+}
+
+fn wait_until(until: Instant, stop: &dyn Fn() -> bool) {
+    loop {
+        let now = Instant::now();
+        if now >= until || stop() {
+            return;
+        }
+        thread::sleep((until - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Waits until the receivers have seen nothing new for a while.
+fn drain(rx: &[Worker<RxSummary>]) {
+    let total = || rx.iter().map(|w| w.counters.snapshot().frames).sum::<u64>();
+    let end = Instant::now() + DRAIN_MAX;
+    let mut last = total();
+    let mut quiet_since = Instant::now();
+    while Instant::now() < end {
+        thread::sleep(Duration::from_millis(10));
+        let now = total();
+        if now != last {
+            last = now;
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() >= DRAIN_QUIET {
+            return;
+        }
+    }
+}
+
+/// Loads and attaches the steering program from inside the receiver's
+/// namespace (interface indexes are per namespace).
+fn attach_steering(plan: &Plan) -> Result<Arc<Steering>> {
+    let a = &plan.args;
+    let cfg = SteeringConfig {
+        port_lo: a.port,
+        port_hi: a.port,
+        policy: match a.xdp_mode {
+            XdpModeArg::Auto => AttachPolicy::Auto,
+            XdpModeArg::Native => AttachPolicy::Native,
+            XdpModeArg::Generic => AttachPolicy::Generic,
+        },
+        force: a.force,
+    };
+    let iface = plan.rx.iface.clone();
+    let netns = plan.rx.netns.clone();
+    thread::spawn(move || -> Result<Steering> {
+        if let Some(ns) = &netns {
+            linerate_datapath::netns::enter(ns)?;
+        }
+        Ok(Steering::attach(&iface, cfg)?)
+    })
+    .join()
+    .map_err(|_| anyhow!("the XDP attach thread panicked"))?
+    .map(Arc::new)
+}
+
+/// Pins the receiving interface's NAPI threads to the receivers' cores.
+fn pin_napi(plan: &Plan) -> Vec<(i32, usize)> {
+    let mut threads = napi::threads(&plan.rx.iface);
+    threads.sort_unstable();
+    threads
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, pid)| {
+            let core = plan.rx_cores[i % plan.rx_cores.len()];
+            napi::pin_one(pid, core).then_some((pid, core))
+        })
+        .collect()
+}

@@ -1,0 +1,164 @@
+//! The human-readable table of a stream result.
+
+use std::fmt::Write;
+
+use super::result::{SideFigures, StreamResult};
+
+fn sd(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+fn thousands(n: f64) -> String {
+    let s = format!("{:.0}", n);
+    let (sign, digits) = s.strip_prefix('-').map_or(("", s.as_str()), |d| ("-", d));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{sign}{out}")
+}
+
+fn row(name: &str, s: &SideFigures) -> String {
+    format!(
+        "  {name:<9} {:>12} {:>12} {:>12.1} {:>10.1} {:>7.2} {:>7.1} {:>9}\n",
+        thousands(s.frames as f64),
+        thousands(s.frames_per_s),
+        s.payload_mb_s,
+        s.wire_mb_s,
+        s.wire_gbit_s,
+        s.cpu.cpu_pct,
+        sd(s.cpu.service_demand_ms_per_mb),
+    )
+}
+
+/// Renders the result as the terminal table.
+pub fn print_table(r: &StreamResult) -> String {
+    let p = &r.params;
+    let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "linerate stream: {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
+        p.tx_iface,
+        ns(&p.tx_netns),
+        p.rx_iface,
+        ns(&p.rx_netns),
+        p.mtu,
+        p.frame_size,
+        r.setup.payload_per_frame,
+        r.setup.descs_per_frame,
+        if r.setup.descs_per_frame > 1 { "s, multi-buffer" } else { "" },
+        p.queues,
+        if p.queues > 1 { "s" } else { "" },
+    );
+    let _ = writeln!(
+        o,
+        "  AF_XDP: tx {} / rx {}{}; XDP: {} mode{}; wait tx {} / rx {}; cores tx {:?} rx {:?}",
+        r.setup.tx_bind_mode,
+        r.setup.rx_bind_mode,
+        r.setup
+            .zero_copy_refused
+            .as_ref()
+            .map(|w| format!(" (zero-copy refused: {w})"))
+            .unwrap_or_default(),
+        r.setup.xdp_mode,
+        r.setup
+            .xdp_fallback_reason
+            .as_ref()
+            .map(|w| format!(" ({w})"))
+            .unwrap_or_default(),
+        p.tx_wait,
+        p.rx_wait,
+        p.tx_cores,
+        p.rx_cores,
+    );
+    let _ = writeln!(
+        o,
+        "  window {:.2} s after {:.1} s warm-up{}{}",
+        r.window_s,
+        p.warmup_s,
+        p.rate_pps.map(|x| format!(", paced at {} frames/s per queue", thousands(x))).unwrap_or_default(),
+        if r.interrupted { " (INTERRUPTED: figures so far)" } else { "" },
+    );
+    let _ = writeln!(
+        o,
+        "  {:<9} {:>12} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9}",
+        "", "frames", "frames/s", "payload MB/s", "wire MB/s", "Gbit/s", "CPU %", "SD ms/MB"
+    );
+    o.push_str(&row("sent", &r.sender));
+    o.push_str(&row("received", &r.receiver));
+    let f = &r.frames;
+    let _ = writeln!(
+        o,
+        "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
+        f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
+    );
+    let _ = writeln!(o, "  CPU per core (user + system + softirq + irq = busy):");
+    for u in &r.cpu.per_core {
+        let role = match (p.tx_cores.contains(&u.core), p.rx_cores.contains(&u.core)) {
+            (true, true) => "tx+rx",
+            (true, false) => "tx",
+            (false, true) => "rx",
+            _ => "",
+        };
+        let _ = writeln!(
+            o,
+            "    core {:<3} {:<5} {:5.1} + {:5.1} + {:5.1} + {:4.1} = {:5.1} %",
+            u.core, role, u.user, u.system, u.softirq, u.irq, u.busy
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB received (sender side {}, receiver side {})",
+        r.cpu.total.cpu_pct,
+        r.cpu.total.cores.len(),
+        sd(r.cpu.total.service_demand_ms_per_mb),
+        sd(r.sender.cpu.service_demand_ms_per_mb),
+        sd(r.receiver.cpu.service_demand_ms_per_mb),
+    );
+    let x = &r.xdp;
+    let _ = writeln!(
+        o,
+        "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}",
+        x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed
+    );
+    for w in &r.workers {
+        let s = &w.xsk;
+        let _ = writeln!(
+            o,
+            "  {} queue {} (core {}): rx_dropped {}, rx_ring_full {}, fill_ring_empty {}, tx_ring_empty {}, invalid descs {}/{}",
+            w.role,
+            w.queue,
+            w.core.map_or("-".into(), |c| c.to_string()),
+            s.rx_dropped,
+            s.rx_ring_full,
+            s.rx_fill_ring_empty,
+            s.tx_ring_empty,
+            s.rx_invalid_descs,
+            s.tx_invalid_descs
+        );
+    }
+    let i = &r.interfaces;
+    let _ = writeln!(
+        o,
+        "  interfaces (ip -s link): {} sent {} packets, {} received {} packets ({} dropped)",
+        p.tx_iface, i.tx.tx_packets, p.rx_iface, i.rx.rx_packets, i.rx.rx_dropped
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thousands;
+
+    #[test]
+    fn groups_digits() {
+        assert_eq!(thousands(0.0), "0");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1234567.0), "1,234,567");
+        assert_eq!(thousands(-1000.0), "-1,000");
+    }
+}

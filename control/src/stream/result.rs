@@ -1,0 +1,243 @@
+//! The figures of one stream run, as printed and as JSON.
+
+use linerate_datapath::{
+    frame::{FCS_LEN, WIRE_OVERHEAD},
+    stats::CounterSnapshot,
+    xsk::XskStats,
+};
+use linerate_ebpf::SteerStats;
+use serde::Serialize;
+
+use crate::{
+    cpu::{self, CoreUse, CpuFigures},
+    iface::IfCounters,
+};
+
+/// Everything `linerate stream` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResult {
+    /// "stream".
+    pub test: &'static str,
+    /// linerate's version.
+    pub version: &'static str,
+    /// The parameters of the run.
+    pub params: Params,
+    /// The host.
+    pub environment: Environment,
+    /// How the data path was set up.
+    pub setup: Setup,
+    /// Length of the measured window, seconds.
+    pub window_s: f64,
+    /// Whether Ctrl-C or SIGTERM cut the run short.
+    pub interrupted: bool,
+    /// Sender figures over the window.
+    pub sender: SideFigures,
+    /// Receiver figures over the window.
+    pub receiver: SideFigures,
+    /// Whole-run accounting of frames (warm-up and drain included).
+    pub frames: FrameAccounting,
+    /// CPU over the window.
+    pub cpu: CpuReport,
+    /// Per-worker detail.
+    pub workers: Vec<WorkerReport>,
+    /// The steering program's counters over the whole run.
+    pub xdp: SteerStats,
+    /// The interfaces' own counters over the whole run (`ip -s link`).
+    pub interfaces: InterfaceCounters,
+}
+
+/// Parameters, echoed as iperf3 does.
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    /// Frame size, FCS included.
+    pub frame_size: usize,
+    /// MTU.
+    pub mtu: u32,
+    /// Queues.
+    pub queues: u32,
+    /// Warm-up, seconds.
+    pub warmup_s: f64,
+    /// Measured duration asked for, seconds.
+    pub duration_s: f64,
+    /// Frames per queue, when fixed.
+    pub count: Option<u64>,
+    /// Rate per queue, frames/s.
+    pub rate_pps: Option<f64>,
+    /// Sender wait mode.
+    pub tx_wait: String,
+    /// Receiver wait mode.
+    pub rx_wait: String,
+    /// Batch size.
+    pub batch: usize,
+    /// Ring size.
+    pub ring: u32,
+    /// UDP destination port.
+    pub port: u16,
+    /// Sender cores.
+    pub tx_cores: Vec<usize>,
+    /// Receiver cores.
+    pub rx_cores: Vec<usize>,
+    /// Sending interface.
+    pub tx_iface: String,
+    /// Its namespace.
+    pub tx_netns: Option<String>,
+    /// Receiving interface.
+    pub rx_iface: String,
+    /// Its namespace.
+    pub rx_netns: Option<String>,
+}
+
+/// The host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Environment {
+    /// `uname -r`.
+    pub kernel: String,
+    /// Cores online.
+    pub cpus: usize,
+    /// CPU model.
+    pub cpu_model: String,
+}
+
+/// Data path set-up as it happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setup {
+    /// Bind mode of the senders' sockets.
+    pub tx_bind_mode: String,
+    /// Bind mode of the receivers' sockets.
+    pub rx_bind_mode: String,
+    /// Why zero-copy was not used.
+    pub zero_copy_refused: Option<String>,
+    /// XDP attach mode ("native" or "generic").
+    pub xdp_mode: String,
+    /// Why native mode was not used.
+    pub xdp_fallback_reason: Option<String>,
+    /// UMEM descriptors per frame (more than 1: multi-buffer).
+    pub descs_per_frame: usize,
+    /// UDP payload per frame.
+    pub payload_per_frame: usize,
+    /// NAPI kernel threads pinned (pid, core).
+    pub napi_threads: Vec<(i32, usize)>,
+}
+
+/// Rates and CPU of one side over the window.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SideFigures {
+    /// Frames.
+    pub frames: u64,
+    /// Frames per second.
+    pub frames_per_s: f64,
+    /// UDP payload MB/s (10^6 B/s).
+    pub payload_mb_s: f64,
+    /// Wire MB/s: frames + FCS + preamble + gap.
+    pub wire_mb_s: f64,
+    /// Wire rate in Gbit/s.
+    pub wire_gbit_s: f64,
+    /// CPU of this side's cores and its service demand (per payload MB).
+    pub cpu: CpuFigures,
+}
+
+/// Whole-run frame accounting.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct FrameAccounting {
+    /// Frames the senders had completed.
+    pub sent: u64,
+    /// Linerate frames received.
+    pub received: u64,
+    /// sent - received.
+    pub lost: u64,
+    /// lost / sent, percent.
+    pub loss_pct: f64,
+    /// Sequence gaps seen by the receivers (end of run).
+    pub seq_gaps: u64,
+    /// Frames that came after a later one.
+    pub reordered: u64,
+    /// Frames received twice.
+    pub duplicates: u64,
+    /// Frames on the test port that were not valid linerate frames.
+    pub bad: u64,
+    /// Frames still in the sender's kernel queue when it gave up.
+    pub unfinished: u64,
+}
+
+/// CPU over the window.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct CpuReport {
+    /// Every core.
+    pub per_core: Vec<CoreUse>,
+    /// All cores together, service demand per received payload MB.
+    pub total: CpuFigures,
+}
+
+/// One worker.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerReport {
+    /// "tx" or "rx".
+    pub role: &'static str,
+    /// Queue.
+    pub queue: u32,
+    /// Core it ran on.
+    pub core: Option<usize>,
+    /// Thread id.
+    pub tid: i32,
+    /// Counters over the window.
+    pub window: CounterSnapshot,
+    /// Counters over the whole run.
+    pub total: CounterSnapshot,
+    /// XDP_STATISTICS.
+    pub xsk: XskStats,
+}
+
+/// `ip -s link` counters of both ends over the run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct InterfaceCounters {
+    /// Sending interface.
+    pub tx: IfCounters,
+    /// Receiving interface.
+    pub rx: IfCounters,
+}
+
+impl SideFigures {
+    /// Figures from window counters. `frame_overhead` is what each frame
+    /// adds on the wire beyond the bytes counted (FCS, preamble, gap).
+    pub fn from_window(
+        c: &CounterSnapshot,
+        window_s: f64,
+        uses: &[CoreUse],
+        cores: &[usize],
+    ) -> Self {
+        if window_s <= 0.0 {
+            return Self::default();
+        }
+        let wire_bytes = c.bytes + c.frames * (FCS_LEN + WIRE_OVERHEAD) as u64;
+        let payload_mb_s = c.payload_bytes as f64 / window_s / 1e6;
+        let wire_mb_s = wire_bytes as f64 / window_s / 1e6;
+        Self {
+            frames: c.frames,
+            frames_per_s: c.frames as f64 / window_s,
+            payload_mb_s,
+            wire_mb_s,
+            wire_gbit_s: wire_mb_s * 8.0 / 1000.0,
+            cpu: cpu::figures(uses, cores, payload_mb_s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_from_counters() {
+        // 1518-byte frames: 1514 bytes in the descriptor, 1472 of payload.
+        let c = CounterSnapshot {
+            frames: 812_744,
+            bytes: 812_744 * 1514,
+            payload_bytes: 812_744 * 1472,
+            ..Default::default()
+        };
+        let f = SideFigures::from_window(&c, 1.0, &[], &[]);
+        // 812,744 frames/s of 1518 bytes is 10 GbE line rate.
+        assert!((f.wire_gbit_s - 10.0).abs() < 0.001, "{}", f.wire_gbit_s);
+        assert!((f.payload_mb_s - 1196.36).abs() < 0.01, "{}", f.payload_mb_s);
+    }
+}

@@ -188,7 +188,7 @@ impl Bound {
                         .and_then(|s| s.downcast_ref::<io::Error>())
                         .and_then(io::Error::raw_os_error);
                     let what = match os {
-                        Some(code) => format!("{} ({})", io::Error::from_raw_os_error(code), e),
+                        Some(code) => io::Error::from_raw_os_error(code).to_string(),
                         None => e.to_string(),
                     };
                     failures.push(format!("{} bind: {what}{}", mode.as_str(), hint(os)));
@@ -228,11 +228,11 @@ impl Bound {
 
 fn hint(os: Option<i32>) -> &'static str {
     match os {
-        Some(libc::EOPNOTSUPP) => " (the driver has no zero-copy support)",
-        Some(libc::EPERM) => " (run as root, or grant CAP_NET_RAW and CAP_NET_ADMIN)",
-        Some(libc::ENODEV) => " (no such interface or queue in this network namespace)",
-        Some(libc::EINVAL) => " (queue id beyond the interface's queues, or frames too large: check the MTU and --queues)",
-        Some(libc::EBUSY) => " (another AF_XDP socket is bound to this queue: is another linerate running?)",
+        Some(libc::EOPNOTSUPP) => ": the driver has no zero-copy support",
+        Some(libc::EPERM) => ": run as root, or grant CAP_NET_RAW and CAP_NET_ADMIN",
+        Some(libc::ENODEV) => ": no such interface or queue in this network namespace",
+        Some(libc::EINVAL) => ": queue id beyond the interface's queues, or frames too large (check the MTU and --queues)",
+        Some(libc::EBUSY) => ": another AF_XDP socket is bound to this queue (is another linerate running?)",
         _ => "",
     }
 }

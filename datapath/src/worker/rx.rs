@@ -109,7 +109,11 @@ fn run(
             match wait {
                 WaitMode::Busy => {
                     port.wake_if_needed()?;
-                    std::hint::spin_loop();
+                    // Never sleep, but let a kernel thread that shares the
+                    // core (veth's threaded NAPI, which fills our ring) run:
+                    // spinning through its time slice overflows the veth
+                    // queue behind it.
+                    std::thread::yield_now();
                 }
                 WaitMode::Wait => {
                     port.wait_readable(20)?;

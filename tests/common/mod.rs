@@ -1,0 +1,135 @@
+//! Helpers shared by the integration tests: the `linerate` binary, root
+//! checks, labs that remove themselves, the interfaces' own counters.
+#![allow(dead_code)]
+
+use std::{
+    path::PathBuf,
+    process::{Command, Output},
+    sync::{Mutex, MutexGuard, OnceLock},
+};
+
+use serde_json::Value;
+
+/// The `linerate` binary, built once per test binary.
+pub fn linerate() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", "linerate"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("running cargo build -p linerate");
+        assert!(status.success(), "cargo build -p linerate failed");
+        // tests live in target/<profile>/deps/
+        let exe = std::env::current_exe().unwrap();
+        exe.parent().unwrap().parent().unwrap().join("linerate")
+    })
+    .clone()
+}
+
+/// Whether the test can run: root is needed for namespaces, XDP and
+/// AF_XDP. Outside CI a non-root run skips with a message; in CI it fails.
+pub fn root_or_skip(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{test} needs root (network namespaces, XDP, AF_XDP) and CI must run it");
+    }
+    eprintln!("SKIP {test}: needs root (network namespaces, XDP, AF_XDP); run `sudo scripts/test`");
+    false
+}
+
+/// Runs `linerate args...`.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(linerate())
+        .args(args)
+        .output()
+        .expect("running linerate")
+}
+
+/// stdout as JSON, with stderr in the panic message when it is not.
+pub fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "linerate printed no JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Tests that move frames take turns: on two cores, concurrent busy
+/// loops would measure each other.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A lab of the test's own, removed on drop.
+pub struct Lab {
+    pub name: String,
+}
+
+impl Lab {
+    pub fn up(name: &str, mtu: u32) -> Self {
+        let out = run(&["lab", "up", "--lab", name, "--mtu", &mtu.to_string()]);
+        assert!(
+            out.status.success(),
+            "lab up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self { name: name.into() }
+    }
+
+    pub fn ns_a(&self) -> String {
+        format!("{}-a", self.name)
+    }
+    pub fn ns_b(&self) -> String {
+        format!("{}-b", self.name)
+    }
+    pub fn if_a(&self) -> String {
+        format!("{}-a0", self.name)
+    }
+    pub fn if_b(&self) -> String {
+        format!("{}-b0", self.name)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", "--lab", &self.name]);
+    }
+}
+
+/// An interface's line of `ip -j -s link`.
+pub fn ip_link(netns: &str, iface: &str) -> Value {
+    let out = Command::new("ip")
+        .args(["-n", netns, "-j", "-s", "link", "show", "dev", iface])
+        .output()
+        .expect("running ip");
+    assert!(out.status.success(), "ip link show {iface} failed");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v[0].clone()
+}
+
+/// (rx_packets, tx_packets) from `ip -s link`.
+pub fn packets(netns: &str, iface: &str) -> (u64, u64) {
+    let l = ip_link(netns, iface);
+    (
+        l["stats64"]["rx"]["packets"].as_u64().unwrap(),
+        l["stats64"]["tx"]["packets"].as_u64().unwrap(),
+    )
+}
+
+/// Whether an XDP program is attached to the interface.
+pub fn has_xdp(netns: &str, iface: &str) -> bool {
+    ip_link(netns, iface).get("xdp").is_some()
+}
+
+/// Whether the named namespace exists.
+pub fn netns_exists(name: &str) -> bool {
+    std::path::Path::new("/run/netns").join(name).exists()
+}

@@ -1,0 +1,125 @@
+//! Real frames between two lab namespaces: a fixed number of frames at a
+//! paced rate must all arrive, none bad, and linerate's counts must agree
+//! with the interfaces' own counters (`ip -s link`).
+
+mod common;
+
+use common::*;
+
+const COUNT: u64 = 20_000;
+const RATE: &str = "100000";
+
+fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
+    if !root_or_skip(&format!("stream {size} B, MTU {mtu}, {wait}")) {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up(lab, mtu);
+    let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
+    let (_, tx0) = packets(&lab.ns_a(), &lab.if_a());
+    let out = run(&[
+        "stream", "--lab", &lab.name, "--size", &size.to_string(), "--count", &COUNT.to_string(),
+        "--rate", RATE, "--warmup", "0s", "--duration", "30s", "--tx-wait", wait, "--rx-wait",
+        wait, "--json",
+    ]);
+    let r = json(&out);
+    assert!(out.status.success(), "stream failed: {}", String::from_utf8_lossy(&out.stderr));
+    let f = &r["frames"];
+    assert_eq!(f["sent"], COUNT, "{r:#}");
+    assert_eq!(f["received"], COUNT, "every frame counted: {r:#}");
+    for k in ["lost", "bad", "duplicates", "seq_gaps", "unfinished"] {
+        assert_eq!(f[k], 0, "{k}: {r:#}");
+    }
+    assert_eq!(r["xdp"]["redirected"], COUNT, "{r:#}");
+    assert_eq!(r["params"]["frame_size"], size);
+    let descs = (size - 4).div_ceil(3840);
+    assert_eq!(r["setup"]["descs_per_frame"], descs);
+    // veth refuses zero-copy: copy mode must have been used and said so.
+    assert_eq!(r["setup"]["rx_bind_mode"], "copy");
+    assert!(r["setup"]["zero_copy_refused"].is_string());
+    assert_eq!(r["setup"]["xdp_mode"], "native");
+
+    // The interfaces' own counters, read by the test itself.
+    let (rx1, _) = packets(&lab.ns_b(), &lab.if_b());
+    let (_, tx1) = packets(&lab.ns_a(), &lab.if_a());
+    assert_eq!(tx1 - tx0, COUNT, "{} sent (ip -s link)", lab.if_a());
+    assert_eq!(rx1 - rx0, COUNT, "{} received (ip -s link)", lab.if_b());
+    assert_eq!(r["interfaces"]["rx"]["rx_packets"], COUNT);
+
+    // Nothing left attached once the run is over.
+    assert!(!has_xdp(&lab.ns_b(), &lab.if_b()), "XDP program left attached");
+    let name = lab.name.clone();
+    drop(lab);
+    assert!(!netns_exists(&format!("{name}-a")) && !netns_exists(&format!("{name}-b")));
+}
+
+#[test]
+fn frames_64_mtu1500_busy() {
+    stream_is_exact("ts64b", 1500, 64, "busy");
+}
+
+#[test]
+fn frames_64_mtu1500_wait() {
+    stream_is_exact("ts64w", 1500, 64, "wait");
+}
+
+#[test]
+fn frames_1518_mtu1500_busy() {
+    stream_is_exact("ts1518b", 1500, 1518, "busy");
+}
+
+#[test]
+fn frames_1518_mtu1500_wait() {
+    stream_is_exact("ts1518w", 1500, 1518, "wait");
+}
+
+#[test]
+fn jumbo_9018_mtu9000_multibuffer_busy() {
+    stream_is_exact("ts9018b", 9000, 9018, "busy");
+}
+
+#[test]
+fn jumbo_9018_mtu9000_multibuffer_wait() {
+    stream_is_exact("ts9018w", 9000, 9018, "wait");
+}
+
+#[test]
+fn timed_run_reports_rates_and_cpu() {
+    if !root_or_skip("timed run") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tstime", 1500);
+    let out = run(&["stream", "--lab", &lab.name, "--warmup", "0.5s", "--duration", "1s", "--json"]);
+    let r = json(&out);
+    assert!(out.status.success());
+    let window = r["window_s"].as_f64().unwrap();
+    assert!((0.9..2.0).contains(&window), "window {window}");
+    for side in ["sender", "receiver"] {
+        let s = &r[side];
+        assert!(s["frames_per_s"].as_f64().unwrap() > 1000.0, "{side}: {s}");
+        assert!(s["payload_mb_s"].as_f64().unwrap() > 1.0);
+        assert!(s["cpu"]["cpu_pct"].as_f64().unwrap() > 0.0);
+        assert!(s["cpu"]["service_demand_ms_per_mb"].as_f64().unwrap() > 0.0);
+    }
+    // Per core: user, system, softirq, irq for every core.
+    let cores = r["cpu"]["per_core"].as_array().unwrap();
+    assert_eq!(cores.len(), r["environment"]["cpus"].as_u64().unwrap() as usize);
+    for c in cores {
+        for k in ["user", "system", "softirq", "irq", "busy"] {
+            assert!(c[k].is_number(), "{c}");
+        }
+    }
+    // The payload rate follows from frames/s and the frame size.
+    let fps = r["receiver"]["frames_per_s"].as_f64().unwrap();
+    let mbs = r["receiver"]["payload_mb_s"].as_f64().unwrap();
+    assert!((fps * 1472.0 / 1e6 - mbs).abs() / mbs < 1e-6);
+    // Sent and received both reported; received never exceeds sent.
+    assert!(r["frames"]["received"].as_u64() <= r["frames"]["sent"].as_u64());
+    // The human table names the figures.
+    let out = run(&["stream", "--lab", &lab.name, "--warmup", "0s", "--duration", "0.5s"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for word in ["frames/s", "payload MB/s", "SD ms/MB", "copy", "native", "core 0"] {
+        assert!(text.contains(word), "{word} missing from:\n{text}");
+    }
+}

@@ -12,8 +12,16 @@ use linerate_datapath::{
 
 fn spec(size: usize) -> FrameSpec {
     FrameSpec {
-        src: Endpoint { mac: [2, 0, 0, 0, 0, 1], ip: Ipv4Addr::new(198, 18, 0, 1), port: 7472 },
-        dst: Endpoint { mac: [2, 0, 0, 0, 0, 2], ip: Ipv4Addr::new(198, 18, 0, 2), port: 7471 },
+        src: Endpoint {
+            mac: [2, 0, 0, 0, 0, 1],
+            ip: Ipv4Addr::new(198, 18, 0, 1),
+            port: 7472,
+        },
+        dst: Endpoint {
+            mac: [2, 0, 0, 0, 0, 2],
+            ip: Ipv4Addr::new(198, 18, 0, 2),
+            port: 7471,
+        },
         frame_size: size,
         flow: 0,
     }
@@ -29,7 +37,9 @@ fn benches(c: &mut Criterion) {
         })
     });
     let frame = spec(64).template().unwrap();
-    c.bench_function("parse 64-byte frame", |b| b.iter(|| parse(black_box(&frame)).unwrap()));
+    c.bench_function("parse 64-byte frame", |b| {
+        b.iter(|| parse(black_box(&frame)).unwrap())
+    });
     let mut t = SequenceTracker::default();
     let mut s = 0u64;
     c.bench_function("sequence record", |b| {

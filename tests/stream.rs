@@ -18,12 +18,31 @@ fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
     let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
     let (_, tx0) = packets(&lab.ns_a(), &lab.if_a());
     let out = run(&[
-        "stream", "--lab", &lab.name, "--size", &size.to_string(), "--count", &COUNT.to_string(),
-        "--rate", RATE, "--warmup", "0s", "--duration", "30s", "--tx-wait", wait, "--rx-wait",
-        wait, "--json",
+        "stream",
+        "--lab",
+        &lab.name,
+        "--size",
+        &size.to_string(),
+        "--count",
+        &COUNT.to_string(),
+        "--rate",
+        RATE,
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--tx-wait",
+        wait,
+        "--rx-wait",
+        wait,
+        "--json",
     ]);
     let r = json(&out);
-    assert!(out.status.success(), "stream failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stream failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let f = &r["frames"];
     assert_eq!(f["sent"], COUNT, "{r:#}");
     assert_eq!(f["received"], COUNT, "every frame counted: {r:#}");
@@ -47,7 +66,10 @@ fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
     assert_eq!(r["interfaces"]["rx"]["rx_packets"], COUNT);
 
     // Nothing left attached once the run is over.
-    assert!(!has_xdp(&lab.ns_b(), &lab.if_b()), "XDP program left attached");
+    assert!(
+        !has_xdp(&lab.ns_b(), &lab.if_b()),
+        "XDP program left attached"
+    );
     let name = lab.name.clone();
     drop(lab);
     assert!(!netns_exists(&format!("{name}-a")) && !netns_exists(&format!("{name}-b")));
@@ -90,7 +112,16 @@ fn timed_run_reports_rates_and_cpu() {
     }
     let _turn = serial();
     let lab = Lab::up("tstime", 1500);
-    let out = run(&["stream", "--lab", &lab.name, "--warmup", "0.5s", "--duration", "1s", "--json"]);
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--warmup",
+        "0.5s",
+        "--duration",
+        "1s",
+        "--json",
+    ]);
     let r = json(&out);
     assert!(out.status.success());
     let window = r["window_s"].as_f64().unwrap();
@@ -104,7 +135,10 @@ fn timed_run_reports_rates_and_cpu() {
     }
     // Per core: user, system, softirq, irq for every core.
     let cores = r["cpu"]["per_core"].as_array().unwrap();
-    assert_eq!(cores.len(), r["environment"]["cpus"].as_u64().unwrap() as usize);
+    assert_eq!(
+        cores.len(),
+        r["environment"]["cpus"].as_u64().unwrap() as usize
+    );
     for c in cores {
         for k in ["user", "system", "softirq", "irq", "busy"] {
             assert!(c[k].is_number(), "{c}");
@@ -117,9 +151,24 @@ fn timed_run_reports_rates_and_cpu() {
     // Sent and received both reported; received never exceeds sent.
     assert!(r["frames"]["received"].as_u64() <= r["frames"]["sent"].as_u64());
     // The human table names the figures.
-    let out = run(&["stream", "--lab", &lab.name, "--warmup", "0s", "--duration", "0.5s"]);
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--warmup",
+        "0s",
+        "--duration",
+        "0.5s",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for word in ["frames/s", "payload MB/s", "SD ms/MB", "copy", "native", "core 0"] {
+    for word in [
+        "frames/s",
+        "payload MB/s",
+        "SD ms/MB",
+        "copy",
+        "native",
+        "core 0",
+    ] {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
 }

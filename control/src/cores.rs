@@ -14,7 +14,8 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
         let bad = || anyhow::anyhow!("{part:?} is not a core number or range (e.g. 0,2-3)");
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                 if a > b {
                     return Err(bad());
                 }
@@ -33,13 +34,21 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>> {
 /// is shorter), else queue q of role `offset` (0 sender, 1 receiver) goes
 /// to core (2q + offset) mod ncpu, so on two cores the sender gets core 0
 /// and the receiver core 1.
-pub fn for_queues(list: Option<&str>, queues: usize, ncpu: usize, offset: usize) -> Result<Vec<usize>> {
+pub fn for_queues(
+    list: Option<&str>,
+    queues: usize,
+    ncpu: usize,
+    offset: usize,
+) -> Result<Vec<usize>> {
     let cores = match list {
         Some(s) => parse_list(s)?,
         None => (0..queues).map(|q| (2 * q + offset) % ncpu).collect(),
     };
     if let Some(&c) = cores.iter().find(|&&c| c >= ncpu) {
-        bail!("core {c} does not exist: this machine has cores 0 to {}", ncpu - 1);
+        bail!(
+            "core {c} does not exist: this machine has cores 0 to {}",
+            ncpu - 1
+        );
     }
     Ok((0..queues).map(|q| cores[q % cores.len()]).collect())
 }

@@ -149,8 +149,11 @@ mod tests {
 
     #[test]
     fn per_core_percentages() {
-        let a = CpuSample::parse("cpu 1 1 1 1\ncpu0 100 0 50 850 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0\n");
-        let b = CpuSample::parse("cpu 1 1 1 1\ncpu0 150 0 100 850 0 0 100 0\ncpu1 0 0 0 1200 0 0 0 0\n");
+        let a =
+            CpuSample::parse("cpu 1 1 1 1\ncpu0 100 0 50 850 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0\n");
+        let b = CpuSample::parse(
+            "cpu 1 1 1 1\ncpu0 150 0 100 850 0 0 100 0\ncpu1 0 0 0 1200 0 0 0 0\n",
+        );
         let u = b.since(&a);
         assert_eq!(u.len(), 2);
         assert!((u[0].busy - 100.0).abs() < 1e-9);
@@ -169,7 +172,10 @@ mod tests {
         let sd = service_demand(16.8, 8, 380.0).unwrap();
         assert_eq!(format!("{sd:.1}"), "3.5");
         // 1 KB dual port: 204 MB/s at 50.4 % -> 19.8.
-        assert_eq!(format!("{:.1}", service_demand(50.4, 8, 204.0).unwrap()), "19.8");
+        assert_eq!(
+            format!("{:.1}", service_demand(50.4, 8, 204.0).unwrap()),
+            "19.8"
+        );
         assert_eq!(service_demand(50.0, 2, 0.0), None);
     }
 }

@@ -65,8 +65,14 @@ pub struct Probe {
 impl Probe {
     fn of<T, E: std::fmt::Display>(r: Result<T, E>) -> Self {
         match r {
-            Ok(_) => Self { ok: true, detail: String::new() },
-            Err(e) => Self { ok: false, detail: e.to_string() },
+            Ok(_) => Self {
+                ok: true,
+                detail: String::new(),
+            },
+            Err(e) => Self {
+                ok: false,
+                detail: e.to_string(),
+            },
         }
     }
 }
@@ -111,14 +117,22 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
         let (native, generic, zc, copy, mb) = thread::spawn(move || {
             if let Some(ns) = &nsc {
                 if let Err(e) = linerate_datapath::netns::enter(ns) {
-                    let p = || Probe { ok: false, detail: e.to_string() };
+                    let p = || Probe {
+                        ok: false,
+                        detail: e.to_string(),
+                    };
                     return (p(), p(), p(), p(), p());
                 }
             }
             let attach = |policy| {
                 Probe::of(Steering::attach(
                     &ifc,
-                    SteeringConfig { port_lo: 7471, port_hi: 7471, policy, force: false },
+                    SteeringConfig {
+                        port_lo: 7471,
+                        port_hi: 7471,
+                        policy,
+                        force: false,
+                    },
                 ))
             };
             let bind = |zero_copy, multi_buffer| {
@@ -145,8 +159,20 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
         .map_err(|_| anyhow!("probe thread panicked"))?;
         let run_would_use = format!(
             "XDP {} mode, AF_XDP {} mode",
-            if native.ok { "native" } else if generic.ok { "generic" } else { "no" },
-            if zc.ok { "zero-copy" } else if copy.ok { "copy" } else { "no" },
+            if native.ok {
+                "native"
+            } else if generic.ok {
+                "generic"
+            } else {
+                "no"
+            },
+            if zc.ok {
+                "zero-copy"
+            } else if copy.ok {
+                "copy"
+            } else {
+                "no"
+            },
         );
         Ok(Report {
             kernel: env.kernel.clone(),

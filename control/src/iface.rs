@@ -82,8 +82,14 @@ pub fn info(netns: Option<&str>, name: &str) -> Result<IfaceInfo> {
     if !exists(netns, name) {
         bail!(
             "interface {name:?} not found{}; check `ip link`{}",
-            netns.map(|n| format!(" in namespace {n:?}")).unwrap_or_default(),
-            if netns.is_none() { " or give its namespace with --tx-netns/--rx-netns" } else { "" }
+            netns
+                .map(|n| format!(" in namespace {n:?}"))
+                .unwrap_or_default(),
+            if netns.is_none() {
+                " or give its namespace with --tx-netns/--rx-netns"
+            } else {
+                ""
+            }
         );
     }
     let out = sh::ip(netns, &["-j", "-d", "-s", "link", "show", "dev", name])?;
@@ -97,7 +103,9 @@ pub fn ipv4(netns: Option<&str>, name: &str) -> Result<Ipv4Addr> {
     v.pointer("/0/addr_info/0/local")
         .and_then(Value::as_str)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| anyhow!("interface {name:?} has no IPv4 address; add one with `ip addr add`"))
+        .ok_or_else(|| {
+            anyhow!("interface {name:?} has no IPv4 address; add one with `ip addr add`")
+        })
 }
 
 fn parse_link(json: &str) -> Result<IfaceInfo> {
@@ -109,7 +117,11 @@ fn parse_link(json: &str) -> Result<IfaceInfo> {
         .or_else(|| u("/xdp/attached/0/prog/id"))
         .map(|x| x as u32);
     Ok(IfaceInfo {
-        name: l.get("ifname").and_then(Value::as_str).unwrap_or("").to_string(),
+        name: l
+            .get("ifname")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         ifindex: u("/ifindex").unwrap_or(0) as u32,
         mtu: u("/mtu").ok_or_else(|| anyhow!("no mtu"))? as u32,
         max_mtu: u("/max_mtu").map(|m| m as u32),

@@ -107,25 +107,60 @@ impl Lab {
             sh::ip(
                 None,
                 &[
-                    "link", "add", &self.if_a, "netns", &self.ns_a, "numtxqueues", &q,
-                    "numrxqueues", &q, "type", "veth", "peer", "name", &self.if_b, "netns",
-                    &self.ns_b, "numtxqueues", &q, "numrxqueues", &q,
+                    "link",
+                    "add",
+                    &self.if_a,
+                    "netns",
+                    &self.ns_a,
+                    "numtxqueues",
+                    &q,
+                    "numrxqueues",
+                    &q,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    &self.if_b,
+                    "netns",
+                    &self.ns_b,
+                    "numtxqueues",
+                    &q,
+                    "numrxqueues",
+                    &q,
                 ],
             )?;
             for (ns, ifn, mac, ip, peer_ip, peer_mac) in [
-                (&self.ns_a, &self.if_a, self.mac_a, self.ip_a, self.ip_b, self.mac_b),
-                (&self.ns_b, &self.if_b, self.mac_b, self.ip_b, self.ip_a, self.mac_a),
+                (
+                    &self.ns_a, &self.if_a, self.mac_a, self.ip_a, self.ip_b, self.mac_b,
+                ),
+                (
+                    &self.ns_b, &self.if_b, self.mac_b, self.ip_b, self.ip_a, self.mac_a,
+                ),
             ] {
                 let ns = Some(ns.as_str());
                 sh::in_netns(ns, "sysctl", &["-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
-                sh::in_netns(ns, "sysctl", &["-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;
+                sh::in_netns(
+                    ns,
+                    "sysctl",
+                    &["-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+                )?;
                 sh::ip(ns, &["link", "set", ifn, "address", mac, "mtu", &m])?;
                 sh::ip(ns, &["addr", "add", &format!("{ip}/30"), "dev", ifn])?;
                 sh::ip(ns, &["link", "set", "lo", "up"])?;
                 sh::ip(ns, &["link", "set", ifn, "up"])?;
                 sh::ip(
                     ns,
-                    &["neigh", "replace", peer_ip, "lladdr", peer_mac, "dev", ifn, "nud", "permanent"],
+                    &[
+                        "neigh",
+                        "replace",
+                        peer_ip,
+                        "lladdr",
+                        peer_mac,
+                        "dev",
+                        ifn,
+                        "nud",
+                        "permanent",
+                    ],
                 )?;
                 // veth runs NAPI (and so XDP) in a kernel thread of its own
                 // when GRO is on and NAPI is threaded: the receive work then

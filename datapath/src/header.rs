@@ -165,7 +165,13 @@ mod tests {
         assert_eq!(Header::read(&[0; 4]), Err(HeaderError::Truncated(4)));
         assert_eq!(Header::read(&[0; 18]), Err(HeaderError::BadMagic(0)));
         let mut b = [0u8; 18];
-        Header { kind: Kind::Stream, flow: 1, seq: 2, send_ns: 3 }.write(&mut b);
+        Header {
+            kind: Kind::Stream,
+            flow: 1,
+            seq: 2,
+            send_ns: 3,
+        }
+        .write(&mut b);
         b[2] = 9;
         assert_eq!(Header::read(&b), Err(HeaderError::BadVersion(9)));
         b[2] = VERSION;

@@ -23,7 +23,9 @@ pub fn enter(name: &str) -> io::Result<()> {
     let file = File::open(path(name)).map_err(|e| {
         io::Error::new(
             e.kind(),
-            format!("network namespace {name:?} not found ({e}); create it or run `linerate lab up`"),
+            format!(
+                "network namespace {name:?} not found ({e}); create it or run `linerate lab up`"
+            ),
         )
     })?;
     setns(file, CloneFlags::CLONE_NEWNET).map_err(|e| {

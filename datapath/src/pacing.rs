@@ -71,6 +71,9 @@ mod tests {
         assert_eq!(p.allowed(0, Duration::ZERO, 64), 1);
         assert_eq!(p.allowed(1, Duration::from_millis(10), 64), 10);
         assert_eq!(p.allowed(0, Duration::from_secs(1), 64), 64);
-        assert_eq!(p.until_next(20, Duration::from_millis(10)), Duration::from_millis(10));
+        assert_eq!(
+            p.until_next(20, Duration::from_millis(10)),
+            Duration::from_millis(10)
+        );
     }
 }

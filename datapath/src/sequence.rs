@@ -75,7 +75,10 @@ mod tests {
     fn in_order_has_no_loss() {
         let mut t = SequenceTracker::default();
         (0..1000).for_each(|s| t.record(s));
-        assert_eq!((t.received, t.lost, t.reordered, t.duplicates), (1000, 0, 0, 0));
+        assert_eq!(
+            (t.received, t.lost, t.reordered, t.duplicates),
+            (1000, 0, 0, 0)
+        );
     }
 
     #[test]

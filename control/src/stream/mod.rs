@@ -58,7 +58,11 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         flag: Arc::new(AtomicBool::new(false)),
         deadline: started + planned + Duration::from_secs(10),
     };
-    let zero_copy = if a.zero_copy { ZeroCopy::Require } else { ZeroCopy::Auto };
+    let zero_copy = if a.zero_copy {
+        ZeroCopy::Require
+    } else {
+        ZeroCopy::Auto
+    };
     let socket = |side: &plan::Side, q: u32| SocketOptions {
         iface: side.iface.clone(),
         queue: q,
@@ -81,9 +85,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
                     netns: plan.rx.netns.clone(),
                 },
                 stop: rx_stop.clone(),
-                on_bound: Box::new(move |fd| {
-                    st.register_socket(q, fd).map_err(|e| e.to_string())
-                }),
+                on_bound: Box::new(move |fd| st.register_socket(q, fd).map_err(|e| e.to_string())),
             },
         )
         .with_context(|| format!("starting receiver on {} queue {q}", plan.rx.iface))?;
@@ -176,8 +178,12 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let receiver = SideFigures::from_window(&rx_window, window_s, &uses, &plan.rx_cores);
     let total_cpu = crate::cpu::figures(&uses, &[], receiver.payload_mb_s);
 
-    let tx_total = tx_results.iter().fold(CounterSnapshot::default(), |a, s| a.add(&s.counters));
-    let rx_total = rx_results.iter().fold(CounterSnapshot::default(), |a, s| a.add(&s.counters));
+    let tx_total = tx_results
+        .iter()
+        .fold(CounterSnapshot::default(), |a, s| a.add(&s.counters));
+    let rx_total = rx_results
+        .iter()
+        .fold(CounterSnapshot::default(), |a, s| a.add(&s.counters));
     let lost = tx_total.frames.saturating_sub(rx_total.frames);
     let frames = FrameAccounting {
         sent: tx_total.frames,
@@ -244,6 +250,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
             tx_netns: plan.tx.netns.clone(),
             rx_iface: plan.rx.iface.clone(),
             rx_netns: plan.rx.netns.clone(),
+            lab: plan.lab.as_ref().map(|l| l.name.clone()),
         },
         environment: environment::describe(),
         setup: Setup {
@@ -253,7 +260,8 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
             xdp_mode,
             xdp_fallback_reason,
             descs_per_frame: plan.descs_per_frame(),
-            payload_per_frame: plan.frame_size - linerate_datapath::frame::FCS_LEN
+            payload_per_frame: plan.frame_size
+                - linerate_datapath::frame::FCS_LEN
                 - linerate_datapath::frame::HEADER_OFFSET,
             napi_threads,
         },
@@ -268,7 +276,10 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         },
         workers,
         xdp: steer,
-        interfaces: InterfaceCounters { tx: if_tx, rx: if_rx },
+        interfaces: InterfaceCounters {
+            tx: if_tx,
+            rx: if_rx,
+        },
     })
 }
 

@@ -80,8 +80,14 @@ pub fn print_table(r: &StreamResult) -> String {
         "  window {:.2} s after {:.1} s warm-up{}{}",
         r.window_s,
         p.warmup_s,
-        p.rate_pps.map(|x| format!(", paced at {} frames/s per queue", thousands(x))).unwrap_or_default(),
-        if r.interrupted { " (INTERRUPTED: figures so far)" } else { "" },
+        p.rate_pps
+            .map(|x| format!(", paced at {} frames/s per queue", thousands(x)))
+            .unwrap_or_default(),
+        if r.interrupted {
+            " (INTERRUPTED: figures so far)"
+        } else {
+            ""
+        },
     );
     let _ = writeln!(
         o,

@@ -71,10 +71,17 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
         bail!("--queues {} is out of range: use 1 to {max_q}", a.queues);
     }
     if !(64..=MAX_RING).contains(&a.ring) || !a.ring.is_power_of_two() {
-        bail!("--ring {} is invalid: use a power of two from 64 to {MAX_RING}", a.ring);
+        bail!(
+            "--ring {} is invalid: use a power of two from 64 to {MAX_RING}",
+            a.ring
+        );
     }
     if a.batch == 0 || a.batch > a.ring as usize {
-        bail!("--batch {} is out of range: use 1 to --ring ({})", a.batch, a.ring);
+        bail!(
+            "--batch {} is out of range: use 1 to --ring ({})",
+            a.batch,
+            a.ring
+        );
     }
     if a.duration.is_zero() && a.count.is_none() {
         bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
@@ -130,7 +137,12 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
             bail!("interface {iface} is down; bring it up with `ip link set dev {iface} up`");
         }
         let ip = iface::ipv4(netns.as_deref(), &iface)?;
-        Ok(Side { iface, netns, info, ip })
+        Ok(Side {
+            iface,
+            netns,
+            info,
+            ip,
+        })
     };
     let tx = side(tx_side)?;
     let rx = side(rx_side)?;
@@ -156,7 +168,11 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
                 a.queues,
                 s.info.rx_queues.min(s.info.tx_queues),
                 s.iface,
-                if lab.is_some() { "" } else { " or raise them with `ethtool -L`" }
+                if lab.is_some() {
+                    ""
+                } else {
+                    " or raise them with `ethtool -L`"
+                }
             );
         }
     }

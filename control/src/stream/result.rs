@@ -85,6 +85,8 @@ pub struct Params {
     pub rx_iface: String,
     /// Its namespace.
     pub rx_netns: Option<String>,
+    /// The built-in lab used, if any.
+    pub lab: Option<String>,
 }
 
 /// The host.
@@ -238,6 +240,10 @@ mod tests {
         let f = SideFigures::from_window(&c, 1.0, &[], &[]);
         // 812,744 frames/s of 1518 bytes is 10 GbE line rate.
         assert!((f.wire_gbit_s - 10.0).abs() < 0.001, "{}", f.wire_gbit_s);
-        assert!((f.payload_mb_s - 1196.36).abs() < 0.01, "{}", f.payload_mb_s);
+        assert!(
+            (f.payload_mb_s - 1196.36).abs() < 0.01,
+            "{}",
+            f.payload_mb_s
+        );
     }
 }

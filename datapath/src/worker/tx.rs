@@ -131,7 +131,9 @@ fn idle(pacer: &Pacer, sent: u64, elapsed: Duration, wait: WaitMode) {
     match wait {
         WaitMode::Busy => std::hint::spin_loop(),
         WaitMode::Wait => {
-            let nap = pacer.until_next(sent, elapsed).min(Duration::from_millis(1));
+            let nap = pacer
+                .until_next(sent, elapsed)
+                .min(Duration::from_millis(1));
             if nap > Duration::from_micros(20) {
                 std::thread::sleep(nap);
             } else {

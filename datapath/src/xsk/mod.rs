@@ -2,10 +2,10 @@
 //! descriptors or raw UMEM memory. Above it, workers use [`TxPort`] and
 //! [`RxPort`], which move whole frames.
 
-mod socket;
 mod rx;
+mod socket;
 mod tx;
 
 pub use rx::{RxFrame, RxPort};
-pub use socket::{BindMode, SocketOptions, XskError, XskStats, ZeroCopy, CHUNK_SIZE, CHUNK_DATA};
+pub use socket::{BindMode, SocketOptions, XskError, XskStats, ZeroCopy, CHUNK_DATA, CHUNK_SIZE};
 pub use tx::TxPort;

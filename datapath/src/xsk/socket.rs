@@ -5,9 +5,7 @@
 use std::{error::Error as _, io, num::NonZeroU32, str::FromStr};
 
 use xsk_rs::{
-    config::{
-        BindFlags, FrameSize, Interface, LibxdpFlags, QueueSize, SocketConfig, UmemConfig,
-    },
+    config::{BindFlags, FrameSize, Interface, LibxdpFlags, QueueSize, SocketConfig, UmemConfig},
     CompQueue, FillQueue, FrameDesc, RxQueue, Socket, TxQueue, Umem,
 };
 
@@ -161,13 +159,9 @@ impl Bound {
                 .libxdp_flags(LibxdpFlags::XSK_LIBXDP_FLAGS_INHIBIT_PROG_LOAD)
                 .bind_flags(flags)
                 .build();
-            // SAFETY: the UMEM is new and not shared with any other socket,
-            // and program loading is inhibited, so xsk-rs's contract for
-            // shared UMEMs does not apply.
-            match unsafe { Socket::new(cfg, &umem, &iface, opts.queue) } {
+            match bind_retrying_busy(cfg, &umem, &iface, opts.queue) {
                 Ok((tx, rx, Some((fill, comp)))) => {
-                    let fallback_reason =
-                        (!failures.is_empty()).then(|| failures.join("; "));
+                    let fallback_reason = (!failures.is_empty()).then(|| failures.join("; "));
                     return Ok(Self {
                         tx,
                         rx,
@@ -223,6 +217,35 @@ impl Bound {
             tx_invalid_descs: s.tx_invalid_descs(),
             tx_ring_empty: s.tx_ring_empty_descs(),
         })
+    }
+}
+
+type Queues = (TxQueue, RxQueue, Option<(FillQueue, CompQueue)>);
+
+/// Binds, retrying for a while on EBUSY: a socket closed an instant ago
+/// (the previous run's, or a probe's) releases its queue asynchronously.
+fn bind_retrying_busy(
+    cfg: SocketConfig,
+    umem: &Umem,
+    iface: &Interface,
+    queue: u32,
+) -> Result<Queues, xsk_rs::socket::SocketCreateError> {
+    let mut tries = 0;
+    loop {
+        // SAFETY: the UMEM is new and not shared with any other socket,
+        // and program loading is inhibited, so xsk-rs's contract for
+        // shared UMEMs does not apply.
+        let r = unsafe { Socket::new(cfg, umem, iface, queue) };
+        let busy = matches!(&r, Err(e) if e
+            .source()
+            .and_then(|s| s.downcast_ref::<io::Error>())
+            .and_then(io::Error::raw_os_error)
+            == Some(libc::EBUSY));
+        tries += 1;
+        if !busy || tries >= 20 {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
 

@@ -1,0 +1,303 @@
+//! Bad input gets a one-line error that names the problem and the fix,
+//! and a non-zero exit; never a panic.
+
+mod common;
+
+use std::{
+    process::{Command, Output, Stdio},
+    thread,
+    time::Duration,
+};
+
+use common::*;
+
+fn fails_with(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "exit status; stderr: {err}");
+    assert!(err.starts_with("linerate: error: "), "stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} missing from: {err}");
+    }
+}
+
+#[test]
+fn out_of_range_arguments() {
+    // Checked before anything touches the system, so no root needed.
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["stream", "--queues", "0"], &["--queues 0", "1 to 64"]),
+        (
+            &["stream", "--ring", "100"],
+            &["--ring 100", "power of two"],
+        ),
+        (&["stream", "--batch", "0"], &["--batch 0"]),
+        (&["stream", "--rate", "0"], &["--rate 0", "out of range"]),
+        (&["stream", "--count", "0"], &["--count 0"]),
+        (
+            &["stream", "--tx-iface", "x0"],
+            &["both --tx-iface and --rx-iface"],
+        ),
+        (
+            &["lab", "up", "--lab", "this-name-is-too-long"],
+            &["lab name", "1 to 8"],
+        ),
+    ];
+    for (args, needles) in cases {
+        fails_with(&run(args), needles);
+    }
+}
+
+#[test]
+fn not_root() {
+    if !root_or_skip("not_root (drops to nobody)") {
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(linerate())
+        .args(["stream", "--lab", "tenr"])
+        .output()
+        .expect("setpriv");
+    fails_with(&out, &["needs root", "sudo"]);
+}
+
+#[test]
+fn unknown_interface_and_namespace() {
+    if !root_or_skip("unknown interface") {
+        return;
+    }
+    fails_with(
+        &run(&["stream", "--tx-iface", "nope0", "--rx-iface", "nope1"]),
+        &["interface \"nope0\" not found", "ip link"],
+    );
+    fails_with(
+        &run(&[
+            "stream",
+            "--tx-iface",
+            "nope0",
+            "--rx-iface",
+            "nope1",
+            "--tx-netns",
+            "no-such-ns",
+        ]),
+        &["network namespace \"no-such-ns\" not found"],
+    );
+}
+
+#[test]
+fn sizes_and_mtus_out_of_range() {
+    if !root_or_skip("sizes") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tesz", 1500);
+    fails_with(
+        &run(&[
+            "stream",
+            "--lab",
+            &lab.name,
+            "--size",
+            "1519",
+            "--duration",
+            "1s",
+        ]),
+        &["frame size 1519 is out of range", "1518", "--mtu"],
+    );
+    fails_with(
+        &run(&[
+            "stream",
+            "--lab",
+            &lab.name,
+            "--size",
+            "63",
+            "--duration",
+            "1s",
+        ]),
+        &["frame size 63 is out of range", "64"],
+    );
+    fails_with(
+        &run(&["lab", "up", "--lab", "tesz2", "--mtu", "10000"]),
+        &["MTU 10000 is out of range", "576 to 9000"],
+    );
+    fails_with(
+        &run(&[
+            "stream",
+            "--lab",
+            &lab.name,
+            "--mtu",
+            "20000",
+            "--duration",
+            "1s",
+        ]),
+        &["MTU 20000 is out of range"],
+    );
+    fails_with(
+        &run(&[
+            "stream",
+            "--lab",
+            &lab.name,
+            "--tx-cores",
+            "64",
+            "--duration",
+            "1s",
+        ]),
+        &["core 64 does not exist"],
+    );
+    assert!(!netns_exists("tesz2-a"));
+}
+
+#[test]
+fn zero_copy_refused_on_veth() {
+    if !root_or_skip("zero-copy refused") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tezc", 1500);
+    fails_with(
+        &run(&[
+            "stream",
+            "--lab",
+            &lab.name,
+            "--zero-copy",
+            "--duration",
+            "1s",
+        ]),
+        &["zero-copy refused", "drop --zero-copy"],
+    );
+    assert!(
+        !has_xdp(&lab.ns_b(), &lab.if_b()),
+        "XDP left attached after a failed start"
+    );
+}
+
+/// Compiles a program that passes everything: "someone else's" program.
+fn foreign_program() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("linerate-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("pass.bpf.c");
+    std::fs::write(
+        &src,
+        "#include <linux/bpf.h>\n\
+         __attribute__((section(\"xdp\"), used)) int pass(struct xdp_md *c) { return XDP_PASS; }\n\
+         char LICENSE[] __attribute__((section(\"license\"), used)) = \"GPL\";\n",
+    )
+    .unwrap();
+    let obj = dir.join("pass.o");
+    let st = Command::new("clang")
+        .args([
+            "-O2",
+            "-target",
+            "bpf",
+            "-I/usr/include/x86_64-linux-gnu",
+            "-c",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("clang");
+    assert!(st.success());
+    obj
+}
+
+#[test]
+fn foreign_xdp_program_is_not_replaced_without_force() {
+    if !root_or_skip("foreign XDP program") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tefx", 1500);
+    let obj = foreign_program();
+    let st = Command::new("ip")
+        .args([
+            "-n",
+            &lab.ns_b(),
+            "link",
+            "set",
+            "dev",
+            &lab.if_b(),
+            "xdpgeneric",
+            "obj",
+        ])
+        .arg(&obj)
+        .args(["sec", "xdp"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let id = ip_link(&lab.ns_b(), &lab.if_b())["xdp"]["prog"]["id"].clone();
+    fails_with(
+        &run(&["stream", "--lab", &lab.name, "--duration", "1s"]),
+        &["already has an XDP program attached", "--force"],
+    );
+    // Still there, untouched.
+    assert_eq!(ip_link(&lab.ns_b(), &lab.if_b())["xdp"]["prog"]["id"], id);
+    // With --force linerate takes the interface and runs.
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--force",
+        "--count",
+        "1000",
+        "--rate",
+        "100000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "10s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["frames"]["received"], 1000);
+}
+
+#[test]
+fn second_run_on_the_same_interface_is_refused() {
+    if !root_or_skip("concurrent runs") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tedup", 1500);
+    let mut first = Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--rate",
+            "1000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "4s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut attached = false;
+    for _ in 0..100 {
+        if has_xdp(&lab.ns_b(), &lab.if_b()) {
+            attached = true;
+            break;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(attached, "first run never attached");
+    fails_with(
+        &run(&["stream", "--lab", &lab.name, "--duration", "1s"]),
+        &["already has an XDP program attached"],
+    );
+    assert!(
+        first.wait().unwrap().success(),
+        "the first run was disturbed"
+    );
+}

@@ -1,0 +1,110 @@
+//! The lab and the doctor.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn lab_up_status_down() {
+    if !root_or_skip("lab") {
+        return;
+    }
+    let out = run(&[
+        "lab", "up", "--lab", "tlab", "--mtu", "9000", "--queues", "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lab = Lab {
+        name: "tlab".into(),
+    };
+    let s = json(&run(&["lab", "status", "--lab", "tlab", "--json"]));
+    assert_eq!(s["up"], true);
+    assert_eq!(s["mtu"], 9000);
+    assert_eq!(s["queues"], 2);
+    // Addresses from the RFC 2544 benchmarking range.
+    assert!(s["lab"]["ip_a"].as_str().unwrap().starts_with("198.18."));
+    let a = ip_link(&lab.ns_a(), &lab.if_a());
+    assert_eq!(a["mtu"], 9000);
+    // `lab up` again replaces the lab instead of failing.
+    assert!(run(&["lab", "up", "--lab", "tlab"]).status.success());
+    assert_eq!(
+        json(&run(&["lab", "status", "--lab", "tlab", "--json"]))["mtu"],
+        1500
+    );
+    drop(lab);
+    assert!(!netns_exists("tlab-a") && !netns_exists("tlab-b"));
+    // Down twice is fine.
+    assert!(run(&["lab", "down", "--lab", "tlab"]).status.success());
+}
+
+#[test]
+fn doctor_probes_the_lab() {
+    if !root_or_skip("doctor") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tdoc", 1500);
+    let r = json(&run(&["doctor", "--lab", &lab.name, "--json"]));
+    assert_eq!(r["driver"], "veth");
+    assert_eq!(r["xdp_native"]["ok"], true, "{r:#}");
+    assert_eq!(r["xdp_generic"]["ok"], true, "{r:#}");
+    assert_eq!(r["zero_copy"]["ok"], false, "veth refuses zero-copy: {r:#}");
+    assert_eq!(r["copy_mode"]["ok"], true, "{r:#}");
+    assert_eq!(r["multi_buffer"]["ok"], true, "{r:#}");
+    assert_eq!(r["run_would_use"], "XDP native mode, AF_XDP copy mode");
+    assert!(
+        !has_xdp(&lab.ns_b(), &lab.if_b()),
+        "doctor left a program attached"
+    );
+}
+
+#[test]
+fn two_queues_two_flows_every_frame_counted() {
+    if !root_or_skip("two queues") {
+        return;
+    }
+    let _turn = serial();
+    let out = run(&["lab", "up", "--lab", "tq2", "--queues", "2"]);
+    assert!(out.status.success());
+    let lab = Lab { name: "tq2".into() };
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--queues",
+        "2",
+        "--count",
+        "10000",
+        "--rate",
+        "50000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert_eq!(r["frames"]["sent"], 20000);
+    assert_eq!(r["frames"]["received"], 20000, "{r:#}");
+    let rx: Vec<_> = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["role"] == "rx")
+        .collect();
+    assert_eq!(rx.len(), 2);
+    for w in rx {
+        assert_eq!(
+            w["total"]["frames"], 10000,
+            "each queue gets its own flow: {w}"
+        );
+    }
+}

@@ -153,9 +153,14 @@ pub struct StreamArgs {
     /// Descriptors per batch.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-    /// Ring size (descriptors).
-    #[arg(long, default_value_t = 2048)]
+    /// TX ring size (descriptors); the sender's UMEM holds as many chunks,
+    /// so a small ring keeps the frames in cache.
+    #[arg(long, default_value_t = 512)]
     pub ring: u32,
+    /// RX ring size (descriptors); the receiver's UMEM holds twice as many
+    /// chunks. Deep, so that frames wait while the receiver is descheduled.
+    #[arg(long, default_value_t = 8192)]
+    pub rx_ring: u32,
     /// UDP destination port of the test traffic (steered to the receivers).
     #[arg(long, default_value_t = 7471)]
     pub port: u16,

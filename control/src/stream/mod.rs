@@ -63,10 +63,10 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     } else {
         ZeroCopy::Auto
     };
-    let socket = |side: &plan::Side, q: u32| SocketOptions {
+    let socket = |side: &plan::Side, q: u32, ring_size: u32| SocketOptions {
         iface: side.iface.clone(),
         queue: q,
-        ring_size: a.ring,
+        ring_size,
         zero_copy,
         multi_buffer: plan.multi_buffer,
     };
@@ -77,7 +77,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         let w = spawn_rx(
             format!("lr-rx{q}"),
             RxWorkerConfig {
-                socket: socket(&plan.rx, q),
+                socket: socket(&plan.rx, q, a.rx_ring),
                 batch: a.batch,
                 wait: a.rx_wait.into(),
                 placement: Placement {
@@ -110,7 +110,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         let w = spawn_tx(
             format!("lr-tx{q}"),
             TxWorkerConfig {
-                socket: socket(&plan.tx, q),
+                socket: socket(&plan.tx, q, a.ring),
                 frame: spec,
                 batch: a.batch,
                 wait: a.tx_wait.into(),
@@ -243,6 +243,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
             rx_wait: format!("{:?}", a.rx_wait).to_lowercase(),
             batch: a.batch,
             ring: a.ring,
+            rx_ring: a.rx_ring,
             port: a.port,
             tx_cores: plan.tx_cores.clone(),
             rx_cores: plan.rx_cores.clone(),

@@ -70,11 +70,10 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
     if a.queues == 0 || a.queues > max_q {
         bail!("--queues {} is out of range: use 1 to {max_q}", a.queues);
     }
-    if !(64..=MAX_RING).contains(&a.ring) || !a.ring.is_power_of_two() {
-        bail!(
-            "--ring {} is invalid: use a power of two from 64 to {MAX_RING}",
-            a.ring
-        );
+    for (name, ring) in [("--ring", a.ring), ("--rx-ring", a.rx_ring)] {
+        if !(64..=MAX_RING).contains(&ring) || !ring.is_power_of_two() {
+            bail!("{name} {ring} is invalid: use a power of two from 64 to {MAX_RING}");
+        }
     }
     if a.batch == 0 || a.batch > a.ring as usize {
         bail!(

@@ -69,8 +69,10 @@ pub struct Params {
     pub rx_wait: String,
     /// Batch size.
     pub batch: usize,
-    /// Ring size.
+    /// TX ring size.
     pub ring: u32,
+    /// RX ring size.
+    pub rx_ring: u32,
     /// UDP destination port.
     pub port: u16,
     /// Sender cores.

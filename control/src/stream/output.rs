@@ -132,19 +132,24 @@ pub fn print_table(r: &StreamResult) -> String {
         x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed
     );
     for w in &r.workers {
-        let s = &w.xsk;
+        let x = &w.xsk;
+        let secs = r.window_s.max(f64::MIN_POSITIVE);
         let _ = writeln!(
             o,
-            "  {} queue {} (core {}): rx_dropped {}, rx_ring_full {}, fill_ring_empty {}, tx_ring_empty {}, invalid descs {}/{}",
+            "  {} queue {} core {}: {} frames, {} frames/s, {:.1} payload MB/s in the window; {} frames in all; rx_dropped {}, rx_ring_full {}, fill_ring_empty {}, tx_ring_empty {}, invalid descs {}/{}",
             w.role,
             w.queue,
             w.core.map_or("-".into(), |c| c.to_string()),
-            s.rx_dropped,
-            s.rx_ring_full,
-            s.rx_fill_ring_empty,
-            s.tx_ring_empty,
-            s.rx_invalid_descs,
-            s.tx_invalid_descs
+            thousands(w.window.frames as f64),
+            thousands(w.window.frames as f64 / secs),
+            w.window.payload_bytes as f64 / secs / 1e6,
+            thousands(w.total.frames as f64),
+            x.rx_dropped,
+            x.rx_ring_full,
+            x.rx_fill_ring_empty,
+            x.tx_ring_empty,
+            x.rx_invalid_descs,
+            x.tx_invalid_descs
         );
     }
     let i = &r.interfaces;

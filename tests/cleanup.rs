@@ -118,26 +118,10 @@ fn sigkill_leaves_no_program_and_lab_down_recovers() {
         thread::sleep(Duration::from_millis(50));
     }
     // The next run works without manual steps.
-    let out = run(&[
-        "stream",
-        "--lab",
-        &lab.name,
-        "--count",
-        "1000",
-        "--rate",
-        "100000",
-        "--warmup",
-        "0s",
-        "--duration",
-        "10s",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(
+        counted_stream(&lab.name, 1000, &[])["frames"]["received"],
+        1000
     );
-    assert_eq!(json(&out)["frames"]["received"], 1000);
     // lab down removes everything.
     let name = lab.name.clone();
     let out = run(&["lab", "down", "--lab", &name]);

@@ -237,27 +237,10 @@ fn foreign_xdp_program_is_not_replaced_without_force() {
     // Still there, untouched.
     assert_eq!(ip_link(&lab.ns_b(), &lab.if_b())["xdp"]["prog"]["id"], id);
     // With --force linerate takes the interface and runs.
-    let out = run(&[
-        "stream",
-        "--lab",
-        &lab.name,
-        "--force",
-        "--count",
-        "1000",
-        "--rate",
-        "100000",
-        "--warmup",
-        "0s",
-        "--duration",
-        "10s",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(
+        counted_stream(&lab.name, 1000, &["--force"])["frames"]["received"],
+        1000
     );
-    assert_eq!(json(&out)["frames"]["received"], 1000);
 }
 
 #[test]

@@ -70,28 +70,7 @@ fn two_queues_two_flows_every_frame_counted() {
     let out = run(&["lab", "up", "--lab", "tq2", "--queues", "2"]);
     assert!(out.status.success());
     let lab = Lab { name: "tq2".into() };
-    let out = run(&[
-        "stream",
-        "--lab",
-        &lab.name,
-        "--queues",
-        "2",
-        "--count",
-        "10000",
-        "--rate",
-        "50000",
-        "--warmup",
-        "0s",
-        "--duration",
-        "30s",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = json(&out);
+    let r = counted_stream(&lab.name, 10000, &["--queues", "2"]);
     assert_eq!(r["frames"]["sent"], 20000);
     assert_eq!(r["frames"]["received"], 20000, "{r:#}");
     let rx: Vec<_> = r["workers"]

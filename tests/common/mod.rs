@@ -133,3 +133,31 @@ pub fn has_xdp(netns: &str, iface: &str) -> bool {
 pub fn netns_exists(name: &str) -> bool {
     std::path::Path::new("/run/netns").join(name).exists()
 }
+
+/// Runs a short paced stream of `count` frames per queue on `lab` (with
+/// `extra` arguments), asserts it succeeded and returns its JSON.
+pub fn counted_stream(lab: &str, count: u64, extra: &[&str]) -> Value {
+    let count = count.to_string();
+    let mut args = vec![
+        "stream",
+        "--lab",
+        lab,
+        "--count",
+        &count,
+        "--rate",
+        "100000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "stream failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}

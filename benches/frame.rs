@@ -6,7 +6,7 @@ use std::{hint::black_box, net::Ipv4Addr};
 use criterion::{criterion_group, criterion_main, Criterion};
 use linerate_datapath::{
     frame::{parse, Endpoint, FrameSpec, HEADER_OFFSET},
-    header::Header,
+    header::{Header, Kind},
     sequence::SequenceTracker,
 };
 
@@ -24,6 +24,7 @@ fn spec(size: usize) -> FrameSpec {
         },
         frame_size: size,
         flow: 0,
+        kind: Kind::Stream,
     }
 }
 

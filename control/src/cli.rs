@@ -122,6 +122,11 @@ pub struct StreamArgs {
     /// MTU to run at; sets the lab's MTU [default: the interfaces' MTU].
     #[arg(long)]
     pub mtu: Option<u32>,
+    /// Send messages of this many bytes (0 to 256 MiB), each cut into as
+    /// many MTU-sized frames as it needs; the receiver accounts whole
+    /// messages. With it, --count and --rate count messages.
+    #[arg(long, value_name = "BYTES", conflicts_with = "size")]
+    pub message: Option<usize>,
     /// Measured time, after the warm-up.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub duration: Duration,

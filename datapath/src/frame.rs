@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 
 use etherparse::PacketBuilder;
 
-use crate::header::{Header, HeaderError, Kind, HEADER_LEN};
+use crate::header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEADER_LEN};
 
 /// Ethernet header length.
 pub const ETH_LEN: usize = 14;
@@ -51,6 +51,8 @@ pub struct FrameSpec {
     pub frame_size: usize,
     /// Flow id written in the header.
     pub flow: u16,
+    /// What the frames carry.
+    pub kind: Kind,
 }
 
 /// Why a frame cannot be built or parsed.
@@ -123,14 +125,36 @@ impl FrameSpec {
             });
         }
         let mut payload = vec![0u8; self.payload_len()];
+        let hlen = if self.kind.has_fragment() {
+            MESSAGE_HEADER_LEN
+        } else {
+            HEADER_LEN
+        };
+        if payload.len() < hlen {
+            return Err(FrameError::SizeOutOfRange {
+                size: self.frame_size,
+                min: HEADER_OFFSET + hlen + FCS_LEN,
+                max: usize::MAX,
+                mtu: 0,
+            });
+        }
         Header {
-            kind: Kind::Stream,
+            kind: self.kind,
             flow: self.flow,
             seq: 0,
             send_ns: 0,
         }
         .write(&mut payload[..HEADER_LEN]);
-        for (i, b) in payload[HEADER_LEN..].iter_mut().enumerate() {
+        if self.kind.has_fragment() {
+            Fragment {
+                msg_id: 0,
+                index: 0,
+                count: 1,
+                msg_len: 0,
+            }
+            .write(&mut payload[HEADER_LEN..hlen]);
+        }
+        for (i, b) in payload[hlen..].iter_mut().enumerate() {
             *b = i as u8;
         }
         let builder = PacketBuilder::ethernet2(self.src.mac, self.dst.mac)
@@ -148,11 +172,46 @@ impl FrameSpec {
     }
 }
 
+/// Smallest frame handed to a socket (64 bytes on the wire with FCS);
+/// shorter frames are padded, their IP and UDP lengths say what counts.
+pub const MIN_LEN: usize = MIN_FRAME_SIZE - FCS_LEN;
+
+/// Sets the IPv4 total length (and header checksum) and the UDP length of
+/// a template frame (no VLAN tag, no IP options) to those of a frame whose
+/// headers and payload take `len` bytes. Returns the bytes to hand to the
+/// socket: `len`, padded up to [`MIN_LEN`].
+pub fn set_lengths(frame: &mut [u8], len: usize) -> usize {
+    let ip = ETH_LEN;
+    let ip_len = (len - ETH_LEN) as u16;
+    frame[ip + 2..ip + 4].copy_from_slice(&ip_len.to_be_bytes());
+    frame[ip + 10..ip + 12].fill(0);
+    let sum = ipv4_checksum(&frame[ip..ip + IPV4_LEN]);
+    frame[ip + 10..ip + 12].copy_from_slice(&sum.to_be_bytes());
+    let udp_len = (len - ETH_LEN - IPV4_LEN) as u16;
+    frame[ip + IPV4_LEN + 4..ip + IPV4_LEN + 6].copy_from_slice(&udp_len.to_be_bytes());
+    len.max(MIN_LEN)
+}
+
+fn ipv4_checksum(h: &[u8]) -> u16 {
+    let mut sum: u32 = h
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
 /// What a receiver learns from the first buffer of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parsed {
     /// The linerate header.
     pub header: Header,
+    /// The fragment header, for frames that carry part of a message.
+    pub fragment: Option<Fragment>,
+    /// Offset of the message bytes (after all headers) in the frame.
+    pub data_offset: usize,
     /// UDP source port.
     pub src_port: u16,
     /// UDP destination port.
@@ -213,9 +272,18 @@ pub fn parse(b: &[u8]) -> Result<Parsed, FrameError> {
     let src_port = be16(off).unwrap_or(0);
     let dst_port = be16(off + 2).unwrap_or(0);
     let udp_len = usize::from(be16(off + 4).unwrap_or(0));
-    let header = Header::read(&b[off + UDP_LEN..])?;
+    let lr = off + UDP_LEN;
+    let header = Header::read(&b[lr..])?;
+    let (fragment, data_offset) = if header.kind.has_fragment() {
+        let f = Fragment::read(b.get(lr + HEADER_LEN..).unwrap_or(&[]))?;
+        (Some(f), lr + crate::header::MESSAGE_HEADER_LEN)
+    } else {
+        (None, lr + HEADER_LEN)
+    };
     Ok(Parsed {
         header,
+        fragment,
+        data_offset,
         src_port,
         dst_port,
         udp_payload_len: udp_len.saturating_sub(UDP_LEN),
@@ -242,6 +310,7 @@ mod tests {
             },
             frame_size,
             flow,
+            kind: Kind::Stream,
         }
     }
 
@@ -289,6 +358,29 @@ mod tests {
             Err(FrameError::SizeOutOfRange { max: 1518, .. })
         ));
         assert!(FrameSpec::check_size(63, 1500).is_err());
+    }
+
+    proptest! {
+        /// A message frame cut to any length still has valid IPv4 and UDP
+        /// headers (etherparse checks lengths and the IP checksum).
+        #[test]
+        fn set_lengths_keeps_headers_valid(len in HEADER_OFFSET + MESSAGE_HEADER_LEN..1514) {
+            let mut s = spec(1518, 2);
+            s.kind = Kind::Message;
+            let mut f = s.template().unwrap();
+            let wire = set_lengths(&mut f, len);
+            prop_assert_eq!(wire, len.max(MIN_LEN));
+            let f = &f[..wire];
+            let sliced = SlicedPacket::from_ethernet(f).unwrap();
+            let Some(etherparse::NetSlice::Ipv4(ip)) = sliced.net else { panic!("not ipv4") };
+            prop_assert_eq!(usize::from(ip.header().total_len()), len - ETH_LEN);
+            let h = ip.header().to_header();
+            prop_assert_eq!(h.header_checksum, h.calc_header_checksum());
+            let p = parse(f).unwrap();
+            prop_assert_eq!(p.udp_payload_len, len - HEADER_OFFSET);
+            prop_assert!(p.fragment.is_some());
+            prop_assert_eq!(p.data_offset, HEADER_OFFSET + MESSAGE_HEADER_LEN);
+        }
     }
 
     #[test]

@@ -11,6 +11,16 @@
 //! All fields are big-endian. The send time is the low 48 bits of
 //! CLOCK_MONOTONIC in nanoseconds (wraps after 78 hours); sequence numbers
 //! are 48 bits (wraps after 2.8e14 frames).
+//!
+//! Frames that carry a piece of a message (every kind but `Stream`) add a
+//! 16-byte fragment header right after it:
+//!
+//! ```text
+//! 18         22           26           30           34
+//! +----------+------------+------------+------------+
+//! | msg id   | frag index | frag count | msg length |
+//! +----------+------------+------------+------------+
+//! ```
 
 /// "LR".
 pub const MAGIC: u16 = 0x4c52;
@@ -26,20 +36,83 @@ pub const SEQ_OFFSET: usize = 6;
 /// Offset of the send timestamp within the header.
 pub const TIME_OFFSET: usize = 12;
 
+/// Length of the fragment header that follows the base header.
+pub const FRAGMENT_LEN: usize = 16;
+/// Base header plus fragment header.
+pub const MESSAGE_HEADER_LEN: usize = HEADER_LEN + FRAGMENT_LEN;
+
 /// What a frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
     /// A frame of a one-way stream.
     Stream = 0,
+    /// A fragment of a one-way message.
+    Message = 1,
+    /// A fragment of a request (rr).
+    Request = 2,
+    /// A fragment of a response (rr).
+    Response = 3,
 }
 
 impl Kind {
     fn from_u8(v: u8) -> Option<Self> {
         match v {
             0 => Some(Self::Stream),
+            1 => Some(Self::Message),
+            2 => Some(Self::Request),
+            3 => Some(Self::Response),
             _ => None,
         }
+    }
+
+    /// Whether a fragment header follows the base header.
+    pub fn has_fragment(self) -> bool {
+        self != Self::Stream
+    }
+}
+
+/// Where a frame's bytes belong in a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Fragment {
+    /// Message id, counted per flow by the sender.
+    pub msg_id: u32,
+    /// Index of this fragment.
+    pub index: u32,
+    /// Fragments in the message.
+    pub count: u32,
+    /// Bytes in the whole message.
+    pub msg_len: u32,
+}
+
+impl Fragment {
+    /// Writes the fragment header into the first [`FRAGMENT_LEN`] bytes.
+    pub fn write(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.msg_id.to_be_bytes());
+        out[4..8].copy_from_slice(&self.index.to_be_bytes());
+        out[8..12].copy_from_slice(&self.count.to_be_bytes());
+        out[12..16].copy_from_slice(&self.msg_len.to_be_bytes());
+    }
+
+    /// Reads a fragment header; checks that the index lies inside the count.
+    pub fn read(b: &[u8]) -> Result<Self, HeaderError> {
+        if b.len() < FRAGMENT_LEN {
+            return Err(HeaderError::Truncated(b.len()));
+        }
+        let w = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let f = Self {
+            msg_id: w(0),
+            index: w(4),
+            count: w(8),
+            msg_len: w(12),
+        };
+        if f.count == 0 || f.index >= f.count {
+            return Err(HeaderError::BadFragment {
+                index: f.index,
+                count: f.count,
+            });
+        }
+        Ok(f)
     }
 }
 
@@ -71,6 +144,14 @@ pub enum HeaderError {
     /// An unknown frame kind.
     #[error("unknown frame kind {0}")]
     BadKind(u8),
+    /// A fragment index outside its message.
+    #[error("fragment {index} of {count}")]
+    BadFragment {
+        /// Claimed index.
+        index: u32,
+        /// Claimed count.
+        count: u32,
+    },
 }
 
 fn get48(b: &[u8]) -> u64 {
@@ -177,6 +258,41 @@ mod tests {
         b[2] = VERSION;
         b[3] = 7;
         assert_eq!(Header::read(&b), Err(HeaderError::BadKind(7)));
+    }
+
+    proptest! {
+        #[test]
+        fn fragment_roundtrip(msg_id: u32, count in 1u32.., msg_len: u32, i: u32) {
+            let f = Fragment { msg_id, index: i % count, count, msg_len };
+            let mut b = [0u8; FRAGMENT_LEN];
+            f.write(&mut b);
+            prop_assert_eq!(Fragment::read(&b), Ok(f));
+        }
+    }
+
+    #[test]
+    fn fragment_index_must_lie_inside_the_count() {
+        let mut b = [0u8; FRAGMENT_LEN];
+        Fragment {
+            msg_id: 1,
+            index: 3,
+            count: 3,
+            msg_len: 9,
+        }
+        .write(&mut b);
+        assert_eq!(
+            Fragment::read(&b),
+            Err(HeaderError::BadFragment { index: 3, count: 3 })
+        );
+        Fragment {
+            msg_id: 1,
+            index: 0,
+            count: 0,
+            msg_len: 9,
+        }
+        .write(&mut b);
+        assert!(Fragment::read(&b).is_err());
+        assert!(Fragment::read(&b[..5]).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod frame;
 pub mod header;
+pub mod message;
 pub mod netns;
 pub mod pacing;
 pub mod sequence;

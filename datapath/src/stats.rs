@@ -57,6 +57,12 @@ counters! {
     reordered,
     /// Frames received twice (receiver).
     duplicates,
+    /// Whole messages sent (completed) or received.
+    messages,
+    /// Bytes of those messages.
+    message_bytes,
+    /// Messages lost: abandoned with fragments missing, or never seen.
+    messages_lost,
     /// Wakeup syscalls (sendto kicks, poll calls).
     syscalls,
     /// Loop turns that found nothing to do.

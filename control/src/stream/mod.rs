@@ -18,6 +18,7 @@ use std::{
 use anyhow::{anyhow, Context, Result};
 use linerate_datapath::{
     frame::{Endpoint, FrameSpec},
+    header::Kind,
     stats::CounterSnapshot,
     worker::{
         spawn_rx, spawn_tx, Placement, RxSummary, RxWorkerConfig, StopSignal, TxSummary,
@@ -106,12 +107,18 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
             },
             frame_size: plan.frame_size,
             flow: q as u16,
+            kind: if plan.message.is_some() {
+                Kind::Message
+            } else {
+                Kind::Stream
+            },
         };
         let w = spawn_tx(
             format!("lr-tx{q}"),
             TxWorkerConfig {
                 socket: socket(&plan.tx, q, a.ring),
                 frame: spec,
+                message: plan.message,
                 batch: a.batch,
                 wait: a.tx_wait.into(),
                 rate: a.rate,
@@ -174,9 +181,10 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let sum = |v: &[CounterSnapshot]| v.iter().fold(CounterSnapshot::default(), |a, b| a.add(b));
     let tx_window = sum(&s1.tx).since(&sum(&s0.tx));
     let rx_window = sum(&s1.rx).since(&sum(&s0.rx));
-    let sender = SideFigures::from_window(&tx_window, window_s, &uses, &plan.tx_cores);
-    let receiver = SideFigures::from_window(&rx_window, window_s, &uses, &plan.rx_cores);
-    let total_cpu = crate::cpu::figures(&uses, &[], receiver.payload_mb_s);
+    let messages = plan.message.is_some();
+    let sender = SideFigures::from_window(&tx_window, window_s, &uses, &plan.tx_cores, messages);
+    let receiver = SideFigures::from_window(&rx_window, window_s, &uses, &plan.rx_cores, messages);
+    let total_cpu = crate::cpu::figures(&uses, &[], receiver.counted_mb_s());
 
     let tx_total = tx_results
         .iter()
@@ -199,6 +207,22 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         duplicates: rx_total.duplicates,
         bad: rx_total.bad,
         unfinished: tx_results.iter().map(|s| s.unfinished).sum(),
+        messages: plan.message.map(|m| {
+            let lost = tx_total.messages.saturating_sub(rx_total.messages);
+            MessageAccounting {
+                message_bytes: m.msg_len,
+                frames_per_message: m.count,
+                sent: tx_total.messages,
+                received: rx_total.messages,
+                lost,
+                loss_pct: if tx_total.messages > 0 {
+                    100.0 * lost as f64 / tx_total.messages as f64
+                } else {
+                    0.0
+                },
+                receiver_counted_lost: rx_total.messages_lost,
+            }
+        }),
     };
 
     let mut workers = Vec::new();

@@ -102,6 +102,28 @@ pub fn print_table(r: &StreamResult) -> String {
         "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
         f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
     );
+    if let Some(m) = &f.messages {
+        let _ = writeln!(
+            o,
+            "  messages of {} B in {} frame{}: sent {}, received {}, lost {} ({:.4} %; receiver found {} incomplete or missing)",
+            m.message_bytes,
+            m.frames_per_message,
+            if m.frames_per_message > 1 { "s" } else { "" },
+            m.sent,
+            m.received,
+            m.lost,
+            m.loss_pct,
+            m.receiver_counted_lost
+        );
+        for (name, s) in [("sent", &r.sender), ("received", &r.receiver)] {
+            let _ = writeln!(
+                o,
+                "  {name:<9} {} messages/s, {:.1} message MB/s",
+                thousands(s.messages_per_s.unwrap_or(0.0)),
+                s.message_mb_s.unwrap_or(0.0)
+            );
+        }
+    }
     let _ = writeln!(o, "  CPU per core (user + system + softirq + irq = busy):");
     for u in &r.cpu.per_core {
         let role = match (p.tx_cores.contains(&u.core), p.rx_cores.contains(&u.core)) {
@@ -118,10 +140,11 @@ pub fn print_table(r: &StreamResult) -> String {
     }
     let _ = writeln!(
         o,
-        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB received (sender side {}, receiver side {})",
+        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} received (sender side {}, receiver side {})",
         r.cpu.total.cpu_pct,
         r.cpu.total.cores.len(),
         sd(r.cpu.total.service_demand_ms_per_mb),
+        if f.messages.is_some() { "of messages" } else { "of payload" },
         sd(r.sender.cpu.service_demand_ms_per_mb),
         sd(r.receiver.cpu.service_demand_ms_per_mb),
     );

@@ -6,7 +6,9 @@ use std::net::Ipv4Addr;
 
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{
-    frame::{FrameSpec, FCS_LEN},
+    frame::{FrameSpec, FCS_LEN, IPV4_LEN, UDP_LEN},
+    header::MESSAGE_HEADER_LEN,
+    message::Fragmentation,
     xsk::CHUNK_DATA,
 };
 
@@ -55,6 +57,8 @@ pub struct Plan {
     pub rx_cores: Vec<usize>,
     /// Whether frames span several UMEM chunks.
     pub multi_buffer: bool,
+    /// How messages are cut, with --message.
+    pub message: Option<Fragmentation>,
 }
 
 impl Plan {
@@ -62,6 +66,11 @@ impl Plan {
     pub fn descs_per_frame(&self) -> usize {
         (self.frame_size - FCS_LEN).div_ceil(CHUNK_DATA)
     }
+}
+
+/// Message bytes one frame carries at `mtu`.
+pub fn payload_per_fragment(mtu: u32) -> usize {
+    mtu as usize - IPV4_LEN - UDP_LEN - MESSAGE_HEADER_LEN
 }
 
 /// Checks arguments that need no system access.
@@ -157,6 +166,11 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
     }
     let mtu = tx.info.mtu.min(rx.info.mtu);
     let frame_size = a.size.unwrap_or(mtu as usize + 18);
+    let message = a
+        .message
+        .map(|len| Fragmentation::new(len, payload_per_fragment(mtu)))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--message: {e}"))?;
     FrameSpec::check_size(frame_size, mtu as usize).map_err(|e| {
         anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
     })?;
@@ -190,6 +204,7 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
         tx_cores,
         rx_cores,
         multi_buffer,
+        message,
     })
 }
 

@@ -136,7 +136,12 @@ pub struct SideFigures {
     pub wire_mb_s: f64,
     /// Wire rate in Gbit/s.
     pub wire_gbit_s: f64,
-    /// CPU of this side's cores and its service demand (per payload MB).
+    /// Whole messages per second (message streams).
+    pub messages_per_s: Option<f64>,
+    /// Message MB/s: bytes of whole messages (message streams).
+    pub message_mb_s: Option<f64>,
+    /// CPU of this side's cores and its service demand (per payload MB,
+    /// per message MB for message streams).
     pub cpu: CpuFigures,
 }
 
@@ -161,6 +166,27 @@ pub struct FrameAccounting {
     pub bad: u64,
     /// Frames still in the sender's kernel queue when it gave up.
     pub unfinished: u64,
+    /// Whole messages, for message streams.
+    pub messages: Option<MessageAccounting>,
+}
+
+/// Whole-run message accounting.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct MessageAccounting {
+    /// Bytes per message.
+    pub message_bytes: usize,
+    /// Frames each message is cut into.
+    pub frames_per_message: usize,
+    /// Messages whose every frame the senders completed.
+    pub sent: u64,
+    /// Messages received whole.
+    pub received: u64,
+    /// sent - received.
+    pub lost: u64,
+    /// lost / sent, percent.
+    pub loss_pct: f64,
+    /// Messages the receivers found incomplete or missing.
+    pub receiver_counted_lost: u64,
 }
 
 /// CPU over the window.
@@ -208,6 +234,7 @@ impl SideFigures {
         window_s: f64,
         uses: &[CoreUse],
         cores: &[usize],
+        messages: bool,
     ) -> Self {
         if window_s <= 0.0 {
             return Self::default();
@@ -215,14 +242,23 @@ impl SideFigures {
         let wire_bytes = c.bytes + c.frames * (FCS_LEN + WIRE_OVERHEAD) as u64;
         let payload_mb_s = c.payload_bytes as f64 / window_s / 1e6;
         let wire_mb_s = wire_bytes as f64 / window_s / 1e6;
+        let message_mb_s = messages.then(|| c.message_bytes as f64 / window_s / 1e6);
         Self {
             frames: c.frames,
             frames_per_s: c.frames as f64 / window_s,
             payload_mb_s,
             wire_mb_s,
             wire_gbit_s: wire_mb_s * 8.0 / 1000.0,
-            cpu: cpu::figures(uses, cores, payload_mb_s),
+            messages_per_s: messages.then(|| c.messages as f64 / window_s),
+            message_mb_s,
+            cpu: cpu::figures(uses, cores, message_mb_s.unwrap_or(payload_mb_s)),
         }
+    }
+
+    /// The MB/s service demand counts: message MB/s for message streams,
+    /// payload MB/s otherwise.
+    pub fn counted_mb_s(&self) -> f64 {
+        self.message_mb_s.unwrap_or(self.payload_mb_s)
     }
 }
 
@@ -239,7 +275,7 @@ mod tests {
             payload_bytes: 812_744 * 1472,
             ..Default::default()
         };
-        let f = SideFigures::from_window(&c, 1.0, &[], &[]);
+        let f = SideFigures::from_window(&c, 1.0, &[], &[], false);
         // 812,744 frames/s of 1518 bytes is 10 GbE line rate.
         assert!((f.wire_gbit_s - 10.0).abs() < 0.001, "{}", f.wire_gbit_s);
         assert!(

@@ -15,7 +15,7 @@ use std::{
 
 use crossbeam::channel::{bounded, Receiver};
 
-pub use rx::{spawn_rx, OnBound, RxSummary, RxWorkerConfig, MAX_FLOWS};
+pub use rx::{spawn_rx, FlowAccounting, OnBound, RxSummary, RxWorkerConfig, MAX_FLOWS};
 pub use tx::{spawn_tx, TxSummary, TxWorkerConfig};
 
 use crate::{

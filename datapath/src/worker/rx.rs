@@ -5,6 +5,7 @@ use std::{os::fd::BorrowedFd, time::Instant};
 use super::{spawn, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     frame::parse,
+    message::{MessageTracker, Outcome},
     sequence::SequenceTracker,
     stats::{CounterSnapshot, WorkerCounters},
     xsk::{RxPort, SocketOptions, XskStats},
@@ -51,7 +52,25 @@ pub struct RxSummary {
     /// The socket's XDP_STATISTICS.
     pub xsk: XskStats,
     /// Per-flow accounting of the flows seen.
-    pub flows: Vec<(u16, SequenceTracker)>,
+    pub flows: Vec<(u16, FlowAccounting)>,
+}
+
+/// Frame and message accounting of one flow.
+#[derive(Debug, Clone, Default)]
+pub struct FlowAccounting {
+    /// Frame sequence accounting.
+    pub frames: SequenceTracker,
+    /// Message accounting (messages streams only).
+    pub messages: MessageTracker,
+}
+
+impl FlowAccounting {
+    fn new() -> Self {
+        Self {
+            frames: SequenceTracker::default(),
+            messages: MessageTracker::new(false),
+        }
+    }
 }
 
 /// Starts a receiver; returns once its socket is bound and registered.
@@ -84,7 +103,7 @@ fn run(
     counters: &WorkerCounters,
 ) -> Result<RxSummary, WorkerError> {
     let mut c = CounterSnapshot::default();
-    let mut flows: Vec<Option<SequenceTracker>> = Vec::new();
+    let mut flows: Vec<Option<FlowAccounting>> = Vec::new();
     while !stop.should_stop(Instant::now()) {
         let n = port.recv(|f| match parse(f.head) {
             Ok(p) => {
@@ -96,11 +115,21 @@ fn run(
                 if flow >= flows.len() {
                     flows.resize(flow + 1, None);
                 }
-                let t = flows[flow].get_or_insert_with(SequenceTracker::default);
-                t.record(p.header.seq);
+                let t = flows[flow].get_or_insert_with(FlowAccounting::new);
+                t.frames.record(p.header.seq);
                 c.frames += 1;
                 c.bytes += f.len as u64;
                 c.payload_bytes += p.udp_payload_len as u64;
+                if let Some(frag) = p.fragment {
+                    match t.messages.on_fragment(&frag, &[]) {
+                        Outcome::Complete { msg_len, .. } => {
+                            c.messages += 1;
+                            c.message_bytes += u64::from(msg_len);
+                        }
+                        Outcome::Bad => c.bad += 1,
+                        _ => {}
+                    }
+                }
             }
             Err(_) => c.bad += 1,
         });
@@ -120,16 +149,31 @@ fn run(
                     c.syscalls += 1;
                 }
             }
+        } else {
+            let mut lost = 0;
+            let mut reordered = 0;
+            let mut duplicates = 0;
+            let mut messages_lost = 0;
+            for t in flows.iter().flatten() {
+                lost += t.frames.lost;
+                reordered += t.frames.reordered;
+                duplicates += t.frames.duplicates + t.messages.duplicates;
+                messages_lost += t.messages.lost();
+            }
+            c.lost = lost;
+            c.reordered = reordered;
+            c.duplicates = duplicates;
+            c.messages_lost = messages_lost;
         }
-        let (lost, reordered, duplicates) = flows.iter().flatten().fold((0, 0, 0), |a, t| {
-            (a.0 + t.lost, a.1 + t.reordered, a.2 + t.duplicates)
-        });
-        c.lost = lost;
-        c.reordered = reordered;
-        c.duplicates = duplicates;
         counters.publish(&c);
     }
-    c.bad += port.overlong;
+    // Messages still incomplete when the flow ends are lost.
+    c.messages_lost += flows
+        .iter()
+        .flatten()
+        .map(|t| t.messages.in_progress())
+        .sum::<u64>();
+    c.bad += port.overlong();
     counters.publish(&c);
     Ok(RxSummary {
         counters: c,

@@ -5,11 +5,12 @@ use std::time::{Duration, Instant};
 use super::{spawn, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     clock::monotonic_ns,
-    frame::FrameSpec,
-    header::Header,
+    frame::{set_lengths, FrameSpec, HEADER_OFFSET},
+    header::{Fragment, Header, HEADER_LEN, MESSAGE_HEADER_LEN},
+    message::Fragmentation,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{SocketOptions, TxPort, XskStats},
+    xsk::{SocketOptions, TxFrame, TxPort, XskStats},
 };
 
 /// Everything a sender needs.
@@ -17,15 +18,17 @@ use crate::{
 pub struct TxWorkerConfig {
     /// Socket to bind.
     pub socket: SocketOptions,
-    /// The frames to send.
+    /// The frames to send (for messages: the largest fragment's frame).
     pub frame: FrameSpec,
+    /// Messages to cut into frames, if the stream carries messages.
+    pub message: Option<Fragmentation>,
     /// Descriptors per batch.
     pub batch: usize,
     /// Busy or wait when the TX ring is full.
     pub wait: WaitMode,
-    /// Frames per second (None: as fast as possible).
+    /// Frames (messages, with `message`) per second (None: as fast as possible).
     pub rate: Option<f64>,
-    /// Frames in all (None: until stopped).
+    /// Frames (messages, with `message`) in all (None: until stopped).
     pub count: Option<u64>,
     /// Where to run.
     pub placement: Placement,
@@ -52,7 +55,7 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
         cfg.placement.clone(),
         move || {
             let template = setup_cfg.frame.template()?;
-            let port = TxPort::new(&setup_cfg.socket, &template)?;
+            let port = TxPort::new(&setup_cfg.socket, &template, template.len())?;
             let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
             Ok((port, mode, why))
         },
@@ -60,39 +63,125 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
     )
 }
 
+/// Writes one frame's header: sequence and time, and for messages the
+/// fragment header and the frame's length.
+struct Stamper {
+    message: Option<Fragmentation>,
+    frags: u64,
+}
+
+impl Stamper {
+    #[inline]
+    fn stamp(&self, f: &mut TxFrame<'_>, seq: u64, ts: u64) -> (u64, u64) {
+        let Some(m) = &self.message else {
+            Header::patch(f.header(), seq, ts);
+            return (0, 0);
+        };
+        let k = seq % self.frags;
+        let (_, piece) = m.piece(k as usize);
+        let len = HEADER_OFFSET + MESSAGE_HEADER_LEN + piece;
+        let wire = len.max(crate::frame::MIN_LEN);
+        if f.len() != wire {
+            f.set_len(wire);
+        }
+        let h = f.head();
+        set_lengths(h, len);
+        Header::patch(&mut h[HEADER_OFFSET..], seq, ts);
+        Fragment {
+            msg_id: (seq / self.frags) as u32,
+            index: k as u32,
+            count: self.frags as u32,
+            msg_len: m.msg_len as u32,
+        }
+        .write(&mut h[HEADER_OFFSET + HEADER_LEN..]);
+        (wire as u64, (len - HEADER_OFFSET) as u64)
+    }
+}
+
 fn run(
     mut port: TxPort,
     cfg: &TxWorkerConfig,
     counters: &WorkerCounters,
 ) -> Result<TxSummary, WorkerError> {
-    let pacer = Pacer::new(cfg.rate, cfg.count);
+    let frags = cfg.message.map_or(1, |m| m.count as u64);
+    let pacer = Pacer::new(
+        cfg.rate.map(|r| r * frags as f64),
+        cfg.count.map(|c| c * frags),
+    );
+    let stamper = Stamper {
+        message: cfg.message,
+        frags,
+    };
     let batch = cfg.batch.max(1);
     let frame_len = cfg.frame.len() as u64;
     let payload_len = cfg.frame.payload_len() as u64;
     let mut c = CounterSnapshot::default();
+    // Bytes of frames queued and not yet completed, for message streams
+    // whose frames differ in length: (frames, bytes, payload) per batch.
+    let mut queued_bytes: std::collections::VecDeque<(u64, u64, u64)> =
+        std::collections::VecDeque::with_capacity(1024);
     let mut seq: u64 = 0;
     let start = Instant::now();
+    let complete = |c: &mut CounterSnapshot,
+                    done: u64,
+                    q: &mut std::collections::VecDeque<(u64, u64, u64)>| {
+        c.frames += done;
+        if stamper.message.is_none() {
+            c.bytes = c.frames * frame_len;
+            c.payload_bytes = c.frames * payload_len;
+            return;
+        }
+        let mut left = done;
+        while left > 0 {
+            let Some(front) = q.front_mut() else { break };
+            let take = left.min(front.0);
+            let (b, p) = (front.1 / front.0 * take, front.2 / front.0 * take);
+            if take == front.0 {
+                c.bytes += front.1;
+                c.payload_bytes += front.2;
+                q.pop_front();
+            } else {
+                c.bytes += b;
+                c.payload_bytes += p;
+                front.0 -= take;
+                front.1 -= b;
+                front.2 -= p;
+            }
+            left -= take;
+        }
+        c.messages = c.frames / frags;
+        c.message_bytes = c.messages * stamper.message.map_or(0, |m| m.msg_len as u64);
+    };
     loop {
         let now = Instant::now();
-        if cfg.stop.should_stop(now) || pacer.done(seq) {
+        // Stop between messages, never inside one (unless the hard deadline
+        // has come).
+        let boundary = seq % frags == 0 || now >= cfg.stop.deadline;
+        if (cfg.stop.should_stop(now) && boundary) || pacer.done(seq) {
             break;
         }
         let done = port.reclaim() as u64;
-        c.frames += done;
+        complete(&mut c, done, &mut queued_bytes);
         let want = pacer.allowed(seq, now - start, batch);
         if want == 0 {
             if done == 0 {
                 c.idle_loops += 1;
                 idle(&pacer, seq, now - start, cfg.wait);
             }
-            counters.publish(&c.with_bytes(frame_len, payload_len));
+            counters.publish(&c);
             continue;
         }
         let ts = monotonic_ns();
-        let queued = port.send(want, |h| {
-            Header::patch(h, seq, ts);
+        let (mut wire, mut payload) = (0, 0);
+        let queued = port.send(want, |f| {
+            let (w, p) = stamper.stamp(f, seq, ts);
+            wire += w;
+            payload += p;
             seq += 1;
         });
+        if queued > 0 && stamper.message.is_some() {
+            queued_bytes.push_back((queued as u64, wire, payload));
+        }
         c.queued += queued as u64;
         if port.needs_kick() {
             port.kick()?;
@@ -106,7 +195,7 @@ fn run(
                 c.syscalls += 1;
             }
         }
-        counters.publish(&c.with_bytes(frame_len, payload_len));
+        counters.publish(&c);
     }
     // Let the kernel finish what is queued, for a bounded time.
     let drain_until = Instant::now() + Duration::from_millis(500);
@@ -115,10 +204,10 @@ fn run(
             port.kick()?;
             c.syscalls += 1;
         }
-        c.frames += port.reclaim() as u64;
+        let done = port.reclaim() as u64;
+        complete(&mut c, done, &mut queued_bytes);
         std::hint::spin_loop();
     }
-    let c = c.with_bytes(frame_len, payload_len);
     counters.publish(&c);
     Ok(TxSummary {
         counters: c,
@@ -140,14 +229,5 @@ fn idle(pacer: &Pacer, sent: u64, elapsed: Duration, wait: WaitMode) {
                 std::hint::spin_loop();
             }
         }
-    }
-}
-
-impl CounterSnapshot {
-    #[inline]
-    fn with_bytes(mut self, frame_len: u64, payload_len: u64) -> Self {
-        self.bytes = self.frames * frame_len;
-        self.payload_bytes = self.frames * payload_len;
-        self
     }
 }

@@ -1,11 +1,13 @@
 //! The AF_XDP layer: the only module that sees xsk-rs types, ring
-//! descriptors or raw UMEM memory. Above it, workers use [`TxPort`] and
-//! [`RxPort`], which move whole frames.
+//! descriptors or raw UMEM memory. Above it, workers use [`TxPort`],
+//! [`RxPort`] and [`DuplexPort`], which move whole frames.
 
+mod duplex;
 mod rx;
 mod socket;
 mod tx;
 
+pub use duplex::DuplexPort;
 pub use rx::{RxFrame, RxPort};
 pub use socket::{BindMode, SocketOptions, XskError, XskStats, ZeroCopy, CHUNK_DATA, CHUNK_SIZE};
-pub use tx::TxPort;
+pub use tx::{TxFrame, TxPort};

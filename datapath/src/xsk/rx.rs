@@ -1,36 +1,16 @@
-//! Receiving: every chunk of the UMEM starts in the fill ring; received
+//! Receiving: every RX chunk of the UMEM starts in the fill ring; received
 //! descriptors are handed to the caller a whole frame at a time and go
 //! straight back to the fill ring. A frame whose descriptors straddle two
 //! batches (multi-buffer) is carried over to the next batch.
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use xsk_rs::FrameDesc;
+use xsk_rs::{FillQueue, FrameDesc, RxQueue, Umem};
 
 use super::socket::{BindMode, Bound, SocketOptions, XskError, XskStats};
 
 /// Descriptors one frame may span (the kernel's MAX_SKB_FRAGS + 1).
 const MAX_FRAGS: usize = 18;
-
-/// A receiving AF_XDP socket.
-pub struct RxPort {
-    b: Bound,
-    batch: usize,
-    descs: Vec<FrameDesc>,
-    /// Leading descriptors of `descs` that belong to an unfinished frame.
-    carry: usize,
-    /// Frames given up on: more descriptors than a frame can have.
-    pub overlong: u64,
-}
-
-impl std::fmt::Debug for RxPort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RxPort")
-            .field("batch", &self.batch)
-            .field("carry", &self.carry)
-            .finish()
-    }
-}
 
 /// One received frame as the caller sees it.
 #[derive(Debug, Clone, Copy)]
@@ -43,60 +23,52 @@ pub struct RxFrame<'a> {
     pub bufs: usize,
 }
 
-impl RxPort {
-    /// Binds a socket, its UMEM twice the RX ring, and fills the fill ring
-    /// with every chunk before any frame is steered to it.
-    pub fn new(opts: &SocketOptions, batch: usize) -> Result<Self, XskError> {
-        let ring = opts.ring_size.max(64).next_power_of_two();
-        let chunks = ring * 2;
-        let b = Bound::new(opts, chunks, ring, 64)?;
-        let batch = batch.clamp(1, ring as usize);
-        let mut port = Self {
-            descs: vec![FrameDesc::default(); batch + MAX_FRAGS],
-            b,
-            batch,
-            carry: 0,
-            overlong: 0,
-        };
-        // SAFETY: every chunk of the new UMEM is ours; none is in any ring.
-        let filled = unsafe { port.b.fill.produce(&port.b.frames) };
-        if filled != port.b.frames.len() {
+/// The RX half of a socket.
+pub(super) struct RxRing {
+    batch: usize,
+    descs: Vec<FrameDesc>,
+    /// Leading descriptors of `descs` that belong to an unfinished frame.
+    carry: usize,
+    /// Frames given up on: more descriptors than a frame can have.
+    pub(super) overlong: u64,
+}
+
+impl RxRing {
+    /// Puts every chunk of `frames` in the fill ring.
+    pub(super) fn new(
+        fill: &mut FillQueue,
+        frames: &[FrameDesc],
+        batch: usize,
+    ) -> Result<Self, XskError> {
+        // SAFETY: every chunk given is ours; none is in any ring.
+        let filled = unsafe { fill.produce(frames) };
+        if filled != frames.len() {
             return Err(XskError::Config(format!(
                 "fill ring took {filled} of {} chunks",
-                port.b.frames.len()
+                frames.len()
             )));
         }
-        Ok(port)
-    }
-
-    /// How the socket was bound.
-    pub fn mode(&self) -> BindMode {
-        self.b.mode
-    }
-
-    /// Why zero-copy was not used, when it was tried.
-    pub fn fallback_reason(&self) -> Option<&str> {
-        self.b.fallback_reason.as_deref()
-    }
-
-    /// The socket, for registering in the steering program's XSKMAP.
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the descriptor stays open as long as `self.b` lives,
-        // which outlives the returned borrow.
-        unsafe { BorrowedFd::borrow_raw(self.b.rx.fd().as_raw_fd()) }
+        Ok(Self {
+            batch,
+            descs: vec![FrameDesc::default(); batch + MAX_FRAGS],
+            carry: 0,
+            overlong: 0,
+        })
     }
 
     /// Receives up to one batch of descriptors and calls `on_frame` for
     /// every complete frame among them. Returns the number of frames.
     #[inline]
-    pub fn recv(&mut self, mut on_frame: impl FnMut(RxFrame<'_>)) -> usize {
+    pub(super) fn recv(
+        &mut self,
+        rx: &mut RxQueue,
+        fill: &mut FillQueue,
+        umem: &Umem,
+        mut on_frame: impl FnMut(RxFrame<'_>),
+    ) -> usize {
         let carry = self.carry;
         // SAFETY: the descriptors are only written by the call.
-        let n = unsafe {
-            self.b
-                .rx
-                .consume(&mut self.descs[carry..carry + self.batch])
-        };
+        let n = unsafe { rx.consume(&mut self.descs[carry..carry + self.batch]) };
         if n == 0 {
             return 0;
         }
@@ -116,7 +88,7 @@ impl RxPort {
                 // SAFETY: the descriptor came from the RX ring, so the kernel
                 // has handed the chunk to us; it goes back to the fill ring
                 // only after this borrow ends.
-                let head = unsafe { self.b.umem.data(&self.descs[start]) };
+                let head = unsafe { umem.data(&self.descs[start]) };
                 on_frame(RxFrame {
                     head: head.contents(),
                     len,
@@ -128,22 +100,73 @@ impl RxPort {
             len = 0;
         }
         // SAFETY: these chunks came from the RX ring and are no longer
-        // borrowed; the fill ring holds every chunk, so it has room.
-        let refilled = unsafe { self.b.fill.produce(&self.descs[..start]) };
+        // borrowed; the fill ring holds every RX chunk, so it has room.
+        let refilled = unsafe { fill.produce(&self.descs[..start]) };
         debug_assert_eq!(refilled, start);
         self.descs.copy_within(start..total, 0);
         self.carry = total - start;
         frames
+    }
+}
+
+/// A receiving AF_XDP socket.
+pub struct RxPort {
+    b: Bound,
+    ring: RxRing,
+}
+
+impl std::fmt::Debug for RxPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RxPort")
+            .field("batch", &self.ring.batch)
+            .finish()
+    }
+}
+
+impl RxPort {
+    /// Binds a socket, its UMEM twice the RX ring, and fills the fill ring
+    /// with every chunk before any frame is steered to it.
+    pub fn new(opts: &SocketOptions, batch: usize) -> Result<Self, XskError> {
+        let ring = opts.ring_size.max(64).next_power_of_two();
+        let mut b = Bound::new(opts, ring * 2, ring, 64)?;
+        let frames = std::mem::take(&mut b.frames);
+        let ring = RxRing::new(&mut b.fill, &frames, batch.clamp(1, ring as usize))?;
+        Ok(Self { b, ring })
+    }
+
+    /// How the socket was bound.
+    pub fn mode(&self) -> BindMode {
+        self.b.mode
+    }
+
+    /// Why zero-copy was not used, when it was tried.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.b.fallback_reason.as_deref()
+    }
+
+    /// The socket, for registering in the steering program's XSKMAP.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.b.fd()
+    }
+
+    /// Frames given up on (more descriptors than a frame can have).
+    pub fn overlong(&self) -> u64 {
+        self.ring.overlong
+    }
+
+    /// Receives up to one batch and calls `on_frame` for each complete
+    /// frame. Returns the number of frames.
+    #[inline]
+    pub fn recv(&mut self, on_frame: impl FnMut(RxFrame<'_>)) -> usize {
+        self.ring
+            .recv(&mut self.b.rx, &mut self.b.fill, &self.b.umem, on_frame)
     }
 
     /// In busy mode: gives the kernel a nudge when the fill ring asks for
     /// one (zero-copy drivers with need_wakeup).
     #[inline]
     pub fn wake_if_needed(&mut self) -> Result<(), XskError> {
-        if self.b.fill.needs_wakeup() {
-            self.b.fill.wakeup(self.b.rx.fd_mut(), 0)?;
-        }
-        Ok(())
+        self.b.wake_fill()
     }
 
     /// Blocks in poll() until frames arrive or `timeout_ms` passes.
@@ -154,5 +177,23 @@ impl RxPort {
     /// XDP_STATISTICS of the socket.
     pub fn stats(&self) -> Result<XskStats, XskError> {
         self.b.stats()
+    }
+}
+
+impl Bound {
+    /// The socket's descriptor.
+    pub(super) fn fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the descriptor stays open as long as `self` lives, which
+        // outlives the returned borrow.
+        unsafe { BorrowedFd::borrow_raw(self.rx.fd().as_raw_fd()) }
+    }
+
+    /// Wakes the driver for the fill ring when it asks.
+    #[inline]
+    pub(super) fn wake_fill(&mut self) -> Result<(), XskError> {
+        if self.fill.needs_wakeup() {
+            self.fill.wakeup(self.rx.fd_mut(), 0)?;
+        }
+        Ok(())
     }
 }

@@ -207,6 +207,15 @@ impl Bound {
         })
     }
 
+    /// Tells the kernel to transmit, when the TX ring asks for it.
+    #[inline]
+    pub(super) fn kick(&mut self) -> Result<(), XskError> {
+        if self.tx.needs_wakeup() {
+            self.tx.wakeup()?;
+        }
+        Ok(())
+    }
+
     pub(super) fn stats(&self) -> Result<XskStats, XskError> {
         let s = self.rx.fd().xdp_statistics()?;
         Ok(XskStats {

@@ -1,14 +1,15 @@
-//! Sending: the UMEM is cut into slots of one frame each (one or more
-//! chunks), every slot holds a copy of the frame template, and the hot
-//! path patches only the header bytes of the slot it sends next.
+//! Sending: the UMEM's TX chunks are cut into slots of one frame each (one
+//! or more chunks), every slot holds a copy of the frame template, and the
+//! hot path patches only the header bytes (and, for messages, the length)
+//! of the slot it sends next.
 //!
 //! Slots are used in a cycle and the kernel completes TX descriptors in
-//! the order they were queued, so counting completions is enough to know
-//! which slots are free again; no completion address is looked up.
+//! the order they were queued, so counting completed descriptors is enough
+//! to know which slots are free again; no completion address is looked up.
 
-use std::{io::Write, os::fd::AsRawFd};
+use std::{collections::VecDeque, io::Write, os::fd::AsRawFd};
 
-use xsk_rs::FrameDesc;
+use xsk_rs::{CompQueue, FrameDesc, TxQueue, Umem};
 
 use super::socket::{BindMode, Bound, SocketOptions, XskError, XskStats, CHUNK_DATA};
 use crate::frame::HEADER_OFFSET;
@@ -16,71 +17,230 @@ use crate::header::HEADER_LEN;
 
 const XDP_PKT_CONTD: u32 = 1;
 
-/// A sending AF_XDP socket with its frames prepared.
-pub struct TxPort {
-    b: Bound,
-    /// Chunks per frame.
+/// One frame being prepared for sending: its first chunk's bytes (all the
+/// headers) and its length.
+pub struct TxFrame<'a> {
+    umem: &'a Umem,
+    descs: &'a mut [FrameDesc],
+    used: usize,
+}
+
+impl TxFrame<'_> {
+    /// The frame's length now (the template's, or the last one set).
+    pub fn len(&self) -> usize {
+        self.descs[..self.used]
+            .iter()
+            .map(|d| d.lengths().data())
+            .sum()
+    }
+
+    /// Whether the frame is empty (never, once a template is written).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest length the slot holds.
+    pub fn capacity(&self) -> usize {
+        self.descs.len() * CHUNK_DATA
+    }
+
+    /// Sets the frame's length (bytes past the template's are whatever the
+    /// slot holds). Clamped to [`Self::capacity`].
+    pub fn set_len(&mut self, len: usize) {
+        let len = len.min(self.capacity());
+        let used = len.div_ceil(CHUNK_DATA).max(1);
+        for (j, desc) in self.descs[..used].iter_mut().enumerate() {
+            let piece = (len - (j * CHUNK_DATA).min(len)).min(CHUNK_DATA);
+            // SAFETY: the slot is not in flight (the caller took it from the
+            // free slots), so the kernel does not read these chunks.
+            let mut data = unsafe { self.umem.data_mut(desc) };
+            data.cursor().set_pos(piece);
+            desc.set_options(if j + 1 < used { XDP_PKT_CONTD } else { 0 });
+        }
+        self.used = used;
+    }
+
+    /// The first chunk's bytes, up to the frame's length in that chunk.
+    pub fn head(&mut self) -> &mut [u8] {
+        // SAFETY: as in `set_len`: the slot is ours until it is queued.
+        let mut data = unsafe { self.umem.data_mut(&mut self.descs[0]) };
+        let contents = data.contents_mut();
+        let (ptr, len) = (contents.as_mut_ptr(), contents.len());
+        // SAFETY: `ptr..ptr+len` is the chunk's data, valid for the UMEM's
+        // lifetime (longer than `self`), and `&mut self` makes this the only
+        // access to it while the returned borrow lives.
+        unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+    }
+
+    /// The 18 bytes of the linerate header.
+    pub fn header(&mut self) -> &mut [u8] {
+        &mut self.head()[HEADER_OFFSET..HEADER_OFFSET + HEADER_LEN]
+    }
+}
+
+/// The TX half of a socket: slots, their use and their completion.
+pub(super) struct TxSlots {
+    frames: Vec<FrameDesc>,
     frags: usize,
-    /// Slots (frames) in the UMEM.
     slots: usize,
-    /// Next slot to send.
     next: usize,
-    /// Descriptors handed to the kernel and not yet completed.
+    /// Descriptors in use by each slot's current frame.
+    used: Vec<u16>,
+    /// Descriptors of each in-flight frame, oldest first.
+    pending: VecDeque<u16>,
+    /// Completed descriptors not yet adding up to a whole frame.
+    completed: usize,
+    /// Descriptors handed to the kernel and not completed.
     in_flight: usize,
     scratch: Vec<FrameDesc>,
 }
 
-impl std::fmt::Debug for TxPort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TxPort")
-            .field("frags", &self.frags)
-            .field("slots", &self.slots)
-            .field("in_flight", &self.in_flight)
-            .finish()
-    }
-}
-
-impl TxPort {
-    /// Binds a socket and writes `template` into every slot.
-    pub fn new(opts: &SocketOptions, template: &[u8]) -> Result<Self, XskError> {
+impl TxSlots {
+    /// Writes `template` into every slot of `frames` (which must belong to
+    /// `umem` and never have been handed to the kernel).
+    pub(super) fn new(
+        umem: &Umem,
+        mut frames: Vec<FrameDesc>,
+        template: &[u8],
+        max_len: usize,
+    ) -> Result<Self, XskError> {
         if template.len() < HEADER_OFFSET + HEADER_LEN {
             return Err(XskError::Config(format!(
                 "frame of {} bytes is shorter than its headers",
                 template.len()
             )));
         }
-        let frags = template.len().div_ceil(CHUNK_DATA);
-        if frags > 1 && !opts.multi_buffer {
-            return Err(XskError::Config(format!(
-                "a {}-byte frame needs {frags} chunks of {CHUNK_DATA} bytes: enable multi-buffer",
-                template.len()
-            )));
+        let max_len = max_len.max(template.len());
+        let frags = max_len.div_ceil(CHUNK_DATA);
+        let slots = frames.len() / frags;
+        if slots == 0 {
+            return Err(XskError::Config("no UMEM chunk for sending".into()));
         }
-        let ring = opts.ring_size.max(64).next_power_of_two();
-        let slots = (ring as usize / frags).max(1);
-        let chunks = (slots * frags) as u32;
-        let mut b = Bound::new(opts, chunks, 64, ring)?;
-        let mut frames = std::mem::take(&mut b.frames);
         frames.truncate(slots * frags);
+        let used = template.len().div_ceil(CHUNK_DATA);
         for slot in frames.chunks_mut(frags) {
-            let n = slot.len();
-            for (j, (desc, piece)) in slot.iter_mut().zip(template.chunks(CHUNK_DATA)).enumerate() {
+            for (desc, piece) in slot.iter_mut().zip(template.chunks(CHUNK_DATA)) {
                 // SAFETY: the frame belongs to this UMEM and has never been
                 // handed to the kernel, so nothing else accesses it.
-                let mut data = unsafe { b.umem.data_mut(desc) };
+                let mut data = unsafe { umem.data_mut(desc) };
                 data.cursor().write_all(piece).map_err(XskError::Io)?;
-                desc.set_options(if j + 1 < n { XDP_PKT_CONTD } else { 0 });
+            }
+            for (j, desc) in slot[..used].iter_mut().enumerate() {
+                desc.set_options(if j + 1 < used { XDP_PKT_CONTD } else { 0 });
             }
         }
-        b.frames = frames;
         Ok(Self {
-            b,
+            scratch: vec![FrameDesc::default(); frames.len()],
+            frames,
             frags,
             slots,
             next: 0,
+            used: vec![used as u16; slots],
+            pending: VecDeque::with_capacity(slots),
+            completed: 0,
             in_flight: 0,
-            scratch: vec![FrameDesc::default(); ring as usize],
         })
+    }
+
+    pub(super) fn free_frames(&self) -> usize {
+        self.slots - self.pending.len()
+    }
+
+    pub(super) fn in_flight_frames(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub(super) fn max_frags(&self) -> usize {
+        self.frags
+    }
+
+    /// Takes completed descriptors back; returns the frames completed.
+    #[inline]
+    pub(super) fn reclaim(&mut self, comp: &mut CompQueue) -> usize {
+        let want = self.in_flight.min(self.scratch.len());
+        // SAFETY: the scratch descriptors are only written by the call.
+        let n = unsafe { comp.consume(&mut self.scratch[..want]) };
+        self.in_flight -= n;
+        self.completed += n;
+        let mut frames = 0;
+        while let Some(&d) = self.pending.front() {
+            if self.completed < d as usize {
+                break;
+            }
+            self.completed -= d as usize;
+            self.pending.pop_front();
+            frames += 1;
+        }
+        frames
+    }
+
+    /// Prepares up to `n` frames with `fill` and queues them; returns the
+    /// number queued.
+    #[inline]
+    pub(super) fn send(
+        &mut self,
+        tx: &mut TxQueue,
+        umem: &Umem,
+        n: usize,
+        mut fill: impl FnMut(&mut TxFrame<'_>),
+    ) -> usize {
+        let n = n.min(self.free_frames());
+        let mut m = 0;
+        for _ in 0..n {
+            let slot = self.next;
+            let descs = &mut self.frames[slot * self.frags..(slot + 1) * self.frags];
+            let mut frame = TxFrame {
+                umem,
+                descs,
+                used: self.used[slot] as usize,
+            };
+            fill(&mut frame);
+            let used = frame.used;
+            self.used[slot] = used as u16;
+            self.scratch[m..m + used].copy_from_slice(&frame.descs[..used]);
+            m += used;
+            self.pending.push_back(used as u16);
+            self.next = (slot + 1) % self.slots;
+        }
+        if m == 0 {
+            return 0;
+        }
+        // SAFETY: the descriptors name frames of this socket's UMEM, and the
+        // TX ring is as large as the UMEM's TX chunks, so it has room.
+        let queued = unsafe { tx.produce(&self.scratch[..m]) };
+        debug_assert_eq!(queued, m, "TX ring smaller than the slots");
+        self.in_flight += queued;
+        n
+    }
+}
+
+/// A sending AF_XDP socket with its frames prepared.
+pub struct TxPort {
+    b: Bound,
+    slots: TxSlots,
+}
+
+impl std::fmt::Debug for TxPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxPort")
+            .field("frags", &self.slots.frags)
+            .field("slots", &self.slots.slots)
+            .finish()
+    }
+}
+
+impl TxPort {
+    /// Binds a socket and writes `template` into every slot; slots hold
+    /// frames up to `max_len` bytes (at least the template's length).
+    pub fn new(opts: &SocketOptions, template: &[u8], max_len: usize) -> Result<Self, XskError> {
+        let frags = max_len.max(template.len()).div_ceil(CHUNK_DATA);
+        check_multi_buffer(opts, frags, max_len)?;
+        let ring = opts.ring_size.max(64).next_power_of_two();
+        let chunks = ((ring as usize / frags).max(1) * frags) as u32;
+        let mut b = Bound::new(opts, chunks, 64, ring.max(chunks.next_power_of_two()))?;
+        let frames = std::mem::take(&mut b.frames);
+        let slots = TxSlots::new(&b.umem, frames, template, max_len)?;
+        Ok(Self { b, slots })
     }
 
     /// How the socket was bound.
@@ -93,72 +253,39 @@ impl TxPort {
         self.b.fallback_reason.as_deref()
     }
 
-    /// Descriptors (chunks) per frame.
+    /// Descriptors (chunks) a frame may span.
     pub fn frags_per_frame(&self) -> usize {
-        self.frags
+        self.slots.max_frags()
     }
 
     /// Frames that can be queued right now.
     pub fn free_frames(&self) -> usize {
-        self.slots - self.in_flight / self.frags
+        self.slots.free_frames()
     }
 
     /// Frames queued and not yet completed.
     pub fn in_flight_frames(&self) -> usize {
-        self.in_flight / self.frags
+        self.slots.in_flight_frames()
     }
 
-    /// Takes completed descriptors back; returns the number of frames
-    /// completed.
+    /// Takes completed descriptors back; returns the frames completed.
     #[inline]
     pub fn reclaim(&mut self) -> usize {
-        let want = self.in_flight.min(self.scratch.len());
-        // SAFETY: the scratch descriptors are only written by the call;
-        // the frames they name belong to this socket's UMEM.
-        let n = unsafe { self.b.comp.consume(&mut self.scratch[..want]) };
-        self.in_flight -= n;
-        n / self.frags
+        self.slots.reclaim(&mut self.b.comp)
     }
 
-    /// Queues up to `n` frames. `patch` gets the 18 header bytes of each
-    /// frame, in order, to set its sequence and time. Returns the number
+    /// Queues up to `n` frames, each prepared by `fill`; returns the number
     /// queued (less than `n` when the slots run out).
     #[inline]
-    pub fn send(&mut self, n: usize, mut patch: impl FnMut(&mut [u8])) -> usize {
-        let n = n.min(self.free_frames());
-        let mut done = 0;
-        while done < n {
-            // Frames up to the end of the slot array go in one produce call.
-            let run = (n - done).min(self.slots - self.next);
-            let first = self.next * self.frags;
-            let last = first + run * self.frags;
-            for slot in self.b.frames[first..last].chunks_mut(self.frags) {
-                // SAFETY: this slot's descriptors are not in flight
-                // (`free_frames` counted it free), so the kernel does not
-                // read the frame while it is patched.
-                let mut data = unsafe { self.b.umem.data_mut(&mut slot[0]) };
-                patch(&mut data.contents_mut()[HEADER_OFFSET..HEADER_OFFSET + HEADER_LEN]);
-            }
-            // SAFETY: the descriptors name frames of this socket's UMEM.
-            let queued = unsafe { self.b.tx.produce(&self.b.frames[first..last]) };
-            if queued == 0 {
-                break;
-            }
-            self.in_flight += queued;
-            self.next = (self.next + run) % self.slots;
-            done += run;
-        }
-        done
+    pub fn send(&mut self, n: usize, fill: impl FnMut(&mut TxFrame<'_>)) -> usize {
+        self.slots.send(&mut self.b.tx, &self.b.umem, n, fill)
     }
 
     /// Tells the kernel to transmit what is queued, when it asks to be
     /// told (always in copy mode). EAGAIN and ENOBUFS are normal here.
     #[inline]
     pub fn kick(&mut self) -> Result<(), XskError> {
-        if self.b.tx.needs_wakeup() {
-            self.b.tx.wakeup()?;
-        }
-        Ok(())
+        self.b.kick()
     }
 
     /// Whether the TX ring asks for a wakeup.
@@ -181,4 +308,17 @@ impl TxPort {
     pub fn raw_fd(&self) -> i32 {
         self.b.tx.fd().as_raw_fd()
     }
+}
+
+pub(super) fn check_multi_buffer(
+    opts: &SocketOptions,
+    frags: usize,
+    len: usize,
+) -> Result<(), XskError> {
+    if frags > 1 && !opts.multi_buffer {
+        return Err(XskError::Config(format!(
+            "a {len}-byte frame needs {frags} chunks of {CHUNK_DATA} bytes: enable multi-buffer"
+        )));
+    }
+    Ok(())
 }

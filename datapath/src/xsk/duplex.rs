@@ -1,0 +1,119 @@
+//! A socket that both receives and sends on one queue, as a request/response
+//! client or responder does: the UMEM's chunks are split between the fill
+//! ring and the TX slots.
+
+use std::os::fd::BorrowedFd;
+
+use super::{
+    rx::{RxFrame, RxRing},
+    socket::{BindMode, Bound, SocketOptions, XskError, XskStats, CHUNK_DATA},
+    tx::{check_multi_buffer, TxFrame, TxSlots},
+};
+
+/// A receiving and sending AF_XDP socket.
+pub struct DuplexPort {
+    b: Bound,
+    rx: RxRing,
+    tx: TxSlots,
+}
+
+impl std::fmt::Debug for DuplexPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DuplexPort").finish()
+    }
+}
+
+impl DuplexPort {
+    /// Binds a socket whose RX side has `opts.ring_size` descriptors (and
+    /// twice as many chunks) and whose TX side has `tx_ring` descriptors,
+    /// with `template` written in every TX slot (frames up to `max_len`).
+    pub fn new(
+        opts: &SocketOptions,
+        tx_ring: u32,
+        batch: usize,
+        template: &[u8],
+        max_len: usize,
+    ) -> Result<Self, XskError> {
+        let frags = max_len.max(template.len()).div_ceil(CHUNK_DATA);
+        check_multi_buffer(opts, frags, max_len)?;
+        let rx_ring = opts.ring_size.max(64).next_power_of_two();
+        let tx_ring = tx_ring
+            .max(64)
+            .next_power_of_two()
+            .max(frags.next_power_of_two() as u32);
+        let rx_chunks = rx_ring * 2;
+        let tx_chunks = (tx_ring as usize / frags).max(1) * frags;
+        let mut b = Bound::new(opts, rx_chunks + tx_chunks as u32, rx_ring, tx_ring)?;
+        let mut frames = std::mem::take(&mut b.frames);
+        let tx_frames = frames.split_off(rx_chunks as usize);
+        let rx = RxRing::new(&mut b.fill, &frames, batch.clamp(1, rx_ring as usize))?;
+        let tx = TxSlots::new(&b.umem, tx_frames, template, max_len)?;
+        Ok(Self { b, rx, tx })
+    }
+
+    /// How the socket was bound.
+    pub fn mode(&self) -> BindMode {
+        self.b.mode
+    }
+
+    /// Why zero-copy was not used, when it was tried.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.b.fallback_reason.as_deref()
+    }
+
+    /// The socket, for registering in the steering program's XSKMAP.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.b.fd()
+    }
+
+    /// Receives up to one batch; see [`super::RxPort::recv`].
+    #[inline]
+    pub fn recv(&mut self, on_frame: impl FnMut(RxFrame<'_>)) -> usize {
+        self.rx
+            .recv(&mut self.b.rx, &mut self.b.fill, &self.b.umem, on_frame)
+    }
+
+    /// Frames that can be queued right now.
+    pub fn free_frames(&self) -> usize {
+        self.tx.free_frames()
+    }
+
+    /// Frames queued and not yet completed.
+    pub fn in_flight_frames(&self) -> usize {
+        self.tx.in_flight_frames()
+    }
+
+    /// Takes completed TX descriptors back; returns the frames completed.
+    #[inline]
+    pub fn reclaim(&mut self) -> usize {
+        self.tx.reclaim(&mut self.b.comp)
+    }
+
+    /// Queues up to `n` frames prepared by `fill`; returns the number queued.
+    #[inline]
+    pub fn send(&mut self, n: usize, fill: impl FnMut(&mut TxFrame<'_>)) -> usize {
+        self.tx.send(&mut self.b.tx, &self.b.umem, n, fill)
+    }
+
+    /// Kicks the kernel to transmit, when it asks.
+    #[inline]
+    pub fn kick(&mut self) -> Result<(), XskError> {
+        self.b.kick()
+    }
+
+    /// Nudges the driver's fill ring, when it asks.
+    #[inline]
+    pub fn wake_if_needed(&mut self) -> Result<(), XskError> {
+        self.b.wake_fill()
+    }
+
+    /// Blocks in poll() until frames arrive or `timeout_ms` passes.
+    pub fn wait_readable(&mut self, timeout_ms: i32) -> Result<bool, XskError> {
+        Ok(self.b.rx.poll(timeout_ms)?)
+    }
+
+    /// XDP_STATISTICS of the socket.
+    pub fn stats(&self) -> Result<XskStats, XskError> {
+        self.b.stats()
+    }
+}

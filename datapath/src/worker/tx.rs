@@ -156,7 +156,7 @@ fn run(
         let now = Instant::now();
         // Stop between messages, never inside one (unless the hard deadline
         // has come).
-        let boundary = seq % frags == 0 || now >= cfg.stop.deadline;
+        let boundary = seq.is_multiple_of(frags) || now >= cfg.stop.deadline;
         if (cfg.stop.should_stop(now) && boundary) || pacer.done(seq) {
             break;
         }

@@ -112,47 +112,31 @@ impl From<WaitArg> for WaitMode {
     }
 }
 
-/// `linerate stream`.
+/// Options every run shares: where, on which cores, how long, how to wait.
 #[derive(Debug, Args, Clone)]
-pub struct StreamArgs {
-    /// Frame size as RFC 2544 counts it, FCS included: 64 up to MTU+18
-    /// [default: MTU+18, the largest frame].
-    #[arg(long)]
-    pub size: Option<usize>,
+pub struct RunArgs {
     /// MTU to run at; sets the lab's MTU [default: the interfaces' MTU].
     #[arg(long)]
     pub mtu: Option<u32>,
-    /// Send messages of this many bytes (0 to 256 MiB), each cut into as
-    /// many MTU-sized frames as it needs; the receiver accounts whole
-    /// messages. With it, --count and --rate count messages.
-    #[arg(long, value_name = "BYTES", conflicts_with = "size")]
-    pub message: Option<usize>,
     /// Measured time, after the warm-up.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Warm-up, excluded from the figures.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub warmup: Duration,
-    /// Send exactly this many frames per queue, then stop (the run ends
-    /// when they are sent, or at warm-up + duration).
-    #[arg(long)]
-    pub count: Option<u64>,
-    /// Queues (one sender and one receiver worker per queue).
+    /// Queues (one worker per queue on each side).
     #[arg(long, default_value_t = 1)]
     pub queues: u32,
-    /// How senders wait for ring space.
+    /// How senders (rr: clients) wait for ring space.
     #[arg(long, value_enum, default_value_t = WaitArg::Busy)]
     pub tx_wait: WaitArg,
-    /// How receivers wait for frames.
+    /// How receivers (rr: responders) wait for frames.
     #[arg(long, value_enum, default_value_t = WaitArg::Wait)]
     pub rx_wait: WaitArg,
-    /// Frames per second per queue (default: as fast as possible).
-    #[arg(long, value_name = "PPS")]
-    pub rate: Option<f64>,
-    /// Cores for the senders, one per queue, e.g. 0 or 0,2 or 0-3.
+    /// Cores for the senders (rr: clients), one per queue, e.g. 0 or 0,2 or 0-3.
     #[arg(long, value_name = "LIST")]
     pub tx_cores: Option<String>,
-    /// Cores for the receivers, one per queue.
+    /// Cores for the receivers (rr: responders), one per queue.
     #[arg(long, value_name = "LIST")]
     pub rx_cores: Option<String>,
     /// Descriptors per batch.
@@ -166,13 +150,14 @@ pub struct StreamArgs {
     /// chunks. Deep, so that frames wait while the receiver is descheduled.
     #[arg(long, default_value_t = 8192)]
     pub rx_ring: u32,
-    /// UDP destination port of the test traffic (steered to the receivers).
+    /// UDP port of the test traffic at the receiver (rr: the responder);
+    /// senders use the ports just above it.
     #[arg(long, default_value_t = 7471)]
     pub port: u16,
-    /// Sending interface (default: the lab's <lab>-a0).
+    /// Sending interface (default: the lab's <lab>-a0; <lab>-b0 with --reverse).
     #[arg(long)]
     pub tx_iface: Option<String>,
-    /// Receiving interface (default: the lab's <lab>-b0).
+    /// Receiving interface (default: the lab's <lab>-b0; <lab>-a0 with --reverse).
     #[arg(long)]
     pub rx_iface: Option<String>,
     /// Network namespace of --tx-iface.
@@ -181,6 +166,9 @@ pub struct StreamArgs {
     /// Network namespace of --rx-iface.
     #[arg(long)]
     pub rx_netns: Option<String>,
+    /// Swap the roles of the two sides (as -r in 002): the lab's B side sends.
+    #[arg(short = 'r', long)]
+    pub reverse: bool,
     #[command(flatten)]
     pub lab: LabName,
     /// Require zero-copy; fail when the driver refuses it.
@@ -189,10 +177,70 @@ pub struct StreamArgs {
     /// XDP attach mode.
     #[arg(long, value_enum, default_value_t = XdpModeArg::Auto)]
     pub xdp_mode: XdpModeArg,
-    /// Replace an XDP program someone else attached to the receiving interface.
+    /// Replace an XDP program someone else attached to a receiving interface.
     #[arg(long)]
     pub force: bool,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `linerate stream`.
+#[derive(Debug, Args, Clone)]
+pub struct StreamArgs {
+    /// Frame size as RFC 2544 counts it, FCS included: 64 up to MTU+18
+    /// [default: MTU+18, the largest frame].
+    #[arg(long)]
+    pub size: Option<usize>,
+    /// Send messages of this many bytes (0 to 256 MiB), each cut into as
+    /// many MTU-sized frames as it needs; the receiver accounts whole
+    /// messages. With it, --count and --rate count messages.
+    #[arg(long, value_name = "BYTES", conflicts_with = "size")]
+    pub message: Option<usize>,
+    /// Send exactly this many frames per queue, then stop (the run ends
+    /// when they are sent, or at warm-up + duration).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Frames per second per queue (default: as fast as possible).
+    #[arg(long, value_name = "PPS")]
+    pub rate: Option<f64>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Who answers requests in `linerate rr`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ResponderArg {
+    /// An AF_XDP worker in user space (the real case).
+    AfXdp,
+    /// The XDP program itself (XDP_TX): the in-kernel lower bound.
+    Xdp,
+}
+
+/// `linerate rr`.
+#[derive(Debug, Args, Clone)]
+pub struct RrArgs {
+    /// Request message size in bytes (0: header only, the null RPC).
+    #[arg(long, default_value_t = 1)]
+    pub request: usize,
+    /// Response message size in bytes.
+    #[arg(long, default_value_t = 1)]
+    pub response: usize,
+    /// Transactions in flight per flow (1: strictly synchronous).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: u32,
+    /// Parallel flows.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// A transaction unanswered for this long is counted as a timeout and retried.
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Complete exactly this many transactions per flow, then stop.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Who answers.
+    #[arg(long, value_enum, default_value_t = ResponderArg::AfXdp)]
+    pub responder: ResponderArg,
+    #[command(flatten)]
+    pub run: RunArgs,
 }

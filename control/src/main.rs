@@ -9,6 +9,7 @@ mod environment;
 mod iface;
 mod lab;
 mod napi;
+mod path;
 mod privilege;
 mod sh;
 mod stream;
@@ -62,7 +63,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             .context("installing the Ctrl-C handler")?;
             let plan = stream::plan::plan(&a)?;
             let result = stream::run(&plan, &interrupted)?;
-            if a.json {
+            if a.run.json {
                 println!("{}", serde_json::to_string_pretty(&result)?);
             } else {
                 print!("{}", stream::print_table(&result));

@@ -45,12 +45,12 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let a = &plan.args;
     let steering = attach_steering(plan)?;
     let napi_threads = pin_napi(plan);
-    let if_tx0 = iface::info(plan.tx.netns.as_deref(), &plan.tx.iface)?.counters;
-    let if_rx0 = iface::info(plan.rx.netns.as_deref(), &plan.rx.iface)?.counters;
+    let if_tx0 = iface::info(plan.path.tx.netns.as_deref(), &plan.path.tx.iface)?.counters;
+    let if_rx0 = iface::info(plan.path.rx.netns.as_deref(), &plan.path.rx.iface)?.counters;
     let steer0 = steering.stats()?;
 
     let started = Instant::now();
-    let planned = a.warmup + a.duration;
+    let planned = a.run.warmup + a.run.duration;
     let tx_stop = StopSignal {
         flag: Arc::new(AtomicBool::new(false)),
         deadline: started + planned + Duration::from_secs(5),
@@ -59,12 +59,12 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         flag: Arc::new(AtomicBool::new(false)),
         deadline: started + planned + Duration::from_secs(10),
     };
-    let zero_copy = if a.zero_copy {
+    let zero_copy = if a.run.zero_copy {
         ZeroCopy::Require
     } else {
         ZeroCopy::Auto
     };
-    let socket = |side: &plan::Side, q: u32, ring_size: u32| SocketOptions {
+    let socket = |side: &crate::path::Side, q: u32, ring_size: u32| SocketOptions {
         iface: side.iface.clone(),
         queue: q,
         ring_size,
@@ -73,37 +73,37 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     };
 
     let mut rx_workers = Vec::new();
-    for q in 0..a.queues {
+    for q in 0..a.run.queues {
         let st = steering.clone();
         let w = spawn_rx(
             format!("lr-rx{q}"),
             RxWorkerConfig {
-                socket: socket(&plan.rx, q, a.rx_ring),
-                batch: a.batch,
-                wait: a.rx_wait.into(),
+                socket: socket(&plan.path.rx, q, a.run.rx_ring),
+                batch: a.run.batch,
+                wait: a.run.rx_wait.into(),
                 placement: Placement {
-                    core: Some(plan.rx_cores[q as usize]),
-                    netns: plan.rx.netns.clone(),
+                    core: Some(plan.path.rx_cores[q as usize]),
+                    netns: plan.path.rx.netns.clone(),
                 },
                 stop: rx_stop.clone(),
                 on_bound: Box::new(move |fd| st.register_socket(q, fd).map_err(|e| e.to_string())),
             },
         )
-        .with_context(|| format!("starting receiver on {} queue {q}", plan.rx.iface))?;
+        .with_context(|| format!("starting receiver on {} queue {q}", plan.path.rx.iface))?;
         rx_workers.push(w);
     }
     let mut tx_workers = Vec::new();
-    for q in 0..a.queues {
+    for q in 0..a.run.queues {
         let spec = FrameSpec {
             src: Endpoint {
-                mac: plan.tx.info.mac,
-                ip: plan.tx.ip,
-                port: a.port.wrapping_add(1 + q as u16).max(1024),
+                mac: plan.path.tx.info.mac,
+                ip: plan.path.tx.ip,
+                port: a.run.port.wrapping_add(1 + q as u16).max(1024),
             },
             dst: Endpoint {
-                mac: plan.rx.info.mac,
-                ip: plan.rx.ip,
-                port: a.port,
+                mac: plan.path.rx.info.mac,
+                ip: plan.path.rx.ip,
+                port: a.run.port,
             },
             frame_size: plan.frame_size,
             flow: q as u16,
@@ -116,16 +116,16 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         let w = spawn_tx(
             format!("lr-tx{q}"),
             TxWorkerConfig {
-                socket: socket(&plan.tx, q, a.ring),
+                socket: socket(&plan.path.tx, q, a.run.ring),
                 frame: spec,
                 message: plan.message,
-                batch: a.batch,
-                wait: a.tx_wait.into(),
+                batch: a.run.batch,
+                wait: a.run.tx_wait.into(),
                 rate: a.rate,
                 count: a.count,
                 placement: Placement {
-                    core: Some(plan.tx_cores[q as usize]),
-                    netns: plan.tx.netns.clone(),
+                    core: Some(plan.path.tx_cores[q as usize]),
+                    netns: plan.path.tx.netns.clone(),
                 },
                 stop: tx_stop.clone(),
             },
@@ -137,8 +137,9 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
                 for w in rx_workers {
                     let _ = w.join();
                 }
-                return Err(anyhow!(e))
-                    .with_context(|| format!("starting sender on {} queue {q}", plan.tx.iface));
+                return Err(anyhow!(e)).with_context(|| {
+                    format!("starting sender on {} queue {q}", plan.path.tx.iface)
+                });
             }
         }
     }
@@ -146,9 +147,9 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     // Warm-up, then the measured window.
     let senders_done = || tx_workers.iter().all(Worker::is_finished);
     let stopped = || interrupted.load(Ordering::Relaxed);
-    wait_until(started + a.warmup, &|| stopped() || senders_done());
+    wait_until(started + a.run.warmup, &|| stopped() || senders_done());
     let s0 = Snapshot::take(&tx_workers, &rx_workers)?;
-    wait_until(s0.at + a.duration, &|| stopped() || senders_done());
+    wait_until(s0.at + a.run.duration, &|| stopped() || senders_done());
     let s1 = Snapshot::take(&tx_workers, &rx_workers)?;
 
     tx_stop.flag.store(true, Ordering::Relaxed);
@@ -169,10 +170,10 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let xdp_mode = steering.mode().to_string();
     let xdp_fallback_reason = steering.fallback_reason().map(str::to_string);
     drop(steering);
-    let if_tx = iface::info(plan.tx.netns.as_deref(), &plan.tx.iface)?
+    let if_tx = iface::info(plan.path.tx.netns.as_deref(), &plan.path.tx.iface)?
         .counters
         .since(&if_tx0);
-    let if_rx = iface::info(plan.rx.netns.as_deref(), &plan.rx.iface)?
+    let if_rx = iface::info(plan.path.rx.netns.as_deref(), &plan.path.rx.iface)?
         .counters
         .since(&if_rx0);
 
@@ -182,8 +183,10 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let tx_window = sum(&s1.tx).since(&sum(&s0.tx));
     let rx_window = sum(&s1.rx).since(&sum(&s0.rx));
     let messages = plan.message.is_some();
-    let sender = SideFigures::from_window(&tx_window, window_s, &uses, &plan.tx_cores, messages);
-    let receiver = SideFigures::from_window(&rx_window, window_s, &uses, &plan.rx_cores, messages);
+    let sender =
+        SideFigures::from_window(&tx_window, window_s, &uses, &plan.path.tx_cores, messages);
+    let receiver =
+        SideFigures::from_window(&rx_window, window_s, &uses, &plan.path.rx_cores, messages);
     let total_cpu = crate::cpu::figures(&uses, &[], receiver.counted_mb_s());
 
     let tx_total = tx_results
@@ -257,25 +260,25 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         version: env!("CARGO_PKG_VERSION"),
         params: Params {
             frame_size: plan.frame_size,
-            mtu: plan.mtu,
-            queues: a.queues,
-            warmup_s: a.warmup.as_secs_f64(),
-            duration_s: a.duration.as_secs_f64(),
+            mtu: plan.path.mtu,
+            queues: a.run.queues,
+            warmup_s: a.run.warmup.as_secs_f64(),
+            duration_s: a.run.duration.as_secs_f64(),
             count: a.count,
             rate_pps: a.rate,
-            tx_wait: format!("{:?}", a.tx_wait).to_lowercase(),
-            rx_wait: format!("{:?}", a.rx_wait).to_lowercase(),
-            batch: a.batch,
-            ring: a.ring,
-            rx_ring: a.rx_ring,
-            port: a.port,
-            tx_cores: plan.tx_cores.clone(),
-            rx_cores: plan.rx_cores.clone(),
-            tx_iface: plan.tx.iface.clone(),
-            tx_netns: plan.tx.netns.clone(),
-            rx_iface: plan.rx.iface.clone(),
-            rx_netns: plan.rx.netns.clone(),
-            lab: plan.lab.as_ref().map(|l| l.name.clone()),
+            tx_wait: format!("{:?}", a.run.tx_wait).to_lowercase(),
+            rx_wait: format!("{:?}", a.run.rx_wait).to_lowercase(),
+            batch: a.run.batch,
+            ring: a.run.ring,
+            rx_ring: a.run.rx_ring,
+            port: a.run.port,
+            tx_cores: plan.path.tx_cores.clone(),
+            rx_cores: plan.path.rx_cores.clone(),
+            tx_iface: plan.path.tx.iface.clone(),
+            tx_netns: plan.path.tx.netns.clone(),
+            rx_iface: plan.path.rx.iface.clone(),
+            rx_netns: plan.path.rx.netns.clone(),
+            lab: plan.path.lab.as_ref().map(|l| l.name.clone()),
         },
         environment: environment::describe(),
         setup: Setup {
@@ -360,17 +363,17 @@ fn drain(rx: &[Worker<RxSummary>]) {
 fn attach_steering(plan: &Plan) -> Result<Arc<Steering>> {
     let a = &plan.args;
     let cfg = SteeringConfig {
-        port_lo: a.port,
-        port_hi: a.port,
-        policy: match a.xdp_mode {
+        port_lo: a.run.port,
+        port_hi: a.run.port,
+        policy: match a.run.xdp_mode {
             XdpModeArg::Auto => AttachPolicy::Auto,
             XdpModeArg::Native => AttachPolicy::Native,
             XdpModeArg::Generic => AttachPolicy::Generic,
         },
-        force: a.force,
+        force: a.run.force,
     };
-    let iface = plan.rx.iface.clone();
-    let netns = plan.rx.netns.clone();
+    let iface = plan.path.rx.iface.clone();
+    let netns = plan.path.rx.netns.clone();
     thread::spawn(move || -> Result<Steering> {
         if let Some(ns) = &netns {
             linerate_datapath::netns::enter(ns)?;
@@ -384,13 +387,13 @@ fn attach_steering(plan: &Plan) -> Result<Arc<Steering>> {
 
 /// Pins the receiving interface's NAPI threads to the receivers' cores.
 fn pin_napi(plan: &Plan) -> Vec<(i32, usize)> {
-    let mut threads = napi::threads(&plan.rx.iface);
+    let mut threads = napi::threads(&plan.path.rx.iface);
     threads.sort_unstable();
     threads
         .into_iter()
         .enumerate()
         .filter_map(|(i, pid)| {
-            let core = plan.rx_cores[i % plan.rx_cores.len()];
+            let core = plan.path.rx_cores[i % plan.path.rx_cores.len()];
             napi::pin_one(pid, core).then_some((pid, core))
         })
         .collect()

@@ -1,0 +1,189 @@
+//! The path a run uses, whatever it measures: which interfaces (the lab's
+//! by default, swapped with --reverse), their namespaces, addresses and
+//! MTU, and which cores each side's workers run on. Every refusal names
+//! the value, the limit and the fix.
+
+use std::net::Ipv4Addr;
+
+use anyhow::{bail, Context, Result};
+
+use crate::{
+    cli::RunArgs,
+    cores,
+    iface::{self, IfaceInfo},
+    lab::Lab,
+    privilege,
+};
+
+/// Largest ring the workers accept.
+pub const MAX_RING: u32 = 16384;
+
+/// One end of the path.
+#[derive(Debug, Clone)]
+pub struct Side {
+    /// Interface.
+    pub iface: String,
+    /// Its namespace (None: the current one).
+    pub netns: Option<String>,
+    /// What `ip link` says about it.
+    pub info: IfaceInfo,
+    /// Its IPv4 address.
+    pub ip: Ipv4Addr,
+}
+
+/// A checked path.
+#[derive(Debug, Clone)]
+pub struct PathPlan {
+    /// Sending side (rr: the client).
+    pub tx: Side,
+    /// Receiving side (rr: the responder).
+    pub rx: Side,
+    /// The lab, when the run uses it.
+    pub lab: Option<Lab>,
+    /// MTU of the link.
+    pub mtu: u32,
+    /// Sender cores, one per queue.
+    pub tx_cores: Vec<usize>,
+    /// Receiver cores, one per queue.
+    pub rx_cores: Vec<usize>,
+}
+
+/// Checks the shared arguments that need no system access.
+pub fn check_args(a: &RunArgs) -> Result<()> {
+    let max_q = linerate_ebpf::MAX_QUEUES;
+    if a.queues == 0 || a.queues > max_q {
+        bail!("--queues {} is out of range: use 1 to {max_q}", a.queues);
+    }
+    for (name, ring) in [("--ring", a.ring), ("--rx-ring", a.rx_ring)] {
+        if !(64..=MAX_RING).contains(&ring) || !ring.is_power_of_two() {
+            bail!("{name} {ring} is invalid: use a power of two from 64 to {MAX_RING}");
+        }
+    }
+    if a.batch == 0 || a.batch > a.ring as usize {
+        bail!(
+            "--batch {} is out of range: use 1 to --ring ({})",
+            a.batch,
+            a.ring
+        );
+    }
+    if a.duration.as_secs() > 24 * 3600 || a.warmup.as_secs() > 3600 {
+        bail!("--duration is limited to 24h and --warmup to 1h");
+    }
+    if a.tx_iface.is_some() != a.rx_iface.is_some() {
+        bail!("give both --tx-iface and --rx-iface, or neither to use the lab");
+    }
+    if a.port == 0 || a.port > 65535 - 1024 {
+        bail!(
+            "--port {} is invalid: use 1 to 64511 (the ports above it are the senders')",
+            a.port
+        );
+    }
+    Ok(())
+}
+
+/// Checks the path and brings up the lab if the run needs it. `what`
+/// names the command in the privilege error.
+pub fn plan(a: &RunArgs, what: &str) -> Result<PathPlan> {
+    check_args(a)?;
+    privilege::require_root(what)?;
+    let (mut tx_side, mut rx_side, lab) = match (&a.tx_iface, &a.rx_iface) {
+        (Some(t), Some(r)) => (
+            (t.clone(), a.tx_netns.clone()),
+            (r.clone(), a.rx_netns.clone()),
+            None,
+        ),
+        _ => {
+            let lab = Lab::new(&a.lab.name)?;
+            ensure_lab(&lab, a)?;
+            (
+                (lab.if_a.clone(), Some(lab.ns_a.clone())),
+                (lab.if_b.clone(), Some(lab.ns_b.clone())),
+                Some(lab),
+            )
+        }
+    };
+    if a.reverse {
+        std::mem::swap(&mut tx_side, &mut rx_side);
+    }
+    for ns in [&tx_side.1, &rx_side.1].into_iter().flatten() {
+        if !linerate_datapath::netns::exists(ns) {
+            bail!("network namespace {ns:?} not found (see `ip netns list`)");
+        }
+    }
+    let side = |(iface, netns): (String, Option<String>)| -> Result<Side> {
+        let info = iface::info(netns.as_deref(), &iface)?;
+        if !info.up {
+            bail!("interface {iface} is down; bring it up with `ip link set dev {iface} up`");
+        }
+        let ip = iface::ipv4(netns.as_deref(), &iface)?;
+        Ok(Side {
+            iface,
+            netns,
+            info,
+            ip,
+        })
+    };
+    let tx = side(tx_side)?;
+    let rx = side(rx_side)?;
+    if let (Some(want), None) = (a.mtu, &lab) {
+        for s in [&tx, &rx] {
+            if s.info.mtu != want {
+                bail!(
+                    "interface {} has MTU {}, not {want}; set it with `ip link set dev {} mtu {want}` (linerate changes MTUs only in its lab)",
+                    s.iface, s.info.mtu, s.iface
+                );
+            }
+        }
+    }
+    for s in [&tx, &rx] {
+        let have = s.info.rx_queues.min(s.info.tx_queues);
+        if a.queues > have {
+            bail!(
+                "--queues {} exceeds the {have} queues of {}; use fewer queues{}",
+                a.queues,
+                s.iface,
+                if lab.is_some() {
+                    ""
+                } else {
+                    " or raise them with `ethtool -L`"
+                }
+            );
+        }
+    }
+    let ncpu = cores::online();
+    let q = a.queues as usize;
+    let tx_cores = cores::for_queues(a.tx_cores.as_deref(), q, ncpu, 0).context("--tx-cores")?;
+    let rx_cores = cores::for_queues(a.rx_cores.as_deref(), q, ncpu, 1).context("--rx-cores")?;
+    Ok(PathPlan {
+        mtu: tx.info.mtu.min(rx.info.mtu),
+        tx,
+        rx,
+        lab,
+        tx_cores,
+        rx_cores,
+    })
+}
+
+fn ensure_lab(lab: &Lab, a: &RunArgs) -> Result<()> {
+    if !lab.is_up() {
+        eprintln!(
+            "linerate: bringing up lab {} ({} <-> {})",
+            lab.name, lab.if_a, lab.if_b
+        );
+        return lab.up(a.mtu.unwrap_or(1500), a.queues.max(1));
+    }
+    let info = iface::info(Some(&lab.ns_b), &lab.if_b)?;
+    if info.rx_queues < a.queues {
+        eprintln!(
+            "linerate: recreating lab {} with {} queues",
+            lab.name, a.queues
+        );
+        return lab.up(a.mtu.unwrap_or(info.mtu), a.queues);
+    }
+    if let Some(mtu) = a.mtu {
+        if mtu != info.mtu {
+            lab.set_mtu(mtu)?;
+        }
+    }
+    Ok(())
+}

@@ -132,6 +132,7 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
                         port_hi: 7471,
                         policy,
                         force: false,
+                        respond: false,
                     },
                 ))
             };

@@ -11,6 +11,7 @@ mod lab;
 mod napi;
 mod path;
 mod privilege;
+mod session;
 mod sh;
 mod stream;
 

@@ -63,6 +63,14 @@ counters! {
     message_bytes,
     /// Messages lost: abandoned with fragments missing, or never seen.
     messages_lost,
+    /// Frames the kernel completed sending (request/response workers).
+    completed,
+    /// Transactions completed (rr client).
+    transactions,
+    /// Transactions that timed out and were retried (rr client).
+    timeouts,
+    /// Responses that came after their transaction timed out (rr client).
+    late,
     /// Wakeup syscalls (sendto kicks, poll calls).
     syscalls,
     /// Loop turns that found nothing to do.

@@ -27,6 +27,8 @@ pub struct SteeringConfig {
     pub policy: AttachPolicy,
     /// Replace a program someone else attached (netlink-attached ones only).
     pub force: bool,
+    /// Answer single-frame requests in the program itself (XDP_TX).
+    pub respond: bool,
 }
 
 /// The steering program attached to one interface. Dropping it detaches
@@ -65,10 +67,11 @@ impl Steering {
         let xsks = map("xsks")?;
         let stats = map("stats")?;
         let config = map("config")?;
-        let mut value = [0u8; 8];
+        let mut value = [0u8; 12];
         value[0..2].copy_from_slice(&cfg.port_lo.to_ne_bytes());
         value[2..4].copy_from_slice(&cfg.port_hi.to_ne_bytes());
         value[4..8].copy_from_slice(&1u32.to_ne_bytes());
+        value[8..12].copy_from_slice(&u32::from(cfg.respond).to_ne_bytes());
         config
             .update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
             .map_err(|e| EbpfError::map("config", e))?;

@@ -11,10 +11,12 @@ pub struct SteerStats {
     pub passed: u64,
     /// Frames too short for the headers they announce (passed to the kernel).
     pub malformed: u64,
+    /// Requests answered by the program itself (XDP_TX responder).
+    pub responded: u64,
 }
 
 /// Size of `struct steer_stats` in the C program.
-pub(crate) const STATS_SIZE: usize = 5 * 8;
+pub(crate) const STATS_SIZE: usize = 6 * 8;
 
 impl SteerStats {
     /// Decodes one CPU's `struct steer_stats`.
@@ -29,6 +31,7 @@ impl SteerStats {
             redirect_failed: word(2),
             passed: word(3),
             malformed: word(4),
+            responded: word(5),
         })
     }
 
@@ -48,6 +51,7 @@ impl SteerStats {
             redirect_failed: self.redirect_failed.saturating_sub(earlier.redirect_failed),
             passed: self.passed.saturating_sub(earlier.passed),
             malformed: self.malformed.saturating_sub(earlier.malformed),
+            responded: self.responded.saturating_sub(earlier.responded),
         }
     }
 }
@@ -61,6 +65,7 @@ impl std::ops::Add for SteerStats {
             redirect_failed: self.redirect_failed + o.redirect_failed,
             passed: self.passed + o.passed,
             malformed: self.malformed + o.malformed,
+            responded: self.responded + o.responded,
         }
     }
 }
@@ -85,7 +90,8 @@ mod tests {
                 redirected: 2,
                 redirect_failed: 0,
                 passed: 4,
-                malformed: 0
+                malformed: 0,
+                responded: 0
             }
         );
         assert_eq!(s.since(&s), SteerStats::default());

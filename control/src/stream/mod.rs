@@ -26,13 +26,15 @@ use linerate_datapath::{
     },
     xsk::{SocketOptions, ZeroCopy},
 };
-use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
 
 pub use output::print_table;
 use plan::Plan;
 use result::*;
 
-use crate::{cli::XdpModeArg, cpu::CpuSample, environment, iface, napi};
+use crate::{
+    environment, iface,
+    session::{attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
+};
 
 /// How long receivers keep draining after the senders stop, at most.
 const DRAIN_MAX: Duration = Duration::from_secs(2);
@@ -43,8 +45,11 @@ const DRAIN_QUIET: Duration = Duration::from_millis(150);
 /// then ends early and reports what it measured.
 pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let a = &plan.args;
-    let steering = attach_steering(plan)?;
-    let napi_threads = pin_napi(plan);
+    let steering = attach_steering(
+        &plan.path.rx,
+        steering_config(&a.run, a.run.port, a.run.port, false),
+    )?;
+    let napi_threads = pin_napi(&plan.path.rx, &plan.path.rx_cores);
     let if_tx0 = iface::info(plan.path.tx.netns.as_deref(), &plan.path.tx.iface)?.counters;
     let if_rx0 = iface::info(plan.path.rx.netns.as_deref(), &plan.path.rx.iface)?.counters;
     let steer0 = steering.stats()?;
@@ -179,9 +184,8 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
 
     let window_s = (s1.at - s0.at).as_secs_f64();
     let uses = s1.cpu.since(&s0.cpu);
-    let sum = |v: &[CounterSnapshot]| v.iter().fold(CounterSnapshot::default(), |a, b| a.add(b));
-    let tx_window = sum(&s1.tx).since(&sum(&s0.tx));
-    let rx_window = sum(&s1.rx).since(&sum(&s0.rx));
+    let tx_window = sum(&s1.a).since(&sum(&s0.a));
+    let rx_window = sum(&s1.b).since(&sum(&s0.b));
     let messages = plan.message.is_some();
     let sender =
         SideFigures::from_window(&tx_window, window_s, &uses, &plan.path.tx_cores, messages);
@@ -235,7 +239,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
             queue: q as u32,
             core: r.core,
             tid: r.tid,
-            window: s1.tx[q].since(&s0.tx[q]),
+            window: s1.a[q].since(&s0.a[q]),
             total: s.counters,
             xsk: s.xsk,
         });
@@ -246,7 +250,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
             queue: q as u32,
             core: r.core,
             tid: r.tid,
-            window: s1.rx[q].since(&s0.rx[q]),
+            window: s1.b[q].since(&s0.b[q]),
             total: s.counters,
             xsk: s.xsk,
         });
@@ -311,35 +315,6 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     })
 }
 
-/// Counters and CPU at one instant.
-struct Snapshot {
-    at: Instant,
-    tx: Vec<CounterSnapshot>,
-    rx: Vec<CounterSnapshot>,
-    cpu: CpuSample,
-}
-
-impl Snapshot {
-    fn take(tx: &[Worker<TxSummary>], rx: &[Worker<RxSummary>]) -> Result<Self> {
-        Ok(Self {
-            at: Instant::now(),
-            tx: tx.iter().map(|w| w.counters.snapshot()).collect(),
-            rx: rx.iter().map(|w| w.counters.snapshot()).collect(),
-            cpu: CpuSample::read()?,
-        })
-    }
-}
-
-fn wait_until(until: Instant, stop: &dyn Fn() -> bool) {
-    loop {
-        let now = Instant::now();
-        if now >= until || stop() {
-            return;
-        }
-        thread::sleep((until - now).min(Duration::from_millis(20)));
-    }
-}
-
 /// Waits until the receivers have seen nothing new for a while.
 fn drain(rx: &[Worker<RxSummary>]) {
     let total = || rx.iter().map(|w| w.counters.snapshot().frames).sum::<u64>();
@@ -356,45 +331,4 @@ fn drain(rx: &[Worker<RxSummary>]) {
             return;
         }
     }
-}
-
-/// Loads and attaches the steering program from inside the receiver's
-/// namespace (interface indexes are per namespace).
-fn attach_steering(plan: &Plan) -> Result<Arc<Steering>> {
-    let a = &plan.args;
-    let cfg = SteeringConfig {
-        port_lo: a.run.port,
-        port_hi: a.run.port,
-        policy: match a.run.xdp_mode {
-            XdpModeArg::Auto => AttachPolicy::Auto,
-            XdpModeArg::Native => AttachPolicy::Native,
-            XdpModeArg::Generic => AttachPolicy::Generic,
-        },
-        force: a.run.force,
-    };
-    let iface = plan.path.rx.iface.clone();
-    let netns = plan.path.rx.netns.clone();
-    thread::spawn(move || -> Result<Steering> {
-        if let Some(ns) = &netns {
-            linerate_datapath::netns::enter(ns)?;
-        }
-        Ok(Steering::attach(&iface, cfg)?)
-    })
-    .join()
-    .map_err(|_| anyhow!("the XDP attach thread panicked"))?
-    .map(Arc::new)
-}
-
-/// Pins the receiving interface's NAPI threads to the receivers' cores.
-fn pin_napi(plan: &Plan) -> Vec<(i32, usize)> {
-    let mut threads = napi::threads(&plan.path.rx.iface);
-    threads.sort_unstable();
-    threads
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, pid)| {
-            let core = plan.path.rx_cores[i % plan.path.rx_cores.len()];
-            napi::pin_one(pid, core).then_some((pid, core))
-        })
-        .collect()
 }

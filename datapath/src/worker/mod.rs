@@ -4,6 +4,8 @@
 //! run until told to stop, their deadline passes, or their frames are
 //! all sent.
 
+mod outbox;
+mod rr;
 mod rx;
 mod tx;
 
@@ -15,6 +17,9 @@ use std::{
 
 use crossbeam::channel::{bounded, Receiver};
 
+pub use rr::{
+    spawn_client, spawn_responder, ClientConfig, RrSummary, RrWorkerConfig, MAX_LATENCY_NS,
+};
 pub use rx::{spawn_rx, FlowAccounting, OnBound, RxSummary, RxWorkerConfig, MAX_FLOWS};
 pub use tx::{spawn_tx, TxSummary, TxWorkerConfig};
 

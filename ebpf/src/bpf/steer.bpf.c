@@ -27,6 +27,7 @@ struct steer_stats {
 	__u64 redirect_failed;
 	__u64 passed;
 	__u64 malformed;
+	__u64 responded;
 };
 
 /* Keep in step with `SteerConfig` in ebpf/src/config.rs. */
@@ -34,7 +35,17 @@ struct steer_config {
 	__u16 port_lo; /* host byte order, inclusive */
 	__u16 port_hi; /* host byte order, inclusive */
 	__u32 enabled;
+	__u32 respond; /* answer single-frame requests with XDP_TX */
 };
+
+/* The linerate header (datapath/src/header.rs), as far as the responder
+ * reads it. */
+#define LR_MAGIC 0x4c52
+#define LR_VERSION 1
+#define LR_KIND_REQUEST 2
+#define LR_KIND_RESPONSE 3
+#define LR_HEADER_LEN 34 /* base 18 + fragment 16 */
+#define LR_COUNT_OFFSET 26
 
 struct vlan_hdr {
 	__be16 tci;
@@ -74,6 +85,32 @@ static __always_inline int malformed(struct steer_stats *s)
 	return pass(s);
 }
 
+/* Turns a single-frame request into its response in place: addresses and
+ * ports swapped, kind set to response, and sends it back out (XDP_TX).
+ * Swapping addresses leaves the IPv4 checksum as it was; the UDP checksum
+ * is cleared (allowed over IPv4). */
+static __always_inline int respond_ipv4(struct steer_stats *s, struct ethhdr *eth,
+					struct iphdr *ip, struct udphdr *udp, __u8 *lr)
+{
+	__u8 mac[ETH_ALEN];
+	__be32 addr;
+	__be16 port;
+
+	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	addr = ip->saddr;
+	ip->saddr = ip->daddr;
+	ip->daddr = addr;
+	port = udp->source;
+	udp->source = udp->dest;
+	udp->dest = port;
+	udp->check = 0;
+	lr[3] = LR_KIND_RESPONSE;
+	s->responded++;
+	return XDP_TX;
+}
+
 SEC("xdp.frags")
 int linerate_steer(struct xdp_md *ctx)
 {
@@ -84,6 +121,7 @@ int linerate_steer(struct xdp_md *ctx)
 	struct steer_config *cfg = bpf_map_lookup_elem(&config, &zero);
 	struct ethhdr *eth = data;
 	void *cur;
+	struct iphdr *ip4 = 0;
 	__u16 proto;
 	__u8 l4;
 
@@ -118,6 +156,7 @@ int linerate_steer(struct xdp_md *ctx)
 		if (ip->frag_off & bpf_htons(0x1fff))
 			return pass(s);
 		l4 = ip->protocol;
+		ip4 = ip;
 		cur = (void *)ip + ip->ihl * 4;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = cur;
@@ -142,6 +181,17 @@ int linerate_steer(struct xdp_md *ctx)
 
 	if (dport < cfg->port_lo || dport > cfg->port_hi)
 		return pass(s);
+
+	if (cfg->respond && ip4) {
+		__u8 *lr = (void *)(udp + 1);
+
+		if ((void *)(lr + LR_HEADER_LEN) <= end &&
+		    lr[0] == (LR_MAGIC >> 8) && lr[1] == (LR_MAGIC & 0xff) &&
+		    lr[2] == LR_VERSION && lr[3] == LR_KIND_REQUEST &&
+		    lr[LR_COUNT_OFFSET] == 0 && lr[LR_COUNT_OFFSET + 1] == 0 &&
+		    lr[LR_COUNT_OFFSET + 2] == 0 && lr[LR_COUNT_OFFSET + 3] == 1)
+			return respond_ipv4(s, eth, ip4, udp, lr);
+	}
 
 	int action = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 

@@ -1,0 +1,105 @@
+//! What every measured run does around its workers: attach the steering
+//! program in the right namespace, pin NAPI threads, wait for the window,
+//! and snapshot counters and CPU at its edges.
+
+use std::{
+    sync::Arc,
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Result};
+use linerate_datapath::{stats::CounterSnapshot, worker::Worker};
+use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
+
+use crate::{
+    cli::{RunArgs, XdpModeArg},
+    cpu::CpuSample,
+    napi,
+    path::Side,
+};
+
+/// The steering configuration for UDP ports `lo..=hi` on a run.
+pub fn steering_config(a: &RunArgs, lo: u16, hi: u16, respond: bool) -> SteeringConfig {
+    SteeringConfig {
+        port_lo: lo,
+        port_hi: hi,
+        policy: match a.xdp_mode {
+            XdpModeArg::Auto => AttachPolicy::Auto,
+            XdpModeArg::Native => AttachPolicy::Native,
+            XdpModeArg::Generic => AttachPolicy::Generic,
+        },
+        force: a.force,
+        respond,
+    }
+}
+
+/// Loads and attaches the steering program from inside the side's
+/// namespace (interface indexes are per namespace).
+pub fn attach_steering(side: &Side, cfg: SteeringConfig) -> Result<Arc<Steering>> {
+    let iface = side.iface.clone();
+    let netns = side.netns.clone();
+    thread::spawn(move || -> Result<Steering> {
+        if let Some(ns) = &netns {
+            linerate_datapath::netns::enter(ns)?;
+        }
+        Ok(Steering::attach(&iface, cfg)?)
+    })
+    .join()
+    .map_err(|_| anyhow!("the XDP attach thread panicked"))?
+    .map(Arc::new)
+}
+
+/// Pins the side's NAPI threads to `cores` (round-robin).
+pub fn pin_napi(side: &Side, cores: &[usize]) -> Vec<(i32, usize)> {
+    let mut threads = napi::threads(&side.iface);
+    threads.sort_unstable();
+    threads
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, pid)| {
+            let core = cores[i % cores.len()];
+            napi::pin_one(pid, core).then_some((pid, core))
+        })
+        .collect()
+}
+
+/// Sleeps until `until`, or until `stop` says so.
+pub fn wait_until(until: Instant, stop: &dyn Fn() -> bool) {
+    loop {
+        let now = Instant::now();
+        if now >= until || stop() {
+            return;
+        }
+        thread::sleep((until - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Counters of two groups of workers and every core's CPU at one instant.
+pub struct Snapshot {
+    /// When.
+    pub at: Instant,
+    /// First group (senders, clients).
+    pub a: Vec<CounterSnapshot>,
+    /// Second group (receivers, responders).
+    pub b: Vec<CounterSnapshot>,
+    /// CPU.
+    pub cpu: CpuSample,
+}
+
+impl Snapshot {
+    /// Takes one.
+    pub fn take<S, T>(a: &[Worker<S>], b: &[Worker<T>]) -> Result<Self> {
+        Ok(Self {
+            at: Instant::now(),
+            a: a.iter().map(|w| w.counters.snapshot()).collect(),
+            b: b.iter().map(|w| w.counters.snapshot()).collect(),
+            cpu: CpuSample::read()?,
+        })
+    }
+}
+
+/// Field-wise sum of counters.
+pub fn sum(v: &[CounterSnapshot]) -> CounterSnapshot {
+    v.iter().fold(CounterSnapshot::default(), |a, b| a.add(b))
+}

@@ -1,0 +1,386 @@
+//! Request/response workers: a client that keeps `concurrency`
+//! transactions in flight on each of its flows and times each one, and a
+//! responder that answers every complete request with a response message.
+//! Both use one duplex socket per queue.
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use hdrhistogram::Histogram;
+
+use super::{
+    outbox::Outbox, rx::OnBound, spawn, Placement, StopSignal, WaitMode, Worker, WorkerError,
+};
+use crate::{
+    clock::monotonic_ns,
+    frame::{parse, FrameSpec},
+    header::Kind,
+    message::{Fragmentation, MessageTracker, Outcome},
+    stats::{CounterSnapshot, WorkerCounters},
+    xsk::{DuplexPort, SocketOptions, XskStats},
+};
+
+/// Largest response time the histogram holds: 60 s, in ns.
+pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
+
+/// Everything a request/response worker needs.
+pub struct RrWorkerConfig {
+    /// Socket to bind (its RX ring size).
+    pub socket: SocketOptions,
+    /// TX ring size.
+    pub tx_ring: u32,
+    /// Descriptors per batch.
+    pub batch: usize,
+    /// Busy or wait when there is nothing to do.
+    pub wait: WaitMode,
+    /// Where to run.
+    pub placement: Placement,
+    /// When to stop.
+    pub stop: StopSignal,
+    /// Registers the bound socket for steering.
+    pub on_bound: OnBound,
+    /// Template of the frames this worker sends (source and destination
+    /// addresses; ports are set per message).
+    pub frame: FrameSpec,
+    /// How the messages this worker sends are cut.
+    pub send: Fragmentation,
+    /// Port of the responder.
+    pub server_port: u16,
+}
+
+/// The client's part.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Flows this worker runs (flow f's client port is server_port + 1 + f).
+    pub flows: Vec<u16>,
+    /// Transactions in flight per flow.
+    pub concurrency: u32,
+    /// Unanswered for this long: a timeout, and the transaction is retried.
+    pub timeout: Duration,
+    /// Transactions per flow, then stop (None: until stopped).
+    pub count: Option<u64>,
+    /// Set by control for the measured window: latencies are recorded only
+    /// while it is set.
+    pub measuring: Arc<AtomicBool>,
+}
+
+/// What a client reports when it ends.
+#[derive(Debug, Clone)]
+pub struct RrSummary {
+    /// Final counters (frames: received; queued: sent; transactions...).
+    pub counters: CounterSnapshot,
+    /// Response times in ns over the measured window.
+    pub latency: Histogram<u64>,
+    /// The socket's XDP_STATISTICS.
+    pub xsk: XskStats,
+}
+
+fn port_for(cfg: &RrWorkerConfig, max_len: usize) -> Result<DuplexPort, WorkerError> {
+    let template = cfg.frame.template()?;
+    Ok(DuplexPort::new(
+        &cfg.socket,
+        cfg.tx_ring,
+        cfg.batch,
+        &template,
+        max_len.max(template.len()),
+    )?)
+}
+
+fn idle(port: &mut DuplexPort, wait: WaitMode, max_ms: i32) -> Result<(), WorkerError> {
+    match wait {
+        WaitMode::Busy => {
+            port.wake_if_needed()?;
+            std::thread::yield_now();
+        }
+        WaitMode::Wait => {
+            port.wait_readable(max_ms)?;
+        }
+    }
+    Ok(())
+}
+
+/// Splits the steering hook off a config (it runs once, in the worker).
+fn take_hook(mut cfg: RrWorkerConfig) -> (RrWorkerConfig, OnBound) {
+    let hook = std::mem::replace(&mut cfg.on_bound, Box::new(|_| Ok(())));
+    (cfg, hook)
+}
+
+/// Binds the worker's socket in its thread and registers it for steering.
+fn bind(
+    cfg: RrWorkerConfig,
+    hook: OnBound,
+) -> Result<
+    (
+        (DuplexPort, RrWorkerConfig),
+        crate::xsk::BindMode,
+        Option<String>,
+    ),
+    WorkerError,
+> {
+    let port = port_for(&cfg, cfg.frame.len())?;
+    hook(port.fd()).map_err(WorkerError::Hook)?;
+    let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
+    Ok(((port, cfg), mode, why))
+}
+
+/// Starts a responder: answers every complete request with a response.
+pub fn spawn_responder(
+    name: String,
+    cfg: RrWorkerConfig,
+) -> Result<Worker<RrSummary>, WorkerError> {
+    let placement = cfg.placement.clone();
+    let (cfg, hook) = take_hook(cfg);
+    spawn(
+        name,
+        placement,
+        move || bind(cfg, hook),
+        move |(port, cfg), counters| respond(port, &cfg, counters),
+    )
+}
+
+fn respond(
+    mut port: DuplexPort,
+    cfg: &RrWorkerConfig,
+    counters: &WorkerCounters,
+) -> Result<RrSummary, WorkerError> {
+    let mut c = CounterSnapshot::default();
+    let mut flows: Vec<Option<MessageTracker>> = Vec::new();
+    let mut out = Outbox::new(Kind::Response, cfg.send, 16, 1024);
+    while !cfg.stop.should_stop(Instant::now()) {
+        c.frames_sent(port.reclaim());
+        let now = monotonic_ns();
+        let got = port.recv(|f| {
+            let Ok(p) = parse(f.head) else {
+                c.bad += 1;
+                return;
+            };
+            c.frames += 1;
+            c.bytes += f.len as u64;
+            let (Kind::Request, Some(frag)) = (p.header.kind, p.fragment) else {
+                c.bad += 1;
+                return;
+            };
+            let flow = usize::from(p.header.flow);
+            if flow >= flows.len() {
+                flows.resize(flow + 1, None);
+            }
+            let t = flows[flow].get_or_insert_with(|| MessageTracker::new(false));
+            match t.on_fragment(&frag, &[]) {
+                Outcome::Complete { msg_id, msg_len } => {
+                    c.messages += 1;
+                    c.message_bytes += u64::from(msg_len);
+                    out.push(p.header.flow, msg_id, cfg.server_port, p.src_port);
+                }
+                Outcome::Bad => c.bad += 1,
+                Outcome::Duplicate | Outcome::Stale => c.duplicates += 1,
+                Outcome::Partial => {}
+            }
+        });
+        let (sent, _) = out.pump(&mut port, cfg.batch, now);
+        c.queued += sent;
+        if sent > 0 {
+            port.kick()?;
+            c.syscalls += 1;
+        }
+        if got == 0 && out.is_empty() && port.in_flight_frames() == 0 {
+            c.idle_loops += 1;
+            idle(&mut port, cfg.wait, 20)?;
+        } else if got == 0 && sent == 0 {
+            // Waiting for TX slots: make the kernel send what is queued.
+            port.kick()?;
+        }
+        c.messages_lost = flows.iter().flatten().map(MessageTracker::lost).sum();
+        counters.publish(&c);
+    }
+    counters.publish(&c);
+    Ok(RrSummary {
+        counters: c,
+        latency: Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds"),
+        xsk: port.stats().unwrap_or_default(),
+    })
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Transaction {
+    active: bool,
+    msg_id: u32,
+    start_ns: u64,
+}
+
+/// Starts a client.
+pub fn spawn_client(
+    name: String,
+    cfg: RrWorkerConfig,
+    client: ClientConfig,
+) -> Result<Worker<RrSummary>, WorkerError> {
+    let placement = cfg.placement.clone();
+    let (cfg, hook) = take_hook(cfg);
+    spawn(
+        name,
+        placement,
+        move || bind(cfg, hook),
+        move |(port, cfg), counters| run_client(port, &cfg, &client, counters),
+    )
+}
+
+fn run_client(
+    mut port: DuplexPort,
+    cfg: &RrWorkerConfig,
+    cl: &ClientConfig,
+    counters: &WorkerCounters,
+) -> Result<RrSummary, WorkerError> {
+    let conc = cl.concurrency.max(1) as usize;
+    let nflows = cl
+        .flows
+        .iter()
+        .map(|&f| usize::from(f) + 1)
+        .max()
+        .unwrap_or(1);
+    let mut slots = vec![Transaction::default(); nflows * conc];
+    let mut next_id = vec![0u32; nflows];
+    let mut issued = vec![0u64; nflows];
+    let mut done = vec![0u64; nflows];
+    let mut trackers: Vec<MessageTracker> =
+        (0..nflows).map(|_| MessageTracker::new(false)).collect();
+    let mut out = Outbox::new(Kind::Request, cfg.send, nflows, nflows * conc);
+    let mut hist = Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
+    let mut c = CounterSnapshot::default();
+    let client_port = |f: u16| cfg.server_port.wrapping_add(1).wrapping_add(f);
+    let timeout_ns = cl.timeout.as_nanos() as u64;
+
+    let start_ns = monotonic_ns();
+    for &f in &cl.flows {
+        let fi = usize::from(f);
+        for s in 0..conc {
+            if cl.count.is_some_and(|n| issued[fi] >= n) {
+                break;
+            }
+            slots[fi * conc + s] = Transaction {
+                active: true,
+                msg_id: next_id[fi],
+                start_ns,
+            };
+            out.push(f, next_id[fi], client_port(f), cfg.server_port);
+            next_id[fi] = next_id[fi].wrapping_add(1);
+            issued[fi] += 1;
+        }
+    }
+    let mut last_scan = start_ns;
+    let all_done = |done: &[u64]| {
+        cl.count
+            .is_some_and(|n| cl.flows.iter().all(|&f| done[usize::from(f)] >= n))
+    };
+    while !cfg.stop.should_stop(Instant::now()) && !all_done(&done) {
+        c.frames_sent(port.reclaim());
+        let now = monotonic_ns();
+        let measuring = cl.measuring.load(Ordering::Relaxed);
+        let got = port.recv(|f| {
+            let Ok(p) = parse(f.head) else {
+                c.bad += 1;
+                return;
+            };
+            c.frames += 1;
+            c.bytes += f.len as u64;
+            let fi = usize::from(p.header.flow);
+            let (Kind::Response, Some(frag), true) = (p.header.kind, p.fragment, fi < nflows)
+            else {
+                c.bad += 1;
+                return;
+            };
+            match trackers[fi].on_fragment(&frag, &[]) {
+                Outcome::Complete { msg_id, msg_len } => {
+                    c.messages += 1;
+                    c.message_bytes += u64::from(msg_len);
+                    let Some(s) = slots[fi * conc..(fi + 1) * conc]
+                        .iter_mut()
+                        .find(|s| s.active && s.msg_id == msg_id)
+                    else {
+                        // The answer to a transaction that already timed out.
+                        c.late += 1;
+                        return;
+                    };
+                    let rt = now.saturating_sub(s.start_ns).max(1);
+                    if measuring {
+                        let _ = hist.record(rt.min(MAX_LATENCY_NS));
+                    }
+                    c.transactions += 1;
+                    done[fi] += 1;
+                    if cl.count.is_some_and(|n| issued[fi] >= n) {
+                        s.active = false;
+                    } else {
+                        *s = Transaction {
+                            active: true,
+                            msg_id: next_id[fi],
+                            start_ns: now,
+                        };
+                        out.push(
+                            p.header.flow,
+                            next_id[fi],
+                            client_port(p.header.flow),
+                            cfg.server_port,
+                        );
+                        next_id[fi] = next_id[fi].wrapping_add(1);
+                        issued[fi] += 1;
+                    }
+                }
+                Outcome::Bad => c.bad += 1,
+                Outcome::Duplicate | Outcome::Stale => c.duplicates += 1,
+                Outcome::Partial => {}
+            }
+        });
+        // Timeouts, checked every millisecond at most.
+        if now.saturating_sub(last_scan) >= 1_000_000 {
+            last_scan = now;
+            for (i, s) in slots.iter_mut().enumerate() {
+                if s.active && now.saturating_sub(s.start_ns) > timeout_ns {
+                    let fi = i / conc;
+                    c.timeouts += 1;
+                    // Retry: a new message id, so a late answer is not taken
+                    // for the new request's.
+                    *s = Transaction {
+                        active: true,
+                        msg_id: next_id[fi],
+                        start_ns: now,
+                    };
+                    let f = fi as u16;
+                    out.push(f, next_id[fi], client_port(f), cfg.server_port);
+                    next_id[fi] = next_id[fi].wrapping_add(1);
+                }
+            }
+        }
+        let (sent, _) = out.pump(&mut port, cfg.batch, now);
+        c.queued += sent;
+        if sent > 0 {
+            port.kick()?;
+            c.syscalls += 1;
+        }
+        if got == 0 && sent == 0 {
+            c.idle_loops += 1;
+            if out.is_empty() {
+                idle(&mut port, cfg.wait, 1)?;
+            } else {
+                port.kick()?;
+            }
+        }
+        c.messages_lost = trackers.iter().map(MessageTracker::lost).sum();
+        counters.publish(&c);
+    }
+    counters.publish(&c);
+    Ok(RrSummary {
+        counters: c,
+        latency: hist,
+        xsk: port.stats().unwrap_or_default(),
+    })
+}
+
+impl CounterSnapshot {
+    #[inline]
+    fn frames_sent(&mut self, completed: usize) {
+        self.completed += completed as u64;
+    }
+}

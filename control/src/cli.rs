@@ -28,6 +28,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// One-way stream of frames from a sender to a receiver.
     Stream(Box<StreamArgs>),
+    /// Request/response transactions: rate and response times.
+    Rr(Box<RrArgs>),
 }
 
 /// Lab actions.
@@ -92,6 +94,19 @@ pub enum XdpModeArg {
     Native,
     /// Generic (SKB) only.
     Generic,
+}
+
+/// NAPI mode on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum NapiArg {
+    /// Threaded for stream, softirq for rr, in the lab; otherwise keep.
+    Auto,
+    /// NAPI in a kernel thread per queue.
+    Threaded,
+    /// NAPI in softirq context.
+    Softirq,
+    /// Leave as configured.
+    Keep,
 }
 
 /// Wait mode on the command line.
@@ -166,6 +181,13 @@ pub struct RunArgs {
     /// Network namespace of --rx-iface.
     #[arg(long)]
     pub rx_netns: Option<String>,
+    /// NAPI of the interfaces: `threaded` runs receive work in a kernel
+    /// thread pinned to the receiver's core (best for streams), `softirq`
+    /// runs it right after the send, on the sender's core (best for
+    /// response times). `auto`: threaded for stream, softirq for rr, in the
+    /// lab only; `keep` leaves the interfaces as they are.
+    #[arg(long, value_enum, default_value_t = NapiArg::Auto)]
+    pub napi: NapiArg,
     /// Swap the roles of the two sides (as -r in 002): the lab's B side sends.
     #[arg(short = 'r', long)]
     pub reverse: bool,

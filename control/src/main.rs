@@ -11,6 +11,7 @@ mod lab;
 mod napi;
 mod path;
 mod privilege;
+mod rr;
 mod session;
 mod sh;
 mod stream;
@@ -51,17 +52,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Stream(a) => {
-            let interrupted = Arc::new(AtomicBool::new(false));
-            let flag = interrupted.clone();
-            ctrlc::set_handler(move || {
-                if flag.swap(true, Ordering::Relaxed) {
-                    eprintln!("linerate: interrupted again, still cleaning up");
-                } else {
-                    eprintln!("linerate: interrupted, stopping the run");
-                }
+        Command::Rr(a) => {
+            let interrupted = on_signal()?;
+            let plan = rr::plan::plan(&a)?;
+            let result = rr::run(&plan, &interrupted)?;
+            if a.run.json {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                print!("{}", rr::print_table(&result));
+            }
+            Ok(if result.interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
             })
-            .context("installing the Ctrl-C handler")?;
+        }
+        Command::Stream(a) => {
+            let interrupted = on_signal()?;
             let plan = stream::plan::plan(&a)?;
             let result = stream::run(&plan, &interrupted)?;
             if a.run.json {
@@ -76,6 +83,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// Ctrl-C and SIGTERM set the returned flag: the run ends early and
+/// reports what it measured.
+fn on_signal() -> Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::Relaxed) {
+            eprintln!("linerate: interrupted again, still cleaning up");
+        } else {
+            eprintln!("linerate: interrupted, stopping the run");
+        }
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(interrupted)
 }
 
 fn lab_cmd(action: LabAction) -> Result<ExitCode> {

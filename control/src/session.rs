@@ -8,12 +8,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use linerate_datapath::{stats::CounterSnapshot, worker::Worker};
 use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
 
 use crate::{
-    cli::{RunArgs, XdpModeArg},
+    cli::{NapiArg, RunArgs, XdpModeArg},
     cpu::CpuSample,
     napi,
     path::Side,
@@ -62,6 +62,31 @@ pub fn pin_napi(side: &Side, cores: &[usize]) -> Vec<(i32, usize)> {
             napi::pin_one(pid, core).then_some((pid, core))
         })
         .collect()
+}
+
+/// Applies the run's NAPI mode to both ends of the path; `threaded_by_default`
+/// is what `auto` means for this kind of run. Returns the mode set, if any.
+pub fn apply_napi(
+    a: &RunArgs,
+    path: &crate::path::PathPlan,
+    threaded_by_default: bool,
+) -> Result<Option<&'static str>> {
+    let threaded = match (a.napi, path.lab.is_some()) {
+        (NapiArg::Keep, _) | (NapiArg::Auto, false) => return Ok(None),
+        (NapiArg::Auto, true) => threaded_by_default,
+        (NapiArg::Threaded, _) => true,
+        (NapiArg::Softirq, _) => false,
+    };
+    for side in [&path.tx, &path.rx] {
+        let cmd = format!(
+            "echo {} > /sys/class/net/{}/threaded",
+            u8::from(threaded),
+            side.iface
+        );
+        crate::sh::in_netns(side.netns.as_deref(), "sh", &["-c", &cmd])
+            .with_context(|| format!("setting NAPI mode on {}", side.iface))?;
+    }
+    Ok(Some(if threaded { "threaded" } else { "softirq" }))
 }
 
 /// Sleeps until `until`, or until `stop` says so.

@@ -33,7 +33,7 @@ use result::*;
 
 use crate::{
     environment, iface,
-    session::{attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
+    session::{apply_napi, attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
 };
 
 /// How long receivers keep draining after the senders stop, at most.
@@ -45,6 +45,7 @@ const DRAIN_QUIET: Duration = Duration::from_millis(150);
 /// then ends early and reports what it measured.
 pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let a = &plan.args;
+    let napi_mode = apply_napi(&a.run, &plan.path, true)?;
     let steering = attach_steering(
         &plan.path.rx,
         steering_config(&a.run, a.run.port, a.run.port, false),
@@ -152,7 +153,9 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     // Warm-up, then the measured window.
     let senders_done = || tx_workers.iter().all(Worker::is_finished);
     let stopped = || interrupted.load(Ordering::Relaxed);
-    wait_until(started + a.run.warmup, &|| stopped() || senders_done());
+    // Warm-up counts from when every worker is bound and running.
+    let running = Instant::now();
+    wait_until(running + a.run.warmup, &|| stopped() || senders_done());
     let s0 = Snapshot::take(&tx_workers, &rx_workers)?;
     wait_until(s0.at + a.run.duration, &|| stopped() || senders_done());
     let s1 = Snapshot::take(&tx_workers, &rx_workers)?;
@@ -296,6 +299,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
                 - linerate_datapath::frame::FCS_LEN
                 - linerate_datapath::frame::HEADER_OFFSET,
             napi_threads,
+            napi: napi_mode.map(str::to_string),
         },
         window_s,
         interrupted: interrupted.load(Ordering::Relaxed),

@@ -121,6 +121,8 @@ pub struct Setup {
     pub payload_per_frame: usize,
     /// NAPI kernel threads pinned (pid, core).
     pub napi_threads: Vec<(i32, usize)>,
+    /// NAPI mode set for the run ("threaded", "softirq"; none: left alone).
+    pub napi: Option<String>,
 }
 
 /// Rates and CPU of one side over the window.

@@ -91,6 +91,18 @@ fn port_for(cfg: &RrWorkerConfig, max_len: usize) -> Result<DuplexPort, WorkerEr
     )?)
 }
 
+/// Kicks while the kernel has not taken every queued frame (copy mode
+/// takes at most a batch per kick). Returns whether it kicked.
+#[inline]
+fn kick_if_pending(port: &mut DuplexPort, c: &mut CounterSnapshot) -> Result<bool, WorkerError> {
+    if !port.tx_pending() {
+        return Ok(false);
+    }
+    port.kick()?;
+    c.syscalls += 1;
+    Ok(true)
+}
+
 fn idle(port: &mut DuplexPort, wait: WaitMode, max_ms: i32) -> Result<(), WorkerError> {
     match wait {
         WaitMode::Busy => {
@@ -183,16 +195,10 @@ fn respond(
         });
         let (sent, _) = out.pump(&mut port, cfg.batch, now);
         c.queued += sent;
-        if sent > 0 {
-            port.kick()?;
-            c.syscalls += 1;
-        }
-        if got == 0 && out.is_empty() && port.in_flight_frames() == 0 {
+        let kicked = kick_if_pending(&mut port, &mut c)?;
+        if got == 0 && sent == 0 && !kicked && out.is_empty() {
             c.idle_loops += 1;
             idle(&mut port, cfg.wait, 20)?;
-        } else if got == 0 && sent == 0 {
-            // Waiting for TX slots: make the kernel send what is queued.
-            port.kick()?;
         }
         c.messages_lost = flows.iter().flatten().map(MessageTracker::lost).sum();
         counters.publish(&c);
@@ -355,17 +361,10 @@ fn run_client(
         }
         let (sent, _) = out.pump(&mut port, cfg.batch, now);
         c.queued += sent;
-        if sent > 0 {
-            port.kick()?;
-            c.syscalls += 1;
-        }
-        if got == 0 && sent == 0 {
+        let kicked = kick_if_pending(&mut port, &mut c)?;
+        if got == 0 && sent == 0 && !kicked && out.is_empty() {
             c.idle_loops += 1;
-            if out.is_empty() {
-                idle(&mut port, cfg.wait, 1)?;
-            } else {
-                port.kick()?;
-            }
+            idle(&mut port, cfg.wait, 1)?;
         }
         c.messages_lost = trackers.iter().map(MessageTracker::lost).sum();
         counters.publish(&c);

@@ -95,6 +95,12 @@ impl DuplexPort {
         self.tx.send(&mut self.b.tx, &self.b.umem, n, fill)
     }
 
+    /// Whether frames wait in the TX ring for the kernel to take them.
+    #[inline]
+    pub fn tx_pending(&mut self) -> bool {
+        self.b.tx_pending()
+    }
+
     /// Kicks the kernel to transmit, when it asks.
     #[inline]
     pub fn kick(&mut self) -> Result<(), XskError> {

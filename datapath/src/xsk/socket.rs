@@ -125,6 +125,7 @@ pub(super) struct Bound {
     pub(super) frames: Vec<FrameDesc>,
     pub(super) mode: BindMode,
     pub(super) fallback_reason: Option<String>,
+    pub(super) tx_size: u32,
 }
 
 impl Bound {
@@ -171,6 +172,7 @@ impl Bound {
                         frames,
                         mode,
                         fallback_reason,
+                        tx_size,
                     });
                 }
                 Ok((_, _, None)) => {
@@ -205,6 +207,13 @@ impl Bound {
             queue: opts.queue,
             reason,
         })
+    }
+
+    /// Whether the TX ring holds descriptors the kernel has not taken yet
+    /// (in copy mode it takes at most a batch per kick).
+    #[inline]
+    pub(super) fn tx_pending(&mut self) -> bool {
+        self.tx.nb_free_exact() < self.tx_size
     }
 
     /// Tells the kernel to transmit, when the TX ring asks for it.

@@ -288,6 +288,12 @@ impl TxPort {
         self.b.kick()
     }
 
+    /// Whether frames wait in the TX ring for the kernel to take them.
+    #[inline]
+    pub fn tx_pending(&mut self) -> bool {
+        self.b.tx_pending()
+    }
+
     /// Whether the TX ring asks for a wakeup.
     pub fn needs_kick(&self) -> bool {
         self.b.tx.needs_wakeup()

@@ -1,0 +1,335 @@
+//! `linerate rr`: request/response transactions between an AF_XDP client
+//! and a responder (an AF_XDP worker, or the XDP program itself), timed
+//! one by one into an HdrHistogram.
+
+mod output;
+pub mod plan;
+pub mod result;
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+use hdrhistogram::Histogram;
+use linerate_datapath::{
+    frame::{Endpoint, FrameSpec, FCS_LEN},
+    header::Kind,
+    message::Fragmentation,
+    worker::{
+        spawn_client, spawn_responder, ClientConfig, Placement, RrSummary, RrWorkerConfig,
+        StopSignal, Worker, MAX_LATENCY_NS,
+    },
+    xsk::{SocketOptions, ZeroCopy, CHUNK_DATA},
+};
+use linerate_ebpf::Steering;
+
+pub use output::print_table;
+use plan::{frame_size, RrPlan};
+use result::*;
+
+use crate::{
+    cli::ResponderArg,
+    environment, iface,
+    path::Side,
+    session::{apply_napi, attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
+    stream::result::InterfaceCounters,
+};
+
+fn endpoint(side: &Side, port: u16) -> Endpoint {
+    Endpoint {
+        mac: side.info.mac,
+        ip: side.ip,
+        port,
+    }
+}
+
+fn spec(from: Endpoint, to: Endpoint, cut: &Fragmentation, kind: Kind) -> FrameSpec {
+    FrameSpec {
+        src: from,
+        dst: to,
+        frame_size: frame_size(cut),
+        flow: 0,
+        kind,
+    }
+}
+
+/// Runs a planned rr test.
+pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
+    let a = &plan.args;
+    let r = &a.run;
+    let (client, server) = (&plan.path.tx, &plan.path.rx);
+    let port = r.port;
+    let xdp_responder = a.responder == ResponderArg::Xdp;
+    let napi_mode = apply_napi(r, &plan.path, false)?;
+    let server_steer = attach_steering(server, steering_config(r, port, port, xdp_responder))?;
+    let client_steer = attach_steering(
+        client,
+        steering_config(r, port + 1, port.saturating_add(a.flows as u16), false),
+    )?;
+    let mut napi_threads = pin_napi(server, &plan.path.rx_cores);
+    napi_threads.extend(pin_napi(client, &plan.path.tx_cores));
+    let if_c0 = iface::info(client.netns.as_deref(), &client.iface)?.counters;
+    let if_s0 = iface::info(server.netns.as_deref(), &server.iface)?.counters;
+    let (cs0, ss0) = (client_steer.stats()?, server_steer.stats()?);
+
+    let started = Instant::now();
+    let planned = r.warmup + r.duration;
+    let stop = |extra: u64| StopSignal {
+        flag: Arc::new(AtomicBool::new(false)),
+        deadline: started + planned + Duration::from_secs(extra),
+    };
+    let (client_stop, server_stop) = (stop(5), stop(10));
+    let zero_copy = if r.zero_copy {
+        ZeroCopy::Require
+    } else {
+        ZeroCopy::Auto
+    };
+    let multi_buffer = [&plan.request, &plan.response]
+        .iter()
+        .any(|c| frame_size(c) - FCS_LEN > CHUNK_DATA);
+    let socket = |side: &Side, q: u32| SocketOptions {
+        iface: side.iface.clone(),
+        queue: q,
+        ring_size: r.rx_ring,
+        zero_copy,
+        multi_buffer,
+    };
+    let hook = |st: &Arc<Steering>, q: u32| -> linerate_datapath::worker::OnBound {
+        let st = st.clone();
+        Box::new(move |fd| st.register_socket(q, fd).map_err(|e| e.to_string()))
+    };
+
+    let mut responders = Vec::new();
+    if !xdp_responder {
+        for q in 0..r.queues {
+            let w = spawn_responder(
+                format!("lr-srv{q}"),
+                RrWorkerConfig {
+                    socket: socket(server, q),
+                    tx_ring: r.ring,
+                    batch: r.batch,
+                    wait: r.rx_wait.into(),
+                    placement: Placement {
+                        core: Some(plan.path.rx_cores[q as usize]),
+                        netns: server.netns.clone(),
+                    },
+                    stop: server_stop.clone(),
+                    on_bound: hook(&server_steer, q),
+                    frame: spec(
+                        endpoint(server, port),
+                        endpoint(client, port + 1),
+                        &plan.response,
+                        Kind::Response,
+                    ),
+                    send: plan.response,
+                    server_port: port,
+                },
+            )
+            .with_context(|| format!("starting responder on {} queue {q}", server.iface))?;
+            responders.push(w);
+        }
+    }
+    let measuring = Arc::new(AtomicBool::new(false));
+    let mut clients = Vec::new();
+    for q in 0..r.queues {
+        let flows: Vec<u16> = (0..a.flows as u16)
+            .filter(|f| u32::from(*f) % r.queues == q)
+            .collect();
+        let w = spawn_client(
+            format!("lr-cli{q}"),
+            RrWorkerConfig {
+                socket: socket(client, q),
+                tx_ring: r.ring,
+                batch: r.batch,
+                wait: r.tx_wait.into(),
+                placement: Placement {
+                    core: Some(plan.path.tx_cores[q as usize]),
+                    netns: client.netns.clone(),
+                },
+                stop: client_stop.clone(),
+                on_bound: hook(&client_steer, q),
+                frame: spec(
+                    endpoint(client, port + 1),
+                    endpoint(server, port),
+                    &plan.request,
+                    Kind::Request,
+                ),
+                send: plan.request,
+                server_port: port,
+            },
+            ClientConfig {
+                flows,
+                concurrency: a.concurrency,
+                timeout: a.timeout,
+                count: a.count,
+                measuring: measuring.clone(),
+            },
+        );
+        match w {
+            Ok(w) => clients.push(w),
+            Err(e) => {
+                client_stop.flag.store(true, Ordering::Relaxed);
+                server_stop.flag.store(true, Ordering::Relaxed);
+                for w in clients.into_iter().chain(responders) {
+                    let _ = w.join();
+                }
+                return Err(anyhow!(e))
+                    .with_context(|| format!("starting client on {} queue {q}", client.iface));
+            }
+        }
+    }
+
+    let clients_done = || clients.iter().all(Worker::is_finished);
+    let stopped = || interrupted.load(Ordering::Relaxed);
+    // Warm-up counts from when every worker is bound and running.
+    let running = Instant::now();
+    wait_until(running + r.warmup, &|| stopped() || clients_done());
+    let s0 = Snapshot::take(&clients, &responders)?;
+    measuring.store(true, Ordering::Relaxed);
+    wait_until(s0.at + r.duration, &|| stopped() || clients_done());
+    measuring.store(false, Ordering::Relaxed);
+    let s1 = Snapshot::take(&clients, &responders)?;
+
+    client_stop.flag.store(true, Ordering::Relaxed);
+    let client_ready: Vec<_> = clients.iter().map(|w| w.ready.clone()).collect();
+    let client_results: Vec<RrSummary> = clients
+        .into_iter()
+        .map(|w| w.join().map_err(|e| anyhow!(e)))
+        .collect::<Result<_>>()?;
+    thread::sleep(Duration::from_millis(20));
+    server_stop.flag.store(true, Ordering::Relaxed);
+    let server_ready: Vec<_> = responders.iter().map(|w| w.ready.clone()).collect();
+    let server_results: Vec<RrSummary> = responders
+        .into_iter()
+        .map(|w| w.join().map_err(|e| anyhow!(e)))
+        .collect::<Result<_>>()?;
+
+    let xdp = XdpCounters {
+        client: client_steer.stats()?.since(&cs0),
+        responder: server_steer.stats()?.since(&ss0),
+    };
+    let xdp_mode = server_steer.mode().to_string();
+    drop((client_steer, server_steer));
+    let interfaces = InterfaceCounters {
+        tx: iface::info(client.netns.as_deref(), &client.iface)?
+            .counters
+            .since(&if_c0),
+        rx: iface::info(server.netns.as_deref(), &server.iface)?
+            .counters
+            .since(&if_s0),
+    };
+
+    let window_s = (s1.at - s0.at).as_secs_f64();
+    let uses = s1.cpu.since(&s0.cpu);
+    let cw = sum(&s1.a).since(&sum(&s0.a));
+    let ct = client_results.iter().fold(
+        Default::default(),
+        |a: linerate_datapath::stats::CounterSnapshot, s| a.add(&s.counters),
+    );
+    let st = server_results.iter().fold(
+        Default::default(),
+        |a: linerate_datapath::stats::CounterSnapshot, s| a.add(&s.counters),
+    );
+    let tps = if window_s > 0.0 {
+        cw.transactions as f64 / window_s
+    } else {
+        0.0
+    };
+    let mb_s = tps * (a.request + a.response) as f64 / 1e6;
+    let mut hist = Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
+    for s in &client_results {
+        hist.add(&s.latency)
+            .map_err(|e| anyhow!("merging histograms: {e}"))?;
+    }
+    let mut workers = Vec::new();
+    for (q, (s, rd)) in client_results.iter().zip(&client_ready).enumerate() {
+        workers.push(RrWorkerReport {
+            role: "client",
+            queue: q as u32,
+            core: rd.core,
+            window: s1.a[q].since(&s0.a[q]),
+            total: s.counters,
+            xsk: s.xsk,
+        });
+    }
+    for (q, (s, rd)) in server_results.iter().zip(&server_ready).enumerate() {
+        workers.push(RrWorkerReport {
+            role: "responder",
+            queue: q as u32,
+            core: rd.core,
+            window: s1.b[q].since(&s0.b[q]),
+            total: s.counters,
+            xsk: s.xsk,
+        });
+    }
+    Ok(RrResult {
+        test: "rr",
+        version: env!("CARGO_PKG_VERSION"),
+        params: RrParams {
+            request: a.request,
+            response: a.response,
+            concurrency: a.concurrency,
+            flows: a.flows,
+            queues: r.queues,
+            timeout_ms: a.timeout.as_secs_f64() * 1000.0,
+            count: a.count,
+            responder: if xdp_responder { "xdp" } else { "af-xdp" }.into(),
+            warmup_s: r.warmup.as_secs_f64(),
+            duration_s: r.duration.as_secs_f64(),
+            mtu: plan.path.mtu,
+            client_wait: format!("{:?}", r.tx_wait).to_lowercase(),
+            responder_wait: format!("{:?}", r.rx_wait).to_lowercase(),
+            client_cores: plan.path.tx_cores.clone(),
+            responder_cores: plan.path.rx_cores.clone(),
+            client_iface: client.iface.clone(),
+            client_netns: client.netns.clone(),
+            responder_iface: server.iface.clone(),
+            responder_netns: server.netns.clone(),
+            reverse: r.reverse,
+        },
+        environment: environment::describe(),
+        setup: RrSetup {
+            client_bind_mode: client_ready[0].mode.as_str().into(),
+            responder_bind_mode: server_ready.first().map(|r| r.mode.as_str().into()),
+            zero_copy_refused: client_ready
+                .iter()
+                .chain(&server_ready)
+                .find_map(|r| r.fallback_reason.clone()),
+            xdp_mode,
+            request_frames: plan.request.count,
+            response_frames: plan.response.count,
+            napi_threads,
+            napi: napi_mode.map(str::to_string),
+        },
+        window_s,
+        interrupted: interrupted.load(Ordering::Relaxed),
+        transactions: Transactions {
+            completed: cw.transactions,
+            per_s: tps,
+            total: ct.transactions,
+            timeouts: ct.timeouts,
+            late: ct.late,
+            answered: if xdp_responder {
+                xdp.responder.responded
+            } else {
+                st.messages
+            },
+        },
+        latency: Latency::from_histogram(&hist),
+        cpu: RrCpu {
+            client: SideCpu::new(&uses, &plan.path.tx_cores, tps, mb_s),
+            responder: SideCpu::new(&uses, &plan.path.rx_cores, tps, mb_s),
+            total: SideCpu::new(&uses, &[], tps, mb_s),
+            per_core: uses,
+        },
+        workers,
+        xdp,
+        interfaces,
+    })
+}

@@ -1,0 +1,104 @@
+//! The human-readable table of an rr result.
+
+use std::fmt::Write;
+
+use super::result::{RrResult, SideCpu};
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.prec$}"))
+}
+
+fn side(name: &str, s: &SideCpu) -> String {
+    format!(
+        "  {name:<10} cores {:?}: CPU {:.1} %, {} us CPU per transaction\n",
+        s.cpu.cores,
+        s.cpu.cpu_pct,
+        opt(s.us_per_transaction, 2)
+    )
+}
+
+/// Renders the result as the terminal table.
+pub fn print_table(r: &RrResult) -> String {
+    let p = &r.params;
+    let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "linerate rr: client {}{} -> responder {}{} ({}), MTU {}, request {} B ({} frame{}), response {} B ({} frame{})",
+        p.client_iface,
+        ns(&p.client_netns),
+        p.responder_iface,
+        ns(&p.responder_netns),
+        p.responder,
+        p.mtu,
+        p.request,
+        r.setup.request_frames,
+        if r.setup.request_frames > 1 { "s" } else { "" },
+        p.response,
+        r.setup.response_frames,
+        if r.setup.response_frames > 1 { "s" } else { "" },
+    );
+    let _ = writeln!(
+        o,
+        "  {} flow{} x concurrency {}, {} queue{}; AF_XDP {}{}; XDP {} mode; wait client {} / responder {}",
+        p.flows,
+        if p.flows > 1 { "s" } else { "" },
+        p.concurrency,
+        p.queues,
+        if p.queues > 1 { "s" } else { "" },
+        r.setup.client_bind_mode,
+        r.setup
+            .zero_copy_refused
+            .as_ref()
+            .map(|w| format!(" (zero-copy refused: {w})"))
+            .unwrap_or_default(),
+        r.setup.xdp_mode,
+        p.client_wait,
+        p.responder_wait,
+    );
+    let t = &r.transactions;
+    let _ = writeln!(
+        o,
+        "  window {:.2} s after {:.1} s warm-up{}: {} transactions, {:.0} transactions/s",
+        r.window_s,
+        p.warmup_s,
+        if r.interrupted {
+            " (INTERRUPTED: figures so far)"
+        } else {
+            ""
+        },
+        t.completed,
+        t.per_s
+    );
+    let l = &r.latency;
+    let _ = writeln!(
+        o,
+        "  response time (us): mean {:.1}, min {:.1}, p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} ({} samples)",
+        l.mean_us, l.min_us, l.p50_us, l.p90_us, l.p99_us, l.p99_9_us, l.max_us, l.count
+    );
+    let _ = writeln!(
+        o,
+        "  whole run: {} completed, {} timed out (retried), {} late answers, {} requests answered",
+        t.total, t.timeouts, t.late, t.answered
+    );
+    o.push_str(&side("client", &r.cpu.client));
+    o.push_str(&side("responder", &r.cpu.responder));
+    o.push_str(&side("total", &r.cpu.total));
+    for u in &r.cpu.per_core {
+        let _ = writeln!(
+            o,
+            "    core {:<3} {:5.1} user + {:5.1} system + {:5.1} softirq + {:4.1} irq = {:5.1} %",
+            u.core, u.user, u.system, u.softirq, u.irq, u.busy
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  XDP: responder side seen {}, redirected {}, answered in XDP {}; client side seen {}, redirected {}",
+        r.xdp.responder.seen,
+        r.xdp.responder.redirected,
+        r.xdp.responder.responded,
+        r.xdp.client.seen,
+        r.xdp.client.redirected
+    );
+    o
+}

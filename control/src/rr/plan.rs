@@ -1,0 +1,100 @@
+//! Checking `linerate rr` arguments.
+
+use anyhow::{bail, Result};
+use linerate_datapath::{
+    frame::{FCS_LEN, HEADER_OFFSET, MIN_FRAME_SIZE},
+    header::MESSAGE_HEADER_LEN,
+    message::Fragmentation,
+    worker::MAX_FLOWS,
+};
+
+use crate::{
+    cli::{ResponderArg, RrArgs},
+    path::PathPlan,
+    stream::plan::payload_per_fragment,
+};
+
+/// A checked rr run.
+#[derive(Debug, Clone)]
+pub struct RrPlan {
+    /// The arguments.
+    pub args: RrArgs,
+    /// Interfaces and cores: tx is the client, rx the responder.
+    pub path: PathPlan,
+    /// How requests are cut.
+    pub request: Fragmentation,
+    /// How responses are cut.
+    pub response: Fragmentation,
+}
+
+/// Frame size (FCS included) of the largest fragment of `cut`.
+pub fn frame_size(cut: &Fragmentation) -> usize {
+    (HEADER_OFFSET + MESSAGE_HEADER_LEN + cut.per_fragment.min(cut.msg_len) + FCS_LEN)
+        .max(MIN_FRAME_SIZE)
+}
+
+/// Checks arguments that need no system access.
+pub fn check_args(a: &RrArgs) -> Result<()> {
+    crate::path::check_args(&a.run)?;
+    if a.flows == 0 || a.flows as usize > MAX_FLOWS {
+        bail!("--flows {} is out of range: use 1 to {MAX_FLOWS}", a.flows);
+    }
+    if a.concurrency == 0 {
+        bail!("--concurrency 0 runs no transaction: use 1 or more");
+    }
+    if a.timeout.is_zero() {
+        bail!("--timeout 0 would time every transaction out: give e.g. 10ms");
+    }
+    if a.run.duration.is_zero() && a.count.is_none() {
+        bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
+    }
+    if a.count == Some(0) {
+        bail!("--count 0 runs no transaction: give at least 1");
+    }
+    for (name, v) in [("--request", a.request), ("--response", a.response)] {
+        if v > linerate_datapath::message::MAX_MESSAGE {
+            bail!(
+                "{name} {v} is out of range: use 0 to {} bytes",
+                linerate_datapath::message::MAX_MESSAGE
+            );
+        }
+    }
+    if a.responder == ResponderArg::Xdp && a.run.queues != 1 {
+        bail!("--responder xdp answers on whatever queue XDP_TX picks: use --queues 1");
+    }
+    Ok(())
+}
+
+/// Checks everything and brings up the lab if needed.
+pub fn plan(a: &RrArgs) -> Result<RrPlan> {
+    check_args(a)?;
+    let path = crate::path::plan(&a.run, "linerate rr")?;
+    let per = payload_per_fragment(path.mtu);
+    let request = Fragmentation::new(a.request, per)?;
+    let response = Fragmentation::new(a.response, per)?;
+    if a.responder == ResponderArg::Xdp && (request.count > 1 || a.request != a.response) {
+        bail!(
+            "--responder xdp echoes single-frame requests: give --request equal to --response and at most {per} bytes (MTU {})",
+            path.mtu
+        );
+    }
+    // Every frame in flight towards a side must fit its RX ring, or the
+    // kernel drops it and the transaction times out.
+    let flows_per_queue = a.flows.div_ceil(a.run.queues) as usize;
+    let in_flight = flows_per_queue * a.concurrency as usize * request.count.max(response.count);
+    if in_flight > a.run.rx_ring as usize {
+        bail!(
+            "--concurrency {} with {} flow(s) per queue puts up to {in_flight} frames in flight, more than --rx-ring {} holds: lower --concurrency or --flows, or raise --rx-ring (up to {})",
+            a.concurrency,
+            flows_per_queue,
+            a.run.rx_ring,
+            crate::path::MAX_RING
+        );
+    }
+    Ok(RrPlan {
+        args: a.clone(),
+        path,
+        request,
+        response,
+    })
+}

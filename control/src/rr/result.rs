@@ -1,0 +1,279 @@
+//! The figures of one request/response run.
+
+use hdrhistogram::Histogram;
+use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
+use linerate_ebpf::SteerStats;
+use serde::Serialize;
+
+use crate::{
+    cpu::{CoreUse, CpuFigures},
+    stream::result::{Environment, InterfaceCounters},
+};
+
+/// Everything `linerate rr` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct RrResult {
+    /// "rr".
+    pub test: &'static str,
+    /// linerate's version.
+    pub version: &'static str,
+    /// Parameters.
+    pub params: RrParams,
+    /// The host.
+    pub environment: Environment,
+    /// Set-up as it happened.
+    pub setup: RrSetup,
+    /// Length of the measured window, seconds.
+    pub window_s: f64,
+    /// Whether Ctrl-C or SIGTERM cut the run short.
+    pub interrupted: bool,
+    /// Transactions.
+    pub transactions: Transactions,
+    /// Response times over the window.
+    pub latency: Latency,
+    /// CPU over the window.
+    pub cpu: RrCpu,
+    /// Per-worker detail.
+    pub workers: Vec<RrWorkerReport>,
+    /// Steering program counters (client side, responder side).
+    pub xdp: XdpCounters,
+    /// The interfaces' own counters over the run.
+    pub interfaces: InterfaceCounters,
+}
+
+/// Parameters.
+#[derive(Debug, Clone, Serialize)]
+pub struct RrParams {
+    /// Request bytes.
+    pub request: usize,
+    /// Response bytes.
+    pub response: usize,
+    /// Transactions in flight per flow.
+    pub concurrency: u32,
+    /// Flows.
+    pub flows: u32,
+    /// Queues.
+    pub queues: u32,
+    /// Timeout, ms.
+    pub timeout_ms: f64,
+    /// Transactions per flow, when fixed.
+    pub count: Option<u64>,
+    /// "af-xdp" or "xdp".
+    pub responder: String,
+    /// Warm-up, s.
+    pub warmup_s: f64,
+    /// Duration asked for, s.
+    pub duration_s: f64,
+    /// MTU.
+    pub mtu: u32,
+    /// Client wait mode.
+    pub client_wait: String,
+    /// Responder wait mode.
+    pub responder_wait: String,
+    /// Client cores.
+    pub client_cores: Vec<usize>,
+    /// Responder cores.
+    pub responder_cores: Vec<usize>,
+    /// Client interface.
+    pub client_iface: String,
+    /// Its namespace.
+    pub client_netns: Option<String>,
+    /// Responder interface.
+    pub responder_iface: String,
+    /// Its namespace.
+    pub responder_netns: Option<String>,
+    /// Roles swapped (-r).
+    pub reverse: bool,
+}
+
+/// Set-up.
+#[derive(Debug, Clone, Serialize)]
+pub struct RrSetup {
+    /// Client sockets' bind mode.
+    pub client_bind_mode: String,
+    /// Responder sockets' bind mode (none with the XDP responder).
+    pub responder_bind_mode: Option<String>,
+    /// Why zero-copy was not used.
+    pub zero_copy_refused: Option<String>,
+    /// XDP attach mode.
+    pub xdp_mode: String,
+    /// Frames per request.
+    pub request_frames: usize,
+    /// Frames per response.
+    pub response_frames: usize,
+    /// NAPI threads pinned (pid, core).
+    pub napi_threads: Vec<(i32, usize)>,
+    /// NAPI mode set for the run.
+    pub napi: Option<String>,
+}
+
+/// Transaction counts.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Transactions {
+    /// Completed in the window.
+    pub completed: u64,
+    /// Per second over the window.
+    pub per_s: f64,
+    /// Completed over the whole run.
+    pub total: u64,
+    /// Timed out (and retried) over the whole run.
+    pub timeouts: u64,
+    /// Responses that came after their transaction timed out.
+    pub late: u64,
+    /// Requests the responders answered.
+    pub answered: u64,
+}
+
+/// Response time statistics, microseconds, and the histogram in ns.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Latency {
+    /// Samples.
+    pub count: u64,
+    /// Mean, us.
+    pub mean_us: f64,
+    /// Smallest, us.
+    pub min_us: f64,
+    /// Median, us.
+    pub p50_us: f64,
+    /// 90th percentile, us.
+    pub p90_us: f64,
+    /// 99th percentile, us.
+    pub p99_us: f64,
+    /// 99.9th percentile, us.
+    pub p99_9_us: f64,
+    /// Largest, us.
+    pub max_us: f64,
+    /// The whole histogram: [value_ns, count] of every recorded bucket.
+    pub histogram_ns: Vec<(u64, u64)>,
+}
+
+impl Latency {
+    /// Statistics of a histogram of ns.
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Self {
+            count: h.len(),
+            mean_us: h.mean() / 1000.0,
+            min_us: us(h.min()),
+            p50_us: us(h.value_at_quantile(0.50)),
+            p90_us: us(h.value_at_quantile(0.90)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p99_9_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+            histogram_ns: h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
+    }
+}
+
+/// CPU over the window, with the service demand per transaction.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct RrCpu {
+    /// Every core.
+    pub per_core: Vec<CoreUse>,
+    /// Client cores.
+    pub client: SideCpu,
+    /// Responder cores.
+    pub responder: SideCpu,
+    /// All cores.
+    pub total: SideCpu,
+}
+
+/// CPU of a set of cores per transaction.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SideCpu {
+    /// CPU of those cores (and ms/MB of request+response bytes).
+    #[serde(flatten)]
+    pub cpu: CpuFigures,
+    /// Microseconds of CPU per transaction, as netperf's RR service demand.
+    pub us_per_transaction: Option<f64>,
+}
+
+impl SideCpu {
+    /// From core use, transaction rate and message MB/s.
+    pub fn new(uses: &[CoreUse], cores: &[usize], tps: f64, mb_s: f64) -> Self {
+        let cpu = crate::cpu::figures(uses, cores, mb_s);
+        let n = cpu.cores.len() as f64;
+        let us_per_transaction = (tps > 0.0).then(|| cpu.cpu_pct / 100.0 * n / tps * 1e6);
+        Self {
+            cpu,
+            us_per_transaction,
+        }
+    }
+}
+
+/// One worker.
+#[derive(Debug, Clone, Serialize)]
+pub struct RrWorkerReport {
+    /// "client" or "responder".
+    pub role: &'static str,
+    /// Queue.
+    pub queue: u32,
+    /// Core.
+    pub core: Option<usize>,
+    /// Counters over the window.
+    pub window: CounterSnapshot,
+    /// Counters over the run.
+    pub total: CounterSnapshot,
+    /// XDP_STATISTICS.
+    pub xsk: XskStats,
+}
+
+/// Steering counters of both sides over the run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct XdpCounters {
+    /// On the client's interface (responses).
+    pub client: SteerStats,
+    /// On the responder's interface (requests).
+    pub responder: SteerStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_demand_per_transaction() {
+        let uses = [
+            CoreUse {
+                core: 0,
+                busy: 50.0,
+                ..Default::default()
+            },
+            CoreUse {
+                core: 1,
+                busy: 100.0,
+                ..Default::default()
+            },
+        ];
+        // 1.5 cores busy for 100,000 transactions/s: 15 us each.
+        let s = SideCpu::new(&uses, &[], 100_000.0, 0.0);
+        assert!((s.us_per_transaction.unwrap() - 15.0).abs() < 1e-9);
+        let c = SideCpu::new(&uses, &[0], 100_000.0, 0.0);
+        assert!((c.us_per_transaction.unwrap() - 5.0).abs() < 1e-9);
+        assert_eq!(SideCpu::new(&uses, &[], 0.0, 0.0).us_per_transaction, None);
+    }
+
+    #[test]
+    fn latency_statistics() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let l = Latency::from_histogram(&h);
+        assert_eq!(l.count, 1000);
+        assert!((l.p50_us - 500.0).abs() < 1.0, "{}", l.p50_us);
+        assert!((l.p99_us - 990.0).abs() < 1.5, "{}", l.p99_us);
+        assert!((l.mean_us - 500.5).abs() < 1.0);
+        assert_eq!(l.histogram_ns.iter().map(|x| x.1).sum::<u64>(), 1000);
+        assert_eq!(
+            Latency::from_histogram(&Histogram::new(3).unwrap()).count,
+            0
+        );
+    }
+}

@@ -139,12 +139,16 @@ fn place(p: &Placement) -> Result<Option<usize>, WorkerError> {
     }
 }
 
+/// What a worker's set-up yields: its state, the bind mode, and why
+/// zero-copy was not used.
+pub(crate) type Setup<St> = (St, BindMode, Option<String>);
+
 /// Spawns a worker: `setup` runs in the new thread after placement and
 /// returns the bound state and its `Ready`; `run` then loops.
 fn spawn<St, S>(
     name: String,
     placement: Placement,
-    setup: impl FnOnce() -> Result<(St, BindMode, Option<String>), WorkerError> + Send + 'static,
+    setup: impl FnOnce() -> Result<Setup<St>, WorkerError> + Send + 'static,
     run: impl FnOnce(St, &WorkerCounters) -> Result<S, WorkerError> + Send + 'static,
 ) -> Result<Worker<S>, WorkerError>
 where

@@ -14,7 +14,7 @@ use std::{
 use hdrhistogram::Histogram;
 
 use super::{
-    outbox::Outbox, rx::OnBound, spawn, Placement, StopSignal, WaitMode, Worker, WorkerError,
+    outbox::Outbox, rx::OnBound, spawn, Placement, Setup, StopSignal, WaitMode, Worker, WorkerError,
 };
 use crate::{
     clock::monotonic_ns,
@@ -126,14 +126,7 @@ fn take_hook(mut cfg: RrWorkerConfig) -> (RrWorkerConfig, OnBound) {
 fn bind(
     cfg: RrWorkerConfig,
     hook: OnBound,
-) -> Result<
-    (
-        (DuplexPort, RrWorkerConfig),
-        crate::xsk::BindMode,
-        Option<String>,
-    ),
-    WorkerError,
-> {
+) -> Result<Setup<(DuplexPort, RrWorkerConfig)>, WorkerError> {
     let port = port_for(&cfg, cfg.frame.len())?;
     hook(port.fd()).map_err(WorkerError::Hook)?;
     let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));

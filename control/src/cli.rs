@@ -188,6 +188,11 @@ pub struct RunArgs {
     /// lab only; `keep` leaves the interfaces as they are.
     #[arg(long, value_enum, default_value_t = NapiArg::Auto)]
     pub napi: NapiArg,
+    /// Drop this percentage of test frames at each receiving interface (in
+    /// the XDP program: AF_XDP sends bypass qdiscs, so netem cannot), to
+    /// see losses counted.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    pub inject_loss: f64,
     /// Swap the roles of the two sides (as -r in 002): the lab's B side sends.
     #[arg(short = 'r', long)]
     pub reverse: bool,

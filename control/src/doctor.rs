@@ -133,6 +133,7 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
                         policy,
                         force: false,
                         respond: false,
+                        drop_ppm: 0,
                     },
                 ))
             };

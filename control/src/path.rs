@@ -69,6 +69,12 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
     if a.duration.as_secs() > 24 * 3600 || a.warmup.as_secs() > 3600 {
         bail!("--duration is limited to 24h and --warmup to 1h");
     }
+    if !(0.0..=100.0).contains(&a.inject_loss) {
+        bail!(
+            "--inject-loss {} is out of range: use 0 to 100 (percent)",
+            a.inject_loss
+        );
+    }
     if a.tx_iface.is_some() != a.rx_iface.is_some() {
         bail!("give both --tx-iface and --rx-iface, or neither to use the lab");
     }

@@ -31,6 +31,7 @@ pub fn steering_config(a: &RunArgs, lo: u16, hi: u16, respond: bool) -> Steering
         },
         force: a.force,
         respond,
+        drop_ppm: (a.inject_loss * 10_000.0).round() as u32,
     }
 }
 

@@ -29,6 +29,8 @@ pub struct SteeringConfig {
     pub force: bool,
     /// Answer single-frame requests in the program itself (XDP_TX).
     pub respond: bool,
+    /// Drop this many test frames per million (fault injection).
+    pub drop_ppm: u32,
 }
 
 /// The steering program attached to one interface. Dropping it detaches
@@ -67,11 +69,12 @@ impl Steering {
         let xsks = map("xsks")?;
         let stats = map("stats")?;
         let config = map("config")?;
-        let mut value = [0u8; 12];
+        let mut value = [0u8; 16];
         value[0..2].copy_from_slice(&cfg.port_lo.to_ne_bytes());
         value[2..4].copy_from_slice(&cfg.port_hi.to_ne_bytes());
         value[4..8].copy_from_slice(&1u32.to_ne_bytes());
         value[8..12].copy_from_slice(&u32::from(cfg.respond).to_ne_bytes());
+        value[12..16].copy_from_slice(&cfg.drop_ppm.to_ne_bytes());
         config
             .update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
             .map_err(|e| EbpfError::map("config", e))?;

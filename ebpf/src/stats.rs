@@ -13,10 +13,12 @@ pub struct SteerStats {
     pub malformed: u64,
     /// Requests answered by the program itself (XDP_TX responder).
     pub responded: u64,
+    /// Test frames dropped on purpose (loss injection).
+    pub dropped: u64,
 }
 
 /// Size of `struct steer_stats` in the C program.
-pub(crate) const STATS_SIZE: usize = 6 * 8;
+pub(crate) const STATS_SIZE: usize = 7 * 8;
 
 impl SteerStats {
     /// Decodes one CPU's `struct steer_stats`.
@@ -32,6 +34,7 @@ impl SteerStats {
             passed: word(3),
             malformed: word(4),
             responded: word(5),
+            dropped: word(6),
         })
     }
 
@@ -52,6 +55,7 @@ impl SteerStats {
             passed: self.passed.saturating_sub(earlier.passed),
             malformed: self.malformed.saturating_sub(earlier.malformed),
             responded: self.responded.saturating_sub(earlier.responded),
+            dropped: self.dropped.saturating_sub(earlier.dropped),
         }
     }
 }
@@ -66,6 +70,7 @@ impl std::ops::Add for SteerStats {
             passed: self.passed + o.passed,
             malformed: self.malformed + o.malformed,
             responded: self.responded + o.responded,
+            dropped: self.dropped + o.dropped,
         }
     }
 }
@@ -91,7 +96,8 @@ mod tests {
                 redirect_failed: 0,
                 passed: 4,
                 malformed: 0,
-                responded: 0
+                responded: 0,
+                dropped: 0
             }
         );
         assert_eq!(s.since(&s), SteerStats::default());

@@ -151,8 +151,8 @@ pub fn print_table(r: &StreamResult) -> String {
     let x = &r.xdp;
     let _ = writeln!(
         o,
-        "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}",
-        x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed
+        "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}, dropped on purpose {}",
+        x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed, x.dropped
     );
     for w in &r.workers {
         let x = &w.xsk;

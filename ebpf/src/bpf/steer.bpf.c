@@ -28,6 +28,7 @@ struct steer_stats {
 	__u64 passed;
 	__u64 malformed;
 	__u64 responded;
+	__u64 dropped;
 };
 
 /* Keep in step with `SteerConfig` in ebpf/src/config.rs. */
@@ -36,6 +37,7 @@ struct steer_config {
 	__u16 port_hi; /* host byte order, inclusive */
 	__u32 enabled;
 	__u32 respond; /* answer single-frame requests with XDP_TX */
+	__u32 drop_ppm; /* drop this many test frames per million (fault injection) */
 };
 
 /* The linerate header (datapath/src/header.rs), as far as the responder
@@ -181,6 +183,11 @@ int linerate_steer(struct xdp_md *ctx)
 
 	if (dport < cfg->port_lo || dport > cfg->port_hi)
 		return pass(s);
+
+	if (cfg->drop_ppm && bpf_get_prandom_u32() % 1000000 < cfg->drop_ppm) {
+		s->dropped++;
+		return XDP_DROP;
+	}
 
 	if (cfg->respond && ip4) {
 		__u8 *lr = (void *)(udp + 1);

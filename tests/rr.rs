@@ -1,0 +1,243 @@
+//! Request/response transactions between two lab namespaces: every
+//! transaction completed and counted once, at sizes from the null RPC to
+//! 1 MB, synchronous and with 16 in flight; losses counted exactly.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn rr(lab: &str, args: &[&str]) -> Value {
+    let mut all = vec![
+        "rr",
+        "--lab",
+        lab,
+        "--warmup",
+        "0s",
+        "--duration",
+        "60s",
+        "--json",
+    ];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "rr failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+fn exact(r: &Value, transactions: u64) {
+    let t = &r["transactions"];
+    assert_eq!(t["total"], transactions, "{t}");
+    assert_eq!(t["timeouts"], 0, "{t}");
+    assert_eq!(t["late"], 0, "{t}");
+    assert_eq!(
+        t["answered"], transactions,
+        "each request answered once: {t}"
+    );
+    assert_eq!(
+        r["latency"]["count"], transactions,
+        "one response time each"
+    );
+    assert!(r["latency"]["p50_us"].as_f64().unwrap() > 0.0);
+    for w in r["workers"].as_array().unwrap() {
+        assert_eq!(w["total"]["bad"], 0, "{w}");
+        assert_eq!(w["total"]["duplicates"], 0, "{w}");
+    }
+}
+
+#[test]
+fn every_size_synchronous() {
+    if !root_or_skip("rr sizes") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trr1", 1500);
+    for (size, count) in [
+        (0, 2000),
+        (1, 2000),
+        (1500, 1000),
+        (65500, 200),
+        (1_048_576, 10),
+    ] {
+        let s = size.to_string();
+        let n = count.to_string();
+        let r = rr(
+            &lab.name,
+            &[
+                "--request",
+                &s,
+                "--response",
+                &s,
+                "--count",
+                &n,
+                "--timeout",
+                "2s",
+            ],
+        );
+        exact(&r, count);
+        let frames = (size.max(1) as u64).div_ceil(1500 - 62);
+        assert_eq!(r["setup"]["request_frames"], frames.max(1), "size {size}");
+    }
+}
+
+#[test]
+fn sixteen_in_flight_and_sixteen_flows() {
+    if !root_or_skip("rr concurrency") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trr16", 1500);
+    let r = rr(
+        &lab.name,
+        &["--concurrency", "16", "--count", "2000", "--timeout", "1s"],
+    );
+    exact(&r, 2000);
+    let r = rr(
+        &lab.name,
+        &[
+            "--flows",
+            "16",
+            "--request",
+            "1500",
+            "--response",
+            "65500",
+            "--count",
+            "50",
+            "--timeout",
+            "2s",
+        ],
+    );
+    exact(&r, 16 * 50);
+}
+
+#[test]
+fn xdp_responder_answers_the_null_rpc() {
+    if !root_or_skip("xdp responder") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trrx", 1500);
+    let r = rr(
+        &lab.name,
+        &[
+            "--responder",
+            "xdp",
+            "--request",
+            "0",
+            "--response",
+            "0",
+            "--count",
+            "5000",
+            "--timeout",
+            "1s",
+        ],
+    );
+    let t = &r["transactions"];
+    assert_eq!(t["total"], 5000);
+    assert_eq!(t["timeouts"], 0);
+    assert_eq!(r["xdp"]["responder"]["responded"], 5000);
+    assert!(r["setup"]["responder_bind_mode"].is_null());
+}
+
+#[test]
+fn injected_loss_is_counted_exactly() {
+    if !root_or_skip("rr loss") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trrl", 1500);
+    let r = rr(
+        &lab.name,
+        &[
+            "--count",
+            "3000",
+            "--inject-loss",
+            "2",
+            "--timeout",
+            "5ms",
+            "--tx-wait",
+            "busy",
+            "--rx-wait",
+            "busy",
+        ],
+    );
+    let t = &r["transactions"];
+    // Every transaction still completes: each lost request or response is
+    // one timeout and one retry. (A response merely slower than the
+    // timeout is one timeout and one late answer.)
+    assert_eq!(t["total"], 3000, "{t}");
+    let dropped = r["xdp"]["client"]["dropped"].as_u64().unwrap()
+        + r["xdp"]["responder"]["dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "no loss injected: {}", r["xdp"]);
+    let late = t["late"].as_u64().unwrap();
+    assert_eq!(
+        t["timeouts"].as_u64().unwrap(),
+        dropped + late,
+        "{t} {}",
+        r["xdp"]
+    );
+}
+
+#[test]
+fn reverse_swaps_the_roles() {
+    if !root_or_skip("rr reverse") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trrr", 1500);
+    let r = rr(&lab.name, &["-r", "--count", "500", "--timeout", "1s"]);
+    exact(&r, 500);
+    assert_eq!(r["params"]["client_iface"], lab.if_b());
+    assert_eq!(r["params"]["responder_iface"], lab.if_a());
+}
+
+#[test]
+fn bad_rr_input() {
+    let check = |args: &[&str], needle: &str| {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(needle), "{needle:?} missing from {err}");
+    };
+    check(&["rr", "--flows", "0"], "--flows 0");
+    check(&["rr", "--concurrency", "0"], "--concurrency 0");
+    check(&["rr", "--timeout", "0s"], "--timeout 0");
+    check(
+        &["rr", "--request", "300000000"],
+        "--request 300000000 is out of range",
+    );
+    if !root_or_skip("rr ring check") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trrb", 1500);
+    check(
+        &[
+            "rr",
+            "--lab",
+            &lab.name,
+            "--concurrency",
+            "64",
+            "--request",
+            "1048576",
+        ],
+        "more than --rx-ring",
+    );
+    check(
+        &[
+            "rr",
+            "--lab",
+            &lab.name,
+            "--responder",
+            "xdp",
+            "--request",
+            "10",
+            "--response",
+            "20",
+        ],
+        "--responder xdp echoes single-frame requests",
+    );
+}

@@ -30,6 +30,16 @@ pub enum Command {
     Stream(Box<StreamArgs>),
     /// Request/response transactions: rate and response times.
     Rr(Box<RrArgs>),
+    /// Fit the per-message overhead (time per message = overhead + size /
+    /// rate) to `stream --message` or `rr` results saved with --json.
+    Overhead {
+        /// Result files (JSON), at least two message sizes.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Lab actions.

@@ -9,6 +9,7 @@ mod environment;
 mod iface;
 mod lab;
 mod napi;
+mod overhead;
 mod path;
 mod privilege;
 mod rr;
@@ -49,6 +50,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
                 print!("{}", doctor::render(&r));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Overhead { files, json } => {
+            let mut points = Vec::new();
+            for f in &files {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("reading {}", f.display()))?;
+                let v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+                    format!("{} is not JSON (save results with --json)", f.display())
+                })?;
+                points.push(overhead::point(&v).with_context(|| f.display().to_string())?);
+            }
+            let fit = overhead::fit(&points)
+                .context("the fit needs results at two or more different message sizes")?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&fit)?);
+            } else {
+                println!(
+                    "per-message overhead {:.2} us, asymptotic rate {:.1} MB/s (r^2 {:.4}, {} points)",
+                    fit.overhead_us, fit.asymptotic_mb_s, fit.r_squared, fit.points
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -79,33 +79,36 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let interrupted = on_signal()?;
             let plan = rr::plan::plan(&a)?;
             let result = rr::run(&plan, &interrupted)?;
-            if a.run.json {
-                println!("{}", serde_json::to_string_pretty(&result)?);
-            } else {
-                print!("{}", rr::print_table(&result));
-            }
-            Ok(if result.interrupted {
-                ExitCode::from(130)
-            } else {
-                ExitCode::SUCCESS
-            })
+            let table = || rr::print_table(&result);
+            report(&result, a.run.json, table, result.interrupted)
         }
         Command::Stream(a) => {
             let interrupted = on_signal()?;
             let plan = stream::plan::plan(&a)?;
             let result = stream::run(&plan, &interrupted)?;
-            if a.run.json {
-                println!("{}", serde_json::to_string_pretty(&result)?);
-            } else {
-                print!("{}", stream::print_table(&result));
-            }
-            Ok(if result.interrupted {
-                ExitCode::from(130)
-            } else {
-                ExitCode::SUCCESS
-            })
+            let table = || stream::print_table(&result);
+            report(&result, a.run.json, table, result.interrupted)
         }
     }
+}
+
+/// Prints a result as JSON or as its table; an interrupted run exits 130.
+fn report(
+    result: &impl serde::Serialize,
+    json: bool,
+    table: impl FnOnce() -> String,
+    interrupted: bool,
+) -> Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(result)?);
+    } else {
+        print!("{}", table());
+    }
+    Ok(if interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Ctrl-C and SIGTERM set the returned flag: the run ends early and

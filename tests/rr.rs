@@ -241,3 +241,47 @@ fn bad_rr_input() {
         "--responder xdp echoes single-frame requests",
     );
 }
+
+#[test]
+fn a_responder_that_never_answers_ends_in_bounded_time() {
+    if !root_or_skip("rr silent responder") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trrs", 1500);
+    // Every request is dropped before the responder sees it: as if it died.
+    let started = std::time::Instant::now();
+    let out = run(&[
+        "rr",
+        "--lab",
+        &lab.name,
+        "--inject-loss",
+        "100",
+        "--warmup",
+        "0.2s",
+        "--duration",
+        "1s",
+        "--count",
+        "1000",
+        "--timeout",
+        "20ms",
+        "--json",
+    ]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert_eq!(r["transactions"]["total"], 0);
+    assert!(
+        r["transactions"]["timeouts"].as_u64().unwrap() > 10,
+        "{}",
+        r["transactions"]
+    );
+}

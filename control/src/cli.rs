@@ -106,6 +106,28 @@ pub enum XdpModeArg {
     Generic,
 }
 
+/// Data path choice.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum BackendArg {
+    /// AF_XDP sockets fed by the XDP program.
+    Xdp,
+    /// Kernel UDP sockets.
+    Udp,
+    /// Kernel TCP connections.
+    Tcp,
+}
+
+impl BackendArg {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Xdp => "xdp",
+            Self::Udp => "udp",
+            Self::Tcp => "tcp",
+        }
+    }
+}
+
 /// NAPI mode on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum NapiArg {
@@ -198,6 +220,16 @@ pub struct RunArgs {
     /// lab only; `keep` leaves the interfaces as they are.
     #[arg(long, value_enum, default_value_t = NapiArg::Auto)]
     pub napi: NapiArg,
+    /// Data path: `xdp` (AF_XDP, kernel bypass), or the kernel stack
+    /// measured by the same harness: `udp` (sendmmsg/recvmmsg) or `tcp`.
+    #[arg(long, value_enum, default_value_t = BackendArg::Xdp)]
+    pub backend: BackendArg,
+    /// udp backend: UDP segmentation offload (UDP_SEGMENT) on sends.
+    #[arg(long)]
+    pub gso: bool,
+    /// udp backend: UDP receive offload (UDP_GRO).
+    #[arg(long)]
+    pub gro: bool,
     /// Drop this percentage of test frames at each receiving interface (in
     /// the XDP program: AF_XDP sends bypass qdiscs, so netem cannot), to
     /// see losses counted.

@@ -69,6 +69,12 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
     if a.duration.as_secs() > 24 * 3600 || a.warmup.as_secs() > 3600 {
         bail!("--duration is limited to 24h and --warmup to 1h");
     }
+    if (a.gso || a.gro) && a.backend != crate::cli::BackendArg::Udp {
+        bail!("--gso and --gro are UDP offloads: use them with --backend udp");
+    }
+    if a.inject_loss > 0.0 && a.backend != crate::cli::BackendArg::Xdp {
+        bail!("--inject-loss works in the XDP program: use it with --backend xdp");
+    }
     if !(0.0..=100.0).contains(&a.inject_loss) {
         bail!(
             "--inject-loss {} is out of range: use 0 to 100 (percent)",

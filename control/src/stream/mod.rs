@@ -1,12 +1,14 @@
-//! `linerate stream`: a one-way stream of frames from AF_XDP senders to
-//! AF_XDP receivers, steered by the XDP program, measured over a window
-//! after a warm-up.
+//! `linerate stream`: a one-way stream of frames (or messages) from
+//! senders to receivers, measured over a window after a warm-up. With the
+//! `xdp` backend they are AF_XDP workers fed by the steering program; with
+//! `udp` and `tcp`, kernel sockets measured the same way.
 
 mod output;
 pub mod plan;
 pub mod result;
 
 use std::{
+    net::SocketAddrV4,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -17,21 +19,29 @@ use std::{
 
 use anyhow::{anyhow, Context, Result};
 use linerate_datapath::{
-    frame::{Endpoint, FrameSpec},
-    header::Kind,
+    frame::{Endpoint, FrameSpec, FCS_LEN, HEADER_OFFSET},
+    header::{Kind, HEADER_LEN},
+    kernel::{
+        tcp::{spawn_tcp_rx, spawn_tcp_tx},
+        udp::{spawn_udp_rx, spawn_udp_tx},
+        KernelReceiverConfig, KernelStreamConfig,
+    },
+    message::Fragmentation,
     stats::CounterSnapshot,
     worker::{
         spawn_rx, spawn_tx, Placement, RxSummary, RxWorkerConfig, StopSignal, TxSummary,
-        TxWorkerConfig, Worker,
+        TxWorkerConfig, Worker, WorkerError,
     },
     xsk::{SocketOptions, ZeroCopy},
 };
+use linerate_ebpf::Steering;
 
 pub use output::print_table;
 use plan::Plan;
 use result::*;
 
 use crate::{
+    cli::BackendArg,
     environment, iface,
     session::{apply_napi, attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
 };
@@ -46,14 +56,22 @@ const DRAIN_QUIET: Duration = Duration::from_millis(150);
 pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let a = &plan.args;
     let napi_mode = apply_napi(&a.run, &plan.path, true)?;
-    let steering = attach_steering(
-        &plan.path.rx,
-        steering_config(&a.run, a.run.port, a.run.port, false),
-    )?;
+    let xdp = a.run.backend == BackendArg::Xdp;
+    let steering = if xdp {
+        Some(attach_steering(
+            &plan.path.rx,
+            steering_config(&a.run, a.run.port, a.run.port, false),
+        )?)
+    } else {
+        None
+    };
     let napi_threads = pin_napi(&plan.path.rx, &plan.path.rx_cores);
     let if_tx0 = iface::info(plan.path.tx.netns.as_deref(), &plan.path.tx.iface)?.counters;
     let if_rx0 = iface::info(plan.path.rx.netns.as_deref(), &plan.path.rx.iface)?.counters;
-    let steer0 = steering.stats()?;
+    let steer0 = match &steering {
+        Some(s) => s.stats()?,
+        None => Default::default(),
+    };
 
     let started = Instant::now();
     let planned = a.run.warmup + a.run.duration;
@@ -65,78 +83,15 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         flag: Arc::new(AtomicBool::new(false)),
         deadline: started + planned + Duration::from_secs(10),
     };
-    let zero_copy = if a.run.zero_copy {
-        ZeroCopy::Require
-    } else {
-        ZeroCopy::Auto
-    };
-    let socket = |side: &crate::path::Side, q: u32, ring_size: u32| SocketOptions {
-        iface: side.iface.clone(),
-        queue: q,
-        ring_size,
-        zero_copy,
-        multi_buffer: plan.multi_buffer,
-    };
-
     let mut rx_workers = Vec::new();
     for q in 0..a.run.queues {
-        let st = steering.clone();
-        let w = spawn_rx(
-            format!("lr-rx{q}"),
-            RxWorkerConfig {
-                socket: socket(&plan.path.rx, q, a.run.rx_ring),
-                batch: a.run.batch,
-                wait: a.run.rx_wait.into(),
-                placement: Placement {
-                    core: Some(plan.path.rx_cores[q as usize]),
-                    netns: plan.path.rx.netns.clone(),
-                },
-                stop: rx_stop.clone(),
-                on_bound: Box::new(move |fd| st.register_socket(q, fd).map_err(|e| e.to_string())),
-            },
-        )
-        .with_context(|| format!("starting receiver on {} queue {q}", plan.path.rx.iface))?;
+        let w = spawn_receiver(plan, q, &rx_stop, steering.as_ref())
+            .with_context(|| format!("starting receiver on {} queue {q}", plan.path.rx.iface))?;
         rx_workers.push(w);
     }
     let mut tx_workers = Vec::new();
     for q in 0..a.run.queues {
-        let spec = FrameSpec {
-            src: Endpoint {
-                mac: plan.path.tx.info.mac,
-                ip: plan.path.tx.ip,
-                port: a.run.port.wrapping_add(1 + q as u16).max(1024),
-            },
-            dst: Endpoint {
-                mac: plan.path.rx.info.mac,
-                ip: plan.path.rx.ip,
-                port: a.run.port,
-            },
-            frame_size: plan.frame_size,
-            flow: q as u16,
-            kind: if plan.message.is_some() {
-                Kind::Message
-            } else {
-                Kind::Stream
-            },
-        };
-        let w = spawn_tx(
-            format!("lr-tx{q}"),
-            TxWorkerConfig {
-                socket: socket(&plan.path.tx, q, a.run.ring),
-                frame: spec,
-                message: plan.message,
-                batch: a.run.batch,
-                wait: a.run.tx_wait.into(),
-                rate: a.rate,
-                count: a.count,
-                placement: Placement {
-                    core: Some(plan.path.tx_cores[q as usize]),
-                    netns: plan.path.tx.netns.clone(),
-                },
-                stop: tx_stop.clone(),
-            },
-        );
-        match w {
+        match spawn_sender(plan, q, &tx_stop) {
             Ok(w) => tx_workers.push(w),
             Err(e) => {
                 rx_stop.flag.store(true, Ordering::Relaxed);
@@ -156,9 +111,14 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     // Warm-up counts from when every worker is bound and running.
     let running = Instant::now();
     wait_until(running + a.run.warmup, &|| stopped() || senders_done());
+    let link = |side: &crate::path::Side| -> Result<crate::iface::IfCounters> {
+        Ok(iface::info(side.netns.as_deref(), &side.iface)?.counters)
+    };
+    let (ltx0, lrx0) = (link(&plan.path.tx)?, link(&plan.path.rx)?);
     let s0 = Snapshot::take(&tx_workers, &rx_workers)?;
     wait_until(s0.at + a.run.duration, &|| stopped() || senders_done());
     let s1 = Snapshot::take(&tx_workers, &rx_workers)?;
+    let (ltx1, lrx1) = (link(&plan.path.tx)?, link(&plan.path.rx)?);
 
     tx_stop.flag.store(true, Ordering::Relaxed);
     let tx_ready: Vec<_> = tx_workers.iter().map(|w| w.ready.clone()).collect();
@@ -174,9 +134,16 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         .map(|w| w.join().map_err(|e| anyhow!(e)))
         .collect::<Result<_>>()?;
 
-    let steer = steering.stats()?.since(&steer0);
-    let xdp_mode = steering.mode().to_string();
-    let xdp_fallback_reason = steering.fallback_reason().map(str::to_string);
+    let steer = match &steering {
+        Some(s) => s.stats()?.since(&steer0),
+        None => Default::default(),
+    };
+    let xdp_mode = steering
+        .as_ref()
+        .map_or("none (kernel stack)".to_string(), |s| s.mode().to_string());
+    let xdp_fallback_reason = steering
+        .as_ref()
+        .and_then(|s| s.fallback_reason().map(str::to_string));
     drop(steering);
     let if_tx = iface::info(plan.path.tx.netns.as_deref(), &plan.path.tx.iface)?
         .counters
@@ -195,6 +162,17 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let receiver =
         SideFigures::from_window(&rx_window, window_s, &uses, &plan.path.rx_cores, messages);
     let total_cpu = crate::cpu::figures(&uses, &[], receiver.counted_mb_s());
+    let per_s = |n: u64| {
+        if window_s > 0.0 {
+            n as f64 / window_s
+        } else {
+            0.0
+        }
+    };
+    let mut sender = sender;
+    let mut receiver = receiver;
+    sender.link_packets_per_s = per_s(ltx1.since(&ltx0).tx_packets);
+    receiver.link_packets_per_s = per_s(lrx1.since(&lrx0).rx_packets);
 
     let tx_total = tx_results
         .iter()
@@ -266,6 +244,9 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         test: "stream",
         version: env!("CARGO_PKG_VERSION"),
         params: Params {
+            backend: a.run.backend.as_str(),
+            gso: a.run.gso,
+            gro: a.run.gro,
             frame_size: plan.frame_size,
             mtu: plan.path.mtu,
             queues: a.run.queues,
@@ -317,6 +298,151 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
             rx: if_rx,
         },
     })
+}
+
+/// The UDP/TCP port receiver `q` listens on with a kernel backend.
+fn kernel_port(plan: &Plan, q: u32) -> u16 {
+    plan.args.run.port + q as u16
+}
+
+/// How kernel backends cut messages: UDP datagrams are fragments (or, with
+/// no --message, stream frames of the frame's UDP payload).
+fn kernel_message(plan: &Plan) -> (Fragmentation, bool) {
+    match plan.message {
+        Some(m) => (m, false),
+        None => {
+            let payload = plan.frame_size - FCS_LEN - HEADER_OFFSET - HEADER_LEN;
+            (
+                Fragmentation::new(payload, payload.max(1)).expect("a frame's payload is small"),
+                true,
+            )
+        }
+    }
+}
+
+/// Starts receiver `q` of the run's backend.
+fn spawn_receiver(
+    plan: &Plan,
+    q: u32,
+    stop: &StopSignal,
+    steering: Option<&Arc<Steering>>,
+) -> Result<Worker<RxSummary>, WorkerError> {
+    let a = &plan.args.run;
+    let placement = Placement {
+        core: Some(plan.path.rx_cores[q as usize]),
+        netns: plan.path.rx.netns.clone(),
+    };
+    let Some(st) = steering else {
+        let cfg = KernelReceiverConfig {
+            bind: SocketAddrV4::new(plan.path.rx.ip, kernel_port(plan, q)),
+            flows: 1,
+            batch: a.batch,
+            wait: a.rx_wait.into(),
+            gro: a.gro,
+            max_datagram: 65_536,
+            placement,
+            stop: stop.clone(),
+        };
+        return match a.backend {
+            BackendArg::Tcp => spawn_tcp_rx(format!("lr-tcp-rx{q}"), cfg),
+            _ => spawn_udp_rx(format!("lr-udp-rx{q}"), cfg),
+        };
+    };
+    let st = st.clone();
+    spawn_rx(
+        format!("lr-rx{q}"),
+        RxWorkerConfig {
+            socket: SocketOptions {
+                iface: plan.path.rx.iface.clone(),
+                queue: q,
+                ring_size: a.rx_ring,
+                zero_copy: zero_copy(plan),
+                multi_buffer: plan.multi_buffer,
+            },
+            batch: a.batch,
+            wait: a.rx_wait.into(),
+            placement,
+            stop: stop.clone(),
+            on_bound: Box::new(move |fd| st.register_socket(q, fd).map_err(|e| e.to_string())),
+        },
+    )
+}
+
+fn zero_copy(plan: &Plan) -> ZeroCopy {
+    if plan.args.run.zero_copy {
+        ZeroCopy::Require
+    } else {
+        ZeroCopy::Auto
+    }
+}
+
+/// Starts sender `q` of the run's backend.
+fn spawn_sender(plan: &Plan, q: u32, stop: &StopSignal) -> Result<Worker<TxSummary>, WorkerError> {
+    let a = &plan.args;
+    let placement = Placement {
+        core: Some(plan.path.tx_cores[q as usize]),
+        netns: plan.path.tx.netns.clone(),
+    };
+    if a.run.backend != BackendArg::Xdp {
+        let (message, frames) = kernel_message(plan);
+        let cfg = KernelStreamConfig {
+            flow: q as u16,
+            src: SocketAddrV4::new(plan.path.tx.ip, 0),
+            dst: SocketAddrV4::new(plan.path.rx.ip, kernel_port(plan, q)),
+            message,
+            frames,
+            batch: a.run.batch,
+            wait: a.run.tx_wait.into(),
+            rate: a.rate,
+            count: a.count,
+            gso: a.run.gso,
+            placement,
+            stop: stop.clone(),
+        };
+        return match a.run.backend {
+            BackendArg::Tcp => spawn_tcp_tx(format!("lr-tcp-tx{q}"), cfg),
+            _ => spawn_udp_tx(format!("lr-udp-tx{q}"), cfg),
+        };
+    }
+    let spec = FrameSpec {
+        src: Endpoint {
+            mac: plan.path.tx.info.mac,
+            ip: plan.path.tx.ip,
+            port: a.run.port.wrapping_add(1 + q as u16).max(1024),
+        },
+        dst: Endpoint {
+            mac: plan.path.rx.info.mac,
+            ip: plan.path.rx.ip,
+            port: a.run.port,
+        },
+        frame_size: plan.frame_size,
+        flow: q as u16,
+        kind: if plan.message.is_some() {
+            Kind::Message
+        } else {
+            Kind::Stream
+        },
+    };
+    spawn_tx(
+        format!("lr-tx{q}"),
+        TxWorkerConfig {
+            socket: SocketOptions {
+                iface: plan.path.tx.iface.clone(),
+                queue: q,
+                ring_size: a.run.ring,
+                zero_copy: zero_copy(plan),
+                multi_buffer: plan.multi_buffer,
+            },
+            frame: spec,
+            message: plan.message,
+            batch: a.run.batch,
+            wait: a.run.tx_wait.into(),
+            rate: a.rate,
+            count: a.count,
+            placement,
+            stop: stop.clone(),
+        },
+    )
 }
 
 /// Waits until the receivers have seen nothing new for a while.

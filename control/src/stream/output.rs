@@ -41,7 +41,14 @@ pub fn print_table(r: &StreamResult) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "linerate stream: {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
+        "linerate stream ({}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
+        p.backend,
+        match (p.gso, p.gro) {
+            (true, true) => ", GSO+GRO",
+            (true, false) => ", GSO",
+            (false, true) => ", GRO",
+            _ => "",
+        },
         p.tx_iface,
         ns(&p.tx_netns),
         p.rx_iface,
@@ -175,6 +182,12 @@ pub fn print_table(r: &StreamResult) -> String {
             x.tx_invalid_descs
         );
     }
+    let _ = writeln!(
+        o,
+        "  link packets/s (ip -s link, window): sent {}, received {}",
+        thousands(r.sender.link_packets_per_s),
+        thousands(r.receiver.link_packets_per_s)
+    );
     let i = &r.interfaces;
     let _ = writeln!(
         o,

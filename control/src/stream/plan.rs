@@ -9,7 +9,10 @@ use linerate_datapath::{
     xsk::CHUNK_DATA,
 };
 
-use crate::{cli::StreamArgs, path::PathPlan};
+use crate::{
+    cli::{BackendArg, StreamArgs},
+    path::PathPlan,
+};
 
 /// A checked stream run.
 #[derive(Debug, Clone)]
@@ -52,6 +55,9 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
     if a.count == Some(0) {
         bail!("--count 0 sends nothing: give at least 1");
     }
+    if a.run.backend == BackendArg::Tcp && a.size.is_some() {
+        bail!("--backend tcp carries messages on a byte stream, not frames: give --message instead of --size");
+    }
     Ok(())
 }
 
@@ -61,8 +67,13 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
     let path = crate::path::plan(&a.run, "linerate stream")?;
     let mtu = path.mtu;
     let frame_size = a.size.unwrap_or(mtu as usize + 18);
-    let message = a
-        .message
+    // TCP carries messages only; by default as large as a full frame's
+    // UDP payload, so that defaults compare like with like.
+    let message_len = match (a.run.backend, a.message) {
+        (BackendArg::Tcp, None) => Some(mtu as usize - IPV4_LEN - UDP_LEN),
+        (_, m) => m,
+    };
+    let message = message_len
         .map(|len| Fragmentation::new(len, payload_per_fragment(mtu)))
         .transpose()
         .map_err(|e| anyhow::anyhow!("--message: {e}"))?;

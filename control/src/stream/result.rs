@@ -49,6 +49,12 @@ pub struct StreamResult {
 /// Parameters, echoed as iperf3 does.
 #[derive(Debug, Clone, Serialize)]
 pub struct Params {
+    /// Data path: "xdp", "udp" or "tcp".
+    pub backend: &'static str,
+    /// UDP segmentation offload on sends (udp).
+    pub gso: bool,
+    /// UDP receive offload (udp).
+    pub gro: bool,
     /// Frame size, FCS included.
     pub frame_size: usize,
     /// MTU.
@@ -138,6 +144,10 @@ pub struct SideFigures {
     pub wire_mb_s: f64,
     /// Wire rate in Gbit/s.
     pub wire_gbit_s: f64,
+    /// Packets per second the interface itself counted (`ip -s link`) in
+    /// the window: what crossed the link, whatever the backend batched
+    /// (TCP segments, GSO super-packets).
+    pub link_packets_per_s: f64,
     /// Whole messages per second (message streams).
     pub messages_per_s: Option<f64>,
     /// Message MB/s: bytes of whole messages (message streams).
@@ -251,6 +261,7 @@ impl SideFigures {
             payload_mb_s,
             wire_mb_s,
             wire_gbit_s: wire_mb_s * 8.0 / 1000.0,
+            link_packets_per_s: 0.0,
             messages_per_s: messages.then(|| c.messages as f64 / window_s),
             message_mb_s,
             cpu: cpu::figures(uses, cores, message_mb_s.unwrap_or(payload_mb_s)),

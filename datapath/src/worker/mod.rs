@@ -144,8 +144,9 @@ fn place(p: &Placement) -> Result<Option<usize>, WorkerError> {
 pub(crate) type Setup<St> = (St, BindMode, Option<String>);
 
 /// Spawns a worker: `setup` runs in the new thread after placement and
-/// returns the bound state and its `Ready`; `run` then loops.
-fn spawn<St, S>(
+/// returns the bound state and its `Ready`; `run` then loops. Returns once
+/// `setup` is done.
+pub(crate) fn spawn_with<St, S>(
     name: String,
     placement: Placement,
     setup: impl FnOnce() -> Result<Setup<St>, WorkerError> + Send + 'static,

@@ -14,7 +14,8 @@ use std::{
 use hdrhistogram::Histogram;
 
 use super::{
-    outbox::Outbox, rx::OnBound, spawn, Placement, Setup, StopSignal, WaitMode, Worker, WorkerError,
+    outbox::Outbox, rx::OnBound, spawn_with, Placement, Setup, StopSignal, WaitMode, Worker,
+    WorkerError,
 };
 use crate::{
     clock::monotonic_ns,
@@ -140,7 +141,7 @@ pub fn spawn_responder(
 ) -> Result<Worker<RrSummary>, WorkerError> {
     let placement = cfg.placement.clone();
     let (cfg, hook) = take_hook(cfg);
-    spawn(
+    spawn_with(
         name,
         placement,
         move || bind(cfg, hook),
@@ -219,7 +220,7 @@ pub fn spawn_client(
 ) -> Result<Worker<RrSummary>, WorkerError> {
     let placement = cfg.placement.clone();
     let (cfg, hook) = take_hook(cfg);
-    spawn(
+    spawn_with(
         name,
         placement,
         move || bind(cfg, hook),

@@ -2,7 +2,7 @@
 
 use std::{os::fd::BorrowedFd, time::Instant};
 
-use super::{spawn, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     frame::parse,
     message::{MessageTracker, Outcome},
@@ -65,7 +65,8 @@ pub struct FlowAccounting {
 }
 
 impl FlowAccounting {
-    fn new() -> Self {
+    /// Accounting of a flow not seen yet.
+    pub fn new() -> Self {
         Self {
             frames: SequenceTracker::default(),
             messages: MessageTracker::new(false),
@@ -83,7 +84,7 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
         stop,
         on_bound,
     } = cfg;
-    spawn(
+    spawn_with(
         name,
         placement,
         move || {

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{spawn, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     clock::monotonic_ns,
     frame::{set_lengths, FrameSpec, HEADER_OFFSET},
@@ -50,7 +50,7 @@ pub struct TxSummary {
 /// Starts a sender; returns once its socket is bound.
 pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, WorkerError> {
     let setup_cfg = cfg.clone();
-    spawn(
+    spawn_with(
         name,
         cfg.placement.clone(),
         move || {

@@ -36,6 +36,8 @@ pub enum BindMode {
     ZeroCopy,
     /// The kernel copies between its buffers and the UMEM.
     Copy,
+    /// Not AF_XDP: an ordinary kernel socket (the udp and tcp backends).
+    Kernel,
 }
 
 impl BindMode {
@@ -44,6 +46,7 @@ impl BindMode {
         match self {
             Self::ZeroCopy => "zero-copy",
             Self::Copy => "copy",
+            Self::Kernel => "kernel socket",
         }
     }
 }

@@ -1,0 +1,268 @@
+//! The TCP backend: one connection per flow; each message travels as one
+//! record (its headers, then its bytes) on the byte stream, and the
+//! receiver finds the records again wherever the reads cut the stream.
+
+use std::{
+    io::{ErrorKind, Read, Write},
+    net::{TcpListener, TcpStream},
+    time::{Duration, Instant},
+};
+
+use nix::sys::socket::{setsockopt, sockopt};
+
+use super::{
+    records::RecordCutter, KernelReceiverConfig, KernelStreamConfig, RecordParser, BLOCK_SLICE,
+    SOCKET_BUFFER,
+};
+use crate::{
+    header::{Kind, MESSAGE_HEADER_LEN},
+    message::{Fragmentation, Outcome},
+    pacing::Pacer,
+    stats::{CounterSnapshot, WorkerCounters},
+    worker::{
+        spawn_with, FlowAccounting, RxSummary, TxSummary, WaitMode, Worker, WorkerError, MAX_FLOWS,
+    },
+    xsk::BindMode,
+};
+
+/// Bytes handed to one write().
+const CHUNK: usize = 256 << 10;
+
+fn io(what: &'static str) -> impl Fn(std::io::Error) -> WorkerError {
+    move |e| WorkerError::Hook(format!("TCP {what}: {e}"))
+}
+
+/// Connects, retrying while the receiver is not listening yet.
+fn connect(cfg: &KernelStreamConfig) -> Result<TcpStream, WorkerError> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        match TcpStream::connect_timeout(&cfg.dst.into(), Duration::from_secs(1)) {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() < until && e.kind() == ErrorKind::ConnectionRefused => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(io("connect")(e)),
+        }
+    }
+}
+
+/// Starts a TCP sender: one connection, messages as records.
+pub fn spawn_tcp_tx(
+    name: String,
+    cfg: KernelStreamConfig,
+) -> Result<Worker<TxSummary>, WorkerError> {
+    let setup = cfg.clone();
+    spawn_with(
+        name,
+        cfg.placement.clone(),
+        move || {
+            let s = connect(&setup)?;
+            setsockopt(&s, sockopt::SndBufForce, &SOCKET_BUFFER)
+                .map_err(|e| WorkerError::Hook(format!("SO_SNDBUFFORCE: {e}")))?;
+            if setup.wait == WaitMode::Busy {
+                s.set_nonblocking(true).map_err(io("nonblocking"))?;
+            } else {
+                s.set_write_timeout(Some(BLOCK_SLICE))
+                    .map_err(io("timeout"))?;
+            }
+            Ok((s, BindMode::Kernel, None))
+        },
+        move |s, counters| send(s, &cfg, counters),
+    )
+}
+
+fn send(
+    mut s: TcpStream,
+    cfg: &KernelStreamConfig,
+    counters: &WorkerCounters,
+) -> Result<TxSummary, WorkerError> {
+    // A whole message is one record on the stream.
+    let whole = Fragmentation::new(cfg.message.msg_len, cfg.message.msg_len.max(1))
+        .map_err(|e| WorkerError::Hook(e.to_string()))?;
+    let mut cutter = RecordCutter::new(Kind::Message, cfg.flow, whole, false);
+    let rec_len = (MESSAGE_HEADER_LEN + cfg.message.msg_len) as u64;
+    let pacer = Pacer::new(cfg.rate, cfg.count);
+    let mut chunk = vec![0u8; CHUNK];
+    for (i, b) in chunk.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    // Bytes of the current chunk still to write, and where they start.
+    let (mut filled, mut written) = (0usize, 0usize);
+    // Bytes of the record under way still to place in chunks.
+    let mut rec_left = 0u64;
+    let mut c = CounterSnapshot::default();
+    let mut bytes_out = 0u64;
+    let start = Instant::now();
+    loop {
+        let now = Instant::now();
+        let between = rec_left == 0 && written == filled;
+        if (cfg.stop.should_stop(now) && (between || now >= cfg.stop.deadline))
+            || (pacer.done(cutter.written()) && between)
+        {
+            break;
+        }
+        if written == filled {
+            // Refill the chunk: the rest of the record under way, then new
+            // records as the pacer allows.
+            filled = 0;
+            written = 0;
+            while filled < CHUNK {
+                if rec_left == 0 {
+                    if pacer.allowed(cutter.written(), now - start, 1) == 0 {
+                        break;
+                    }
+                    // Headers are never split across chunks.
+                    if CHUNK - filled < MESSAGE_HEADER_LEN {
+                        break;
+                    }
+                    cutter.write_next(&mut chunk[filled..], crate::clock::monotonic_ns());
+                    filled += MESSAGE_HEADER_LEN;
+                    rec_left = rec_len - MESSAGE_HEADER_LEN as u64;
+                    continue;
+                }
+                let n = rec_left.min((CHUNK - filled) as u64) as usize;
+                filled += n;
+                rec_left -= n as u64;
+            }
+            if filled == 0 {
+                c.idle_loops += 1;
+                std::thread::sleep(
+                    pacer
+                        .until_next(cutter.written(), now - start)
+                        .min(Duration::from_micros(200)),
+                );
+                continue;
+            }
+        }
+        match s.write(&chunk[written..filled]) {
+            Ok(n) => {
+                written += n;
+                bytes_out += n as u64;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                c.idle_loops += 1;
+            }
+            Err(e) => return Err(io("write")(e)),
+        }
+        c.syscalls += 1;
+        // Messages count as sent once all their bytes are written.
+        let done = bytes_out / rec_len;
+        c.frames = done;
+        c.messages = done;
+        c.message_bytes = done * cfg.message.msg_len as u64;
+        c.payload_bytes = bytes_out;
+        c.bytes = bytes_out;
+        counters.publish(&c);
+    }
+    counters.publish(&c);
+    Ok(TxSummary {
+        counters: c,
+        xsk: Default::default(),
+        unfinished: 0,
+    })
+}
+
+/// Starts a TCP receiver: accepts `flows` connections and reads records.
+pub fn spawn_tcp_rx(
+    name: String,
+    cfg: KernelReceiverConfig,
+) -> Result<Worker<RxSummary>, WorkerError> {
+    let setup = cfg.clone();
+    spawn_with(
+        name,
+        cfg.placement.clone(),
+        move || {
+            let l = TcpListener::bind(setup.bind).map_err(io("listen"))?;
+            l.set_nonblocking(true).map_err(io("nonblocking"))?;
+            Ok((l, BindMode::Kernel, None))
+        },
+        move |l, counters| receive(l, &cfg, counters),
+    )
+}
+
+fn receive(
+    l: TcpListener,
+    cfg: &KernelReceiverConfig,
+    counters: &WorkerCounters,
+) -> Result<RxSummary, WorkerError> {
+    let mut conns: Vec<(TcpStream, RecordParser)> = Vec::new();
+    let mut flows: Vec<Option<FlowAccounting>> = Vec::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut c = CounterSnapshot::default();
+    while !cfg.stop.should_stop(Instant::now()) {
+        if conns.len() < cfg.flows {
+            match l.accept() {
+                Ok((s, _)) => {
+                    let _ = setsockopt(&s, sockopt::RcvBufForce, &SOCKET_BUFFER);
+                    s.set_nonblocking(true).map_err(io("nonblocking"))?;
+                    conns.push((s, RecordParser::default()));
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => return Err(io("accept")(e)),
+            }
+        }
+        let mut got = 0;
+        for (s, parser) in conns.iter_mut() {
+            match s.read(&mut buf) {
+                Ok(0) => {}
+                Ok(n) => {
+                    got += n;
+                    c.payload_bytes += n as u64;
+                    c.bytes += n as u64;
+                    parser.feed(&buf[..n], |r| {
+                        let flow = usize::from(r.header.flow);
+                        let (true, Some(f)) = (flow < MAX_FLOWS, r.fragment) else {
+                            c.bad += 1;
+                            return;
+                        };
+                        if flow >= flows.len() {
+                            flows.resize(flow + 1, None);
+                        }
+                        let t = flows[flow].get_or_insert_with(FlowAccounting::new);
+                        t.frames.record(r.header.seq);
+                        c.frames += 1;
+                        if let Outcome::Complete { msg_len, .. } = t.messages.on_fragment(&f, &[]) {
+                            c.messages += 1;
+                            c.message_bytes += u64::from(msg_len);
+                        }
+                    });
+                    if parser.broken {
+                        c.bad += 1;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => return Err(io("read")(e)),
+            }
+            c.syscalls += 1;
+        }
+        if got == 0 {
+            c.idle_loops += 1;
+            match cfg.wait {
+                WaitMode::Busy => std::thread::yield_now(),
+                WaitMode::Wait => wait_readable(&l, &conns),
+            }
+        }
+        super::udp::publish_flows(&flows, &mut c);
+        counters.publish(&c);
+    }
+    super::udp::finish_flows(&flows, &mut c);
+    counters.publish(&c);
+    Ok(super::udp::summary(c, flows))
+}
+
+/// Blocks in poll() on the listener and every connection, for a slice.
+fn wait_readable(l: &TcpListener, conns: &[(TcpStream, RecordParser)]) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds: Vec<PollFd<'_>> = conns
+        .iter()
+        .map(|(s, _)| PollFd::new(s.as_fd(), PollFlags::POLLIN))
+        .collect();
+    fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
+    let _ = poll(&mut fds, PollTimeout::from(BLOCK_SLICE.as_millis() as u16));
+}

@@ -1,0 +1,363 @@
+//! The UDP backend: a connected socket per flow sending record datagrams
+//! in sendmmsg batches (or GSO super-datagrams), a bound socket receiving
+//! them in recvmmsg batches (with GRO, split back into datagrams).
+
+use std::{
+    io::{IoSlice, IoSliceMut},
+    net::UdpSocket,
+    os::fd::{AsFd, AsRawFd},
+    time::{Duration, Instant},
+};
+
+use nix::{
+    errno::Errno,
+    sys::socket::{
+        recvmmsg, sendmmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, MultiHeaders,
+        SockaddrIn,
+    },
+};
+
+use super::{
+    busy_poll,
+    records::{read_datagram, RecordCutter},
+    KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE, SOCKET_BUFFER,
+};
+use crate::{
+    frame::{FCS_LEN, HEADER_OFFSET},
+    header::Kind,
+    message::Outcome,
+    pacing::Pacer,
+    stats::{CounterSnapshot, WorkerCounters},
+    worker::{
+        spawn_with, FlowAccounting, RxSummary, TxSummary, WaitMode, Worker, WorkerError, MAX_FLOWS,
+    },
+    xsk::BindMode,
+};
+
+/// Largest UDP payload a GSO send may carry.
+const GSO_MAX_BYTES: usize = 65_000;
+/// Largest number of segments in one GSO send.
+const GSO_MAX_SEGMENTS: usize = 64;
+/// Bytes a datagram adds on the wire to its UDP payload (headers and FCS),
+/// so kernel backends count "frame bytes" as AF_XDP does.
+const FRAME_OVERHEAD: u64 = (HEADER_OFFSET + FCS_LEN) as u64 - FCS_LEN as u64;
+
+fn io(e: std::io::Error) -> WorkerError {
+    WorkerError::Hook(format!("UDP socket: {e}"))
+}
+
+fn nix_err(what: &str) -> impl Fn(Errno) -> WorkerError + '_ {
+    move |e| WorkerError::Hook(format!("{what}: {e}"))
+}
+
+/// Starts a UDP sender.
+pub fn spawn_udp_tx(
+    name: String,
+    cfg: KernelStreamConfig,
+) -> Result<Worker<TxSummary>, WorkerError> {
+    let setup = cfg.clone();
+    spawn_with(
+        name,
+        cfg.placement.clone(),
+        move || {
+            let sock = UdpSocket::bind(setup.src).map_err(io)?;
+            sock.connect(setup.dst).map_err(io)?;
+            setsockopt(&sock, sockopt::SndBufForce, &SOCKET_BUFFER)
+                .map_err(nix_err("SO_SNDBUFFORCE"))?;
+            if setup.wait == WaitMode::Busy {
+                sock.set_nonblocking(true).map_err(io)?;
+            } else {
+                sock.set_write_timeout(Some(BLOCK_SLICE)).map_err(io)?;
+            }
+            Ok((sock, BindMode::Kernel, None))
+        },
+        move |sock, counters| send(sock, &cfg, counters),
+    )
+}
+
+fn send(
+    sock: UdpSocket,
+    cfg: &KernelStreamConfig,
+    counters: &WorkerCounters,
+) -> Result<TxSummary, WorkerError> {
+    let mut cutter = RecordCutter::new(Kind::Message, cfg.flow, cfg.message, cfg.frames);
+    let per = cutter.per_message();
+    let pacer = Pacer::new(cfg.rate.map(|r| r * per as f64), cfg.count.map(|c| c * per));
+    let rec_max = cutter.max_len();
+    let gso = cfg.gso && !(cfg.frames && rec_max > GSO_MAX_BYTES);
+    let per_buf = if gso {
+        (GSO_MAX_BYTES / rec_max).clamp(1, GSO_MAX_SEGMENTS)
+    } else {
+        1
+    };
+    if gso {
+        setsockopt(&sock, sockopt::UdpGsoSegment, &(rec_max as i32))
+            .map_err(nix_err("UDP_SEGMENT"))?;
+    }
+    let nbufs = (cfg.batch / per_buf).max(1);
+    let pattern: Vec<u8> = (0..rec_max * per_buf).map(|i| i as u8).collect();
+    let mut bufs: Vec<Vec<u8>> = (0..nbufs).map(|_| pattern.clone()).collect();
+    let mut lens = vec![0usize; nbufs];
+    let mut recs = vec![0usize; nbufs];
+    let mut rec_bytes = vec![0u64; nbufs];
+    let mut headers = MultiHeaders::<SockaddrIn>::preallocate(nbufs, None);
+    let addrs: Vec<Option<SockaddrIn>> = vec![None; nbufs];
+    let flags = if cfg.wait == WaitMode::Busy {
+        MsgFlags::MSG_DONTWAIT
+    } else {
+        MsgFlags::empty()
+    };
+    let mut c = CounterSnapshot::default();
+    let start = Instant::now();
+    loop {
+        let now = Instant::now();
+        let boundary = cutter.at_message_start() || now >= cfg.stop.deadline;
+        if (cfg.stop.should_stop(now) && boundary) || pacer.done(cutter.written()) {
+            break;
+        }
+        let want = pacer.allowed(cutter.written(), now - start, nbufs * per_buf);
+        if want == 0 {
+            c.idle_loops += 1;
+            std::thread::sleep(
+                pacer
+                    .until_next(cutter.written(), now - start)
+                    .min(Duration::from_micros(200)),
+            );
+            continue;
+        }
+        // Fill buffers: one record each, or GSO runs of equal-length records
+        // (a shorter record may only end a run).
+        let ts = crate::clock::monotonic_ns();
+        let mut left = want;
+        let mut used = 0;
+        while used < nbufs && left > 0 {
+            let (mut off, mut k, mut bytes) = (0, 0, 0);
+            while k < per_buf && left > 0 {
+                let len = cutter.next_len();
+                if k > 0 && len > rec_max {
+                    break;
+                }
+                cutter.write_next(&mut bufs[used][off..], ts);
+                off += len;
+                bytes += len as u64;
+                k += 1;
+                left -= 1;
+                if len < rec_max {
+                    break;
+                }
+            }
+            lens[used] = off;
+            recs[used] = k;
+            rec_bytes[used] = bytes;
+            used += 1;
+        }
+        let iovs: Vec<[IoSlice<'_>; 1]> = (0..used)
+            .map(|i| [IoSlice::new(&bufs[i][..lens[i]])])
+            .collect();
+        let sent = match sendmmsg(
+            sock.as_raw_fd(),
+            &mut headers,
+            &iovs,
+            &addrs[..used],
+            [],
+            flags,
+        ) {
+            Ok(r) => r.count(),
+            Err(Errno::EAGAIN | Errno::ENOBUFS | Errno::EINTR) => 0,
+            Err(e) => return Err(nix_err("sendmmsg")(e)),
+        };
+        c.syscalls += 1;
+        let unsent: usize = recs[sent..used].iter().sum();
+        cutter.rewind(unsent as u64);
+        for i in 0..sent {
+            c.frames += recs[i] as u64;
+            c.payload_bytes += rec_bytes[i];
+            c.bytes += rec_bytes[i] + recs[i] as u64 * FRAME_OVERHEAD;
+        }
+        c.queued = c.frames;
+        c.messages = cutter.written() / per;
+        c.message_bytes = c.messages * cfg.message.msg_len as u64;
+        if sent == 0 {
+            c.idle_loops += 1;
+            std::hint::spin_loop();
+        }
+        counters.publish(&c);
+    }
+    counters.publish(&c);
+    Ok(TxSummary {
+        counters: c,
+        xsk: Default::default(),
+        unfinished: 0,
+    })
+}
+
+/// Starts a UDP receiver.
+pub fn spawn_udp_rx(
+    name: String,
+    cfg: KernelReceiverConfig,
+) -> Result<Worker<RxSummary>, WorkerError> {
+    let setup = cfg.clone();
+    spawn_with(
+        name,
+        cfg.placement.clone(),
+        move || {
+            let sock = UdpSocket::bind(setup.bind).map_err(io)?;
+            setsockopt(&sock, sockopt::RcvBufForce, &SOCKET_BUFFER)
+                .map_err(nix_err("SO_RCVBUFFORCE"))?;
+            if setup.gro {
+                setsockopt(&sock, sockopt::UdpGroSegment, &true).map_err(nix_err("UDP_GRO"))?;
+            }
+            if setup.wait == WaitMode::Busy {
+                sock.set_nonblocking(true).map_err(io)?;
+                busy_poll::set(sock.as_fd(), 50).map_err(io)?;
+            } else {
+                sock.set_read_timeout(Some(BLOCK_SLICE)).map_err(io)?;
+            }
+            Ok((sock, BindMode::Kernel, None))
+        },
+        move |sock, counters| receive(sock, &cfg, counters),
+    )
+}
+
+fn receive(
+    sock: UdpSocket,
+    cfg: &KernelReceiverConfig,
+    counters: &WorkerCounters,
+) -> Result<RxSummary, WorkerError> {
+    let batch = cfg.batch.max(1);
+    let buf_len = if cfg.gro {
+        65_536
+    } else {
+        cfg.max_datagram.max(64)
+    };
+    let mut bufs: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; buf_len]).collect();
+    let cmsg = cfg.gro.then(|| nix::cmsg_space!(i32));
+    let mut headers = MultiHeaders::<SockaddrIn>::preallocate(batch, cmsg);
+    let mut flows: Vec<Option<FlowAccounting>> = Vec::new();
+    let mut c = CounterSnapshot::default();
+    let flags = if cfg.wait == WaitMode::Busy {
+        MsgFlags::MSG_DONTWAIT
+    } else {
+        MsgFlags::empty()
+    };
+    while !cfg.stop.should_stop(Instant::now()) {
+        let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
+            bufs.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
+        let got = match recvmmsg(sock.as_raw_fd(), &mut headers, iovs.iter_mut(), flags, None) {
+            Ok(results) => {
+                let mut n = 0;
+                for msg in results {
+                    n += 1;
+                    let seg = msg
+                        .cmsgs()
+                        .ok()
+                        .and_then(|mut it| {
+                            it.find_map(|m| match m {
+                                ControlMessageOwned::UdpGroSegments(s) => Some(s as usize),
+                                _ => None,
+                            })
+                        })
+                        .unwrap_or(msg.bytes)
+                        .max(1);
+                    let total = msg.bytes;
+                    if let Some(data) = msg.iovs().next() {
+                        for part in data[..total.min(data.len())].chunks(seg) {
+                            account(part, &mut flows, &mut c);
+                        }
+                    }
+                }
+                n
+            }
+            Err(Errno::EAGAIN | Errno::EINTR) => 0,
+            Err(e) => return Err(nix_err("recvmmsg")(e)),
+        };
+        c.syscalls += 1;
+        if got == 0 {
+            c.idle_loops += 1;
+            if cfg.wait == WaitMode::Busy {
+                std::thread::yield_now();
+            }
+        }
+        let _ = sock.take_error();
+        publish_flows(&flows, &mut c);
+        counters.publish(&c);
+    }
+    finish_flows(&flows, &mut c);
+    counters.publish(&c);
+    Ok(summary(c, flows))
+}
+
+/// Accounts one received record (datagram).
+pub(super) fn account(
+    part: &[u8],
+    flows: &mut Vec<Option<FlowAccounting>>,
+    c: &mut CounterSnapshot,
+) {
+    let Some(r) = read_datagram(part) else {
+        c.bad += 1;
+        return;
+    };
+    let flow = usize::from(r.header.flow);
+    if flow >= MAX_FLOWS {
+        c.bad += 1;
+        return;
+    }
+    if flow >= flows.len() {
+        flows.resize(flow + 1, None);
+    }
+    let t = flows[flow].get_or_insert_with(FlowAccounting::new);
+    t.frames.record(r.header.seq);
+    c.frames += 1;
+    c.payload_bytes += part.len() as u64;
+    c.bytes += part.len() as u64 + FRAME_OVERHEAD;
+    match r.fragment {
+        Some(f) => match t.messages.on_fragment(&f, &[]) {
+            Outcome::Complete { msg_len, .. } => {
+                c.messages += 1;
+                c.message_bytes += u64::from(msg_len);
+            }
+            Outcome::Bad => c.bad += 1,
+            _ => {}
+        },
+        None => {
+            // A stream datagram is a whole "message" of its own.
+            c.messages += 1;
+            c.message_bytes += part.len() as u64 - crate::header::HEADER_LEN as u64;
+        }
+    }
+}
+
+pub(super) fn publish_flows(flows: &[Option<FlowAccounting>], c: &mut CounterSnapshot) {
+    let (mut lost, mut reordered, mut dups, mut mlost) = (0, 0, 0, 0);
+    for t in flows.iter().flatten() {
+        lost += t.frames.lost;
+        reordered += t.frames.reordered;
+        dups += t.frames.duplicates + t.messages.duplicates;
+        mlost += t.messages.lost();
+    }
+    c.lost = lost;
+    c.reordered = reordered;
+    c.duplicates = dups;
+    c.messages_lost = mlost;
+}
+
+pub(super) fn finish_flows(flows: &[Option<FlowAccounting>], c: &mut CounterSnapshot) {
+    publish_flows(flows, c);
+    c.messages_lost += flows
+        .iter()
+        .flatten()
+        .map(|t| t.messages.in_progress())
+        .sum::<u64>();
+}
+
+pub(super) fn summary(c: CounterSnapshot, flows: Vec<Option<FlowAccounting>>) -> RxSummary {
+    RxSummary {
+        counters: c,
+        xsk: Default::default(),
+        flows: flows
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| (i as u16, t)))
+            .collect(),
+    }
+}

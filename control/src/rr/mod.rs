@@ -7,6 +7,7 @@ pub mod plan;
 pub mod result;
 
 use std::{
+    net::SocketAddrV4,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -20,6 +21,9 @@ use hdrhistogram::Histogram;
 use linerate_datapath::{
     frame::{Endpoint, FrameSpec, FCS_LEN},
     header::Kind,
+    kernel::rr::{
+        spawn_tcp_client, spawn_tcp_server, spawn_udp_client, spawn_udp_server, KernelRrConfig,
+    },
     message::Fragmentation,
     worker::{
         spawn_client, spawn_responder, ClientConfig, Placement, RrSummary, RrWorkerConfig,
@@ -34,7 +38,7 @@ use plan::{frame_size, RrPlan};
 use result::*;
 
 use crate::{
-    cli::ResponderArg,
+    cli::{BackendArg, ResponderArg},
     environment, iface,
     path::Side,
     session::{apply_napi, attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
@@ -67,16 +71,32 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
     let port = r.port;
     let xdp_responder = a.responder == ResponderArg::Xdp;
     let napi_mode = apply_napi(r, &plan.path, false)?;
-    let server_steer = attach_steering(server, steering_config(r, port, port, xdp_responder))?;
-    let client_steer = attach_steering(
-        client,
-        steering_config(r, port + 1, port.saturating_add(a.flows as u16), false),
-    )?;
+    let bypass = r.backend == BackendArg::Xdp;
+    let (server_steer, client_steer) = if bypass {
+        (
+            Some(attach_steering(
+                server,
+                steering_config(r, port, port, xdp_responder),
+            )?),
+            Some(attach_steering(
+                client,
+                steering_config(r, port + 1, port.saturating_add(a.flows as u16), false),
+            )?),
+        )
+    } else {
+        (None, None)
+    };
+    let stats = |s: &Option<Arc<Steering>>| -> Result<linerate_ebpf::SteerStats> {
+        Ok(match s {
+            Some(s) => s.stats()?,
+            None => Default::default(),
+        })
+    };
     let mut napi_threads = pin_napi(server, &plan.path.rx_cores);
     napi_threads.extend(pin_napi(client, &plan.path.tx_cores));
     let if_c0 = iface::info(client.netns.as_deref(), &client.iface)?.counters;
     let if_s0 = iface::info(server.netns.as_deref(), &server.iface)?.counters;
-    let (cs0, ss0) = (client_steer.stats()?, server_steer.stats()?);
+    let (cs0, ss0) = (stats(&client_steer)?, stats(&server_steer)?);
 
     let started = Instant::now();
     let planned = r.warmup + r.duration;
@@ -100,37 +120,68 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         zero_copy,
         multi_buffer,
     };
-    let hook = |st: &Arc<Steering>, q: u32| -> linerate_datapath::worker::OnBound {
+    let hook = |st: &Option<Arc<Steering>>, q: u32| -> linerate_datapath::worker::OnBound {
         let st = st.clone();
-        Box::new(move |fd| st.register_socket(q, fd).map_err(|e| e.to_string()))
+        Box::new(move |fd| match &st {
+            Some(st) => st.register_socket(q, fd).map_err(|e| e.to_string()),
+            None => Ok(()),
+        })
     };
+    let kernel =
+        |q: u32, side_cores: &[usize], netns: Option<String>, stop: &StopSignal| KernelRrConfig {
+            server: SocketAddrV4::new(server.ip, port + q as u16),
+            client_ip: client.ip,
+            request: plan.request,
+            response: plan.response,
+            batch: r.batch,
+            wait: if netns == server.netns {
+                r.rx_wait.into()
+            } else {
+                r.tx_wait.into()
+            },
+            placement: Placement {
+                core: Some(side_cores[q as usize]),
+                netns,
+            },
+            stop: stop.clone(),
+        };
 
     let mut responders = Vec::new();
     if !xdp_responder {
         for q in 0..r.queues {
-            let w = spawn_responder(
-                format!("lr-srv{q}"),
-                RrWorkerConfig {
-                    socket: socket(server, q),
-                    tx_ring: r.ring,
-                    batch: r.batch,
-                    wait: r.rx_wait.into(),
-                    placement: Placement {
-                        core: Some(plan.path.rx_cores[q as usize]),
-                        netns: server.netns.clone(),
+            let w = match r.backend {
+                BackendArg::Udp => spawn_udp_server(
+                    format!("lr-udp-srv{q}"),
+                    kernel(q, &plan.path.rx_cores, server.netns.clone(), &server_stop),
+                ),
+                BackendArg::Tcp => spawn_tcp_server(
+                    format!("lr-tcp-srv{q}"),
+                    kernel(q, &plan.path.rx_cores, server.netns.clone(), &server_stop),
+                ),
+                BackendArg::Xdp => spawn_responder(
+                    format!("lr-srv{q}"),
+                    RrWorkerConfig {
+                        socket: socket(server, q),
+                        tx_ring: r.ring,
+                        batch: r.batch,
+                        wait: r.rx_wait.into(),
+                        placement: Placement {
+                            core: Some(plan.path.rx_cores[q as usize]),
+                            netns: server.netns.clone(),
+                        },
+                        stop: server_stop.clone(),
+                        on_bound: hook(&server_steer, q),
+                        frame: spec(
+                            endpoint(server, port),
+                            endpoint(client, port + 1),
+                            &plan.response,
+                            Kind::Response,
+                        ),
+                        send: plan.response,
+                        server_port: port,
                     },
-                    stop: server_stop.clone(),
-                    on_bound: hook(&server_steer, q),
-                    frame: spec(
-                        endpoint(server, port),
-                        endpoint(client, port + 1),
-                        &plan.response,
-                        Kind::Response,
-                    ),
-                    send: plan.response,
-                    server_port: port,
-                },
-            )
+                ),
+            }
             .with_context(|| format!("starting responder on {} queue {q}", server.iface))?;
             responders.push(w);
         }
@@ -141,36 +192,49 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         let flows: Vec<u16> = (0..a.flows as u16)
             .filter(|f| u32::from(*f) % r.queues == q)
             .collect();
-        let w = spawn_client(
-            format!("lr-cli{q}"),
-            RrWorkerConfig {
-                socket: socket(client, q),
-                tx_ring: r.ring,
-                batch: r.batch,
-                wait: r.tx_wait.into(),
-                placement: Placement {
-                    core: Some(plan.path.tx_cores[q as usize]),
-                    netns: client.netns.clone(),
+        let client_cfg = ClientConfig {
+            flows,
+            concurrency: a.concurrency,
+            timeout: a.timeout,
+            count: a.count,
+            measuring: measuring.clone(),
+        };
+        let w = match r.backend {
+            BackendArg::Udp => spawn_udp_client(
+                format!("lr-udp-cli{q}"),
+                kernel(q, &plan.path.tx_cores, client.netns.clone(), &client_stop),
+                client_cfg,
+            ),
+            BackendArg::Tcp => spawn_tcp_client(
+                format!("lr-tcp-cli{q}"),
+                kernel(q, &plan.path.tx_cores, client.netns.clone(), &client_stop),
+                client_cfg,
+            ),
+            BackendArg::Xdp => spawn_client(
+                format!("lr-cli{q}"),
+                RrWorkerConfig {
+                    socket: socket(client, q),
+                    tx_ring: r.ring,
+                    batch: r.batch,
+                    wait: r.tx_wait.into(),
+                    placement: Placement {
+                        core: Some(plan.path.tx_cores[q as usize]),
+                        netns: client.netns.clone(),
+                    },
+                    stop: client_stop.clone(),
+                    on_bound: hook(&client_steer, q),
+                    frame: spec(
+                        endpoint(client, port + 1),
+                        endpoint(server, port),
+                        &plan.request,
+                        Kind::Request,
+                    ),
+                    send: plan.request,
+                    server_port: port,
                 },
-                stop: client_stop.clone(),
-                on_bound: hook(&client_steer, q),
-                frame: spec(
-                    endpoint(client, port + 1),
-                    endpoint(server, port),
-                    &plan.request,
-                    Kind::Request,
-                ),
-                send: plan.request,
-                server_port: port,
-            },
-            ClientConfig {
-                flows,
-                concurrency: a.concurrency,
-                timeout: a.timeout,
-                count: a.count,
-                measuring: measuring.clone(),
-            },
-        );
+                client_cfg,
+            ),
+        };
         match w {
             Ok(w) => clients.push(w),
             Err(e) => {
@@ -211,10 +275,12 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         .collect::<Result<_>>()?;
 
     let xdp = XdpCounters {
-        client: client_steer.stats()?.since(&cs0),
-        responder: server_steer.stats()?.since(&ss0),
+        client: stats(&client_steer)?.since(&cs0),
+        responder: stats(&server_steer)?.since(&ss0),
     };
-    let xdp_mode = server_steer.mode().to_string();
+    let xdp_mode = server_steer
+        .as_ref()
+        .map_or("none (kernel stack)".to_string(), |s| s.mode().to_string());
     drop((client_steer, server_steer));
     let interfaces = InterfaceCounters {
         tx: iface::info(client.netns.as_deref(), &client.iface)?
@@ -279,7 +345,14 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
             queues: r.queues,
             timeout_ms: a.timeout.as_secs_f64() * 1000.0,
             count: a.count,
-            responder: if xdp_responder { "xdp" } else { "af-xdp" }.into(),
+            responder: match (r.backend, xdp_responder) {
+                (BackendArg::Xdp, true) => "xdp",
+                (BackendArg::Xdp, false) => "af-xdp",
+                (BackendArg::Udp, _) => "udp socket",
+                (BackendArg::Tcp, _) => "tcp socket",
+            }
+            .into(),
+            backend: r.backend.as_str(),
             warmup_s: r.warmup.as_secs_f64(),
             duration_s: r.duration.as_secs_f64(),
             mtu: plan.path.mtu,

@@ -59,6 +59,9 @@ pub fn check_args(a: &RrArgs) -> Result<()> {
             );
         }
     }
+    if a.responder == ResponderArg::Xdp && a.run.backend != crate::cli::BackendArg::Xdp {
+        bail!("--responder xdp answers in the XDP program: use it with --backend xdp");
+    }
     if a.responder == ResponderArg::Xdp && a.run.queues != 1 {
         bail!("--responder xdp answers on whatever queue XDP_TX picks: use --queues 1");
     }

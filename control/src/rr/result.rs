@@ -58,8 +58,10 @@ pub struct RrParams {
     pub timeout_ms: f64,
     /// Transactions per flow, when fixed.
     pub count: Option<u64>,
-    /// "af-xdp" or "xdp".
+    /// Who answered: "af-xdp", "xdp", "udp socket", "tcp socket".
     pub responder: String,
+    /// Data path: "xdp", "udp" or "tcp".
+    pub backend: &'static str,
     /// Warm-up, s.
     pub warmup_s: f64,
     /// Duration asked for, s.

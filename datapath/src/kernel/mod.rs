@@ -6,6 +6,7 @@
 
 mod busy_poll;
 mod records;
+pub mod rr;
 pub mod tcp;
 pub mod udp;
 

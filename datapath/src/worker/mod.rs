@@ -7,6 +7,7 @@
 mod outbox;
 mod rr;
 mod rx;
+pub(crate) mod transactions;
 mod tx;
 
 use std::{

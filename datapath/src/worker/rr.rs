@@ -14,8 +14,8 @@ use std::{
 use hdrhistogram::Histogram;
 
 use super::{
-    outbox::Outbox, rx::OnBound, spawn_with, Placement, Setup, StopSignal, WaitMode, Worker,
-    WorkerError,
+    outbox::Outbox, rx::OnBound, spawn_with, transactions::Transactions, Placement, Setup,
+    StopSignal, WaitMode, Worker, WorkerError,
 };
 use crate::{
     clock::monotonic_ns,
@@ -205,13 +205,6 @@ fn respond(
     })
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Transaction {
-    active: bool,
-    msg_id: u32,
-    start_ns: u64,
-}
-
 /// Starts a client.
 pub fn spawn_client(
     name: String,
@@ -234,48 +227,34 @@ fn run_client(
     cl: &ClientConfig,
     counters: &WorkerCounters,
 ) -> Result<RrSummary, WorkerError> {
-    let conc = cl.concurrency.max(1) as usize;
-    let nflows = cl
-        .flows
-        .iter()
-        .map(|&f| usize::from(f) + 1)
-        .max()
-        .unwrap_or(1);
-    let mut slots = vec![Transaction::default(); nflows * conc];
-    let mut next_id = vec![0u32; nflows];
-    let mut issued = vec![0u64; nflows];
-    let mut done = vec![0u64; nflows];
+    let mut tx = Transactions::new(
+        &cl.flows,
+        cl.concurrency,
+        cl.count,
+        cl.timeout.as_nanos() as u64,
+        true,
+    );
+    let nflows = tx.flow_bound();
     let mut trackers: Vec<MessageTracker> =
         (0..nflows).map(|_| MessageTracker::new(false)).collect();
-    let mut out = Outbox::new(Kind::Request, cfg.send, nflows, nflows * conc);
-    let mut hist = Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
+    let mut out = Outbox::new(
+        Kind::Request,
+        cfg.send,
+        nflows,
+        nflows * cl.concurrency as usize,
+    );
     let mut c = CounterSnapshot::default();
-    let client_port = |f: u16| cfg.server_port.wrapping_add(1).wrapping_add(f);
-    let timeout_ns = cl.timeout.as_nanos() as u64;
-
-    let start_ns = monotonic_ns();
-    for &f in &cl.flows {
-        let fi = usize::from(f);
-        for s in 0..conc {
-            if cl.count.is_some_and(|n| issued[fi] >= n) {
-                break;
-            }
-            slots[fi * conc + s] = Transaction {
-                active: true,
-                msg_id: next_id[fi],
-                start_ns,
-            };
-            out.push(f, next_id[fi], client_port(f), cfg.server_port);
-            next_id[fi] = next_id[fi].wrapping_add(1);
-            issued[fi] += 1;
-        }
-    }
-    let mut last_scan = start_ns;
-    let all_done = |done: &[u64]| {
-        cl.count
-            .is_some_and(|n| cl.flows.iter().all(|&f| done[usize::from(f)] >= n))
+    let server_port = cfg.server_port;
+    let push = |out: &mut Outbox, f: u16, id: u32| {
+        out.push(
+            f,
+            id,
+            server_port.wrapping_add(1).wrapping_add(f),
+            server_port,
+        )
     };
-    while !cfg.stop.should_stop(Instant::now()) && !all_done(&done) {
+    tx.start(monotonic_ns(), &mut |f, id| push(&mut out, f, id));
+    while !cfg.stop.should_stop(Instant::now()) && !tx.all_done() {
         c.frames_sent(port.reclaim());
         let now = monotonic_ns();
         let measuring = cl.measuring.load(Ordering::Relaxed);
@@ -296,63 +275,16 @@ fn run_client(
                 Outcome::Complete { msg_id, msg_len } => {
                     c.messages += 1;
                     c.message_bytes += u64::from(msg_len);
-                    let Some(s) = slots[fi * conc..(fi + 1) * conc]
-                        .iter_mut()
-                        .find(|s| s.active && s.msg_id == msg_id)
-                    else {
-                        // The answer to a transaction that already timed out.
-                        c.late += 1;
-                        return;
-                    };
-                    let rt = now.saturating_sub(s.start_ns).max(1);
-                    if measuring {
-                        let _ = hist.record(rt.min(MAX_LATENCY_NS));
-                    }
-                    c.transactions += 1;
-                    done[fi] += 1;
-                    if cl.count.is_some_and(|n| issued[fi] >= n) {
-                        s.active = false;
-                    } else {
-                        *s = Transaction {
-                            active: true,
-                            msg_id: next_id[fi],
-                            start_ns: now,
-                        };
-                        out.push(
-                            p.header.flow,
-                            next_id[fi],
-                            client_port(p.header.flow),
-                            cfg.server_port,
-                        );
-                        next_id[fi] = next_id[fi].wrapping_add(1);
-                        issued[fi] += 1;
-                    }
+                    tx.on_response(fi, msg_id, now, measuring, &mut c, &mut |f, id| {
+                        push(&mut out, f, id)
+                    });
                 }
                 Outcome::Bad => c.bad += 1,
                 Outcome::Duplicate | Outcome::Stale => c.duplicates += 1,
                 Outcome::Partial => {}
             }
         });
-        // Timeouts, checked every millisecond at most.
-        if now.saturating_sub(last_scan) >= 1_000_000 {
-            last_scan = now;
-            for (i, s) in slots.iter_mut().enumerate() {
-                if s.active && now.saturating_sub(s.start_ns) > timeout_ns {
-                    let fi = i / conc;
-                    c.timeouts += 1;
-                    // Retry: a new message id, so a late answer is not taken
-                    // for the new request's.
-                    *s = Transaction {
-                        active: true,
-                        msg_id: next_id[fi],
-                        start_ns: now,
-                    };
-                    let f = fi as u16;
-                    out.push(f, next_id[fi], client_port(f), cfg.server_port);
-                    next_id[fi] = next_id[fi].wrapping_add(1);
-                }
-            }
-        }
+        tx.scan_timeouts(now, &mut c, &mut |f, id| push(&mut out, f, id));
         let (sent, _) = out.pump(&mut port, cfg.batch, now);
         c.queued += sent;
         let kicked = kick_if_pending(&mut port, &mut c)?;
@@ -366,7 +298,7 @@ fn run_client(
     counters.publish(&c);
     Ok(RrSummary {
         counters: c,
-        latency: hist,
+        latency: tx.hist,
         xsk: port.stats().unwrap_or_default(),
     })
 }

@@ -186,7 +186,8 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
             responders.push(w);
         }
     }
-    let measuring = Arc::new(AtomicBool::new(false));
+    // With no warm-up, every transaction is in the window from the start.
+    let measuring = Arc::new(AtomicBool::new(r.warmup.is_zero()));
     let mut clients = Vec::new();
     for q in 0..r.queues {
         let flows: Vec<u16> = (0..a.flows as u16)

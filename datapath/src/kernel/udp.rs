@@ -12,8 +12,8 @@ use std::{
 use nix::{
     errno::Errno,
     sys::socket::{
-        recvmmsg, sendmmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, MultiHeaders,
-        SockaddrIn,
+        recvmmsg, recvmsg, sendmmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags,
+        MultiHeaders, SockaddrIn,
     },
 };
 
@@ -231,8 +231,11 @@ fn receive(
         cfg.max_datagram.max(64)
     };
     let mut bufs: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; buf_len]).collect();
-    let cmsg = cfg.gro.then(|| nix::cmsg_space!(i32));
-    let mut headers = MultiHeaders::<SockaddrIn>::preallocate(batch, cmsg);
+    let mut headers = MultiHeaders::<SockaddrIn>::preallocate(batch, None);
+    // With GRO one receive returns up to 64 datagrams coalesced, with their
+    // size in a control message: recvmsg, whose control buffer is set anew
+    // for every call (recvmmsg's is not).
+    let mut cmsg = nix::cmsg_space!(i32);
     let mut flows: Vec<Option<FlowAccounting>> = Vec::new();
     let mut c = CounterSnapshot::default();
     let flags = if cfg.wait == WaitMode::Busy {
@@ -241,13 +244,10 @@ fn receive(
         MsgFlags::empty()
     };
     while !cfg.stop.should_stop(Instant::now()) {
-        let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
-            bufs.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
-        let got = match recvmmsg(sock.as_raw_fd(), &mut headers, iovs.iter_mut(), flags, None) {
-            Ok(results) => {
-                let mut n = 0;
-                for msg in results {
-                    n += 1;
+        let got = if cfg.gro {
+            let mut iov = [IoSliceMut::new(&mut bufs[0])];
+            match recvmsg::<SockaddrIn>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags) {
+                Ok(msg) => {
                     let seg = msg
                         .cmsgs()
                         .ok()
@@ -265,11 +265,29 @@ fn receive(
                             account(part, &mut flows, &mut c);
                         }
                     }
+                    1
                 }
-                n
+                Err(Errno::EAGAIN | Errno::EINTR) => 0,
+                Err(e) => return Err(nix_err("recvmsg")(e)),
             }
-            Err(Errno::EAGAIN | Errno::EINTR) => 0,
-            Err(e) => return Err(nix_err("recvmmsg")(e)),
+        } else {
+            let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
+                bufs.iter_mut().map(|b| [IoSliceMut::new(b)]).collect();
+            match recvmmsg(sock.as_raw_fd(), &mut headers, iovs.iter_mut(), flags, None) {
+                Ok(results) => {
+                    let mut n = 0;
+                    for msg in results {
+                        n += 1;
+                        let total = msg.bytes;
+                        if let Some(data) = msg.iovs().next() {
+                            account(&data[..total.min(data.len())], &mut flows, &mut c);
+                        }
+                    }
+                    n
+                }
+                Err(Errno::EAGAIN | Errno::EINTR) => 0,
+                Err(e) => return Err(nix_err("recvmmsg")(e)),
+            }
         };
         c.syscalls += 1;
         if got == 0 {

@@ -12,9 +12,9 @@ fn messages_65500_and_1mb_arrive_whole() {
     }
     let _turn = serial();
     let lab = Lab::up("tmsg", 1500);
-    for (size, count) in [(65_500u64, 300u64), (1_048_576, 20)] {
+    for (size, count, rate) in [(65_500u64, 300u64, "1000"), (1_048_576, 20, "50")] {
         let s = size.to_string();
-        let r = counted_stream(&lab.name, count, &["--message", &s]);
+        let r = counted_stream(&lab.name, count, &["--message", &s, "--rate", rate]);
         let m = &r["frames"]["messages"];
         assert_eq!(m["sent"], count, "{m}");
         assert_eq!(m["received"], count, "{m}");
@@ -36,7 +36,7 @@ fn message_frames_at_mtu_9000_use_multibuffer() {
     }
     let _turn = serial();
     let lab = Lab::up("tmsgj", 9000);
-    let r = counted_stream(&lab.name, 200, &["--message", "65500"]);
+    let r = counted_stream(&lab.name, 200, &["--message", "65500", "--rate", "5000"]);
     let m = &r["frames"]["messages"];
     assert_eq!(m["received"], 200, "{m}");
     assert_eq!(m["frames_per_message"], 65_500u64.div_ceil(9000 - 62));
@@ -64,7 +64,7 @@ fn injected_loss_is_counted_exactly() {
     let r = counted_stream(
         &lab.name,
         500,
-        &["--message", "14380", "--inject-loss", "1"],
+        &["--message", "14380", "--inject-loss", "1", "--rate", "5000"],
     );
     let m = &r["frames"]["messages"];
     let lost = m["lost"].as_u64().unwrap();

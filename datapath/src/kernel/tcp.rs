@@ -16,12 +16,10 @@ use super::{
 };
 use crate::{
     header::{Kind, MESSAGE_HEADER_LEN},
-    message::{Fragmentation, Outcome},
+    message::Fragmentation,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
-    worker::{
-        spawn_with, FlowAccounting, RxSummary, TxSummary, WaitMode, Worker, WorkerError, MAX_FLOWS,
-    },
+    worker::{spawn_with, FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
     xsk::BindMode,
 };
 
@@ -191,7 +189,7 @@ fn receive(
     counters: &WorkerCounters,
 ) -> Result<RxSummary, WorkerError> {
     let mut conns: Vec<(TcpStream, RecordParser)> = Vec::new();
-    let mut flows: Vec<Option<FlowAccounting>> = Vec::new();
+    let mut flows = FlowTable::default();
     let mut buf = vec![0u8; CHUNK];
     let mut c = CounterSnapshot::default();
     while !cfg.stop.should_stop(Instant::now()) {
@@ -214,22 +212,10 @@ fn receive(
                     got += n;
                     c.payload_bytes += n as u64;
                     c.bytes += n as u64;
-                    parser.feed(&buf[..n], |r| {
-                        let flow = usize::from(r.header.flow);
-                        let (true, Some(f)) = (flow < MAX_FLOWS, r.fragment) else {
-                            c.bad += 1;
-                            return;
-                        };
-                        if flow >= flows.len() {
-                            flows.resize(flow + 1, None);
-                        }
-                        let t = flows[flow].get_or_insert_with(FlowAccounting::new);
-                        t.frames.record(r.header.seq);
-                        c.frames += 1;
-                        if let Outcome::Complete { msg_len, .. } = t.messages.on_fragment(&f, &[]) {
-                            c.messages += 1;
-                            c.message_bytes += u64::from(msg_len);
-                        }
+                    // Bytes were counted as they were read.
+                    parser.feed(&buf[..n], |r| match r.fragment {
+                        Some(_) => flows.record(&mut c, &r.header, r.fragment, 0, 0, None),
+                        None => c.bad += 1,
                     });
                     if parser.broken {
                         c.bad += 1;
@@ -247,12 +233,12 @@ fn receive(
                 WaitMode::Wait => wait_readable(&l, &conns),
             }
         }
-        super::udp::publish_flows(&flows, &mut c);
+        flows.publish(&mut c);
         counters.publish(&c);
     }
-    super::udp::finish_flows(&flows, &mut c);
-    counters.publish(&c);
-    Ok(super::udp::summary(c, flows))
+    let summary = flows.finish(c, Default::default());
+    counters.publish(&summary.counters);
+    Ok(summary)
 }
 
 /// Blocks in poll() on the listener and every connection, for a slice.

@@ -25,12 +25,9 @@ use super::{
 use crate::{
     frame::{FCS_LEN, HEADER_OFFSET},
     header::Kind,
-    message::Outcome,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
-    worker::{
-        spawn_with, FlowAccounting, RxSummary, TxSummary, WaitMode, Worker, WorkerError, MAX_FLOWS,
-    },
+    worker::{spawn_with, FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
     xsk::BindMode,
 };
 
@@ -236,7 +233,7 @@ fn receive(
     // size in a control message: recvmsg, whose control buffer is set anew
     // for every call (recvmmsg's is not).
     let mut cmsg = nix::cmsg_space!(i32);
-    let mut flows: Vec<Option<FlowAccounting>> = Vec::new();
+    let mut flows = FlowTable::default();
     let mut c = CounterSnapshot::default();
     let flags = if cfg.wait == WaitMode::Busy {
         MsgFlags::MSG_DONTWAIT
@@ -297,85 +294,25 @@ fn receive(
             }
         }
         let _ = sock.take_error();
-        publish_flows(&flows, &mut c);
+        flows.publish(&mut c);
         counters.publish(&c);
     }
-    finish_flows(&flows, &mut c);
-    counters.publish(&c);
-    Ok(summary(c, flows))
+    let summary = flows.finish(c, Default::default());
+    counters.publish(&summary.counters);
+    Ok(summary)
 }
 
 /// Accounts one received record (datagram).
-pub(super) fn account(
-    part: &[u8],
-    flows: &mut Vec<Option<FlowAccounting>>,
-    c: &mut CounterSnapshot,
-) {
+pub(super) fn account(part: &[u8], flows: &mut FlowTable, c: &mut CounterSnapshot) {
     let Some(r) = read_datagram(part) else {
         c.bad += 1;
         return;
     };
-    let flow = usize::from(r.header.flow);
-    if flow >= MAX_FLOWS {
-        c.bad += 1;
-        return;
-    }
-    if flow >= flows.len() {
-        flows.resize(flow + 1, None);
-    }
-    let t = flows[flow].get_or_insert_with(FlowAccounting::new);
-    t.frames.record(r.header.seq);
-    c.frames += 1;
-    c.payload_bytes += part.len() as u64;
-    c.bytes += part.len() as u64 + FRAME_OVERHEAD;
-    match r.fragment {
-        Some(f) => match t.messages.on_fragment(&f, &[]) {
-            Outcome::Complete { msg_len, .. } => {
-                c.messages += 1;
-                c.message_bytes += u64::from(msg_len);
-            }
-            Outcome::Bad => c.bad += 1,
-            _ => {}
-        },
-        None => {
-            // A stream datagram is a whole "message" of its own.
-            c.messages += 1;
-            c.message_bytes += part.len() as u64 - crate::header::HEADER_LEN as u64;
-        }
-    }
-}
-
-pub(super) fn publish_flows(flows: &[Option<FlowAccounting>], c: &mut CounterSnapshot) {
-    let (mut lost, mut reordered, mut dups, mut mlost) = (0, 0, 0, 0);
-    for t in flows.iter().flatten() {
-        lost += t.frames.lost;
-        reordered += t.frames.reordered;
-        dups += t.frames.duplicates + t.messages.duplicates;
-        mlost += t.messages.lost();
-    }
-    c.lost = lost;
-    c.reordered = reordered;
-    c.duplicates = dups;
-    c.messages_lost = mlost;
-}
-
-pub(super) fn finish_flows(flows: &[Option<FlowAccounting>], c: &mut CounterSnapshot) {
-    publish_flows(flows, c);
-    c.messages_lost += flows
-        .iter()
-        .flatten()
-        .map(|t| t.messages.in_progress())
-        .sum::<u64>();
-}
-
-pub(super) fn summary(c: CounterSnapshot, flows: Vec<Option<FlowAccounting>>) -> RxSummary {
-    RxSummary {
-        counters: c,
-        xsk: Default::default(),
-        flows: flows
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, t)| t.map(|t| (i as u16, t)))
-            .collect(),
-    }
+    // A stream datagram (no fragment header) is a whole message of its own.
+    let whole = r
+        .fragment
+        .is_none()
+        .then(|| (part.len() - crate::header::HEADER_LEN) as u64);
+    let len = part.len() as u64;
+    flows.record(c, &r.header, r.fragment, len + FRAME_OVERHEAD, len, whole);
 }

@@ -4,6 +4,7 @@
 //! run until told to stop, their deadline passes, or their frames are
 //! all sent.
 
+mod flows;
 mod outbox;
 mod rr;
 mod rx;
@@ -18,6 +19,7 @@ use std::{
 
 use crossbeam::channel::{bounded, Receiver};
 
+pub(crate) use flows::FlowTable;
 pub use rr::{
     spawn_client, spawn_responder, ClientConfig, RrSummary, RrWorkerConfig, MAX_LATENCY_NS,
 };

@@ -2,10 +2,11 @@
 
 use std::{os::fd::BorrowedFd, time::Instant};
 
+use super::flows::FlowTable;
 use super::{spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     frame::parse,
-    message::{MessageTracker, Outcome},
+    message::MessageTracker,
     sequence::SequenceTracker,
     stats::{CounterSnapshot, WorkerCounters},
     xsk::{RxPort, SocketOptions, XskStats},
@@ -104,34 +105,17 @@ fn run(
     counters: &WorkerCounters,
 ) -> Result<RxSummary, WorkerError> {
     let mut c = CounterSnapshot::default();
-    let mut flows: Vec<Option<FlowAccounting>> = Vec::new();
+    let mut flows = FlowTable::default();
     while !stop.should_stop(Instant::now()) {
         let n = port.recv(|f| match parse(f.head) {
-            Ok(p) => {
-                let flow = usize::from(p.header.flow);
-                if flow >= MAX_FLOWS {
-                    c.bad += 1;
-                    return;
-                }
-                if flow >= flows.len() {
-                    flows.resize(flow + 1, None);
-                }
-                let t = flows[flow].get_or_insert_with(FlowAccounting::new);
-                t.frames.record(p.header.seq);
-                c.frames += 1;
-                c.bytes += f.len as u64;
-                c.payload_bytes += p.udp_payload_len as u64;
-                if let Some(frag) = p.fragment {
-                    match t.messages.on_fragment(&frag, &[]) {
-                        Outcome::Complete { msg_len, .. } => {
-                            c.messages += 1;
-                            c.message_bytes += u64::from(msg_len);
-                        }
-                        Outcome::Bad => c.bad += 1,
-                        _ => {}
-                    }
-                }
-            }
+            Ok(p) => flows.record(
+                &mut c,
+                &p.header,
+                p.fragment,
+                f.len as u64,
+                p.udp_payload_len as u64,
+                None,
+            ),
             Err(_) => c.bad += 1,
         });
         if n == 0 {
@@ -151,38 +135,12 @@ fn run(
                 }
             }
         } else {
-            let mut lost = 0;
-            let mut reordered = 0;
-            let mut duplicates = 0;
-            let mut messages_lost = 0;
-            for t in flows.iter().flatten() {
-                lost += t.frames.lost;
-                reordered += t.frames.reordered;
-                duplicates += t.frames.duplicates + t.messages.duplicates;
-                messages_lost += t.messages.lost();
-            }
-            c.lost = lost;
-            c.reordered = reordered;
-            c.duplicates = duplicates;
-            c.messages_lost = messages_lost;
+            flows.publish(&mut c);
         }
         counters.publish(&c);
     }
-    // Messages still incomplete when the flow ends are lost.
-    c.messages_lost += flows
-        .iter()
-        .flatten()
-        .map(|t| t.messages.in_progress())
-        .sum::<u64>();
     c.bad += port.overlong();
-    counters.publish(&c);
-    Ok(RxSummary {
-        counters: c,
-        xsk: port.stats().unwrap_or_default(),
-        flows: flows
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, t)| t.map(|t| (i as u16, t)))
-            .collect(),
-    })
+    let summary = flows.finish(c, port.stats().unwrap_or_default());
+    counters.publish(&summary.counters);
+    Ok(summary)
 }

@@ -129,3 +129,16 @@ impl Snapshot {
 pub fn sum(v: &[CounterSnapshot]) -> CounterSnapshot {
     v.iter().fold(CounterSnapshot::default(), |a, b| a.add(b))
 }
+
+/// Waits for every worker; returns what each reported when bound and its
+/// summary, or the first worker's error.
+pub fn join_all<S>(
+    workers: Vec<Worker<S>>,
+) -> Result<(Vec<linerate_datapath::worker::Ready>, Vec<S>)> {
+    let ready = workers.iter().map(|w| w.ready.clone()).collect();
+    let results = workers
+        .into_iter()
+        .map(|w| w.join().map_err(|e| anyhow!(e)))
+        .collect::<Result<_>>()?;
+    Ok((ready, results))
+}

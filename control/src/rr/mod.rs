@@ -26,8 +26,8 @@ use linerate_datapath::{
     },
     message::Fragmentation,
     worker::{
-        spawn_client, spawn_responder, ClientConfig, Placement, RrSummary, RrWorkerConfig,
-        StopSignal, Worker, MAX_LATENCY_NS,
+        spawn_client, spawn_responder, ClientConfig, Placement, RrWorkerConfig, StopSignal, Worker,
+        MAX_LATENCY_NS,
     },
     xsk::{SocketOptions, ZeroCopy, CHUNK_DATA},
 };
@@ -41,7 +41,9 @@ use crate::{
     cli::{BackendArg, ResponderArg},
     environment, iface,
     path::Side,
-    session::{apply_napi, attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
+    session::{
+        apply_napi, attach_steering, join_all, pin_napi, steering_config, sum, wait_until, Snapshot,
+    },
     stream::result::InterfaceCounters,
 };
 
@@ -262,18 +264,10 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
     let s1 = Snapshot::take(&clients, &responders)?;
 
     client_stop.flag.store(true, Ordering::Relaxed);
-    let client_ready: Vec<_> = clients.iter().map(|w| w.ready.clone()).collect();
-    let client_results: Vec<RrSummary> = clients
-        .into_iter()
-        .map(|w| w.join().map_err(|e| anyhow!(e)))
-        .collect::<Result<_>>()?;
+    let (client_ready, client_results) = join_all(clients)?;
     thread::sleep(Duration::from_millis(20));
     server_stop.flag.store(true, Ordering::Relaxed);
-    let server_ready: Vec<_> = responders.iter().map(|w| w.ready.clone()).collect();
-    let server_results: Vec<RrSummary> = responders
-        .into_iter()
-        .map(|w| w.join().map_err(|e| anyhow!(e)))
-        .collect::<Result<_>>()?;
+    let (server_ready, server_results) = join_all(responders)?;
 
     let xdp = XdpCounters {
         client: stats(&client_steer)?.since(&cs0),

@@ -43,7 +43,9 @@ use result::*;
 use crate::{
     cli::BackendArg,
     environment, iface,
-    session::{apply_napi, attach_steering, pin_napi, steering_config, sum, wait_until, Snapshot},
+    session::{
+        apply_napi, attach_steering, join_all, pin_napi, steering_config, sum, wait_until, Snapshot,
+    },
 };
 
 /// How long receivers keep draining after the senders stop, at most.
@@ -121,18 +123,10 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let (ltx1, lrx1) = (link(&plan.path.tx)?, link(&plan.path.rx)?);
 
     tx_stop.flag.store(true, Ordering::Relaxed);
-    let tx_ready: Vec<_> = tx_workers.iter().map(|w| w.ready.clone()).collect();
-    let tx_results: Vec<TxSummary> = tx_workers
-        .into_iter()
-        .map(|w| w.join().map_err(|e| anyhow!(e)))
-        .collect::<Result<_>>()?;
+    let (tx_ready, tx_results) = join_all(tx_workers)?;
     drain(&rx_workers);
     rx_stop.flag.store(true, Ordering::Relaxed);
-    let rx_ready: Vec<_> = rx_workers.iter().map(|w| w.ready.clone()).collect();
-    let rx_results: Vec<RxSummary> = rx_workers
-        .into_iter()
-        .map(|w| w.join().map_err(|e| anyhow!(e)))
-        .collect::<Result<_>>()?;
+    let (rx_ready, rx_results) = join_all(rx_workers)?;
 
     let steer = match &steering {
         Some(s) => s.stats()?.since(&steer0),

@@ -30,6 +30,14 @@ pub enum Command {
     Stream(Box<StreamArgs>),
     /// Request/response transactions: rate and response times.
     Rr(Box<RrArgs>),
+    /// Run a document-style sweep: a built-in preset (see --list) or a
+    /// sweep file (TOML); results are saved as each point finishes.
+    Sweep(SweepArgs),
+    /// Write report.md, figures and points.csv of a sweep directory.
+    Report {
+        /// The sweep's output directory.
+        dir: std::path::PathBuf,
+    },
     /// Fit the per-message overhead (time per message = overhead + size /
     /// rate) to `stream --message` or `rr` results saved with --json.
     Overhead {
@@ -93,6 +101,40 @@ pub struct DoctorArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `linerate sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// A preset name (fc-modes, service-demand, rpc, bs2000) or a sweep file.
+    pub sweep: Option<String>,
+    /// List the presets.
+    #[arg(long)]
+    pub list: bool,
+    /// Short runs and one repeat: a smoke run of the whole sweep.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory [default: sweeps/NAME-DATE].
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Resume an interrupted sweep in DIR, skipping finished points.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick"])]
+    pub resume: Option<std::path::PathBuf>,
+    /// Sending interface for every point (default: the lab).
+    #[arg(long)]
+    pub tx_iface: Option<String>,
+    /// Receiving interface for every point.
+    #[arg(long)]
+    pub rx_iface: Option<String>,
+    /// Namespace of --tx-iface.
+    #[arg(long)]
+    pub tx_netns: Option<String>,
+    /// Namespace of --rx-iface.
+    #[arg(long)]
+    pub rx_netns: Option<String>,
+    /// The lab to run on.
+    #[arg(long, value_name = "NAME")]
+    pub lab: Option<String>,
 }
 
 /// XDP attach mode choice.

@@ -16,6 +16,7 @@ mod rr;
 mod session;
 mod sh;
 mod stream;
+mod sweep;
 
 use std::{
     process::ExitCode,
@@ -51,6 +52,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 print!("{}", doctor::render(&r));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sweep(a) => sweep_cmd(a),
+        Command::Report { dir } => {
+            let text = sweep::report::write(&dir)?;
+            print!("{text}");
+            println!("report: {}", dir.join("report.md").display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Overhead { files, json } => {
@@ -90,6 +98,76 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report(&result, a.run.json, table, result.interrupted)
         }
     }
+}
+
+fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
+    if a.list {
+        for (name, what, _) in sweep::presets::PRESETS {
+            println!("{name:<15} {what}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (text, label, dir, opts) = match &a.resume {
+        Some(dir) => {
+            let (text, opts) = sweep::resume_inputs(dir)?;
+            (
+                text,
+                dir.join(sweep::SPEC).display().to_string(),
+                dir.clone(),
+                opts,
+            )
+        }
+        None => {
+            let Some(which) = &a.sweep else {
+                anyhow::bail!(
+                    "name a preset (linerate sweep --list) or a sweep file, or give --resume DIR"
+                );
+            };
+            let (text, label) = match sweep::presets::get(which) {
+                Some(t) => (t.to_string(), format!("preset {which}")),
+                None => (
+                    std::fs::read_to_string(which).with_context(|| {
+                        format!("{which:?} is neither a preset (see `linerate sweep --list`) nor a readable file")
+                    })?,
+                    which.clone(),
+                ),
+            };
+            let name = sweep::spec::SweepSpec::parse(&text, &label)?.name;
+            let mut extra = Vec::new();
+            for (flag, v) in [
+                ("--tx-iface", &a.tx_iface),
+                ("--rx-iface", &a.rx_iface),
+                ("--tx-netns", &a.tx_netns),
+                ("--rx-netns", &a.rx_netns),
+                ("--lab", &a.lab),
+            ] {
+                if let Some(v) = v {
+                    extra.extend([flag.to_string(), v.clone()]);
+                }
+            }
+            let dir = a.out.clone().unwrap_or_else(|| sweep::default_dir(&name));
+            (
+                text,
+                label,
+                dir,
+                sweep::SweepOptions {
+                    quick: a.quick,
+                    extra,
+                },
+            )
+        }
+    };
+    privilege::require_root("linerate sweep")?;
+    eprintln!("linerate: sweep results go to {}", dir.display());
+    let interrupted = on_signal()?;
+    let text = sweep::run(&text, &label, &dir, &opts, &interrupted)?;
+    print!("{text}");
+    println!("report: {}", dir.join("report.md").display());
+    Ok(if interrupted.load(Ordering::Relaxed) {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Prints a result as JSON or as its table; an interrupted run exits 130.

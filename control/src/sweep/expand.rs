@@ -1,0 +1,231 @@
+//! From a sweep part to its points, and from a point to the arguments of
+//! the command it runs (parsed by the same clap definitions as the CLI, so
+//! a sweep accepts exactly what the command line does).
+
+use clap::Parser;
+use toml::Value;
+
+use super::spec::{show, Kind, Part};
+use crate::cli::{RrArgs, StreamArgs};
+
+/// One point of a part: a value for every axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Index of the part.
+    pub part: usize,
+    /// Index of the point within the part.
+    pub index: usize,
+    /// (axis, value) for every axis.
+    pub values: Vec<(String, Value)>,
+}
+
+impl Point {
+    /// The value of `axis` at this point.
+    pub fn value(&self, axis: &str) -> Option<&Value> {
+        self.values.iter().find(|(a, _)| a == axis).map(|(_, v)| v)
+    }
+
+    /// A short description: "message=64 tx_wait=busy".
+    pub fn describe(&self) -> String {
+        self.values
+            .iter()
+            .map(|(a, v)| format!("{a}={}", show(v)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Every point of a part, the first axis varying slowest.
+pub fn points(part_index: usize, part: &Part) -> Vec<Point> {
+    let mut out = vec![Vec::new()];
+    for axis in &part.axes {
+        out = out
+            .into_iter()
+            .flat_map(|prefix: Vec<(String, Value)>| {
+                axis.values.iter().map(move |v| {
+                    let mut p = prefix.clone();
+                    p.push((axis.name.clone(), v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(index, values)| Point {
+            part: part_index,
+            index,
+            values,
+        })
+        .collect()
+}
+
+fn push_option(argv: &mut Vec<String>, key: &str, v: &Value) -> Result<(), String> {
+    let flag = format!("--{}", key.replace('_', "-"));
+    match v {
+        Value::Boolean(true) => argv.push(flag),
+        Value::Boolean(false) => {}
+        Value::String(s) => argv.extend([flag, s.clone()]),
+        Value::Integer(i) => argv.extend([flag, i.to_string()]),
+        Value::Float(f) => argv.extend([flag, f.to_string()]),
+        Value::Table(t) => {
+            for (k, v) in t {
+                push_option(argv, k, v)?;
+            }
+        }
+        other => {
+            return Err(format!(
+                "{key} = {other}: give a number, a string, true/false or an inline table"
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// The command-line arguments of a point: fixed settings, the point's
+/// values, then `extra` (e.g. --lab, --tx-iface), and with `quick` short
+/// durations.
+pub fn argv(
+    part: &Part,
+    point: &Point,
+    extra: &[String],
+    quick: bool,
+) -> Result<Vec<String>, String> {
+    let mut argv = Vec::new();
+    // --quick sets the durations itself.
+    let timed = |k: &str| quick && matches!(k, "warmup" | "duration");
+    for (k, v) in part
+        .fixed
+        .iter()
+        .chain(point.values.iter().map(|(k, v)| (k, v)))
+    {
+        if !timed(k) {
+            push_option(&mut argv, k, v)?;
+        }
+    }
+    argv.extend(extra.iter().cloned());
+    if quick {
+        argv.extend(["--warmup", "0.2s", "--duration", "0.5s"].map(String::from));
+    }
+    Ok(argv)
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "stream", no_binary_name = true)]
+struct StreamPoint {
+    #[command(flatten)]
+    args: StreamArgs,
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "rr", no_binary_name = true)]
+struct RrPoint {
+    #[command(flatten)]
+    args: RrArgs,
+}
+
+/// A point's arguments, parsed.
+#[derive(Debug, Clone)]
+pub enum PointArgs {
+    /// A stream run.
+    Stream(Box<StreamArgs>),
+    /// An rr run.
+    Rr(Box<RrArgs>),
+}
+
+/// Parses and checks a point's arguments (no system access): clap's errors
+/// for unknown options or bad values, the command's own range checks.
+pub fn parse(kind: Kind, argv: &[String]) -> Result<PointArgs, String> {
+    let first_line = |e: clap::Error| {
+        e.to_string()
+            .lines()
+            .next()
+            .unwrap_or("invalid option")
+            .trim_start_matches("error: ")
+            .to_string()
+    };
+    match kind {
+        Kind::Stream => {
+            let a = StreamPoint::try_parse_from(argv).map_err(first_line)?.args;
+            crate::stream::plan::check_args(&a).map_err(|e| e.to_string())?;
+            Ok(PointArgs::Stream(Box::new(a)))
+        }
+        Kind::Rr => {
+            let a = RrPoint::try_parse_from(argv).map_err(first_line)?.args;
+            crate::rr::plan::check_args(&a).map_err(|e| e.to_string())?;
+            Ok(PointArgs::Rr(Box::new(a)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::spec::SweepSpec;
+
+    fn spec(extra: &str) -> SweepSpec {
+        SweepSpec::parse(
+            &format!(
+                "name = \"t\"\nkind = \"stream\"\n[fixed]\nmtu = 1500\nreverse = false\n{extra}\n[[axis]]\nname = \"message\"\nvalues = [64, 1024, 65500]\n[[axis]]\nname = \"mode\"\nvalues = [{{tx_wait = \"busy\", rx_wait = \"busy\"}}, {{tx_wait = \"wait\", rx_wait = \"wait\"}}]\n"
+            ),
+            "t.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn expands_the_grid_first_axis_slowest() {
+        let s = spec("");
+        let p = points(0, &s.parts[0]);
+        assert_eq!(p.len(), 6);
+        assert_eq!(
+            p[0].describe(),
+            "message=64 mode={ rx_wait = \"busy\", tx_wait = \"busy\" }"
+        );
+        assert_eq!(p[1].value("message"), Some(&Value::Integer(64)));
+        assert_eq!(p[2].value("message"), Some(&Value::Integer(1024)));
+    }
+
+    #[test]
+    fn points_become_command_lines() {
+        let s = spec("");
+        let p = points(0, &s.parts[0]);
+        let a = argv(&s.parts[0], &p[1], &["--lab".into(), "x".into()], true).unwrap();
+        assert_eq!(
+            a,
+            [
+                "--mtu",
+                "1500",
+                "--message",
+                "64",
+                "--rx-wait",
+                "wait",
+                "--tx-wait",
+                "wait",
+                "--lab",
+                "x",
+                "--warmup",
+                "0.2s",
+                "--duration",
+                "0.5s"
+            ]
+        );
+        let PointArgs::Stream(st) = parse(Kind::Stream, &a).unwrap() else {
+            panic!()
+        };
+        assert_eq!(st.message, Some(64));
+        assert_eq!(st.run.lab.name, "x");
+    }
+
+    #[test]
+    fn bad_settings_are_refused_before_running() {
+        let s = spec("colour = 3");
+        let p = points(0, &s.parts[0]);
+        let a = argv(&s.parts[0], &p[0], &[], false).unwrap();
+        let e = parse(Kind::Stream, &a).unwrap_err();
+        assert!(e.contains("--colour"), "{e}");
+        let s = spec("queues = 0");
+        let a = argv(&s.parts[0], &points(0, &s.parts[0])[0], &[], false).unwrap();
+        assert!(parse(Kind::Stream, &a).unwrap_err().contains("--queues 0"));
+    }
+}

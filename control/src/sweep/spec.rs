@@ -1,0 +1,458 @@
+//! Sweep files (TOML): what to run, over which axes, and how to lay out
+//! tables and figures. Checked whole before anything runs.
+
+use serde::{Deserialize, Serialize};
+use toml::Value;
+
+/// A sweep file: one part, given at the top level, or several `[[part]]`s
+/// (a document may measure transactions and streams).
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepSpec {
+    /// Short name (used for the output directory).
+    pub name: String,
+    /// What the sweep reproduces.
+    pub title: String,
+    /// Repeats per point (median and spread reported).
+    pub repeats: u32,
+    /// The parts, run in order.
+    pub parts: Vec<Part>,
+    /// The reference document's own figures.
+    pub references: Vec<Reference>,
+    /// Lines saying whether a target was reached, and at what CPU.
+    pub goals: Vec<Goal>,
+}
+
+/// A target figure: the report says whether it was reached.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Goal {
+    /// What the target is.
+    pub case: String,
+    /// Dotted path of the figure.
+    pub metric: String,
+    /// Reached when the figure is at least this.
+    pub at_least: f64,
+    /// CPU figure to state with it.
+    #[serde(default)]
+    pub cpu: Option<String>,
+    /// The point (axis = value) it is read at.
+    #[serde(default)]
+    pub at: toml::Table,
+}
+
+/// One kind of run over a grid of settings, with its tables and figures.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    /// Heading in the report.
+    #[serde(default)]
+    pub name: String,
+    /// "stream" or "rr".
+    pub kind: Kind,
+    /// Settings every point shares: any option of the command, by its long
+    /// name with `_` or `-` (e.g. `mtu = 9000`, `tx_wait = "busy"`).
+    #[serde(default)]
+    pub fixed: toml::Table,
+    /// The axes, in order: the first varies slowest. A value may be an
+    /// inline table setting several options at once.
+    #[serde(default, rename = "axis")]
+    pub axes: Vec<Axis>,
+    /// Tables of the report.
+    #[serde(default, rename = "table")]
+    pub tables: Vec<TableSpec>,
+    /// Figures of the report.
+    #[serde(default, rename = "figure")]
+    pub figures: Vec<FigureSpec>,
+    /// Per-message overhead fits (document 000).
+    #[serde(default, rename = "fit")]
+    pub fits: Vec<FitSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default = "one")]
+    repeats: u32,
+    #[serde(default)]
+    kind: Option<Kind>,
+    #[serde(default)]
+    fixed: toml::Table,
+    #[serde(default, rename = "axis")]
+    axes: Vec<Axis>,
+    #[serde(default, rename = "table")]
+    tables: Vec<TableSpec>,
+    #[serde(default, rename = "figure")]
+    figures: Vec<FigureSpec>,
+    #[serde(default, rename = "fit")]
+    fits: Vec<FitSpec>,
+    #[serde(default, rename = "part")]
+    parts: Vec<Part>,
+    #[serde(default, rename = "reference")]
+    references: Vec<Reference>,
+    #[serde(default, rename = "goal")]
+    goals: Vec<Goal>,
+}
+
+/// A per-message overhead fit: time per message against message size.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitSpec {
+    /// Caption.
+    pub title: String,
+    /// Axis of message sizes.
+    pub x: String,
+    /// Axis whose values get a fit each (none: one fit).
+    #[serde(default)]
+    pub series: Option<String>,
+    /// Only points whose other axes have these values.
+    #[serde(default)]
+    pub filter: toml::Table,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The command a sweep runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// `linerate stream`.
+    #[default]
+    Stream,
+    /// `linerate rr`.
+    Rr,
+}
+
+/// One axis: an option and its values.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Axis {
+    /// Option name, as in `fixed`.
+    pub name: String,
+    /// Values, in order.
+    pub values: Vec<Value>,
+    /// Label per value in tables and legends (default: the value).
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+/// A table: one metric, rows by one axis, columns by another.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    /// Caption.
+    pub title: String,
+    /// Axis whose values make the rows.
+    pub rows: String,
+    /// Axis whose values make the columns (none: one column per metric).
+    #[serde(default)]
+    pub columns: Option<String>,
+    /// Figures shown in each cell, as dotted paths into a result
+    /// (e.g. `receiver.message_mb_s`, `cpu.total.cpu_pct`).
+    pub metrics: Vec<String>,
+    /// Only points whose other axes have these values.
+    #[serde(default)]
+    pub filter: toml::Table,
+}
+
+/// A figure: a metric against an axis, one line per value of another.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FigureSpec {
+    /// Caption (and file name).
+    pub title: String,
+    /// Axis on the x axis (numeric values).
+    pub x: String,
+    /// Dotted path of the metric on the y axis.
+    pub y: String,
+    /// Axis whose values make the lines (none: one line).
+    #[serde(default)]
+    pub series: Option<String>,
+    /// Logarithmic x axis.
+    #[serde(default)]
+    pub log_x: bool,
+    /// y-axis label.
+    #[serde(default)]
+    pub y_label: String,
+    /// Only points whose other axes have these values.
+    #[serde(default)]
+    pub filter: toml::Table,
+}
+
+/// A figure from the reference document, printed beside ours.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    /// Where it comes from (document, table or figure).
+    pub source: String,
+    /// What was measured.
+    pub case: String,
+    /// The document's figure, as it states it.
+    pub value: String,
+    /// The figure of ours to set beside it: a dotted path, and the axis
+    /// values of the point it is read at.
+    #[serde(default)]
+    pub ours: Option<String>,
+    /// The point (axis = value) whose figure is set beside it.
+    #[serde(default)]
+    pub at: toml::Table,
+}
+
+/// A sweep file that does not hold up.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct SpecError {
+    /// The file.
+    pub file: String,
+    /// 1-based line (0: the file as a whole).
+    pub line: usize,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl SweepSpec {
+    /// Parses and checks a sweep file.
+    pub fn parse(text: &str, file: &str) -> Result<Self, SpecError> {
+        let raw: RawSpec = toml::from_str(text).map_err(|e| SpecError {
+            file: file.into(),
+            line: e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+                .unwrap_or(0),
+            message: e.message().to_string(),
+        })?;
+        let err = |key: &str, message: String| SpecError {
+            file: file.into(),
+            line: line_of(text, key),
+            message,
+        };
+        let top_level = raw.kind.is_some()
+            || !raw.axes.is_empty()
+            || !raw.fixed.is_empty()
+            || !raw.tables.is_empty()
+            || !raw.figures.is_empty()
+            || !raw.fits.is_empty();
+        let parts = match (top_level, raw.parts.is_empty()) {
+            (true, false) => {
+                return Err(err("[[part]]", "give either one part at the top level (kind, fixed, axis...) or [[part]]s, not both".into()))
+            }
+            (false, true) => return Err(err("name", "no kind: give kind = \"stream\" or \"rr\" (or [[part]]s)".into())),
+            (true, true) => vec![Part {
+                name: String::new(),
+                kind: raw.kind.ok_or_else(|| err("axis", "no kind: give kind = \"stream\" or \"rr\"".into()))?,
+                fixed: raw.fixed,
+                axes: raw.axes,
+                tables: raw.tables,
+                figures: raw.figures,
+                fits: raw.fits,
+            }],
+            (false, false) => raw.parts,
+        };
+        let spec = Self {
+            name: raw.name,
+            title: raw.title,
+            repeats: raw.repeats,
+            parts,
+            references: raw.references,
+            goals: raw.goals,
+        };
+        if spec.name.is_empty()
+            || !spec
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(err(
+                "name",
+                format!(
+                    "name {:?} is invalid: use letters, digits, '-' or '_'",
+                    spec.name
+                ),
+            ));
+        }
+        if spec.repeats == 0 || spec.repeats > 100 {
+            return Err(err(
+                "repeats",
+                format!("repeats = {} is out of range: use 1 to 100", spec.repeats),
+            ));
+        }
+        for part in &spec.parts {
+            part.check(&err)?;
+        }
+        Ok(spec)
+    }
+}
+
+impl Part {
+    /// The axis called `name`.
+    pub fn axis(&self, name: &str) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.name == name)
+    }
+
+    fn check(&self, err: &impl Fn(&str, String) -> SpecError) -> Result<(), SpecError> {
+        let names: Vec<&str> = self.axes.iter().map(|a| a.name.as_str()).collect();
+        for a in &self.axes {
+            if a.values.is_empty() {
+                return Err(err(&a.name, format!("axis {:?} has no values", a.name)));
+            }
+            if !a.labels.is_empty() && a.labels.len() != a.values.len() {
+                return Err(err(
+                    &a.name,
+                    format!(
+                        "axis {:?} has {} labels for {} values",
+                        a.name,
+                        a.labels.len(),
+                        a.values.len()
+                    ),
+                ));
+            }
+            if self.fixed.contains_key(&a.name) {
+                return Err(err(
+                    &a.name,
+                    format!("{:?} is both fixed and an axis: keep one", a.name),
+                ));
+            }
+            if names.iter().filter(|n| **n == a.name).count() > 1 {
+                return Err(err(&a.name, format!("axis {:?} is given twice", a.name)));
+            }
+        }
+        let known = |n: &str| names.contains(&n);
+        let unknown = |what: &str, title: &str, ax: &str| {
+            err(
+                ax,
+                format!("{what} {title:?} uses {ax:?}, which is not an axis (axes: {names:?})"),
+            )
+        };
+        for t in &self.tables {
+            for ax in std::iter::once(&t.rows).chain(t.columns.as_ref()) {
+                if !known(ax) {
+                    return Err(unknown("table", &t.title, ax));
+                }
+            }
+            if t.metrics.is_empty() {
+                return Err(err(
+                    &t.title,
+                    format!("table {:?} shows no metric", t.title),
+                ));
+            }
+        }
+        for f in &self.figures {
+            for ax in std::iter::once(&f.x).chain(f.series.as_ref()) {
+                if !known(ax) {
+                    return Err(unknown("figure", &f.title, ax));
+                }
+            }
+        }
+        for f in &self.fits {
+            for ax in std::iter::once(&f.x).chain(f.series.as_ref()) {
+                if !known(ax) {
+                    return Err(unknown("fit", &f.title, ax));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first line of `text` that mentions `key`, for error messages.
+pub fn line_of(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(key))
+        .map_or(0, |i| i + 1)
+}
+
+/// A value as a table cell or legend shows it.
+pub fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Integer(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+kind = "stream"
+repeats = 3
+[fixed]
+mtu = 1500
+[[axis]]
+name = "message"
+values = [64, 1024]
+[[axis]]
+name = "tx_wait"
+values = ["busy", "wait"]
+[[table]]
+title = "MB/s"
+rows = "message"
+columns = "tx_wait"
+metrics = ["receiver.message_mb_s"]
+[[figure]]
+title = "MB/s vs size"
+x = "message"
+y = "receiver.message_mb_s"
+series = "tx_wait"
+[[reference]]
+source = "000, figure 7"
+case = "C10 sends"
+value = "8.5 MB/s"
+"#;
+
+    #[test]
+    fn good_file() {
+        let s = SweepSpec::parse(GOOD, "good.toml").unwrap();
+        assert_eq!(s.parts.len(), 1);
+        assert_eq!(s.parts[0].kind, Kind::Stream);
+        assert_eq!(s.parts[0].axes.len(), 2);
+        assert_eq!(s.repeats, 3);
+        assert_eq!(s.references.len(), 1);
+    }
+
+    #[test]
+    fn bad_files_name_file_line_and_key() {
+        let e = SweepSpec::parse(
+            &GOOD.replace("repeats = 3", "repeats = 3\ncolour = 1"),
+            "b.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("b.toml:"), "{e}");
+        assert!(e.message.contains("colour"), "{e}");
+        let e = SweepSpec::parse(
+            &GOOD.replace("repeats = 3", "repeats = \"three\""),
+            "b.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        let e = SweepSpec::parse(
+            &GOOD.replace("rows = \"message\"", "rows = \"size\""),
+            "b.toml",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("\"size\", which is not an axis"), "{e}");
+        assert!(e.line > 0);
+        let e = SweepSpec::parse(&GOOD.replace("mtu = 1500", "message = 5"), "b.toml").unwrap_err();
+        assert!(e.message.contains("both fixed and an axis"), "{e}");
+        let e =
+            SweepSpec::parse(&GOOD.replace("repeats = 3", "repeats = 0"), "b.toml").unwrap_err();
+        assert!(e.message.contains("repeats = 0"), "{e}");
+        let e = SweepSpec::parse(
+            &GOOD.replace("kind = \"stream\"", "kind = \"ping\""),
+            "b.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("ping") || e.message.contains("variant"),
+            "{e}"
+        );
+    }
+}

@@ -90,6 +90,18 @@ pub fn apply_napi(
     Ok(Some(if threaded { "threaded" } else { "softirq" }))
 }
 
+/// How long past its planned end a worker may run before it stops by
+/// itself: the safety net behind the stop flag. Generous, because binding
+/// many queues (each with its UMEM) can take seconds on a loaded machine,
+/// and the deadline counts from before the binding.
+pub fn hard_deadline(
+    planned: std::time::Duration,
+    queues: u32,
+    extra_s: u64,
+) -> std::time::Duration {
+    planned + Duration::from_secs(30 + extra_s + 2 * u64::from(queues))
+}
+
 /// Sleeps until `until`, or until `stop` says so.
 pub fn wait_until(until: Instant, stop: &dyn Fn() -> bool) {
     loop {

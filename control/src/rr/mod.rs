@@ -42,7 +42,8 @@ use crate::{
     environment, iface,
     path::Side,
     session::{
-        apply_napi, attach_steering, join_all, pin_napi, steering_config, sum, wait_until, Snapshot,
+        apply_napi, attach_steering, hard_deadline, join_all, pin_napi, steering_config, sum,
+        wait_until, Snapshot,
     },
     stream::result::InterfaceCounters,
 };
@@ -104,9 +105,9 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
     let planned = r.warmup + r.duration;
     let stop = |extra: u64| StopSignal {
         flag: Arc::new(AtomicBool::new(false)),
-        deadline: started + planned + Duration::from_secs(extra),
+        deadline: started + hard_deadline(planned, r.queues, extra),
     };
-    let (client_stop, server_stop) = (stop(5), stop(10));
+    let (client_stop, server_stop) = (stop(0), stop(5));
     let zero_copy = if r.zero_copy {
         ZeroCopy::Require
     } else {

@@ -44,7 +44,8 @@ use crate::{
     cli::BackendArg,
     environment, iface,
     session::{
-        apply_napi, attach_steering, join_all, pin_napi, steering_config, sum, wait_until, Snapshot,
+        apply_napi, attach_steering, hard_deadline, join_all, pin_napi, steering_config, sum,
+        wait_until, Snapshot,
     },
 };
 
@@ -79,11 +80,11 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     let planned = a.run.warmup + a.run.duration;
     let tx_stop = StopSignal {
         flag: Arc::new(AtomicBool::new(false)),
-        deadline: started + planned + Duration::from_secs(5),
+        deadline: started + hard_deadline(planned, a.run.queues, 0),
     };
     let rx_stop = StopSignal {
         flag: Arc::new(AtomicBool::new(false)),
-        deadline: started + planned + Duration::from_secs(10),
+        deadline: started + hard_deadline(planned, a.run.queues, 5),
     };
     let mut rx_workers = Vec::new();
     for q in 0..a.run.queues {

@@ -375,6 +375,7 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
             response_frames: plan.response.count,
             napi_threads,
             napi: napi_mode.map(str::to_string),
+            driver: server.info.kind.clone(),
         },
         window_s,
         interrupted: interrupted.load(Ordering::Relaxed),

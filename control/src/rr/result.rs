@@ -107,6 +107,8 @@ pub struct RrSetup {
     pub napi_threads: Vec<(i32, usize)>,
     /// NAPI mode set for the run.
     pub napi: Option<String>,
+    /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
+    pub driver: Option<String>,
 }
 
 /// Transaction counts.

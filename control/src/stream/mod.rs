@@ -276,6 +276,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
                 - linerate_datapath::frame::HEADER_OFFSET,
             napi_threads,
             napi: napi_mode.map(str::to_string),
+            driver: plan.path.rx.info.kind.clone(),
         },
         window_s,
         interrupted: interrupted.load(Ordering::Relaxed),

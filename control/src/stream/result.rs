@@ -129,6 +129,8 @@ pub struct Setup {
     pub napi_threads: Vec<(i32, usize)>,
     /// NAPI mode set for the run ("threaded", "softirq"; none: left alone).
     pub napi: Option<String>,
+    /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
+    pub driver: Option<String>,
 }
 
 /// Rates and CPU of one side over the window.

@@ -179,6 +179,10 @@ pub fn run(
             };
             writeln!(out, "{}", serde_json::to_string(&record)?)?;
             out.flush()?;
+            // The report (and points.csv) always reflect what finished.
+            if let Err(e) = report::write(dir) {
+                bar.println(format!("linerate: writing the report failed: {e:#}"));
+            }
             bar.inc(1);
         }
     }

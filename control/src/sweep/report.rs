@@ -332,15 +332,56 @@ fn machine(records: &[Record]) -> String {
         (iface("tx_iface", "tx_netns"), iface("rx_iface", "rx_netns"))
     };
     format!(
-        "| | |\n|---|---|\n| kernel | {} |\n| CPU | {} ({} cores) |\n| path | {from} -> {to} |\n| AF_XDP bind mode | {} |\n| XDP attach mode | {} |\n| backends | {} |\n| NAPI | {} |\n",
+        "| | |\n|---|---|\n| kernel | {} |\n| CPU | {} ({} cores) |\n| path | {from} -> {to} |\n| NIC driver | {} |\n| AF_XDP bind mode | {} |\n| XDP attach mode | {} |\n| backends | {} |\n| NAPI | {} |\n",
         e["kernel"].as_str().unwrap_or("?"),
         e["cpu_model"].as_str().unwrap_or("?"),
         e["cpus"],
+        s["driver"].as_str().unwrap_or("?"),
         s.get("rx_bind_mode").or(s.get("client_bind_mode")).and_then(Value::as_str).unwrap_or("?"),
         s["xdp_mode"].as_str().unwrap_or("?"),
         backends.join(", "),
         s["napi"].as_str().unwrap_or("as configured"),
     )
+}
+
+fn parameters(spec: &SweepSpec, quick: bool) -> String {
+    let mut o = format!(
+        "Repeats per point: {}{}.\n\n",
+        if quick { 1 } else { spec.repeats },
+        if quick {
+            " (--quick: 0.2 s warm-up, 0.5 s per point)"
+        } else {
+            ""
+        }
+    );
+    for (pi, part) in spec.parts.iter().enumerate() {
+        let name = if part.name.is_empty() {
+            format!("Part {}", pi + 1)
+        } else {
+            part.name.clone()
+        };
+        let fixed: Vec<String> = part
+            .fixed
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", show(v)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "- {name} (`linerate {}`): {}",
+            match part.kind {
+                super::spec::Kind::Stream => "stream",
+                super::spec::Kind::Rr => "rr",
+            },
+            fixed.join(", ")
+        );
+        for a in &part.axes {
+            let vals: Vec<String> = (0..a.values.len())
+                .map(|i| label(part, &a.name, i))
+                .collect();
+            let _ = writeln!(o, "  - axis `{}`: {}", a.name, vals.join("; "));
+        }
+    }
+    o
 }
 
 fn references(d: &Data) -> String {
@@ -447,11 +488,16 @@ pub fn write(dir: &Path) -> Result<String> {
         .enumerate()
         .map(|(i, p)| points(i, p).len())
         .sum();
+    let quick = fs::read_to_string(dir.join(super::OPTIONS))
+        .ok()
+        .and_then(|t| serde_json::from_str::<super::SweepOptions>(&t).ok())
+        .is_some_and(|o| o.quick);
     let mut md = format!(
-        "# {}\n\nSweep `{}`: {} point(s); {finished} run(s) finished, {failed} failed. Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Machine\n\n{}\n",
+        "# {}\n\nSweep `{}`: {} point(s); {finished} run(s) finished, {failed} failed. Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
         if spec.title.is_empty() { &spec.name } else { &spec.title },
         spec.name,
         total,
+        parameters(&spec, quick),
         machine(&records)
     );
     let mut term = String::new();

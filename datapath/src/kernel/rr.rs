@@ -341,19 +341,10 @@ fn udp_client(
     cl: &ClientConfig,
     counters: &WorkerCounters,
 ) -> Result<RrSummary, WorkerError> {
-    let mut tx = Transactions::new(
-        &cl.flows,
-        cl.concurrency,
-        cl.count,
-        cl.timeout.as_nanos() as u64,
-        true,
-    );
+    let mut tx = Transactions::for_client(cl, true);
     let nflows = tx.flow_bound();
     // Socket of each flow id.
-    let mut sock_of = vec![usize::MAX; nflows];
-    for (i, &f) in cl.flows.iter().enumerate() {
-        sock_of[usize::from(f)] = i;
-    }
+    let sock_of = tx.positions();
     let mut trackers: Vec<MessageTracker> =
         (0..nflows).map(|_| MessageTracker::new(false)).collect();
     let mut out = DatagramOut::new(cfg.batch, &cfg.request);
@@ -630,18 +621,9 @@ fn tcp_client(
     counters: &WorkerCounters,
 ) -> Result<RrSummary, WorkerError> {
     // A reliable stream: a slow answer is counted as a timeout, not retried.
-    let mut tx = Transactions::new(
-        &cl.flows,
-        cl.concurrency,
-        cl.count,
-        cl.timeout.as_nanos() as u64,
-        false,
-    );
+    let mut tx = Transactions::for_client(cl, false);
     let nflows = tx.flow_bound();
-    let mut conn_of = vec![usize::MAX; nflows];
-    for (i, &f) in cl.flows.iter().enumerate() {
-        conn_of[usize::from(f)] = i;
-    }
+    let conn_of = tx.positions();
     let pattern: Vec<u8> = (0..256 << 10).map(|i| i as u8).collect();
     let mut parsers: Vec<RecordParser> = conns.iter().map(|_| RecordParser::default()).collect();
     let mut seqs = vec![0u64; conns.len()];

@@ -181,11 +181,7 @@ fn send(
         counters.publish(&c);
     }
     counters.publish(&c);
-    Ok(TxSummary {
-        counters: c,
-        xsk: Default::default(),
-        unfinished: 0,
-    })
+    Ok(TxSummary::kernel(c))
 }
 
 /// Starts a UDP receiver.

@@ -227,13 +227,7 @@ fn run_client(
     cl: &ClientConfig,
     counters: &WorkerCounters,
 ) -> Result<RrSummary, WorkerError> {
-    let mut tx = Transactions::new(
-        &cl.flows,
-        cl.concurrency,
-        cl.count,
-        cl.timeout.as_nanos() as u64,
-        true,
-    );
+    let mut tx = Transactions::for_client(cl, true);
     let nflows = tx.flow_bound();
     let mut trackers: Vec<MessageTracker> =
         (0..nflows).map(|_| MessageTracker::new(false)).collect();

@@ -59,6 +59,27 @@ impl Transactions {
         }
     }
 
+    /// The transactions of a client's flows; `retry` as in [`Self::new`].
+    pub(crate) fn for_client(cl: &super::rr::ClientConfig, retry: bool) -> Self {
+        Self::new(
+            &cl.flows,
+            cl.concurrency,
+            cl.count,
+            cl.timeout.as_nanos() as u64,
+            retry,
+        )
+    }
+
+    /// For every flow id below [`Self::flow_bound`], its position in the
+    /// client's list of flows (usize::MAX for flows it does not run).
+    pub(crate) fn positions(&self) -> Vec<usize> {
+        let mut at = vec![usize::MAX; self.flow_bound()];
+        for (i, &f) in self.flows.iter().enumerate() {
+            at[usize::from(f)] = i;
+        }
+        at
+    }
+
     /// Flow ids are below this.
     pub(crate) fn flow_bound(&self) -> usize {
         self.next_id.len()

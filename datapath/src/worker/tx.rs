@@ -47,6 +47,16 @@ pub struct TxSummary {
     pub unfinished: u64,
 }
 
+impl TxSummary {
+    /// The summary of a sender with no AF_XDP socket (kernel backends).
+    pub(crate) fn kernel(counters: CounterSnapshot) -> Self {
+        Self {
+            counters,
+            ..Default::default()
+        }
+    }
+}
+
 /// Starts a sender; returns once its socket is bound.
 pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, WorkerError> {
     let setup_cfg = cfg.clone();

@@ -88,14 +88,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let plan = rr::plan::plan(&a)?;
             let result = rr::run(&plan, &interrupted)?;
             let table = || rr::print_table(&result);
-            report(&result, a.run.json, table, result.interrupted)
+            report(
+                &result,
+                a.run.json,
+                table,
+                result.interrupted,
+                &result.fault,
+            )
         }
         Command::Stream(a) => {
             let interrupted = on_signal()?;
             let plan = stream::plan::plan(&a)?;
             let result = stream::run(&plan, &interrupted)?;
             let table = || stream::print_table(&result);
-            report(&result, a.run.json, table, result.interrupted)
+            report(
+                &result,
+                a.run.json,
+                table,
+                result.interrupted,
+                &result.fault,
+            )
         }
     }
 }
@@ -170,17 +182,23 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
     })
 }
 
-/// Prints a result as JSON or as its table; an interrupted run exits 130.
+/// Prints a result as JSON or as its table; an interrupted run exits 130,
+/// one ended by a fault of the path 3, after the figures so far.
 fn report(
     result: &impl serde::Serialize,
     json: bool,
     table: impl FnOnce() -> String,
     interrupted: bool,
+    fault: &Option<String>,
 ) -> Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string_pretty(result)?);
     } else {
         print!("{}", table());
+    }
+    if let Some(f) = fault {
+        eprintln!("linerate: error: {f}; the run ended early, the figures above are those measured until then");
+        return Ok(ExitCode::from(3));
     }
     Ok(if interrupted {
         ExitCode::from(130)

@@ -102,6 +102,79 @@ pub fn hard_deadline(
     planned + Duration::from_secs(30 + extra_s + 2 * u64::from(queues))
 }
 
+/// Watches the path during a run: an interface that disappears, goes down
+/// or changes its MTU ends the run (with the figures so far).
+pub struct PathWatch {
+    sides: Vec<(Option<String>, String)>,
+    mtu: u32,
+    last: std::cell::Cell<Instant>,
+    fault: std::cell::RefCell<Option<String>>,
+}
+
+impl PathWatch {
+    /// Watches both ends of `path`.
+    pub fn new(path: &crate::path::PathPlan) -> Self {
+        Self {
+            sides: [&path.tx, &path.rx]
+                .iter()
+                .map(|s| (s.netns.clone(), s.iface.clone()))
+                .collect(),
+            mtu: path.mtu,
+            last: std::cell::Cell::new(Instant::now()),
+            fault: std::cell::RefCell::new(None),
+        }
+    }
+
+    /// Whether the run must end; looks at most every 250 ms.
+    pub fn fault(&self) -> bool {
+        if self.fault.borrow().is_some() {
+            return true;
+        }
+        if self.last.get().elapsed() < Duration::from_millis(250) {
+            return false;
+        }
+        self.last.set(Instant::now());
+        for (ns, iface) in &self.sides {
+            let problem = match crate::iface::info(ns.as_deref(), iface) {
+                Err(_) => Some(format!("interface {iface} disappeared during the run")),
+                Ok(i) if !i.up => Some(format!("interface {iface} went down during the run")),
+                Ok(i) if i.mtu < self.mtu => Some(format!(
+                    "the MTU of {iface} changed from {} to {} during the run",
+                    self.mtu, i.mtu
+                )),
+                Ok(_) => None,
+            };
+            if problem.is_some() {
+                *self.fault.borrow_mut() = problem;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Looks now, whenever it last looked (at the end of a run: a worker
+    /// that ended because its interface went away leaves the window early).
+    pub fn check_now(&self) -> bool {
+        if let Some(t) = Instant::now().checked_sub(Duration::from_secs(1)) {
+            self.last.set(t);
+        }
+        self.fault()
+    }
+
+    /// What ended the run, if anything did.
+    pub fn message(&self) -> Option<String> {
+        self.fault.borrow().clone()
+    }
+}
+
+/// A side's interface counters, or zeros when it is gone (the run's fault
+/// says why).
+pub fn counters_or_zero(side: &Side) -> crate::iface::IfCounters {
+    crate::iface::info(side.netns.as_deref(), &side.iface)
+        .map(|i| i.counters)
+        .unwrap_or_default()
+}
+
 /// Sleeps until `until`, or until `stop` says so.
 pub fn wait_until(until: Instant, stop: &dyn Fn() -> bool) {
     loop {

@@ -42,8 +42,8 @@ use crate::{
     environment, iface,
     path::Side,
     session::{
-        apply_napi, attach_steering, hard_deadline, join_all, pin_napi, steering_config, sum,
-        wait_until, Snapshot,
+        apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
+        steering_config, sum, wait_until, PathWatch, Snapshot,
     },
     stream::result::InterfaceCounters,
 };
@@ -254,7 +254,8 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
     }
 
     let clients_done = || clients.iter().all(Worker::is_finished);
-    let stopped = || interrupted.load(Ordering::Relaxed);
+    let watch = PathWatch::new(&plan.path);
+    let stopped = || interrupted.load(Ordering::Relaxed) || watch.fault();
     // Warm-up counts from when every worker is bound and running.
     let running = Instant::now();
     wait_until(running + r.warmup, &|| stopped() || clients_done());
@@ -263,6 +264,7 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
     wait_until(s0.at + r.duration, &|| stopped() || clients_done());
     measuring.store(false, Ordering::Relaxed);
     let s1 = Snapshot::take(&clients, &responders)?;
+    watch.check_now();
 
     client_stop.flag.store(true, Ordering::Relaxed);
     let (client_ready, client_results) = join_all(clients)?;
@@ -279,12 +281,8 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         .map_or("none (kernel stack)".to_string(), |s| s.mode().to_string());
     drop((client_steer, server_steer));
     let interfaces = InterfaceCounters {
-        tx: iface::info(client.netns.as_deref(), &client.iface)?
-            .counters
-            .since(&if_c0),
-        rx: iface::info(server.netns.as_deref(), &server.iface)?
-            .counters
-            .since(&if_s0),
+        tx: counters_or_zero(client).since(&if_c0),
+        rx: counters_or_zero(server).since(&if_s0),
     };
 
     let window_s = (s1.at - s0.at).as_secs_f64();
@@ -379,6 +377,7 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         },
         window_s,
         interrupted: interrupted.load(Ordering::Relaxed),
+        fault: watch.message(),
         transactions: Transactions {
             completed: cw.transactions,
             per_s: tps,

@@ -70,6 +70,9 @@ pub fn print_table(r: &RrResult) -> String {
         t.completed,
         t.per_s
     );
+    if let Some(f) = &r.fault {
+        let _ = writeln!(o, "  ENDED EARLY: {f}");
+    }
     let l = &r.latency;
     let _ = writeln!(
         o,

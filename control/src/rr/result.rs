@@ -27,6 +27,9 @@ pub struct RrResult {
     pub window_s: f64,
     /// Whether Ctrl-C or SIGTERM cut the run short.
     pub interrupted: bool,
+    /// What ended the run early (an interface gone, down, or its MTU
+    /// changed); the figures are those measured until then.
+    pub fault: Option<String>,
     /// Transactions.
     pub transactions: Transactions,
     /// Response times over the window.

@@ -44,8 +44,8 @@ use crate::{
     cli::BackendArg,
     environment, iface,
     session::{
-        apply_napi, attach_steering, hard_deadline, join_all, pin_napi, steering_config, sum,
-        wait_until, Snapshot,
+        apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
+        steering_config, sum, wait_until, PathWatch, Snapshot,
     },
 };
 
@@ -110,18 +110,18 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
 
     // Warm-up, then the measured window.
     let senders_done = || tx_workers.iter().all(Worker::is_finished);
-    let stopped = || interrupted.load(Ordering::Relaxed);
+    let watch = PathWatch::new(&plan.path);
+    let stopped = || interrupted.load(Ordering::Relaxed) || watch.fault();
     // Warm-up counts from when every worker is bound and running.
     let running = Instant::now();
     wait_until(running + a.run.warmup, &|| stopped() || senders_done());
-    let link = |side: &crate::path::Side| -> Result<crate::iface::IfCounters> {
-        Ok(iface::info(side.netns.as_deref(), &side.iface)?.counters)
-    };
-    let (ltx0, lrx0) = (link(&plan.path.tx)?, link(&plan.path.rx)?);
+    let link = counters_or_zero;
+    let (ltx0, lrx0) = (link(&plan.path.tx), link(&plan.path.rx));
     let s0 = Snapshot::take(&tx_workers, &rx_workers)?;
     wait_until(s0.at + a.run.duration, &|| stopped() || senders_done());
     let s1 = Snapshot::take(&tx_workers, &rx_workers)?;
-    let (ltx1, lrx1) = (link(&plan.path.tx)?, link(&plan.path.rx)?);
+    watch.check_now();
+    let (ltx1, lrx1) = (link(&plan.path.tx), link(&plan.path.rx));
 
     tx_stop.flag.store(true, Ordering::Relaxed);
     let (tx_ready, tx_results) = join_all(tx_workers)?;
@@ -140,12 +140,8 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         .as_ref()
         .and_then(|s| s.fallback_reason().map(str::to_string));
     drop(steering);
-    let if_tx = iface::info(plan.path.tx.netns.as_deref(), &plan.path.tx.iface)?
-        .counters
-        .since(&if_tx0);
-    let if_rx = iface::info(plan.path.rx.netns.as_deref(), &plan.path.rx.iface)?
-        .counters
-        .since(&if_rx0);
+    let if_tx = counters_or_zero(&plan.path.tx).since(&if_tx0);
+    let if_rx = counters_or_zero(&plan.path.rx).since(&if_rx0);
 
     let window_s = (s1.at - s0.at).as_secs_f64();
     let uses = s1.cpu.since(&s0.cpu);
@@ -280,6 +276,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         },
         window_s,
         interrupted: interrupted.load(Ordering::Relaxed),
+        fault: watch.message(),
         sender,
         receiver,
         frames,

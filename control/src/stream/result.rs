@@ -30,6 +30,9 @@ pub struct StreamResult {
     pub window_s: f64,
     /// Whether Ctrl-C or SIGTERM cut the run short.
     pub interrupted: bool,
+    /// What ended the run early (an interface gone, down, or its MTU
+    /// changed); the figures are those measured until then.
+    pub fault: Option<String>,
     /// Sender figures over the window.
     pub sender: SideFigures,
     /// Receiver figures over the window.

@@ -142,6 +142,23 @@ fn place(p: &Placement) -> Result<Option<usize>, WorkerError> {
     }
 }
 
+/// Whether an AF_XDP I/O error means the interface went away (deleted or
+/// down): the worker then ends with what it counted, and control reports
+/// the fault.
+pub(crate) fn device_gone(e: &XskError) -> bool {
+    matches!(e, XskError::Io(io) if matches!(io.raw_os_error(), Some(libc::ENXIO | libc::ENODEV | libc::ENETDOWN)))
+}
+
+/// `Ok(true)` to go on, `Ok(false)` when the interface is gone, the error
+/// otherwise.
+pub(crate) fn alive<T>(r: Result<T, XskError>) -> Result<bool, WorkerError> {
+    match r {
+        Ok(_) => Ok(true),
+        Err(e) if device_gone(&e) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What a worker's set-up yields: its state, the bind mode, and why
 /// zero-copy was not used.
 pub(crate) type Setup<St> = (St, BindMode, Option<String>);

@@ -14,8 +14,8 @@ use std::{
 use hdrhistogram::Histogram;
 
 use super::{
-    outbox::Outbox, rx::OnBound, spawn_with, transactions::Transactions, Placement, Setup,
-    StopSignal, WaitMode, Worker, WorkerError,
+    alive, device_gone, outbox::Outbox, rx::OnBound, spawn_with, transactions::Transactions,
+    Placement, Setup, StopSignal, WaitMode, Worker, WorkerError,
 };
 use crate::{
     clock::monotonic_ns,
@@ -23,7 +23,7 @@ use crate::{
     header::Kind,
     message::{Fragmentation, MessageTracker, Outcome},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{DuplexPort, SocketOptions, XskStats},
+    xsk::{DuplexPort, SocketOptions, XskError, XskStats},
 };
 
 /// Largest response time the histogram holds: 60 s, in ns.
@@ -95,7 +95,7 @@ fn port_for(cfg: &RrWorkerConfig, max_len: usize) -> Result<DuplexPort, WorkerEr
 /// Kicks while the kernel has not taken every queued frame (copy mode
 /// takes at most a batch per kick). Returns whether it kicked.
 #[inline]
-fn kick_if_pending(port: &mut DuplexPort, c: &mut CounterSnapshot) -> Result<bool, WorkerError> {
+fn kick_if_pending(port: &mut DuplexPort, c: &mut CounterSnapshot) -> Result<bool, XskError> {
     if !port.tx_pending() {
         return Ok(false);
     }
@@ -104,7 +104,7 @@ fn kick_if_pending(port: &mut DuplexPort, c: &mut CounterSnapshot) -> Result<boo
     Ok(true)
 }
 
-fn idle(port: &mut DuplexPort, wait: WaitMode, max_ms: i32) -> Result<(), WorkerError> {
+fn idle(port: &mut DuplexPort, wait: WaitMode, max_ms: i32) -> Result<(), XskError> {
     match wait {
         WaitMode::Busy => {
             port.wake_if_needed()?;
@@ -189,10 +189,16 @@ fn respond(
         });
         let (sent, _) = out.pump(&mut port, cfg.batch, now);
         c.queued += sent;
-        let kicked = kick_if_pending(&mut port, &mut c)?;
+        let kicked = match kick_if_pending(&mut port, &mut c) {
+            Ok(k) => k,
+            Err(e) if device_gone(&e) => break,
+            Err(e) => return Err(e.into()),
+        };
         if got == 0 && sent == 0 && !kicked && out.is_empty() {
             c.idle_loops += 1;
-            idle(&mut port, cfg.wait, 20)?;
+            if !alive(idle(&mut port, cfg.wait, 20))? {
+                break;
+            }
         }
         c.messages_lost = flows.iter().flatten().map(MessageTracker::lost).sum();
         counters.publish(&c);
@@ -281,10 +287,16 @@ fn run_client(
         tx.scan_timeouts(now, &mut c, &mut |f, id| push(&mut out, f, id));
         let (sent, _) = out.pump(&mut port, cfg.batch, now);
         c.queued += sent;
-        let kicked = kick_if_pending(&mut port, &mut c)?;
+        let kicked = match kick_if_pending(&mut port, &mut c) {
+            Ok(k) => k,
+            Err(e) if device_gone(&e) => break,
+            Err(e) => return Err(e.into()),
+        };
         if got == 0 && sent == 0 && !kicked && out.is_empty() {
             c.idle_loops += 1;
-            idle(&mut port, cfg.wait, 1)?;
+            if !alive(idle(&mut port, cfg.wait, 1))? {
+                break;
+            }
         }
         c.messages_lost = trackers.iter().map(MessageTracker::lost).sum();
         counters.publish(&c);

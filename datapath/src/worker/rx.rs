@@ -3,7 +3,7 @@
 use std::{os::fd::BorrowedFd, time::Instant};
 
 use super::flows::FlowTable;
-use super::{spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     frame::parse,
     message::MessageTracker,
@@ -122,7 +122,9 @@ fn run(
             c.idle_loops += 1;
             match wait {
                 WaitMode::Busy => {
-                    port.wake_if_needed()?;
+                    if !alive(port.wake_if_needed())? {
+                        break;
+                    }
                     // Never sleep, but let a kernel thread that shares the
                     // core (veth's threaded NAPI, which fills our ring) run:
                     // spinning through its time slice overflows the veth
@@ -130,8 +132,10 @@ fn run(
                     std::thread::yield_now();
                 }
                 WaitMode::Wait => {
-                    port.wait_readable(20)?;
                     c.syscalls += 1;
+                    if !alive(port.wait_readable(20))? {
+                        break;
+                    }
                 }
             }
         } else {

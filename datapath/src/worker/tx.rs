@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     clock::monotonic_ns,
     frame::{set_lengths, FrameSpec, HEADER_OFFSET},
@@ -194,15 +194,19 @@ fn run(
         }
         c.queued += queued as u64;
         if port.needs_kick() {
-            port.kick()?;
             c.syscalls += 1;
+            if !alive(port.kick())? {
+                break;
+            }
         }
         if queued == 0 && done == 0 {
             // Every slot is in flight: wait for completions.
             c.idle_loops += 1;
             if cfg.wait == WaitMode::Wait {
-                port.wait_writable(10)?;
                 c.syscalls += 1;
+                if !alive(port.wait_writable(10))? {
+                    break;
+                }
             }
         }
         counters.publish(&c);
@@ -211,8 +215,10 @@ fn run(
     let drain_until = Instant::now() + Duration::from_millis(500);
     while port.in_flight_frames() > 0 && Instant::now() < drain_until {
         if port.needs_kick() {
-            port.kick()?;
             c.syscalls += 1;
+            if !alive(port.kick())? {
+                break;
+            }
         }
         let done = port.reclaim() as u64;
         complete(&mut c, done, &mut queued_bytes);

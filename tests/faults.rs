@@ -1,0 +1,105 @@
+//! Faults of the path mid-run: the interface deleted, taken down, or its
+//! MTU changed. Each ends the run within a bounded time with a clear error
+//! (exit 3) after the figures measured until then; nothing hangs or panics.
+
+mod common;
+
+use std::{
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::*;
+
+fn fault_ends_the_run(lab_name: &str, action: &[&str], needle: &str) {
+    let _turn = serial();
+    let lab = Lab::up(lab_name, 1500);
+    let child = Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "20s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while !has_xdp(&lab.ns_b(), &lab.if_b()) {
+        assert!(Instant::now() < end, "never attached");
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(700));
+    let ns = lab.ns_a();
+    let mut args = vec!["-n", ns.as_str()];
+    args.extend_from_slice(action);
+    let st = Command::new("ip").args(&args).status().unwrap();
+    assert!(st.success());
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?} to end",
+        t.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(needle), "{needle:?} missing from {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let r = json(&out);
+    assert!(r["fault"].as_str().unwrap().contains(needle));
+    assert!(
+        r["frames"]["received"].as_u64().unwrap() > 0,
+        "figures so far"
+    );
+    // (Deleting one end of a veth pair deletes both.)
+    let b_exists = Command::new("ip")
+        .args(["-n", &lab.ns_b(), "link", "show", "dev", &lab.if_b()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    if b_exists {
+        assert!(!has_xdp(&lab.ns_b(), &lab.if_b()), "program left attached");
+    }
+}
+
+#[test]
+fn interface_deleted_mid_run() {
+    if root_or_skip("veth deleted") {
+        fault_ends_the_run(
+            "tfdel",
+            &["link", "del", "tfdel-a0"],
+            "disappeared during the run",
+        );
+    }
+}
+
+#[test]
+fn link_down_mid_run() {
+    if root_or_skip("link down") {
+        fault_ends_the_run(
+            "tfdown",
+            &["link", "set", "tfdown-a0", "down"],
+            "went down during the run",
+        );
+    }
+}
+
+#[test]
+fn mtu_changed_mid_run() {
+    if root_or_skip("mtu change") {
+        fault_ends_the_run(
+            "tfmtu",
+            &["link", "set", "tfmtu-a0", "mtu", "1400"],
+            "MTU of tfmtu-a0 changed",
+        );
+    }
+}

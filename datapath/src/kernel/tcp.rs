@@ -229,7 +229,6 @@ fn receive(
                 WaitMode::Wait => wait_readable(&l, &conns),
             }
         }
-        flows.publish(&mut c);
         counters.publish(&c);
     }
     let summary = flows.finish(c, Default::default());

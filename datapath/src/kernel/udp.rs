@@ -290,7 +290,6 @@ fn receive(
             }
         }
         let _ = sock.take_error();
-        flows.publish(&mut c);
         counters.publish(&c);
     }
     let summary = flows.finish(c, Default::default());

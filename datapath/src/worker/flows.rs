@@ -10,6 +10,45 @@ use crate::{
     xsk::XskStats,
 };
 
+/// How far ahead of its flow a sequence number may jump (2^32 frames).
+pub(crate) const MAX_JUMP: u64 = 1 << 32;
+
+/// A flow's loss-related counts, to update the worker's totals by the
+/// difference one frame made.
+#[derive(Clone, Copy)]
+struct Totals {
+    lost: u64,
+    reordered: u64,
+    duplicates: u64,
+    messages_lost: u64,
+}
+
+impl Totals {
+    fn of(t: &FlowAccounting) -> Self {
+        Self {
+            lost: t.frames.lost,
+            reordered: t.frames.reordered,
+            duplicates: t.frames.duplicates + t.messages.duplicates,
+            messages_lost: t.messages.lost(),
+        }
+    }
+
+    /// Adds what changed since `before` (a loss can be taken back when the
+    /// late frame arrives, hence the wrapping arithmetic).
+    fn apply_since(self, before: &Self, c: &mut CounterSnapshot) {
+        c.lost = c.lost.wrapping_add(self.lost.wrapping_sub(before.lost));
+        c.reordered = c
+            .reordered
+            .wrapping_add(self.reordered.wrapping_sub(before.reordered));
+        c.duplicates = c
+            .duplicates
+            .wrapping_add(self.duplicates.wrapping_sub(before.duplicates));
+        c.messages_lost = c
+            .messages_lost
+            .wrapping_add(self.messages_lost.wrapping_sub(before.messages_lost));
+    }
+}
+
 /// Flows seen by one receiver.
 #[derive(Debug, Default)]
 pub(crate) struct FlowTable {
@@ -20,6 +59,12 @@ impl FlowTable {
     /// Accounts one received frame (or datagram): `bytes` as the frame
     /// counts them, `payload` its UDP payload. A frame without a fragment
     /// header is a whole message of `message_len` bytes when that is given.
+    ///
+    /// A frame whose sequence number jumps more than [`MAX_JUMP`] ahead of
+    /// its flow (or starts a flow that far from 0) is counted bad and not
+    /// accounted: a forged or corrupt header must not wreck the flow's loss
+    /// figures. Loss, reordering and duplicate totals are kept up to date
+    /// here, so no per-batch pass over the flows is needed.
     #[inline]
     pub(crate) fn record(
         &mut self,
@@ -38,7 +83,15 @@ impl FlowTable {
         if flow >= self.flows.len() {
             self.flows.resize(flow + 1, None);
         }
+        let limit = self.flows[flow].as_ref().map_or(MAX_JUMP, |t| {
+            t.frames.next_expected().saturating_add(MAX_JUMP)
+        });
+        if header.seq >= limit {
+            c.bad += 1;
+            return;
+        }
         let t = self.flows[flow].get_or_insert_with(FlowAccounting::new);
+        let before = Totals::of(t);
         t.frames.record(header.seq);
         c.frames += 1;
         c.bytes += bytes;
@@ -58,26 +111,11 @@ impl FlowTable {
             }
             (None, None) => {}
         }
-    }
-
-    /// Copies the flows' loss, reordering and duplicate counts into `c`.
-    pub(crate) fn publish(&self, c: &mut CounterSnapshot) {
-        let (mut lost, mut reordered, mut dups, mut mlost) = (0, 0, 0, 0);
-        for t in self.flows.iter().flatten() {
-            lost += t.frames.lost;
-            reordered += t.frames.reordered;
-            dups += t.frames.duplicates + t.messages.duplicates;
-            mlost += t.messages.lost();
-        }
-        c.lost = lost;
-        c.reordered = reordered;
-        c.duplicates = dups;
-        c.messages_lost = mlost;
+        Totals::of(t).apply_since(&before, c);
     }
 
     /// The summary at the end of the run: messages still incomplete are lost.
     pub(crate) fn finish(self, mut c: CounterSnapshot, xsk: XskStats) -> RxSummary {
-        self.publish(&mut c);
         c.messages_lost += self
             .flows
             .iter()
@@ -94,5 +132,48 @@ impl FlowTable {
                 .filter_map(|(i, t)| t.map(|t| (i as u16, t)))
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::Kind;
+
+    fn h(flow: u16, seq: u64) -> Header {
+        Header {
+            kind: Kind::Stream,
+            flow,
+            seq,
+            send_ns: 0,
+        }
+    }
+
+    #[test]
+    fn forged_sequence_numbers_are_bad_not_accounted() {
+        let mut t = FlowTable::default();
+        let mut c = CounterSnapshot::default();
+        for s in 0..100 {
+            t.record(&mut c, &h(0, s), None, 60, 18, None);
+        }
+        // A forged frame far ahead on our flow, and one starting a flow far from 0.
+        t.record(&mut c, &h(0, 1 << 47), None, 60, 18, None);
+        t.record(&mut c, &h(9, 1 << 40), None, 60, 18, None);
+        for s in 100..200 {
+            t.record(&mut c, &h(0, s), None, 60, 18, None);
+        }
+        assert_eq!((c.frames, c.bad, c.lost, c.reordered), (200, 2, 0, 0));
+        let s = t.finish(c, XskStats::default());
+        assert_eq!(s.flows.len(), 1, "no flow made up by a forged frame");
+    }
+
+    #[test]
+    fn totals_follow_gaps_and_late_frames() {
+        let mut t = FlowTable::default();
+        let mut c = CounterSnapshot::default();
+        for s in [0, 1, 5, 2, 3, 4, 4] {
+            t.record(&mut c, &h(1, s), None, 60, 18, None);
+        }
+        assert_eq!((c.lost, c.reordered, c.duplicates), (0, 3, 1));
     }
 }

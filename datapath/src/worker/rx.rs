@@ -138,8 +138,6 @@ fn run(
                     }
                 }
             }
-        } else {
-            flows.publish(&mut c);
         }
         counters.publish(&c);
     }

@@ -1,0 +1,158 @@
+//! Foreign traffic on the steered port and interrupted rr and sweep runs.
+
+mod common;
+
+use std::{
+    fs,
+    net::UdpSocket,
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use nix::{
+    sched::{setns, CloneFlags},
+    sys::signal::{kill, Signal},
+    unistd::Pid,
+};
+
+/// Sends `n` datagrams of garbage from namespace `ns` to `to`.
+fn send_garbage(ns: &str, to: &str, n: usize) {
+    let ns = ns.to_string();
+    let to = to.to_string();
+    thread::spawn(move || {
+        let f = fs::File::open(format!("/run/netns/{ns}")).unwrap();
+        setns(f, CloneFlags::CLONE_NEWNET).unwrap();
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let mut x: u32 = 12345;
+        for i in 0..n {
+            // Random bytes, truncated headers, our magic with lies after it.
+            let mut b: Vec<u8> = (0..(i % 90) + 1)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (x >> 16) as u8
+                })
+                .collect();
+            if i % 3 == 0 && b.len() >= 4 {
+                b[0] = 0x4c;
+                b[1] = 0x52;
+                b[2] = 1;
+                b[3] = (i % 7) as u8;
+            }
+            s.send_to(&b, &to).unwrap();
+            thread::sleep(Duration::from_micros(200));
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn foreign_frames_on_the_test_port_are_counted_bad() {
+    if !root_or_skip("foreign frames") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trob", 1500);
+    let name = lab.name.clone();
+    let run = thread::spawn(move || {
+        counted_stream(&name, 20_000, &["--rate", "20000", "--rx-wait", "busy"])
+    });
+    thread::sleep(Duration::from_millis(400));
+    send_garbage(&lab.ns_a(), "198.18.0.2:7471", 300);
+    let r = run.join().unwrap();
+    let f = &r["frames"];
+    assert_eq!(f["received"], 20_000, "our frames all counted: {f}");
+    assert_eq!(f["sent"], 20_000);
+    assert_eq!(f["lost"], 0);
+    let bad = f["bad"].as_u64().unwrap();
+    assert!(bad >= 250, "foreign datagrams counted bad: {f}");
+    assert!(bad <= 300, "{f}");
+}
+
+fn interrupt_after(mut cmd: Command, wait: Duration) -> std::process::Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(wait);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let start = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "took {:?} to stop",
+        start.elapsed()
+    );
+    out
+}
+
+#[test]
+fn rr_interrupted_prints_figures_and_detaches() {
+    if !root_or_skip("rr SIGINT") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trint", 1500);
+    let mut cmd = Command::new(linerate());
+    cmd.args([
+        "rr",
+        "--lab",
+        &lab.name,
+        "--warmup",
+        "0.2s",
+        "--duration",
+        "30s",
+        "--json",
+    ]);
+    let out = interrupt_after(cmd, Duration::from_secs(2));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert_eq!(r["interrupted"], true);
+    assert!(r["transactions"]["total"].as_u64().unwrap() > 0);
+    assert!(!has_xdp(&lab.ns_a(), &lab.if_a()) && !has_xdp(&lab.ns_b(), &lab.if_b()));
+}
+
+#[test]
+fn sweep_interrupted_leaves_a_valid_partial_report() {
+    if !root_or_skip("sweep SIGINT") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tswint", 1500);
+    let dir = std::env::temp_dir().join(format!("linerate-swint-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let spec =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small-sweep.toml");
+    let mut cmd = Command::new(linerate());
+    cmd.args(["sweep", spec.to_str().unwrap(), "--lab", &lab.name, "--out"])
+        .arg(&dir);
+    // Wait for a first finished point, then interrupt.
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let results = dir.join("results.jsonl");
+    let end = Instant::now() + Duration::from_secs(60);
+    while fs::read_to_string(&results).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(Instant::now() < end, "no progress");
+        thread::sleep(Duration::from_millis(50));
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume"), "says how to resume: {err}");
+    let report = fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("run(s) finished, 0 failed"), "{report}");
+    assert!(!has_xdp(&lab.ns_b(), &lab.if_b()));
+    let _ = fs::remove_dir_all(dir);
+}

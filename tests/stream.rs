@@ -7,7 +7,9 @@ mod common;
 use common::*;
 
 const COUNT: u64 = 20_000;
-const RATE: &str = "100000";
+// Well below what the lab carries even when its NAPI thread is descheduled
+// for a few milliseconds (veth queues 256 frames).
+const RATE: &str = "50000";
 
 fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
     if !root_or_skip(&format!("stream {size} B, MTU {mtu}, {wait}")) {

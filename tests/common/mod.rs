@@ -135,7 +135,7 @@ pub fn netns_exists(name: &str) -> bool {
 }
 
 /// Runs a short paced stream of `count` frames (messages, with --message)
-/// per queue on `lab` (100,000 a second unless `extra` gives --rate),
+/// per queue on `lab` (50,000 a second unless `extra` gives --rate),
 /// asserts it succeeded and returns its JSON.
 pub fn counted_stream(lab: &str, count: u64, extra: &[&str]) -> Value {
     let count = count.to_string();
@@ -153,7 +153,7 @@ pub fn counted_stream(lab: &str, count: u64, extra: &[&str]) -> Value {
     ];
     // Paced well below what the lab carries, so that nothing is lost.
     if !extra.contains(&"--rate") {
-        args.extend(["--rate", "100000"]);
+        args.extend(["--rate", "50000"]);
     }
     args.extend_from_slice(extra);
     let out = run(&args);

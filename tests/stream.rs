@@ -29,6 +29,8 @@ fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
         &COUNT.to_string(),
         "--rate",
         RATE,
+        "--napi",
+        "softirq",
         "--warmup",
         "0s",
         "--duration",

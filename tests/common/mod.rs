@@ -155,6 +155,11 @@ pub fn counted_stream(lab: &str, count: u64, extra: &[&str]) -> Value {
     if !extra.contains(&"--rate") {
         args.extend(["--rate", "50000"]);
     }
+    // Receive work in softirq right after each send: no NAPI thread that a
+    // busy machine could deschedule while veth's 256-frame queue overflows.
+    if !extra.contains(&"--napi") {
+        args.extend(["--napi", "softirq"]);
+    }
     args.extend_from_slice(extra);
     let out = run(&args);
     assert!(

@@ -29,6 +29,8 @@ pub(super) struct RxRing {
     descs: Vec<FrameDesc>,
     /// Leading descriptors of `descs` that belong to an unfinished frame.
     carry: usize,
+    /// Chunks the fill ring had no room for yet (retried first next time).
+    unfilled: Vec<FrameDesc>,
     /// Frames given up on: more descriptors than a frame can have.
     pub(super) overlong: u64,
 }
@@ -52,6 +54,7 @@ impl RxRing {
             batch,
             descs: vec![FrameDesc::default(); batch + MAX_FRAGS],
             carry: 0,
+            unfilled: Vec::with_capacity(batch + MAX_FRAGS),
             overlong: 0,
         })
     }
@@ -66,6 +69,12 @@ impl RxRing {
         umem: &Umem,
         mut on_frame: impl FnMut(RxFrame<'_>),
     ) -> usize {
+        if !self.unfilled.is_empty() {
+            // SAFETY: these chunks are ours (received earlier and not yet
+            // given back); the fill ring takes what it has room for.
+            let n = unsafe { fill.produce(&self.unfilled) };
+            self.unfilled.drain(..n);
+        }
         let carry = self.carry;
         // SAFETY: the descriptors are only written by the call.
         let n = unsafe { rx.consume(&mut self.descs[carry..carry + self.batch]) };
@@ -100,9 +109,16 @@ impl RxRing {
             len = 0;
         }
         // SAFETY: these chunks came from the RX ring and are no longer
-        // borrowed; the fill ring holds every RX chunk, so it has room.
-        let refilled = unsafe { fill.produce(&self.descs[..start]) };
-        debug_assert_eq!(refilled, start);
+        // borrowed. The ring is twice the chunks, but the kernel may not have
+        // published its consumer index yet: what does not fit now is kept
+        // and given back on the next call.
+        let refilled = if self.unfilled.is_empty() {
+            unsafe { fill.produce(&self.descs[..start]) }
+        } else {
+            0
+        };
+        self.unfilled
+            .extend_from_slice(&self.descs[refilled..start]);
         self.descs.copy_within(start..total, 0);
         self.carry = total - start;
         frames

@@ -288,7 +288,10 @@ fn queue_size(n: u32) -> Result<QueueSize, XskError> {
 fn new_umem(chunks: u32, ring: u32) -> Result<(Umem, Vec<FrameDesc>), XskError> {
     let cfg = UmemConfig::builder()
         .frame_size(FrameSize::new(CHUNK_SIZE).map_err(|e| XskError::Config(e.to_string()))?)
-        .fill_queue_size(queue_size(chunks.next_power_of_two())?)
+        // Twice the chunks: the kernel publishes its fill-ring consumer
+        // index lazily in copy mode, so a ring exactly as large as the
+        // chunks can look full when a chunk comes back.
+        .fill_queue_size(queue_size((chunks * 2).next_power_of_two())?)
         .comp_queue_size(queue_size(ring.next_power_of_two())?)
         .frame_headroom(0)
         .build()

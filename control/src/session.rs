@@ -227,3 +227,30 @@ pub fn join_all<S>(
         .collect::<Result<_>>()?;
     Ok((ready, results))
 }
+
+/// One report per worker of a group: what it reported when bound, its
+/// window (between two snapshots) and its whole-run totals.
+pub fn worker_reports(
+    role: &'static str,
+    ready: &[linerate_datapath::worker::Ready],
+    totals: impl Iterator<Item = (CounterSnapshot, linerate_datapath::xsk::XskStats)>,
+    start: &[CounterSnapshot],
+    end: &[CounterSnapshot],
+) -> Vec<crate::stream::result::WorkerReport> {
+    ready
+        .iter()
+        .zip(totals)
+        .enumerate()
+        .map(
+            |(q, (r, (total, xsk)))| crate::stream::result::WorkerReport {
+                role,
+                queue: q as u32,
+                core: r.core,
+                tid: r.tid,
+                window: end[q].since(&start[q]),
+                total,
+                xsk,
+            },
+        )
+        .collect()
+}

@@ -89,6 +89,26 @@ pub enum Outcome {
     Bad,
 }
 
+impl Outcome {
+    /// Adds the outcome to a worker's counters (messages and their bytes,
+    /// bad fragments, duplicates and stale ones); returns the id of the
+    /// message it completed, if it did.
+    #[inline]
+    pub fn count(self, c: &mut crate::stats::CounterSnapshot) -> Option<u32> {
+        match self {
+            Self::Complete { msg_id, msg_len } => {
+                c.messages += 1;
+                c.message_bytes += u64::from(msg_len);
+                return Some(msg_id);
+            }
+            Self::Bad => c.bad += 1,
+            Self::Duplicate | Self::Stale => c.duplicates += 1,
+            Self::Partial => {}
+        }
+        None
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct InProgress {
     active: bool,

@@ -43,7 +43,7 @@ use crate::{
     path::Side,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
-        steering_config, sum, wait_until, PathWatch, Snapshot,
+        steering_config, sum, wait_until, worker_reports, PathWatch, Snapshot,
     },
     stream::result::InterfaceCounters,
 };
@@ -307,27 +307,20 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         hist.add(&s.latency)
             .map_err(|e| anyhow!("merging histograms: {e}"))?;
     }
-    let mut workers = Vec::new();
-    for (q, (s, rd)) in client_results.iter().zip(&client_ready).enumerate() {
-        workers.push(RrWorkerReport {
-            role: "client",
-            queue: q as u32,
-            core: rd.core,
-            window: s1.a[q].since(&s0.a[q]),
-            total: s.counters,
-            xsk: s.xsk,
-        });
-    }
-    for (q, (s, rd)) in server_results.iter().zip(&server_ready).enumerate() {
-        workers.push(RrWorkerReport {
-            role: "responder",
-            queue: q as u32,
-            core: rd.core,
-            window: s1.b[q].since(&s0.b[q]),
-            total: s.counters,
-            xsk: s.xsk,
-        });
-    }
+    let mut workers = worker_reports(
+        "client",
+        &client_ready,
+        client_results.iter().map(|s| (s.counters, s.xsk)),
+        &s0.a,
+        &s1.a,
+    );
+    workers.extend(worker_reports(
+        "responder",
+        &server_ready,
+        server_results.iter().map(|s| (s.counters, s.xsk)),
+        &s0.b,
+        &s1.b,
+    ));
     Ok(RrResult {
         test: "rr",
         version: env!("CARGO_PKG_VERSION"),

@@ -1,13 +1,12 @@
 //! The figures of one request/response run.
 
 use hdrhistogram::Histogram;
-use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
 use linerate_ebpf::SteerStats;
 use serde::Serialize;
 
 use crate::{
     cpu::{CoreUse, CpuFigures},
-    stream::result::{Environment, InterfaceCounters},
+    stream::result::{Environment, InterfaceCounters, WorkerReport},
 };
 
 /// Everything `linerate rr` reports.
@@ -37,7 +36,7 @@ pub struct RrResult {
     /// CPU over the window.
     pub cpu: RrCpu,
     /// Per-worker detail.
-    pub workers: Vec<RrWorkerReport>,
+    pub workers: Vec<WorkerReport>,
     /// Steering program counters (client side, responder side).
     pub xdp: XdpCounters,
     /// The interfaces' own counters over the run.
@@ -212,23 +211,6 @@ impl SideCpu {
             us_per_transaction,
         }
     }
-}
-
-/// One worker.
-#[derive(Debug, Clone, Serialize)]
-pub struct RrWorkerReport {
-    /// "client" or "responder".
-    pub role: &'static str,
-    /// Queue.
-    pub queue: u32,
-    /// Core.
-    pub core: Option<usize>,
-    /// Counters over the window.
-    pub window: CounterSnapshot,
-    /// Counters over the run.
-    pub total: CounterSnapshot,
-    /// XDP_STATISTICS.
-    pub xsk: XskStats,
 }
 
 /// Steering counters of both sides over the run.

@@ -45,7 +45,7 @@ use crate::{
     environment, iface,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
-        steering_config, sum, wait_until, PathWatch, Snapshot,
+        steering_config, sum, wait_until, worker_reports, PathWatch, Snapshot,
     },
 };
 
@@ -204,29 +204,20 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         }),
     };
 
-    let mut workers = Vec::new();
-    for (q, (s, r)) in tx_results.iter().zip(&tx_ready).enumerate() {
-        workers.push(WorkerReport {
-            role: "tx",
-            queue: q as u32,
-            core: r.core,
-            tid: r.tid,
-            window: s1.a[q].since(&s0.a[q]),
-            total: s.counters,
-            xsk: s.xsk,
-        });
-    }
-    for (q, (s, r)) in rx_results.iter().zip(&rx_ready).enumerate() {
-        workers.push(WorkerReport {
-            role: "rx",
-            queue: q as u32,
-            core: r.core,
-            tid: r.tid,
-            window: s1.b[q].since(&s0.b[q]),
-            total: s.counters,
-            xsk: s.xsk,
-        });
-    }
+    let mut workers = worker_reports(
+        "tx",
+        &tx_ready,
+        tx_results.iter().map(|s| (s.counters, s.xsk)),
+        &s0.a,
+        &s1.a,
+    );
+    workers.extend(worker_reports(
+        "rx",
+        &rx_ready,
+        rx_results.iter().map(|s| (s.counters, s.xsk)),
+        &s0.b,
+        &s1.b,
+    ));
     let refused = tx_ready
         .iter()
         .chain(&rx_ready)

@@ -218,7 +218,7 @@ pub struct CpuReport {
 /// One worker.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerReport {
-    /// "tx" or "rx".
+    /// "tx" or "rx" ("client" or "responder" in rr).
     pub role: &'static str,
     /// Queue.
     pub queue: u32,

@@ -22,7 +22,7 @@ use super::{read_datagram, RecordParser, SOCKET_BUFFER};
 use crate::{
     clock::monotonic_ns,
     header::{Fragment, Header, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
-    message::{Fragmentation, MessageTracker, Outcome},
+    message::{Fragmentation, MessageTracker},
     stats::{CounterSnapshot, WorkerCounters},
     worker::{
         spawn_with, transactions::Transactions, ClientConfig, Placement, RrSummary, StopSignal,
@@ -75,6 +75,7 @@ struct DatagramOut {
     bufs: Vec<Vec<u8>>,
     lens: Vec<usize>,
     headers: MultiHeaders<SockaddrIn>,
+    addrs: Vec<Option<SockaddrIn>>,
     seq: Vec<u64>,
 }
 
@@ -88,6 +89,7 @@ impl DatagramOut {
                 .collect(),
             lens: vec![0; batch],
             headers: MultiHeaders::preallocate(batch, None),
+            addrs: vec![None; batch],
             seq: Vec::new(),
         }
     }
@@ -136,12 +138,12 @@ impl DatagramOut {
             let iovs: Vec<[IoSlice<'_>; 1]> = (0..n)
                 .map(|k| [IoSlice::new(&self.bufs[k][..self.lens[k]])])
                 .collect();
-            let addrs = vec![to; n];
+            self.addrs[..n].fill(to);
             let sent = match sendmmsg(
                 fd.as_raw_fd(),
                 &mut self.headers,
                 &iovs,
-                &addrs,
+                &self.addrs[..n],
                 [],
                 MsgFlags::MSG_DONTWAIT,
             ) {
@@ -267,15 +269,8 @@ fn udp_serve(
                 trackers.resize(flow + 1, None);
             }
             let t = trackers[flow].get_or_insert_with(|| MessageTracker::new(false));
-            match t.on_fragment(&f, &[]) {
-                Outcome::Complete { msg_id, msg_len } => {
-                    c.messages += 1;
-                    c.message_bytes += u64::from(msg_len);
-                    todo.push((r.header.flow, msg_id, from));
-                }
-                Outcome::Bad => c.bad += 1,
-                Outcome::Duplicate | Outcome::Stale => c.duplicates += 1,
-                Outcome::Partial => {}
+            if let Some(msg_id) = t.on_fragment(&f, &[]).count(&mut c) {
+                todo.push((r.header.flow, msg_id, from));
             }
         })?;
         for (flow, msg_id, to) in todo.drain(..) {
@@ -384,17 +379,10 @@ fn udp_client(
                     c.bad += 1;
                     return;
                 };
-                match trackers[fi].on_fragment(&f, &[]) {
-                    Outcome::Complete { msg_id, msg_len } => {
-                        c.messages += 1;
-                        c.message_bytes += u64::from(msg_len);
-                        tx.on_response(fi, msg_id, now, measuring, &mut c, &mut |f, id| {
-                            todo.push((f, id))
-                        });
-                    }
-                    Outcome::Bad => c.bad += 1,
-                    Outcome::Duplicate | Outcome::Stale => c.duplicates += 1,
-                    Outcome::Partial => {}
+                if let Some(msg_id) = trackers[fi].on_fragment(&f, &[]).count(&mut c) {
+                    tx.on_response(fi, msg_id, now, measuring, &mut c, &mut |f, id| {
+                        todo.push((f, id))
+                    });
                 }
             })?;
         }

@@ -21,7 +21,7 @@ use crate::{
     clock::monotonic_ns,
     frame::{parse, FrameSpec},
     header::Kind,
-    message::{Fragmentation, MessageTracker, Outcome},
+    message::{Fragmentation, MessageTracker},
     stats::{CounterSnapshot, WorkerCounters},
     xsk::{DuplexPort, SocketOptions, XskError, XskStats},
 };
@@ -90,6 +90,33 @@ fn port_for(cfg: &RrWorkerConfig, max_len: usize) -> Result<DuplexPort, WorkerEr
         &template,
         max_len.max(template.len()),
     )?)
+}
+
+/// The end of a request/response loop turn: sends what waits (a batch),
+/// kicks the kernel while it holds queued frames, and waits up to
+/// `idle_ms` when there was nothing to do. `Ok(false)`: the interface is
+/// gone and the worker should end.
+fn send_then_idle(
+    port: &mut DuplexPort,
+    out: &mut Outbox,
+    c: &mut CounterSnapshot,
+    cfg: &RrWorkerConfig,
+    now: u64,
+    received: bool,
+    idle_ms: i32,
+) -> Result<bool, WorkerError> {
+    let (sent, _) = out.pump(port, cfg.batch, now);
+    c.queued += sent;
+    let kicked = match kick_if_pending(port, c) {
+        Ok(k) => k,
+        Err(e) if device_gone(&e) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    if !received && sent == 0 && !kicked && out.is_empty() {
+        c.idle_loops += 1;
+        return alive(idle(port, cfg.wait, idle_ms));
+    }
+    Ok(true)
 }
 
 /// Kicks while the kernel has not taken every queued frame (copy mode
@@ -176,29 +203,12 @@ fn respond(
                 flows.resize(flow + 1, None);
             }
             let t = flows[flow].get_or_insert_with(|| MessageTracker::new(false));
-            match t.on_fragment(&frag, &[]) {
-                Outcome::Complete { msg_id, msg_len } => {
-                    c.messages += 1;
-                    c.message_bytes += u64::from(msg_len);
-                    out.push(p.header.flow, msg_id, cfg.server_port, p.src_port);
-                }
-                Outcome::Bad => c.bad += 1,
-                Outcome::Duplicate | Outcome::Stale => c.duplicates += 1,
-                Outcome::Partial => {}
+            if let Some(msg_id) = t.on_fragment(&frag, &[]).count(&mut c) {
+                out.push(p.header.flow, msg_id, cfg.server_port, p.src_port);
             }
         });
-        let (sent, _) = out.pump(&mut port, cfg.batch, now);
-        c.queued += sent;
-        let kicked = match kick_if_pending(&mut port, &mut c) {
-            Ok(k) => k,
-            Err(e) if device_gone(&e) => break,
-            Err(e) => return Err(e.into()),
-        };
-        if got == 0 && sent == 0 && !kicked && out.is_empty() {
-            c.idle_loops += 1;
-            if !alive(idle(&mut port, cfg.wait, 20))? {
-                break;
-            }
+        if !send_then_idle(&mut port, &mut out, &mut c, cfg, now, got > 0, 20)? {
+            break;
         }
         c.messages_lost = flows.iter().flatten().map(MessageTracker::lost).sum();
         counters.publish(&c);
@@ -271,32 +281,15 @@ fn run_client(
                 c.bad += 1;
                 return;
             };
-            match trackers[fi].on_fragment(&frag, &[]) {
-                Outcome::Complete { msg_id, msg_len } => {
-                    c.messages += 1;
-                    c.message_bytes += u64::from(msg_len);
-                    tx.on_response(fi, msg_id, now, measuring, &mut c, &mut |f, id| {
-                        push(&mut out, f, id)
-                    });
-                }
-                Outcome::Bad => c.bad += 1,
-                Outcome::Duplicate | Outcome::Stale => c.duplicates += 1,
-                Outcome::Partial => {}
+            if let Some(msg_id) = trackers[fi].on_fragment(&frag, &[]).count(&mut c) {
+                tx.on_response(fi, msg_id, now, measuring, &mut c, &mut |f, id| {
+                    push(&mut out, f, id)
+                });
             }
         });
         tx.scan_timeouts(now, &mut c, &mut |f, id| push(&mut out, f, id));
-        let (sent, _) = out.pump(&mut port, cfg.batch, now);
-        c.queued += sent;
-        let kicked = match kick_if_pending(&mut port, &mut c) {
-            Ok(k) => k,
-            Err(e) if device_gone(&e) => break,
-            Err(e) => return Err(e.into()),
-        };
-        if got == 0 && sent == 0 && !kicked && out.is_empty() {
-            c.idle_loops += 1;
-            if !alive(idle(&mut port, cfg.wait, 1))? {
-                break;
-            }
+        if !send_then_idle(&mut port, &mut out, &mut c, cfg, now, got > 0, 1)? {
+            break;
         }
         c.messages_lost = trackers.iter().map(MessageTracker::lost).sum();
         counters.publish(&c);

@@ -94,7 +94,7 @@ impl Fragment {
         out[12..16].copy_from_slice(&self.msg_len.to_be_bytes());
     }
 
-    /// Reads a fragment header; checks that the index lies inside the count.
+    /// Reads a fragment header and [`check`](Self::check)s it.
     pub fn read(b: &[u8]) -> Result<Self, HeaderError> {
         if b.len() < FRAGMENT_LEN {
             return Err(HeaderError::Truncated(b.len()));
@@ -106,13 +106,31 @@ impl Fragment {
             count: w(8),
             msg_len: w(12),
         };
-        if f.count == 0 || f.index >= f.count {
+        f.check()?;
+        Ok(f)
+    }
+
+    /// Whether the fields describe a fragment a sender makes: the index
+    /// lies inside the count, every fragment carries at least one byte (a
+    /// 0-byte message is one fragment), and the message is no larger than
+    /// [`MAX_MESSAGE`](crate::message::MAX_MESSAGE). A forged header must
+    /// not make a receiver allocate for billions of fragments.
+    pub fn check(&self) -> Result<(), HeaderError> {
+        if self.count == 0 || self.index >= self.count {
             return Err(HeaderError::BadFragment {
-                index: f.index,
-                count: f.count,
+                index: self.index,
+                count: self.count,
             });
         }
-        Ok(f)
+        if self.msg_len as usize > crate::message::MAX_MESSAGE
+            || self.count > self.msg_len.max(1)
+        {
+            return Err(HeaderError::BadMessage {
+                count: self.count,
+                msg_len: self.msg_len,
+            });
+        }
+        Ok(())
     }
 }
 
@@ -151,6 +169,15 @@ pub enum HeaderError {
         index: u32,
         /// Claimed count.
         count: u32,
+    },
+    /// A message no sender makes: larger than the largest message, or cut
+    /// into more fragments than it has bytes.
+    #[error("message of {msg_len} bytes in {count} fragments")]
+    BadMessage {
+        /// Claimed count.
+        count: u32,
+        /// Claimed length.
+        msg_len: u32,
     },
 }
 
@@ -262,7 +289,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn fragment_roundtrip(msg_id: u32, count in 1u32.., msg_len: u32, i: u32) {
+        fn fragment_roundtrip(msg_id: u32, msg_len in 0u32..=crate::message::MAX_MESSAGE as u32, c: u32, i: u32) {
+            let count = c % msg_len.max(1) + 1;
             let f = Fragment { msg_id, index: i % count, count, msg_len };
             let mut b = [0u8; FRAGMENT_LEN];
             f.write(&mut b);
@@ -293,6 +321,28 @@ mod tests {
         .write(&mut b);
         assert!(Fragment::read(&b).is_err());
         assert!(Fragment::read(&b[..5]).is_err());
+    }
+
+    #[test]
+    fn fragment_must_describe_a_message_a_sender_makes() {
+        let mut b = [0u8; FRAGMENT_LEN];
+        let mut check = |count, msg_len, ok: bool| {
+            Fragment {
+                msg_id: 1,
+                index: 0,
+                count,
+                msg_len,
+            }
+            .write(&mut b);
+            assert_eq!(Fragment::read(&b).is_ok(), ok, "{count} fragments, {msg_len} B");
+        };
+        check(1, 0, true);
+        check(2, 0, false);
+        check(9, 9, true);
+        check(10, 9, false);
+        check(u32::MAX, u32::MAX, false);
+        check(1, crate::message::MAX_MESSAGE as u32, true);
+        check(1, crate::message::MAX_MESSAGE as u32 + 1, false);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod frame;
+pub mod fuzzing;
 pub mod header;
 pub mod kernel;
 pub mod message;

@@ -181,6 +181,10 @@ impl MessageTracker {
 
     /// Accounts one fragment; `data` is its payload (used when keeping bytes).
     pub fn on_fragment(&mut self, f: &Fragment, data: &[u8]) -> Outcome {
+        if f.check().is_err() {
+            self.bad += 1;
+            return Outcome::Bad;
+        }
         let slot = match self
             .slots
             .iter()

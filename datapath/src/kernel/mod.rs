@@ -5,7 +5,7 @@
 //! figures sit in the same tables as the bypass path's.
 
 mod busy_poll;
-mod records;
+pub(crate) mod records;
 pub mod rr;
 pub mod tcp;
 pub mod udp;

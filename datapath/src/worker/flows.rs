@@ -4,6 +4,7 @@
 
 use super::rx::{FlowAccounting, RxSummary, MAX_FLOWS};
 use crate::{
+    frame::parse,
     header::{Fragment, Header},
     message::Outcome,
     stats::CounterSnapshot,
@@ -51,7 +52,7 @@ impl Totals {
 
 /// Flows seen by one receiver.
 #[derive(Debug, Default)]
-pub(crate) struct FlowTable {
+pub struct FlowTable {
     flows: Vec<Option<FlowAccounting>>,
 }
 
@@ -66,7 +67,7 @@ impl FlowTable {
     /// figures. Loss, reordering and duplicate totals are kept up to date
     /// here, so no per-batch pass over the flows is needed.
     #[inline]
-    pub(crate) fn record(
+    pub fn record(
         &mut self,
         c: &mut CounterSnapshot,
         header: &Header,
@@ -114,8 +115,26 @@ impl FlowTable {
         Totals::of(t).apply_since(&before, c);
     }
 
+    /// Accounts one received frame as the AF_XDP receiver does: `head` is
+    /// its first buffer, `len` its length in all buffers. Frames that are
+    /// not linerate test frames are counted bad.
+    #[inline]
+    pub fn account_frame(&mut self, c: &mut CounterSnapshot, head: &[u8], len: u64) {
+        match parse(head) {
+            Ok(p) => self.record(
+                c,
+                &p.header,
+                p.fragment,
+                len,
+                p.udp_payload_len as u64,
+                None,
+            ),
+            Err(_) => c.bad += 1,
+        }
+    }
+
     /// The summary at the end of the run: messages still incomplete are lost.
-    pub(crate) fn finish(self, mut c: CounterSnapshot, xsk: XskStats) -> RxSummary {
+    pub fn finish(self, mut c: CounterSnapshot, xsk: XskStats) -> RxSummary {
         c.messages_lost += self
             .flows
             .iter()

@@ -19,7 +19,7 @@ use std::{
 
 use crossbeam::channel::{bounded, Receiver};
 
-pub(crate) use flows::FlowTable;
+pub use flows::FlowTable;
 pub use rr::{
     spawn_client, spawn_responder, ClientConfig, RrSummary, RrWorkerConfig, MAX_LATENCY_NS,
 };

@@ -5,7 +5,6 @@ use std::{os::fd::BorrowedFd, time::Instant};
 use super::flows::FlowTable;
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
-    frame::parse,
     message::MessageTracker,
     sequence::SequenceTracker,
     stats::{CounterSnapshot, WorkerCounters},
@@ -107,17 +106,7 @@ fn run(
     let mut c = CounterSnapshot::default();
     let mut flows = FlowTable::default();
     while !stop.should_stop(Instant::now()) {
-        let n = port.recv(|f| match parse(f.head) {
-            Ok(p) => flows.record(
-                &mut c,
-                &p.header,
-                p.fragment,
-                f.len as u64,
-                p.udp_payload_len as u64,
-                None,
-            ),
-            Err(_) => c.bad += 1,
-        });
+        let n = port.recv(|f| flows.account_frame(&mut c, f.head, f.len as u64));
         if n == 0 {
             c.idle_loops += 1;
             match wait {

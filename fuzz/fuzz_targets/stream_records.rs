@@ -1,0 +1,6 @@
+//! cargo-fuzz target: see `linerate_datapath::fuzzing::stream_records`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    linerate_datapath::fuzzing::stream_records(data);
+});

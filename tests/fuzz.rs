@@ -52,13 +52,17 @@ fn plausible_headers() -> impl Strategy<Value = Vec<u8>> {
                     b.extend_from_slice(&w.to_be_bytes());
                 }
                 // Sometimes cut short, sometimes followed by message bytes.
-                let cut = tail.first().map_or(b.len(), |&t| {
-                    if t < 24 {
-                        usize::from(t)
-                    } else {
-                        b.len()
-                    }
-                });
+                let cut =
+                    tail.first().map_or(
+                        b.len(),
+                        |&t| {
+                            if t < 24 {
+                                usize::from(t)
+                            } else {
+                                b.len()
+                            }
+                        },
+                    );
                 b.truncate(cut);
                 b.extend_from_slice(&tail);
                 b

@@ -315,6 +315,11 @@ pub struct StreamArgs {
     /// Frames per second per queue (default: as fast as possible).
     #[arg(long, value_name = "PPS")]
     pub rate: Option<f64>,
+    /// Run only the receivers, for --duration, and count every frame that
+    /// reaches them: another tool sends (a traffic generator, DPDK
+    /// testpmd). Give --port as the UDP destination port it sends to.
+    #[arg(long, conflicts_with_all = ["count", "rate", "message"])]
+    pub rx_only: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -122,9 +122,7 @@ impl Fragment {
                 count: self.count,
             });
         }
-        if self.msg_len as usize > crate::message::MAX_MESSAGE
-            || self.count > self.msg_len.max(1)
-        {
+        if self.msg_len as usize > crate::message::MAX_MESSAGE || self.count > self.msg_len.max(1) {
             return Err(HeaderError::BadMessage {
                 count: self.count,
                 msg_len: self.msg_len,
@@ -334,7 +332,11 @@ mod tests {
                 msg_len,
             }
             .write(&mut b);
-            assert_eq!(Fragment::read(&b).is_ok(), ok, "{count} fragments, {msg_len} B");
+            assert_eq!(
+                Fragment::read(&b).is_ok(),
+                ok,
+                "{count} fragments, {msg_len} B"
+            );
         };
         check(1, 0, true);
         check(2, 0, false);

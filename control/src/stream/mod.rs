@@ -93,7 +93,8 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         rx_workers.push(w);
     }
     let mut tx_workers = Vec::new();
-    for q in 0..a.run.queues {
+    let senders = if a.rx_only { 0 } else { a.run.queues };
+    for q in 0..senders {
         match spawn_sender(plan, q, &tx_stop) {
             Ok(w) => tx_workers.push(w),
             Err(e) => {
@@ -109,7 +110,7 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     }
 
     // Warm-up, then the measured window.
-    let senders_done = || tx_workers.iter().all(Worker::is_finished);
+    let senders_done = || !a.rx_only && tx_workers.iter().all(Worker::is_finished);
     let watch = PathWatch::new(&plan.path);
     let stopped = || interrupted.load(Ordering::Relaxed) || watch.fault();
     // Warm-up counts from when every worker is bound and running.
@@ -252,7 +253,10 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         },
         environment: environment::describe(),
         setup: Setup {
-            tx_bind_mode: tx_ready[0].mode.as_str().to_string(),
+            tx_bind_mode: tx_ready
+                .first()
+                .map_or("none (--rx-only)", |r| r.mode.as_str())
+                .to_string(),
             rx_bind_mode: rx_ready[0].mode.as_str().to_string(),
             zero_copy_refused: refused,
             xdp_mode,
@@ -348,6 +352,7 @@ fn spawn_receiver(
             placement,
             stop: stop.clone(),
             on_bound: Box::new(move |fd| st.register_socket(q, fd).map_err(|e| e.to_string())),
+            count_foreign: plan.args.rx_only,
         },
     )
 }

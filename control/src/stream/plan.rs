@@ -55,6 +55,9 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
     if a.count == Some(0) {
         bail!("--count 0 sends nothing: give at least 1");
     }
+    if a.rx_only && a.run.backend != BackendArg::Xdp {
+        bail!("--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend xdp");
+    }
     if a.run.backend == BackendArg::Tcp && a.size.is_some() {
         bail!("--backend tcp carries messages on a byte stream, not frames: give --message instead of --size");
     }

@@ -32,6 +32,9 @@ pub struct RxWorkerConfig {
     pub stop: StopSignal,
     /// Registers the bound socket for steering.
     pub on_bound: OnBound,
+    /// Count frames without a linerate header as received frames (another
+    /// tool sends) instead of bad ones.
+    pub count_foreign: bool,
 }
 
 impl std::fmt::Debug for RxWorkerConfig {
@@ -83,6 +86,7 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
         placement,
         stop,
         on_bound,
+        count_foreign,
     } = cfg;
     spawn_with(
         name,
@@ -93,20 +97,34 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
             let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
             Ok((port, mode, why))
         },
-        move |port, counters| run(port, wait, &stop, counters),
+        move |port, counters| run(port, wait, &stop, count_foreign, counters),
     )
+}
+
+/// Counts a frame from another tool: its bytes, and as payload what
+/// follows Ethernet, IPv4 and UDP headers.
+#[inline]
+fn count_any(c: &mut CounterSnapshot, len: u64) {
+    c.frames += 1;
+    c.bytes += len;
+    c.payload_bytes += len.saturating_sub(crate::frame::HEADER_OFFSET as u64);
 }
 
 fn run(
     mut port: RxPort,
     wait: WaitMode,
     stop: &StopSignal,
+    count_foreign: bool,
     counters: &WorkerCounters,
 ) -> Result<RxSummary, WorkerError> {
     let mut c = CounterSnapshot::default();
     let mut flows = FlowTable::default();
     while !stop.should_stop(Instant::now()) {
-        let n = port.recv(|f| flows.account_frame(&mut c, f.head, f.len as u64));
+        let n = if count_foreign {
+            port.recv(|f| count_any(&mut c, f.len as u64))
+        } else {
+            port.recv(|f| flows.account_frame(&mut c, f.head, f.len as u64))
+        };
         if n == 0 {
             c.idle_loops += 1;
             match wait {

@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""linerate against its peers, on one lab, in one run (see scripts/bench-peers).
+
+Every comparison runs ours and theirs alternately (A B A B ...), `--rounds`
+times, and reports medians with min and max. CPU per core comes from
+/proc/stat over the measured window, for every tool alike; service demand is
+busy CPU milliseconds per MB of payload received (total, and per side: the
+sender's core, the receiver's core).
+
+Writes DIR/results.jsonl (one line per run, as it finishes) and DIR/report.md
+(the tables and the targets of issue 7, met or not and by how much).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "linerate")
+LAB15, LAB90 = "bp1", "bp9"
+A_IP, B_IP = "198.18.0.1", "198.18.0.2"
+SEND_CORE, RECV_CORE = 0, 1
+
+children = []
+
+
+def log(msg):
+    print(f"[{datetime.datetime.now():%H:%M:%S}] {msg}", flush=True)
+
+
+def run(cmd, timeout, check=True, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-600:]}")
+    return p
+
+
+def netns(ns, cmd):
+    return ["ip", "netns", "exec", ns] + cmd
+
+
+def cpu_snap():
+    """Busy and total jiffies per core."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            m = re.match(r"cpu(\d+)\s+(.*)", line)
+            if not m:
+                continue
+            v = [int(x) for x in m.group(2).split()]
+            user, nice, system, idle, iowait, irq, softirq = v[:7]
+            steal = v[7] if len(v) > 7 else 0
+            busy = user + nice + system + irq + softirq
+            out[int(m.group(1))] = (busy, busy + idle + iowait + steal)
+    return out
+
+
+def cpu_pct(a, b):
+    return {c: 100.0 * (b[c][0] - a[c][0]) / max(1, b[c][1] - a[c][1]) for c in a}
+
+
+def figures(mb, window, cpu, fps=None):
+    """Row figures from MB received in a window and CPU % per core."""
+    mb_s = mb / window if window > 0 else 0.0
+    busy_ms = {c: cpu[c] * 10.0 * window for c in cpu}  # % of a core over window s -> ms
+    total = sum(busy_ms.values())
+    sd = lambda ms: ms / mb if mb > 0 else None
+    return {
+        "mb_s": mb_s,
+        "fps": fps,
+        "cpu": [round(cpu[c], 1) for c in sorted(cpu)],
+        "sd_total": sd(total),
+        "sd_tx": sd(busy_ms.get(SEND_CORE, 0.0)),
+        "sd_rx": sd(busy_ms.get(RECV_CORE, 0.0)),
+    }
+
+
+# ---- linerate -------------------------------------------------------------
+
+def linerate(args, duration, warmup, timeout_extra=40):
+    cmd = [BIN] + args + ["--duration", f"{duration}s", "--warmup", f"{warmup}s", "--json"]
+    p = run(cmd, timeout=duration + warmup + timeout_extra)
+    return json.loads(p.stdout)
+
+
+def lr_stream(lab, extra, duration, warmup):
+    d = linerate(["stream", "--lab", lab] + extra, duration, warmup)
+    r, s = d["receiver"], d["sender"]
+    cpu = {c["core"]: c["busy"] for c in d["cpu"]["per_core"]}
+    mb = (r["message_mb_s"] or r["payload_mb_s"]) * d["window_s"]
+    out = figures(mb, d["window_s"], cpu, fps=r["frames_per_s"])
+    out.update(
+        sent_fps=s["frames_per_s"],
+        loss_pct=d["frames"]["loss_pct"],
+        link_pps=r["link_packets_per_s"],
+        placement=f"tx cores {d['params']['tx_cores']}, rx cores {d['params']['rx_cores']}, "
+        f"NAPI {d['setup'].get('napi')}, XDP {d['setup']['xdp_mode']}, "
+        f"bind {d['setup']['rx_bind_mode']}",
+    )
+    return out
+
+
+def lr_rr(lab, extra, duration, warmup):
+    d = linerate(["rr", "--lab", lab] + extra, duration, warmup)
+    cpu = {c["core"]: c["busy"] for c in d["cpu"]["per_core"]}
+    t, lat = d["transactions"], d["latency"]
+    out = {
+        "tps": t["per_s"],
+        "p50_us": lat["p50_us"],
+        "p99_us": lat["p99_us"],
+        "mean_us": lat["mean_us"],
+        "cpu": [round(cpu[c], 1) for c in sorted(cpu)],
+        "us_per_tx": d["cpu"]["total"].get("us_per_transaction"),
+        "timeouts": t["timeouts"],
+    }
+    return out
+
+
+# ---- DPDK testpmd (AF_XDP vdev, txonly) into linerate's receiver -------------
+
+def link_tx_packets(ns, dev):
+    p = run(["ip", "-n", ns, "-j", "-s", "link", "show", "dev", dev], timeout=10)
+    return json.loads(p.stdout)[0]["stats64"]["tx"]["packets"]
+
+
+def testpmd(lab, frame, duration, warmup):
+    """testpmd sends `frame`-byte frames (FCS included) from side a; linerate
+    --rx-only receives on side b, port 9 (txonly's UDP port)."""
+    mac = json.loads(run(["ip", "-n", f"{lab}-b", "-j", "link", "show", f"{lab}-b0"], 10).stdout)[0]["address"]
+    cmd = netns(f"{lab}-a", [
+        "dpdk-testpmd", "--no-huge", "-m", "1024", "--no-pci", "-l", f"{SEND_CORE},{RECV_CORE}",
+        "--main-lcore", str(RECV_CORE), "--file-prefix", f"lr{os.getpid()}",
+        "--vdev", f"net_af_xdp0,iface={lab}-a0", "--log-level=lib.eal:warning",
+        "--", "--forward-mode=txonly", f"--txpkts={frame - 4}", f"--eth-peer=0,{mac}",
+        "--auto-start", "--stats-period", "0",
+    ])
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    children.append(p)
+    try:
+        # Wait until it sends (EAL start-up takes seconds without huge pages).
+        t0, n0 = time.time(), link_tx_packets(f"{lab}-a", f"{lab}-a0")
+        while time.time() - t0 < 30:
+            time.sleep(0.5)
+            if p.poll() is not None:
+                raise RuntimeError(f"testpmd exited: {p.stdout.read()[-800:]}")
+            if link_tx_packets(f"{lab}-a", f"{lab}-a0") > n0 + 1000:
+                break
+        else:
+            raise RuntimeError("testpmd sent nothing within 30 s")
+        row = lr_stream(lab, ["--rx-only", "--port", "9", "--size", str(frame)], duration, warmup)
+    finally:
+        try:
+            p.stdin.write("\n")
+            p.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+        try:
+            out, _ = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+    m = re.findall(r"TX-packets:\s+(\d+)", out)
+    row["testpmd_tx_packets"] = int(m[-1]) if m else None
+    row.pop("sent_fps", None)
+    row.pop("loss_pct", None)
+    return row
+
+
+# ---- iperf3 ------------------------------------------------------------------
+
+def iperf3(lab, udp_len, duration, warmup):
+    port = "5201"
+    srv = subprocess.Popen(
+        netns(f"{lab}-b", ["iperf3", "-s", "-1", "-B", B_IP, "-p", port, "-A", str(RECV_CORE)]),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children.append(srv)
+    time.sleep(0.5)
+    cmd = ["iperf3", "-c", B_IP, "-p", port, "-A", str(SEND_CORE), "-t", str(duration + warmup),
+           "-O", str(warmup), "-J", "--get-server-output"]
+    if udp_len:
+        cmd += ["-u", "-b", "0", "-l", str(udp_len)]
+    cli = subprocess.Popen(netns(f"{lab}-a", cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children.append(cli)
+    time.sleep(warmup)
+    c0 = cpu_snap()
+    time.sleep(duration)
+    c1 = cpu_snap()
+    out, err = cli.communicate(timeout=30)
+    srv.wait(timeout=10)
+    d = json.loads(out)
+    if "error" in d:
+        raise RuntimeError(f"iperf3: {d['error']}")
+    cpu = cpu_pct(c0, c1)
+    if udp_len:
+        s = d["server_output_json"]["end"]["sum"]
+        received = s["packets"] - s["lost_packets"]
+        secs = s["seconds"]
+        mb = received * udp_len / 1e6
+        row = figures(mb * duration / secs, duration, cpu, fps=received / secs)
+        row["loss_pct"] = s["lost_percent"]
+    else:
+        s = d["end"]["sum_received"]
+        mb = s["bytes"] / 1e6
+        row = figures(mb * duration / s["seconds"], duration, cpu)
+    return row
+
+
+# ---- sockperf ----------------------------------------------------------------
+
+def sockperf(lab, duration, warmup):
+    port = "11111"
+    srv = subprocess.Popen(
+        netns(f"{lab}-b", ["taskset", "-c", str(RECV_CORE), "sockperf", "server", "--tcp", "-i", B_IP, "-p", port]),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children.append(srv)
+    time.sleep(0.5)
+    try:
+        cli = subprocess.Popen(
+            netns(f"{lab}-a", ["taskset", "-c", str(SEND_CORE), "sockperf", "ping-pong", "--tcp", "-i", B_IP,
+                               "-p", port, "-t", str(duration + warmup), "-m", "14", "--full-rtt"]),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        children.append(cli)
+        time.sleep(warmup)
+        c0 = cpu_snap()
+        time.sleep(duration)
+        c1 = cpu_snap()
+        out, _ = cli.communicate(timeout=30)
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+    cpu = cpu_pct(c0, c1)
+    # "[Valid Duration] RunTime=5.550 sec; SentMessages=212391; ReceivedMessages=212390"
+    m = re.search(r"Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", out)
+    if not m:
+        raise RuntimeError(f"sockperf printed no summary: {out[-600:]}")
+    tps = int(m.group(3)) / float(m.group(1))
+    pct = lambda p: float(re.search(rf"percentile {p}\s*=\s*([\d.]+)", out).group(1))
+    avg = float(re.search(r"avg-rtt=([\d.]+)", out).group(1))
+    return {
+        "tps": tps, "p50_us": pct("50.000"), "p99_us": pct("99.000"), "mean_us": avg,
+        "cpu": [round(cpu[c], 1) for c in sorted(cpu)],
+        "us_per_tx": sum(cpu.values()) * 10.0 * duration * 1000.0 / max(1.0, tps * duration),
+    }
+
+
+# ---- the plan ----------------------------------------------------------------
+
+def plan(d, w):
+    """(group, row name, tool, runner) in the order a round runs them; rows
+    of a group alternate ours and theirs."""
+    xs = lambda lab, extra: (lambda: lr_stream(lab, extra, d, w))
+    xr = lambda lab, extra: (lambda: lr_rr(lab, extra, d, w))
+    return [
+        ("frames1518", "linerate xdp, 1518 B", "linerate", xs(LAB15, [])),
+        ("frames1518", "testpmd txonly -> linerate rx, 1518 B", "dpdk-testpmd", lambda: testpmd(LAB15, 1518, d, w)),
+        ("frames64", "linerate xdp, 64 B", "linerate", xs(LAB15, ["--size", "64"])),
+        ("frames64", "testpmd txonly -> linerate rx, 64 B", "dpdk-testpmd", lambda: testpmd(LAB15, 64, d, w)),
+        ("udp1472", "linerate xdp, 1472 B payload", "linerate", xs(LAB15, [])),
+        ("udp1472", "linerate udp backend, 1472 B", "linerate", xs(LAB15, ["--backend", "udp"])),
+        ("udp1472", "iperf3 UDP -l 1472 -b 0", "iperf3", lambda: iperf3(LAB15, 1472, d, w)),
+        ("tcp1500", "linerate tcp backend, MTU 1500", "linerate", xs(LAB15, ["--backend", "tcp"])),
+        ("tcp1500", "iperf3 TCP, MTU 1500", "iperf3", lambda: iperf3(LAB15, 0, d, w)),
+        ("mtu9000", "linerate xdp, 9018 B (3 descriptors)", "linerate", xs(LAB90, [])),
+        ("mtu9000", "iperf3 TCP, MTU 9000", "iperf3", lambda: iperf3(LAB90, 0, d, w)),
+        ("mtu9000", "linerate udp backend, 8972 B", "linerate", xs(LAB90, ["--backend", "udp"])),
+        ("mtu9000", "iperf3 UDP -l 8972 -b 0", "iperf3", lambda: iperf3(LAB90, 8972, d, w)),
+        ("rr1", "linerate xdp rr, 1 B, 1 flow", "linerate", xr(LAB15, [])),
+        ("rr1", "linerate tcp rr, 1 B, 1 connection", "linerate", xr(LAB15, ["--backend", "tcp"])),
+        ("rr1", "sockperf ping-pong TCP, 14 B", "sockperf", lambda: sockperf(LAB15, d, w)),
+        ("rr16", "linerate xdp rr, 1 B, 16 flows", "linerate", xr(LAB15, ["--flows", "16"])),
+        ("rr16", "linerate tcp rr, 1 B, 16 connections", "linerate", xr(LAB15, ["--backend", "tcp", "--flows", "16"])),
+        ("messages", "linerate xdp, 8 KB messages", "linerate", xs(LAB15, ["--message", "8192"])),
+        ("messages", "linerate xdp, 64 KB messages", "linerate", xs(LAB15, ["--message", "65536"])),
+        ("messages", "linerate xdp, 1 MB messages", "linerate", xs(LAB15, ["--message", "1048576"])),
+    ]
+
+
+def median_row(runs):
+    """Median, min and max of every numeric field over the runs of a row."""
+    out = {}
+    keys = [k for k in runs[0] if isinstance(runs[0][k], (int, float)) and not isinstance(runs[0][k], bool)]
+    for k in keys:
+        v = [r[k] for r in runs if isinstance(r.get(k), (int, float))]
+        if v:
+            out[k] = (statistics.median(v), min(v), max(v))
+    if "cpu" in runs[0]:
+        n = len(runs[0]["cpu"])
+        out["cpu"] = [statistics.median(r["cpu"][i] for r in runs) for i in range(n)]
+    for k in ("placement",):
+        if k in runs[0]:
+            out[k] = runs[0][k]
+    return out
+
+
+def fmt(t, digits=0, scale=1.0):
+    if t is None:
+        return "-"
+    m, lo, hi = t
+    f = f"{{:,.{digits}f}}"
+    return f"{f.format(m * scale)} ({f.format(lo * scale)}-{f.format(hi * scale)})"
+
+
+def report(out_dir, results, meta):
+    rows = {}
+    for r in results:
+        if "error" in r:
+            continue
+        rows.setdefault(r["row"], []).append(r["figures"])
+    med = {name: median_row(runs) for name, runs in rows.items()}
+    errors = [r for r in results if "error" in r]
+    g = lambda name, k: med.get(name, {}).get(k)
+    v = lambda name, k: (g(name, k) or (None,))[0]
+
+    lines = [f"# linerate against its peers ({meta['date']})", ""]
+    lines.append(f"Kernel {meta['kernel']}, {meta['cpu']}, {meta['cores']} cores; lab: veth between two "
+                 f"namespaces (AF_XDP copy mode, XDP native); {meta['rounds']} rounds of every row, "
+                 f"{meta['duration']} s measured after {meta['warmup']} s warm-up, rows of a group "
+                 "alternating (A B A B). Figures: median (min-max). CPU % per core from /proc/stat over "
+                 "the window (core 0 sends, core 1 receives); service demand (SD) = busy CPU ms per MB "
+                 "of payload received, total and per side.")
+    lines.append("")
+    lines.append(f"Peers: {meta['peers']}.")
+    lines.append("")
+    lines.append("## Streams")
+    lines.append("")
+    lines.append("| row | received frames/s | payload MB/s | loss % | CPU % core 0 / 1 | SD total | SD tx | SD rx |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for _, name, _, _ in plan(1, 1):
+        m = med.get(name)
+        if not m or "tps" in m:
+            continue
+        cpu = " / ".join(f"{c:.0f}" for c in m.get("cpu", []))
+        lines.append(f"| {name} | {fmt(m.get('fps'))} | {fmt(m.get('mb_s'))} | {fmt(m.get('loss_pct'), 3)} | {cpu} | "
+                     f"{fmt(m.get('sd_total'), 2)} | {fmt(m.get('sd_tx'), 2)} | {fmt(m.get('sd_rx'), 2)} |")
+    lines += ["", "## Request/response", "",
+              "| row | transactions/s | mean us | p50 us | p99 us | CPU % core 0 / 1 | CPU us per transaction |",
+              "|---|---|---|---|---|---|---|"]
+    for _, name, _, _ in plan(1, 1):
+        m = med.get(name)
+        if not m or "tps" not in m:
+            continue
+        cpu = " / ".join(f"{c:.0f}" for c in m.get("cpu", []))
+        lines.append(f"| {name} | {fmt(m.get('tps'))} | {fmt(m.get('mean_us'), 1)} | {fmt(m.get('p50_us'), 1)} | "
+                     f"{fmt(m.get('p99_us'), 1)} | {cpu} | {fmt(m.get('us_per_tx'), 2)} |")
+
+    # Targets.
+    t = []
+    def target(what, ok, how):
+        t.append(f"| {what} | {'met' if ok else 'not met'} | {how} |")
+    fps1518 = v("linerate xdp, 1518 B", "fps")
+    loss1518 = v("linerate xdp, 1518 B", "loss_pct")
+    tp1518 = v("testpmd txonly -> linerate rx, 1518 B", "fps")
+    if fps1518 is not None:
+        target("1518 B: >= 1.2 Mpps received, loss < 0.01 %", fps1518 >= 1.2e6 and (loss1518 or 0) < 0.01,
+               f"{fps1518/1e6:.3f} Mpps ({fps1518/1.2e6:.2f}x the target), loss {loss1518:.4f} %")
+    if fps1518 and tp1518:
+        target("1518 B: frame rate >= testpmd's into the same receiver", fps1518 >= tp1518,
+               f"ratio {fps1518/tp1518:.2f} ({fps1518/1e6:.3f} vs {tp1518/1e6:.3f} Mpps)")
+    fps64 = v("linerate xdp, 64 B", "fps")
+    loss64 = v("linerate xdp, 64 B", "loss_pct")
+    tp64 = v("testpmd txonly -> linerate rx, 64 B", "fps")
+    if fps64 is not None:
+        target("64 B: >= 1.7 Mpps received, loss < 0.1 %", fps64 >= 1.7e6 and (loss64 or 0) < 0.1,
+               f"{fps64/1e6:.3f} Mpps ({fps64/1.7e6:.2f}x the target), loss {loss64:.3f} %"
+               + (f"; testpmd into the same receiver {tp64/1e6:.3f} Mpps (ratio {fps64/tp64:.2f})" if tp64 else ""))
+    mb9 = v("linerate xdp, 9018 B (3 descriptors)", "mb_s")
+    sd9 = v("linerate xdp, 9018 B (3 descriptors)", "sd_total")
+    sdtcp9 = v("iperf3 TCP, MTU 9000", "sd_total")
+    if mb9 is not None:
+        target("MTU 9000: >= 3,723 MB/s payload received", mb9 >= 3723, f"{mb9:,.0f} MB/s ({mb9/3723:.2f}x)")
+    if sd9 and sdtcp9:
+        target("MTU 9000: total SD <= iperf3 TCP's", sd9 <= sdtcp9, f"{sd9:.3f} vs {sdtcp9:.3f} ms/MB (ratio {sd9/sdtcp9:.2f})")
+    xmb, xsd = v("linerate xdp, 1472 B payload", "mb_s"), v("linerate xdp, 1472 B payload", "sd_total")
+    for peer in ("linerate udp backend, 1472 B", "iperf3 UDP -l 1472 -b 0"):
+        pmb, psd = v(peer, "mb_s"), v(peer, "sd_total")
+        if xmb and pmb and xsd and psd:
+            target(f"vs {peer}: >= 4x MB/s, <= 1/4 SD", xmb >= 4 * pmb and xsd <= psd / 4,
+                   f"{xmb/pmb:.2f}x the MB/s, {xsd/psd:.2f}x the SD")
+    x1, k1, s1 = (v("linerate xdp rr, 1 B, 1 flow", "tps"), v("linerate tcp rr, 1 B, 1 connection", "tps"),
+                  v("sockperf ping-pong TCP, 14 B", "tps"))
+    p99 = v("linerate xdp rr, 1 B, 1 flow", "p99_us")
+    if x1 and k1:
+        target("rr conc 1: >= 5x kernel TCP rr (linerate tcp)", x1 >= 5 * k1, f"{x1/k1:.2f}x ({x1:,.0f} vs {k1:,.0f}/s)")
+    if x1 and s1:
+        target("rr conc 1: >= 5x kernel TCP rr (sockperf)", x1 >= 5 * s1, f"{x1/s1:.2f}x ({x1:,.0f} vs {s1:,.0f}/s)")
+    if p99 is not None:
+        target("rr conc 1: p99 <= 20 us", p99 <= 20, f"p99 {p99:.1f} us")
+    x16, k16 = v("linerate xdp rr, 1 B, 16 flows", "tps"), v("linerate tcp rr, 1 B, 16 connections", "tps")
+    if x16 and k16:
+        target("rr 16 flows: >= 2x kernel TCP rr with 16 connections", x16 >= 2 * k16, f"{x16/k16:.2f}x ({x16:,.0f} vs {k16:,.0f}/s)")
+    u1, u16 = v("linerate xdp rr, 1 B, 1 flow", "us_per_tx"), v("linerate xdp rr, 1 B, 16 flows", "us_per_tx")
+    if u1 and u16:
+        target("CPU per transaction within 10 % from 1 to 16 flows", abs(u16 / u1 - 1) <= 0.10,
+               f"{u1:.2f} -> {u16:.2f} us per transaction ({100*(u16/u1-1):+.0f} %)")
+    sds = [v(f"linerate xdp, {k} messages", "sd_total") for k in ("8 KB", "64 KB", "1 MB")]
+    if all(sds):
+        spread = max(sds) / min(sds) - 1
+        target("SD flat beyond 8 KB messages (within 10 %)", spread <= 0.10,
+               f"{' / '.join(f'{s:.3f}' for s in sds)} ms/MB at 8 KB / 64 KB / 1 MB (spread {100*spread:.0f} %)")
+    pl = med.get("linerate xdp, 1518 B", {}).get("placement")
+    if pl:
+        target("placement chosen by the engine", True, f"default run chose: {pl}")
+    lines += ["", "## Targets (issue 7), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
+    if errors:
+        lines += ["", "## Runs that failed", ""] + [f"- {e['row']} (round {e['round']}): {e['error']}" for e in errors]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=5, help="measured seconds per run")
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default=None, help="run only the groups named (comma-separated)")
+    ap.add_argument("--report", default=None, metavar="DIR", help="only rewrite DIR/report.md from DIR/results.jsonl")
+    a = ap.parse_args()
+
+    if a.report:
+        with open(os.path.join(a.report, "results.jsonl")) as f:
+            results = [json.loads(l) for l in f if l.strip()]
+        with open(os.path.join(a.report, "meta.json")) as f:
+            meta = json.load(f)
+        print(report(a.report, results, meta))
+        return
+
+    out = a.out or os.path.join(ROOT, f"bench-peers-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+    os.makedirs(out, exist_ok=True)
+    cpu_model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    ver = lambda cmd: (run(cmd, 10, check=False).stdout or "").splitlines()[:1]
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(), "cpu": cpu_model, "cores": os.cpu_count(),
+        "rounds": a.rounds, "duration": a.duration, "warmup": a.warmup,
+        "peers": "; ".join([
+            "DPDK " + " ".join(ver(["dpkg-query", "-W", "-f", "${Version}", "dpdk"])) + " dpdk-testpmd, net_af_xdp vdev, --no-huge, txonly (Debian dpdk, librte-net-af-xdp23)",
+            " ".join(ver(["iperf3", "--version"])),
+            "sockperf " + " ".join(ver(["dpkg-query", "-W", "-f", "${Version}", "sockperf"])),
+            " ".join(ver([BIN, "--version"])),
+        ]),
+    }
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f)
+
+    for lab, mtu in ((LAB15, 1500), (LAB90, 9000)):
+        run([BIN, "lab", "up", "--lab", lab, "--mtu", str(mtu)], 60)
+    steps = plan(a.duration, a.warmup)
+    if a.only:
+        groups = set(a.only.split(","))
+        steps = [s for s in steps if s[0] in groups]
+    results = []
+    with open(os.path.join(out, "results.jsonl"), "a") as f:
+        for rnd in range(1, a.rounds + 1):
+            for group, name, tool, fn in steps:
+                log(f"round {rnd}/{a.rounds}: {name}")
+                rec = {"round": rnd, "group": group, "row": name, "tool": tool}
+                try:
+                    rec["figures"] = fn()
+                except Exception as e:  # a failed run is reported, the bench goes on
+                    rec["error"] = str(e)[:800]
+                    log(f"  failed: {rec['error']}")
+                results.append(rec)
+                f.write(json.dumps(rec) + "\n")
+                f.flush()
+    print(report(out, results, meta))
+    log(f"results in {out}")
+
+
+def cleanup(*_):
+    for p in children:
+        if p.poll() is None:
+            p.kill()
+    for lab in (LAB15, LAB90):
+        subprocess.run([BIN, "lab", "down", "--lab", lab], capture_output=True)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    finally:
+        cleanup()

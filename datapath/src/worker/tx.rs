@@ -193,7 +193,7 @@ fn run(
             queued_bytes.push_back((queued as u64, wire, payload));
         }
         c.queued += queued as u64;
-        if port.needs_kick() {
+        if port.kick_due() {
             c.syscalls += 1;
             if !alive(port.kick())? {
                 break;

@@ -10,4 +10,4 @@ mod tx;
 pub use duplex::DuplexPort;
 pub use rx::{RxFrame, RxPort};
 pub use socket::{BindMode, SocketOptions, XskError, XskStats, ZeroCopy, CHUNK_DATA, CHUNK_SIZE};
-pub use tx::{TxFrame, TxPort};
+pub use tx::{TxFrame, TxPort, KICK_BATCH, KICK_LOW_WATER};

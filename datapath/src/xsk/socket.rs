@@ -219,6 +219,12 @@ impl Bound {
         self.tx.nb_free_exact() < self.tx_size
     }
 
+    /// Descriptors in the TX ring the kernel has not taken yet.
+    #[inline]
+    pub(super) fn tx_ring_pending(&mut self) -> usize {
+        (self.tx_size - self.tx.nb_free_exact().min(self.tx_size)) as usize
+    }
+
     /// Tells the kernel to transmit, when the TX ring asks for it.
     #[inline]
     pub(super) fn kick(&mut self) -> Result<(), XskError> {

@@ -78,6 +78,13 @@ impl TxFrame<'_> {
     }
 }
 
+/// Descriptors worth a TX wakeup: the kernel's copy-mode transmit takes at
+/// most 32 per call (TX_BATCH_SIZE in net/xdp/xsk.c).
+pub const KICK_BATCH: usize = 32;
+/// Below this many descriptors held by the kernel (handed and not yet
+/// completed) a sender kicks whatever it has, so the path never idles.
+pub const KICK_LOW_WATER: usize = 64;
+
 /// The TX half of a socket: slots, their use and their completion.
 pub(super) struct TxSlots {
     frames: Vec<FrameDesc>,
@@ -297,6 +304,25 @@ impl TxPort {
     /// Whether the TX ring asks for a wakeup.
     pub fn needs_kick(&self) -> bool {
         self.b.tx.needs_wakeup()
+    }
+
+    /// Whether a wakeup is worth its syscall now: the ring asks for one,
+    /// and either a kernel batch ([`KICK_BATCH`] descriptors, what copy mode
+    /// sends per call) waits in the TX ring, or the kernel holds fewer than
+    /// [`KICK_LOW_WATER`] descriptors and would soon run dry. Without it a
+    /// sender that refills as completions trickle in makes one syscall per
+    /// frame or two (measured: 1.1 M sendto for 1.28 M frames).
+    #[inline]
+    pub fn kick_due(&mut self) -> bool {
+        if !self.b.tx.needs_wakeup() {
+            return false;
+        }
+        let pending = self.b.tx_ring_pending();
+        if pending == 0 {
+            return false;
+        }
+        let held = self.slots.in_flight.saturating_sub(pending);
+        pending >= KICK_BATCH || held < KICK_LOW_WATER
     }
 
     /// Blocks in poll() until the socket is writable or `timeout_ms`

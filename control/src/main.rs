@@ -175,6 +175,15 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
                 ("--tx-netns", &a.tx_netns),
                 ("--rx-netns", &a.rx_netns),
                 ("--lab", &a.lab),
+                ("--tx-agent", &a.agents.tx_agent),
+                ("--rx-agent", &a.agents.rx_agent),
+                (
+                    "--token-file",
+                    &a.agents
+                        .token_file
+                        .as_ref()
+                        .map(|p| p.display().to_string()),
+                ),
             ] {
                 if let Some(v) = v {
                     extra.extend([flag.to_string(), v.clone()]);

@@ -41,7 +41,9 @@ const START_DELAY: Duration = Duration::from_secs(2);
 const CLOCK_SAMPLES: usize = 5;
 
 /// Options the controller keeps for itself: the agents run with the rest.
-const CONTROLLER_ONLY: [(&str, bool); 9] = [
+const CONTROLLER_ONLY: [(&str, bool); 11] = [
+    ("--reverse", false),
+    ("-r", false),
     ("--tx-agent", true),
     ("--rx-agent", true),
     ("--token-file", true),
@@ -362,14 +364,22 @@ pub fn run(
     run: &RunArgs,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Outcome> {
-    let (Some(tx_url), Some(rx_url)) = (&run.agents.tx_agent, &run.agents.rx_agent) else {
+    let (Some(mut tx_url), Some(mut rx_url)) = (
+        run.agents.tx_agent.as_deref(),
+        run.agents.rx_agent.as_deref(),
+    ) else {
         bail!("give both --tx-agent and --rx-agent");
     };
-    let (Some(tx_if), Some(rx_if)) = (&run.tx_iface, &run.rx_iface) else {
+    let (Some(mut tx_if), Some(mut rx_if)) = (run.tx_iface.as_deref(), run.rx_iface.as_deref())
+    else {
         bail!("with --tx-agent and --rx-agent, give --tx-iface (an interface of the tx agent's host) and --rx-iface (one of the rx agent's host)");
     };
+    let (mut tx_ns, mut rx_ns) = (&run.tx_netns, &run.rx_netns);
+    // --reverse: the rx agent's host sends.
     if run.reverse {
-        bail!("--reverse swaps hosts: swap --tx-agent and --rx-agent instead");
+        std::mem::swap(&mut tx_url, &mut rx_url);
+        std::mem::swap(&mut tx_if, &mut rx_if);
+        std::mem::swap(&mut tx_ns, &mut rx_ns);
     }
     let token = token::read(run.agents.token_file.as_deref())?;
     let tx = Remote::connect("tx agent", tx_url, &token)?;
@@ -380,11 +390,11 @@ pub fn run(
             .unwrap_or_default()
     };
     let ti: api::Iface = tx.get(
-        &format!("/v1/ifaces/{tx_if}{}", q(&run.tx_netns)),
+        &format!("/v1/ifaces/{tx_if}{}", q(tx_ns)),
         "the interface query",
     )?;
     let ri: api::Iface = rx.get(
-        &format!("/v1/ifaces/{rx_if}{}", q(&run.rx_netns)),
+        &format!("/v1/ifaces/{rx_if}{}", q(rx_ns)),
         "the interface query",
     )?;
     if ti.mtu != ri.mtu {
@@ -428,13 +438,13 @@ pub fn run(
     };
     let c: Created = rx.post(
         "/v1/runs",
-        &request(&rx, "rx", rx_if, &run.rx_netns, &ti),
+        &request(&rx, "rx", rx_if, rx_ns, &ti),
         "the run request",
     )?;
     rxs.id = Some(c.id);
     match tx.post::<Created>(
         "/v1/runs",
-        &request(&tx, "tx", tx_if, &run.tx_netns, &ri),
+        &request(&tx, "tx", tx_if, tx_ns, &ri),
         "the run request",
     ) {
         Ok(c) => txs.id = Some(c.id),
@@ -480,7 +490,19 @@ pub fn run(
         }
     }
     let agents = json!({"tx": tx.describe(), "rx": rx.describe()});
-    let errors: Vec<String> = [&txs, &rxs].iter().filter_map(|s| s.problem()).collect();
+    // The cause first: a side the controller stopped because the other
+    // failed is no news.
+    let stopped_by_us = |s: &Side| {
+        s.lost.is_none() && s.stop_sent && s.end.as_ref().is_some_and(|e| e.state == "stopped")
+    };
+    let mut errors: Vec<String> = [&txs, &rxs]
+        .iter()
+        .filter(|s| !stopped_by_us(s))
+        .filter_map(|s| s.problem())
+        .collect();
+    if errors.is_empty() {
+        errors = [&txs, &rxs].iter().filter_map(|s| s.problem()).collect();
+    }
     let cut = interrupted.load(Ordering::Relaxed);
     let result = match (txs.result(), rxs.result()) {
         (Some(t), Some(r)) if test == "stream" => merge::stream(t, r, agents),
@@ -538,23 +560,25 @@ pub fn table(r: &Value) -> String {
         f(&a["rx"]["clock_rtt_ns"]) / 1e6,
     );
     if r["partial"] == true {
-        for side in ["tx", "rx"] {
-            let _ = writeln!(
-                o,
-                "  {side}: {}",
-                if r[side].is_null() {
-                    "no result"
-                } else {
-                    "result below (JSON)"
-                }
-            );
-            if !r[side].is_null() {
-                let _ = writeln!(
+        for (side, what) in [("tx", "sender"), ("rx", "receiver")] {
+            let s = &r[side];
+            let _ = match (s.is_null(), r["test"] == "rr") {
+                (true, _) => writeln!(o, "  {side} host: no result"),
+                (false, true) => writeln!(
                     o,
-                    "{}",
-                    serde_json::to_string_pretty(&r[side]).unwrap_or_default()
-                );
-            }
+                    "  {side} host: transactions {} ({:.0}/s), answered {}",
+                    s["transactions"]["total"],
+                    f(&s["transactions"]["per_s"]),
+                    s["transactions"]["answered"]
+                ),
+                (false, false) => writeln!(
+                    o,
+                    "  {side} host: {what} {:.0} frames/s, frames sent {}, received {}",
+                    f(&s[what]["frames_per_s"]),
+                    s["frames"]["sent"],
+                    s["frames"]["received"]
+                ),
+            };
         }
         return o;
     }

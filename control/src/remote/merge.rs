@@ -192,7 +192,13 @@ fn finish(m: &mut Value, tx: &Value, rx: &Value, agents: Value) {
         (_, Value::String(r)) => json!(format!("rx host: {r}")),
         _ => Value::Null,
     };
-    m["environment"] = json!({"tx": tx["environment"], "rx": rx["environment"]});
+    // `environment` stays the sending host's (as in a local run's shape);
+    // each host's is in `agents`.
+    let mut agents = agents;
+    if agents.is_object() {
+        agents["tx"]["environment"] = tx["environment"].clone();
+        agents["rx"]["environment"] = rx["environment"].clone();
+    }
     m["agents"] = agents;
 }
 

@@ -194,6 +194,13 @@ impl Lab {
                     .with_context(|| format!("removing namespace {ns}"))?;
             }
         }
+        // The management links (`lab up --mgmt`) go with the namespaces,
+        // but the kernel removes them lazily: remove this side now.
+        for link in [format!("{}-ma", self.name), format!("{}-mb", self.name)] {
+            if iface::exists(None, &link) {
+                let _ = sh::ip(None, &["link", "del", &link]);
+            }
+        }
         Ok(())
     }
 

@@ -46,7 +46,11 @@ impl Drop for MgmtLab {
 }
 
 fn token_file() -> PathBuf {
-    let p = std::env::temp_dir().join(format!("lrag-token-{}", std::process::id()));
+    token_file_named("agents")
+}
+
+fn token_file_named(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("lrag-token-{name}-{}", std::process::id()));
     std::fs::write(&p, TOKEN).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
@@ -435,11 +439,59 @@ fn two_agents_stream_rr_metrics_and_api() {
     );
     assert!(t.elapsed() < Duration::from_secs(10));
 
+    // A side that fails on its host: its own error, named, exit 3.
+    let out = controller(&["stream", "--count", "10", "--rx-cores", "7"], &a, &b)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("side failed") && err.contains("7"), "{err}");
+    no_xdp_left();
+
+    // The doctor of a named interface; none without one.
+    let (code, text) = call(
+        &b.url,
+        "GET",
+        &format!("/v1/doctor?iface={LAB}-b0"),
+        None,
+        Some(TOKEN),
+    );
+    assert_eq!(code, 200, "{text}");
+    let d: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(d["iface"], format!("{LAB}-b0"));
+    assert!(d["copy_mode"]["ok"] == true, "{d:#}");
+    let (code, _) = call(&b.url, "GET", "/v1/doctor", None, Some(TOKEN));
+    assert_eq!(code, 400);
+
     drop((a, b));
     drop(lab);
     // Removing the namespaces removed the management links too.
     assert!(!std::path::Path::new(&format!("/sys/class/net/{LAB}-ma")).exists());
     assert!(!std::path::Path::new(&format!("/sys/class/net/{LAB}-mb")).exists());
+}
+
+#[test]
+fn agent_needs_a_private_token() {
+    // No token at all, and a token file others can read: refused at start.
+    let out = Command::new(linerate())
+        .args(["agent", "--listen", "127.0.0.1:7499"])
+        .env_remove("LINERATE_TOKEN")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no token: give --token-file PATH"), "{err}");
+    let f = token_file_named("open");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new(linerate())
+        .args(["agent", "--listen", "127.0.0.1:7499", "--token-file"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is readable by others (mode 644)"), "{err}");
+    let _ = std::fs::remove_file(f);
 }
 
 #[test]

@@ -239,6 +239,15 @@ fn two_agents_stream_rr_metrics_and_api() {
     assert!(!metrics(&b.url)
         .keys()
         .any(|k| k.starts_with("linerate_run_active")));
+    let (code, text) = call(
+        &b.url,
+        "POST",
+        "/v1/runs",
+        Some(json!({"test": "stream"})),
+        Some(TOKEN),
+    );
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("the run request is not valid"), "{text}");
     // Bad arguments read as on the command line.
     let (code, text) = call(
         &b.url,
@@ -389,6 +398,14 @@ fn two_agents_stream_rr_metrics_and_api() {
     );
     assert_eq!(code, 409, "{text}");
     assert!(text.contains("busy"), "{text}");
+    let (code, text) = call(
+        &b.url,
+        "GET",
+        &format!("/v1/doctor?iface={LAB}-b0"),
+        None,
+        Some(TOKEN),
+    );
+    assert_eq!(code, 409, "the doctor would disturb the run: {text}");
     let (code, _) = call(
         &b.url,
         "POST",

@@ -263,7 +263,16 @@ async fn iface(Path(name): Path<String>, Query(w): Query<Where>) -> Response {
     }
 }
 
-async fn doctor(Query(w): Query<Where>) -> Response {
+async fn doctor(State(s): State<Arc<Shared>>, Query(w): Query<Where>) -> Response {
+    if let Some(run) = s.slot().as_ref().filter(|r| r.active()) {
+        return error(
+            StatusCode::CONFLICT,
+            format!(
+                "run {} is going: the doctor's probes (XDP attach, socket binds) would disturb it; ask again when it ended",
+                run.id
+            ),
+        );
+    }
     let Some(iface) = w.iface else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -352,7 +361,19 @@ fn no_agents(a: &crate::cli::RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-async fn create(State(s): State<Arc<Shared>>, Json(req): Json<RunRequest>) -> Response {
+async fn create(
+    State(s): State<Arc<Shared>>,
+    req: Result<Json<RunRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let req = match req {
+        Ok(Json(r)) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("the run request is not valid: {}", e.body_text()),
+            )
+        }
+    };
     if !LEASE_MS.contains(&req.lease_ms) {
         return error(
             StatusCode::BAD_REQUEST,

@@ -665,6 +665,48 @@ mod tests {
         assert_eq!(agent_args(&raw), ["--count", "5", "--rate", "10"]);
     }
 
+    /// An agent of another version, on loopback: refused, both versions named.
+    #[test]
+    fn version_mismatch_is_refused() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().route(
+            "/v1/version",
+            axum::routing::get(|| async {
+                axum::Json(api::Version {
+                    version: "9.9.9".into(),
+                    api: 99,
+                })
+            }),
+        );
+        let server = std::thread::spawn(move || {
+            rt.block_on(async {
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(tokio::time::sleep(Duration::from_secs(3)))
+                    .await;
+            })
+        });
+        let e = Remote::connect("rx agent", &format!("http://{addr}"), "0123456789abcdef")
+            .err()
+            .unwrap();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("runs linerate 9.9.9 (API 99)")
+                && msg.contains(&format!(
+                    "this controller linerate {}",
+                    env!("CARGO_PKG_VERSION")
+                )),
+            "{msg}"
+        );
+        drop(server);
+    }
+
     #[test]
     fn unreachable_agent_is_named() {
         let e = Remote::connect("tx agent", "127.0.0.1:9", "0123456789abcdef")

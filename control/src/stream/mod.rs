@@ -134,7 +134,29 @@ pub fn run_role(
     }
 
     // Warm-up, then the measured window.
-    let senders_done = || runs_tx && tx_workers.iter().all(Worker::is_finished);
+    // A receiver on its own host knows a counted run is done when all of
+    // it arrived (else the sender's host tells it, a little later).
+    let expected = a.count.map(|c| c * u64::from(a.run.queues));
+    let all_arrived = || {
+        expected.is_some_and(|n| {
+            let got = sum(&rx_workers
+                .iter()
+                .map(|w| w.counters.snapshot())
+                .collect::<Vec<_>>());
+            (if plan.message.is_some() {
+                got.messages
+            } else {
+                got.frames
+            }) >= n
+        })
+    };
+    let senders_done = || {
+        if runs_tx {
+            tx_workers.iter().all(Worker::is_finished)
+        } else {
+            all_arrived()
+        }
+    };
     let watch = PathWatch::new(&plan.path);
     let live = || {
         if let Some(r) = role {

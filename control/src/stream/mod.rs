@@ -180,10 +180,11 @@ pub fn run_role(
     let (ltx1, lrx1) = (link(&plan.path.tx), link(&plan.path.rx));
 
     if let Some(r) = role.filter(|_| !runs_tx) {
-        // The sender's host says when it is done (or the lease ends).
+        // The sender's host says when it is done (or the lease ends);
+        // a counted run is done when everything arrived.
         wait_until(Instant::now() + PEER_GRACE, &|| {
             live();
-            interrupted.load(Ordering::Relaxed) || r.stop_asked()
+            interrupted.load(Ordering::Relaxed) || r.stop_asked() || all_arrived()
         });
     }
     tx_stop.flag.store(true, Ordering::Relaxed);

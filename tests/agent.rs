@@ -42,6 +42,8 @@ impl MgmtLab {
 impl Drop for MgmtLab {
     fn drop(&mut self) {
         let _ = run(&["lab", "down", "--lab", LAB]);
+        // The agents are gone by now: their token file goes too.
+        let _ = std::fs::remove_file(token_file_path("agents"));
     }
 }
 
@@ -49,8 +51,12 @@ fn token_file() -> PathBuf {
     token_file_named("agents")
 }
 
+fn token_file_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("lrag-token-{name}-{}", std::process::id()))
+}
+
 fn token_file_named(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("lrag-token-{name}-{}", std::process::id()));
+    let p = token_file_path(name);
     std::fs::write(&p, TOKEN).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p

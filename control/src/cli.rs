@@ -48,6 +48,76 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the control API on this host, so that a controller elsewhere
+    /// runs one side of stream, rr and sweep here (see "Across two hosts").
+    Agent(AgentServeArgs),
+}
+
+/// `linerate agent`.
+#[derive(Debug, Args)]
+pub struct AgentServeArgs {
+    /// Address and port to listen on, e.g. 198.51.100.7:7480 (an address
+    /// of this host on the management network; nothing else is listened on).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// File holding the shared token (mode 600); or set LINERATE_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+/// Where the two sides of a run go when they run on two hosts.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentArgs {
+    /// Run the sending side (rr: the client) on this agent, e.g.
+    /// http://198.51.100.7:7480; --tx-iface names an interface of that host.
+    #[arg(long, value_name = "URL", requires = "rx_agent")]
+    pub tx_agent: Option<String>,
+    /// Run the receiving side (rr: the responder) on this agent;
+    /// --rx-iface names an interface of that host.
+    #[arg(long, value_name = "URL", requires = "tx_agent")]
+    pub rx_agent: Option<String>,
+    /// File holding the agents' shared token; or set LINERATE_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+/// One side of a two-host run, as an agent starts it (hidden: the agent's
+/// own interface to its child process).
+#[derive(Debug, Args, Clone, Default)]
+pub struct RoleArgs {
+    /// Run only this side.
+    #[arg(long, value_enum, hide = true)]
+    pub role: Option<RoleArg>,
+    /// MAC address of the other host's interface.
+    #[arg(long, hide = true, requires = "role")]
+    pub peer_mac: Option<String>,
+    /// IPv4 address of the other host's interface.
+    #[arg(long, hide = true, requires = "role")]
+    pub peer_ip: Option<std::net::Ipv4Addr>,
+    /// When the run starts, in ns since the Unix epoch (this host's clock).
+    #[arg(long, hide = true, requires = "role")]
+    pub start_at: Option<u64>,
+}
+
+/// The side of a run one host plays.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum RoleArg {
+    /// The sender (rr: the client).
+    #[value(alias = "client")]
+    Tx,
+    /// The receiver (rr: the responder).
+    #[value(alias = "responder")]
+    Rx,
+}
+
+impl RoleArg {
+    /// The name used in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tx => "tx",
+            Self::Rx => "rx",
+        }
+    }
 }
 
 /// Lab actions.
@@ -61,6 +131,11 @@ pub enum LabAction {
         /// Queues of each veth.
         #[arg(long, default_value_t = 1)]
         queues: u32,
+        /// Also join each namespace to this one by a management veth
+        /// (198.19.255.1 <-> .2 for <lab>-a, .5 <-> .6 for <lab>-b), so
+        /// that agents in the namespaces can be reached from here.
+        #[arg(long)]
+        mgmt: bool,
         #[command(flatten)]
         lab: LabName,
     },
@@ -135,6 +210,8 @@ pub struct SweepArgs {
     /// The lab to run on.
     #[arg(long, value_name = "NAME")]
     pub lab: Option<String>,
+    #[command(flatten)]
+    pub agents: AgentArgs,
 }
 
 /// XDP attach mode choice.
@@ -294,6 +371,10 @@ pub struct RunArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub agents: AgentArgs,
+    #[command(flatten)]
+    pub role: RoleArgs,
 }
 
 /// `linerate stream`.

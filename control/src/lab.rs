@@ -13,6 +13,10 @@ use crate::{iface, sh};
 /// Largest MTU the lab sets (veth's own limit is higher, AF_XDP
 /// multi-buffer and the steering program are tested to 9000).
 pub const MAX_MTU: u32 = 9000;
+/// Management addresses of side A: (this namespace, inside <lab>-a).
+pub const MGMT_A: (&str, &str) = ("198.19.255.1", "198.19.255.2");
+/// Management addresses of side B.
+pub const MGMT_B: (&str, &str) = ("198.19.255.5", "198.19.255.6");
 /// Smallest MTU IPv4 allows.
 pub const MIN_MTU: u32 = 576;
 
@@ -189,6 +193,47 @@ impl Lab {
                 sh::ip(None, &["netns", "del", ns])
                     .with_context(|| format!("removing namespace {ns}"))?;
             }
+        }
+        // The management links (`lab up --mgmt`) go with the namespaces,
+        // but the kernel removes them lazily: remove this side now.
+        for link in [format!("{}-ma", self.name), format!("{}-mb", self.name)] {
+            if iface::exists(None, &link) {
+                let _ = sh::ip(None, &["link", "del", &link]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Joins each namespace to the current one by a management veth
+    /// (`<lab>-ma`/`<lab>-mb` here, `mgmt0` inside), /30s from
+    /// 198.19.255.0/24, so that agents in the namespaces can be reached.
+    /// Removing the namespaces removes these pairs too.
+    pub fn add_mgmt(&self) -> Result<()> {
+        for (ns, here, (ip_here, ip_there)) in [
+            (&self.ns_a, format!("{}-ma", self.name), MGMT_A),
+            (&self.ns_b, format!("{}-mb", self.name), MGMT_B),
+        ] {
+            let n = Some(ns.as_str());
+            if iface::exists(None, &here) {
+                sh::ip(None, &["link", "del", &here])?;
+            }
+            sh::ip(
+                None,
+                &[
+                    "link", "add", &here, "type", "veth", "peer", "name", "mgmt0", "netns", ns,
+                ],
+            )
+            .with_context(|| format!("creating the management link of {ns}"))?;
+            sh::ip(
+                None,
+                &["addr", "add", &format!("{ip_here}/30"), "dev", &here],
+            )?;
+            sh::ip(None, &["link", "set", &here, "up"])?;
+            sh::ip(
+                n,
+                &["addr", "add", &format!("{ip_there}/30"), "dev", "mgmt0"],
+            )?;
+            sh::ip(n, &["link", "set", "mgmt0", "up"])?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ mod napi;
 mod overhead;
 mod path;
 mod privilege;
+mod remote;
 mod rr;
 mod session;
 mod sh;
@@ -83,10 +84,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Agent(a) => {
+            remote::agent::serve(&a)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Rr(a) if a.run.agents.tx_agent.is_some() => {
+            rr::plan::check_args(&a)?;
+            let interrupted = on_signal()?;
+            let raw: Vec<String> = std::env::args().skip(2).collect();
+            let o = remote::controller::run("rr", &raw, &a.run, &interrupted)?;
+            remote::controller::report(&o, a.run.json)
+        }
+        Command::Stream(a) if a.run.agents.tx_agent.is_some() => {
+            stream::plan::check_args(&a)?;
+            let interrupted = on_signal()?;
+            let raw: Vec<String> = std::env::args().skip(2).collect();
+            let o = remote::controller::run("stream", &raw, &a.run, &interrupted)?;
+            remote::controller::report(&o, a.run.json)
+        }
         Command::Rr(a) => {
             let interrupted = on_signal()?;
-            let plan = rr::plan::plan(&a)?;
-            let result = rr::run(&plan, &interrupted)?;
+            let mut plan = rr::plan::plan(&a)?;
+            remote::role::patch_path(&mut plan.path, &a.run.role)?;
+            let role = remote::role::Role::start(&a.run.role, &interrupted)?;
+            let result = rr::run_role(&plan, &interrupted, role.as_ref())?;
             let table = || rr::print_table(&result);
             report(
                 &result,
@@ -98,8 +119,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Stream(a) => {
             let interrupted = on_signal()?;
-            let plan = stream::plan::plan(&a)?;
-            let result = stream::run(&plan, &interrupted)?;
+            let mut plan = stream::plan::plan(&a)?;
+            remote::role::patch_path(&mut plan.path, &a.run.role)?;
+            let role = remote::role::Role::start(&a.run.role, &interrupted)?;
+            let result = stream::run_role(&plan, &interrupted, role.as_ref())?;
             let table = || stream::print_table(&result);
             report(
                 &result,
@@ -152,6 +175,15 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
                 ("--tx-netns", &a.tx_netns),
                 ("--rx-netns", &a.rx_netns),
                 ("--lab", &a.lab),
+                ("--tx-agent", &a.agents.tx_agent),
+                ("--rx-agent", &a.agents.rx_agent),
+                (
+                    "--token-file",
+                    &a.agents
+                        .token_file
+                        .as_ref()
+                        .map(|p| p.display().to_string()),
+                ),
             ] {
                 if let Some(v) = v {
                     extra.extend([flag.to_string(), v.clone()]);
@@ -169,7 +201,10 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
             )
         }
     };
-    privilege::require_root("linerate sweep")?;
+    // A controller of agents needs no privileges of its own.
+    if a.agents.tx_agent.is_none() {
+        privilege::require_root("linerate sweep")?;
+    }
     eprintln!("linerate: sweep results go to {}", dir.display());
     let interrupted = on_signal()?;
     let text = sweep::run(&text, &label, &dir, &opts, &interrupted)?;
@@ -225,10 +260,30 @@ fn on_signal() -> Result<Arc<AtomicBool>> {
 
 fn lab_cmd(action: LabAction) -> Result<ExitCode> {
     match action {
-        LabAction::Up { mtu, queues, lab } => {
+        LabAction::Up {
+            mtu,
+            queues,
+            mgmt,
+            lab,
+        } => {
             privilege::require_root("linerate lab up")?;
             let l = lab::Lab::new(&lab.name)?;
             l.up(mtu, queues)?;
+            if mgmt {
+                if let Err(e) = l.add_mgmt() {
+                    let _ = l.down();
+                    return Err(e);
+                }
+                println!(
+                    "management: {} <-> {} ({}), {} <-> {} ({})",
+                    lab::MGMT_A.0,
+                    lab::MGMT_A.1,
+                    l.ns_a,
+                    lab::MGMT_B.0,
+                    lab::MGMT_B.1,
+                    l.ns_b
+                );
+            }
             println!(
                 "lab {} up: {} ({}, {}) <-> {} ({}, {}), MTU {mtu}, {queues} queue(s)",
                 l.name, l.if_a, l.ns_a, l.ip_a, l.if_b, l.ns_b, l.ip_b

@@ -41,12 +41,17 @@ use crate::{
     cli::{BackendArg, ResponderArg},
     environment, iface,
     path::Side,
+    remote::role::Role,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
         steering_config, sum, wait_until, worker_reports, PathWatch, Snapshot,
     },
     stream::result::InterfaceCounters,
 };
+
+/// How long a responder on its own host waits past its window for the
+/// client's host to say it is done.
+const PEER_GRACE: Duration = Duration::from_secs(10);
 
 fn endpoint(side: &Side, port: u16) -> Endpoint {
     Endpoint {
@@ -68,26 +73,39 @@ fn spec(from: Endpoint, to: Endpoint, cut: &Fragmentation, kind: Kind) -> FrameS
 
 /// Runs a planned rr test.
 pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
+    run_role(plan, interrupted, None)
+}
+
+/// Runs a planned rr test, or with `role` only one side of it (tx: the
+/// client, rx: the responder; the other runs on another host).
+pub fn run_role(
+    plan: &RrPlan,
+    interrupted: &Arc<AtomicBool>,
+    role: Option<&Role>,
+) -> Result<RrResult> {
     let a = &plan.args;
+    let (runs_client, runs_server) = role.map_or((true, true), |r| (r.tx(), r.rx()));
     let r = &a.run;
     let (client, server) = (&plan.path.tx, &plan.path.rx);
     let port = r.port;
     let xdp_responder = a.responder == ResponderArg::Xdp;
     let napi_mode = apply_napi(r, &plan.path, false)?;
     let bypass = r.backend == BackendArg::Xdp;
-    let (server_steer, client_steer) = if bypass {
-        (
-            Some(attach_steering(
-                server,
-                steering_config(r, port, port, xdp_responder),
-            )?),
-            Some(attach_steering(
-                client,
-                steering_config(r, port + 1, port.saturating_add(a.flows as u16), false),
-            )?),
-        )
+    let server_steer = if bypass && runs_server {
+        Some(attach_steering(
+            server,
+            steering_config(r, port, port, xdp_responder),
+        )?)
     } else {
-        (None, None)
+        None
+    };
+    let client_steer = if bypass && runs_client {
+        Some(attach_steering(
+            client,
+            steering_config(r, port + 1, port.saturating_add(a.flows as u16), false),
+        )?)
+    } else {
+        None
     };
     let stats = |s: &Option<Arc<Steering>>| -> Result<linerate_ebpf::SteerStats> {
         Ok(match s {
@@ -95,8 +113,13 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
             None => Default::default(),
         })
     };
-    let mut napi_threads = pin_napi(server, &plan.path.rx_cores);
-    napi_threads.extend(pin_napi(client, &plan.path.tx_cores));
+    let mut napi_threads = Vec::new();
+    if runs_server {
+        napi_threads.extend(pin_napi(server, &plan.path.rx_cores));
+    }
+    if runs_client {
+        napi_threads.extend(pin_napi(client, &plan.path.tx_cores));
+    }
     let if_c0 = iface::info(client.netns.as_deref(), &client.iface)?.counters;
     let if_s0 = iface::info(server.netns.as_deref(), &server.iface)?.counters;
     let (cs0, ss0) = (stats(&client_steer)?, stats(&server_steer)?);
@@ -150,7 +173,7 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         };
 
     let mut responders = Vec::new();
-    if !xdp_responder {
+    if !xdp_responder && runs_server {
         for q in 0..r.queues {
             let w = match r.backend {
                 BackendArg::Udp => spawn_udp_server(
@@ -192,7 +215,13 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
     // With no warm-up, every transaction is in the window from the start.
     let measuring = Arc::new(AtomicBool::new(r.warmup.is_zero()));
     let mut clients = Vec::new();
-    for q in 0..r.queues {
+    if let Some(role) = role.filter(|_| runs_client) {
+        // Clients start at the agreed instant, when the responders are bound.
+        wait_until(role.start, &|| {
+            interrupted.load(Ordering::Relaxed) || role.stop_asked()
+        });
+    }
+    for q in (0..r.queues).filter(|_| runs_client) {
         let flows: Vec<u16> = (0..a.flows as u16)
             .filter(|f| u32::from(*f) % r.queues == q)
             .collect();
@@ -253,11 +282,21 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         }
     }
 
-    let clients_done = || clients.iter().all(Worker::is_finished);
+    let clients_done = || runs_client && clients.iter().all(Worker::is_finished);
     let watch = PathWatch::new(&plan.path);
-    let stopped = || interrupted.load(Ordering::Relaxed) || watch.fault();
-    // Warm-up counts from when every worker is bound and running.
-    let running = Instant::now();
+    let steer_live = server_steer.as_ref().or(client_steer.as_ref());
+    let live = || {
+        if let Some(role) = role {
+            role.tick(&clients, &responders, steer_live.map(|s| &**s));
+        }
+    };
+    let stopped = || {
+        live();
+        interrupted.load(Ordering::Relaxed) || watch.fault() || role.is_some_and(Role::stop_asked)
+    };
+    // Warm-up counts from when every worker is bound and running (on two
+    // hosts: from the agreed start).
+    let running = role.map_or_else(Instant::now, |r| r.start.max(Instant::now()));
     wait_until(running + r.warmup, &|| stopped() || clients_done());
     let s0 = Snapshot::take(&clients, &responders)?;
     measuring.store(true, Ordering::Relaxed);
@@ -266,6 +305,13 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
     let s1 = Snapshot::take(&clients, &responders)?;
     watch.check_now();
 
+    if let Some(role) = role.filter(|_| !runs_client) {
+        // The client's host says when it is done (or the lease ends).
+        wait_until(Instant::now() + PEER_GRACE, &|| {
+            live();
+            interrupted.load(Ordering::Relaxed) || role.stop_asked()
+        });
+    }
     client_stop.flag.store(true, Ordering::Relaxed);
     let (client_ready, client_results) = join_all(clients)?;
     thread::sleep(Duration::from_millis(20));
@@ -355,7 +401,10 @@ pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
         },
         environment: environment::describe(),
         setup: RrSetup {
-            client_bind_mode: client_ready[0].mode.as_str().into(),
+            client_bind_mode: client_ready
+                .first()
+                .map_or("none (other host)", |r| r.mode.as_str())
+                .into(),
             responder_bind_mode: server_ready.first().map(|r| r.mode.as_str().into()),
             zero_copy_refused: client_ready
                 .iter()

@@ -43,6 +43,7 @@ use result::*;
 use crate::{
     cli::BackendArg,
     environment, iface,
+    remote::role::Role,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
         steering_config, sum, wait_until, worker_reports, PathWatch, Snapshot,
@@ -51,16 +52,32 @@ use crate::{
 
 /// How long receivers keep draining after the senders stop, at most.
 const DRAIN_MAX: Duration = Duration::from_secs(2);
+/// How long a receiver on its own host waits past its window for the
+/// sender's host to say it is done.
+const PEER_GRACE: Duration = Duration::from_secs(10);
 /// Receivers stop once nothing arrived for this long.
 const DRAIN_QUIET: Duration = Duration::from_millis(150);
 
 /// Runs a planned stream. `interrupted` is set by Ctrl-C/SIGTERM: the run
 /// then ends early and reports what it measured.
 pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
+    run_role(plan, interrupted, None)
+}
+
+/// Runs a planned stream, or with `role` only one side of it (the other
+/// runs on another host): the result then holds this side's figures.
+pub fn run_role(
+    plan: &Plan,
+    interrupted: &Arc<AtomicBool>,
+    role: Option<&Role>,
+) -> Result<StreamResult> {
     let a = &plan.args;
+    let (runs_tx, runs_rx) = role.map_or((true, true), |r| (r.tx(), r.rx()));
+    // With --rx-only another tool sends.
+    let runs_tx = runs_tx && !a.rx_only;
     let napi_mode = apply_napi(&a.run, &plan.path, true)?;
     let xdp = a.run.backend == BackendArg::Xdp;
-    let steering = if xdp {
+    let steering = if xdp && runs_rx {
         Some(attach_steering(
             &plan.path.rx,
             steering_config(&a.run, a.run.port, a.run.port, false),
@@ -68,7 +85,11 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     } else {
         None
     };
-    let napi_threads = pin_napi(&plan.path.rx, &plan.path.rx_cores);
+    let napi_threads = if runs_rx {
+        pin_napi(&plan.path.rx, &plan.path.rx_cores)
+    } else {
+        Vec::new()
+    };
     let if_tx0 = iface::info(plan.path.tx.netns.as_deref(), &plan.path.tx.iface)?.counters;
     let if_rx0 = iface::info(plan.path.rx.netns.as_deref(), &plan.path.rx.iface)?.counters;
     let steer0 = match &steering {
@@ -87,14 +108,19 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         deadline: started + hard_deadline(planned, a.run.queues, 5),
     };
     let mut rx_workers = Vec::new();
-    for q in 0..a.run.queues {
+    for q in (0..a.run.queues).filter(|_| runs_rx) {
         let w = spawn_receiver(plan, q, &rx_stop, steering.as_ref())
             .with_context(|| format!("starting receiver on {} queue {q}", plan.path.rx.iface))?;
         rx_workers.push(w);
     }
     let mut tx_workers = Vec::new();
-    let senders = if a.rx_only { 0 } else { a.run.queues };
-    for q in 0..senders {
+    if let Some(r) = role.filter(|_| runs_tx) {
+        // Senders start at the agreed instant, when the receivers are bound.
+        wait_until(r.start, &|| {
+            interrupted.load(Ordering::Relaxed) || r.stop_asked()
+        });
+    }
+    for q in (0..a.run.queues).filter(|_| runs_tx) {
         match spawn_sender(plan, q, &tx_stop) {
             Ok(w) => tx_workers.push(w),
             Err(e) => {
@@ -110,11 +136,42 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     }
 
     // Warm-up, then the measured window.
-    let senders_done = || !a.rx_only && tx_workers.iter().all(Worker::is_finished);
+    // A receiver on its own host knows a counted run is done when all of
+    // it arrived (else the sender's host tells it, a little later).
+    let expected = a.count.map(|c| c * u64::from(a.run.queues));
+    let all_arrived = || {
+        expected.is_some_and(|n| {
+            let got = sum(&rx_workers
+                .iter()
+                .map(|w| w.counters.snapshot())
+                .collect::<Vec<_>>());
+            (if plan.message.is_some() {
+                got.messages
+            } else {
+                got.frames
+            }) >= n
+        })
+    };
+    let senders_done = || {
+        if runs_tx {
+            tx_workers.iter().all(Worker::is_finished)
+        } else {
+            all_arrived()
+        }
+    };
     let watch = PathWatch::new(&plan.path);
-    let stopped = || interrupted.load(Ordering::Relaxed) || watch.fault();
-    // Warm-up counts from when every worker is bound and running.
-    let running = Instant::now();
+    let live = || {
+        if let Some(r) = role {
+            r.tick(&tx_workers, &rx_workers, steering.as_deref());
+        }
+    };
+    let stopped = || {
+        live();
+        interrupted.load(Ordering::Relaxed) || watch.fault() || role.is_some_and(Role::stop_asked)
+    };
+    // Warm-up counts from when every worker is bound and running (on two
+    // hosts: from the agreed start).
+    let running = role.map_or_else(Instant::now, |r| r.start.max(Instant::now()));
     wait_until(running + a.run.warmup, &|| stopped() || senders_done());
     let link = counters_or_zero;
     let (ltx0, lrx0) = (link(&plan.path.tx), link(&plan.path.rx));
@@ -124,9 +181,19 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     watch.check_now();
     let (ltx1, lrx1) = (link(&plan.path.tx), link(&plan.path.rx));
 
+    if let Some(r) = role.filter(|_| !runs_tx) {
+        // The sender's host says when it is done (or the lease ends);
+        // a counted run is done when everything arrived.
+        wait_until(Instant::now() + PEER_GRACE, &|| {
+            live();
+            interrupted.load(Ordering::Relaxed) || r.stop_asked() || all_arrived()
+        });
+    }
     tx_stop.flag.store(true, Ordering::Relaxed);
     let (tx_ready, tx_results) = join_all(tx_workers)?;
-    drain(&rx_workers);
+    if runs_rx {
+        drain(&rx_workers);
+    }
     rx_stop.flag.store(true, Ordering::Relaxed);
     let (rx_ready, rx_results) = join_all(rx_workers)?;
 
@@ -255,9 +322,19 @@ pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
         setup: Setup {
             tx_bind_mode: tx_ready
                 .first()
-                .map_or("none (--rx-only)", |r| r.mode.as_str())
+                .map_or(
+                    if a.rx_only {
+                        "none (--rx-only)"
+                    } else {
+                        "none (other host)"
+                    },
+                    |r| r.mode.as_str(),
+                )
                 .to_string(),
-            rx_bind_mode: rx_ready[0].mode.as_str().to_string(),
+            rx_bind_mode: rx_ready
+                .first()
+                .map_or("none (other host)", |r| r.mode.as_str())
+                .to_string(),
             zero_copy_refused: refused,
             xdp_mode,
             xdp_fallback_reason,

@@ -113,7 +113,7 @@ pub fn run(
                     spec::line_of(text, &key.replace('-', "_")).max(spec::line_of(text, key));
                 anyhow::anyhow!("{file}:{line}: point {}: {e}", p.describe())
             })?;
-            plan.push((p, parsed));
+            plan.push((p, parsed, a));
         }
     }
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -136,7 +136,7 @@ pub fn run(
         .append(true)
         .open(dir.join(RESULTS))
         .with_context(|| format!("opening {}", dir.join(RESULTS).display()))?;
-    for (p, args) in &plan {
+    for (p, args, argv) in &plan {
         for repeat in 0..repeats {
             if done.contains(&(p.part, p.index, repeat)) {
                 bar.inc(1);
@@ -146,7 +146,7 @@ pub fn run(
                 break;
             }
             bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
-            let outcome = run_point(args, interrupted);
+            let outcome = run_point(args, argv, interrupted);
             if interrupted.load(Ordering::Relaxed) {
                 // A cut-short run is not a finished point: resume reruns it.
                 break;
@@ -198,7 +198,19 @@ pub fn run(
     Ok(text)
 }
 
-fn run_point(args: &PointArgs, interrupted: &Arc<AtomicBool>) -> Result<Value> {
+fn run_point(args: &PointArgs, argv: &[String], interrupted: &Arc<AtomicBool>) -> Result<Value> {
+    // With agents, each side runs on its host.
+    let (test, run) = match args {
+        PointArgs::Stream(a) => ("stream", &a.run),
+        PointArgs::Rr(a) => ("rr", &a.run),
+    };
+    if run.agents.tx_agent.is_some() {
+        let o = crate::remote::controller::run(test, argv, run, interrupted)?;
+        if let Some(e) = o.error {
+            anyhow::bail!(e);
+        }
+        return Ok(o.result);
+    }
     Ok(match args {
         PointArgs::Stream(a) => {
             let plan = crate::stream::plan::plan(a)?;

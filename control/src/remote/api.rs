@@ -1,0 +1,112 @@
+//! The control API's messages, shared by the agent and the controller.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the API; the controller refuses an agent with another.
+pub const API_VERSION: u32 = 1;
+
+/// `GET /v1/version`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Version {
+    /// linerate's version.
+    pub version: String,
+    /// API version.
+    pub api: u32,
+}
+
+impl Version {
+    /// This build's.
+    pub fn ours() -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            api: API_VERSION,
+        }
+    }
+}
+
+/// `GET /v1/clock`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Clock {
+    /// The agent's wall clock, ns since the Unix epoch.
+    pub unix_ns: u64,
+}
+
+/// `GET /v1/ifaces/{name}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Iface {
+    /// Name.
+    pub name: String,
+    /// MAC, aa:bb:cc:dd:ee:ff.
+    pub mac: String,
+    /// IPv4 address.
+    pub ipv4: std::net::Ipv4Addr,
+    /// MTU.
+    pub mtu: u32,
+    /// Receive queues.
+    pub queues: u32,
+}
+
+/// The other host's interface, as a role needs it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Peer {
+    /// MAC.
+    pub mac: String,
+    /// IPv4 address.
+    pub ip: std::net::Ipv4Addr,
+}
+
+/// `POST /v1/runs`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// "stream" or "rr".
+    pub test: String,
+    /// "tx" (rr: client) or "rx" (rr: responder).
+    pub role: String,
+    /// The command's own options, as on the command line (without
+    /// interfaces, agents and --json).
+    pub args: Vec<String>,
+    /// This host's interface.
+    pub iface: String,
+    /// Its namespace on this host.
+    pub netns: Option<String>,
+    /// The other host's interface.
+    pub peer: Peer,
+    /// Start, ns since the Unix epoch on the agent's clock.
+    pub start_at_ns: u64,
+    /// The run is stopped when no renewal came for this long.
+    pub lease_ms: u64,
+}
+
+/// `POST /v1/runs` answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Created {
+    /// Run id.
+    pub id: String,
+}
+
+/// `GET /v1/runs/{id}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunStatus {
+    /// Run id.
+    pub id: String,
+    /// "stream" or "rr".
+    pub test: String,
+    /// "tx" or "rx".
+    pub role: String,
+    /// "running", "done", "failed", "stopped".
+    pub state: String,
+    /// The side's result (the shape of a local run's JSON), when it ended
+    /// with one.
+    pub result: Option<serde_json::Value>,
+    /// Why it failed or was stopped.
+    pub error: Option<String>,
+    /// Exit status of the side's process.
+    pub exit_code: Option<i32>,
+}
+
+/// Error answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiError {
+    /// What went wrong and how to fix it.
+    pub error: String,
+}

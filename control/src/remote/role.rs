@@ -1,0 +1,138 @@
+//! One side of a two-host run, as the agent's child process plays it: it
+//! starts at the agreed instant, reads `stop` (the other side is done) on
+//! stdin, takes end of input as the agent gone (the run ends at once), and
+//! writes its live counters to stderr as `LIVE {json}` lines for the
+//! agent's /metrics.
+
+use std::{
+    cell::Cell,
+    io::BufRead,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{anyhow, bail, Result};
+use linerate_datapath::worker::Worker;
+use linerate_ebpf::Steering;
+use serde_json::json;
+
+use crate::{
+    cli::{RoleArg, RoleArgs},
+    path::PathPlan,
+};
+
+/// What starts a live-counter line on stderr.
+pub const LIVE_PREFIX: &str = "LIVE ";
+/// How often live counters are written.
+const LIVE_EVERY: Duration = Duration::from_millis(250);
+
+/// The side this process plays and what the agent tells it.
+pub struct Role {
+    side: RoleArg,
+    /// The agreed start, as an instant of this process.
+    pub start: Instant,
+    stop: Arc<AtomicBool>,
+    last_live: Cell<Instant>,
+}
+
+impl Role {
+    /// The role the hidden options ask for; watches stdin from now on
+    /// (`stop`: finish normally; end of input: set `interrupted`).
+    pub fn start(a: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {
+        let Some(side) = a.role else {
+            return Ok(None);
+        };
+        let start = match a.start_at {
+            Some(ns) => {
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_err(|e| anyhow!("the clock is before 1970: {e}"))?
+                    .as_nanos() as u64;
+                let ahead = Duration::from_nanos(ns.saturating_sub(now));
+                if ahead > Duration::from_secs(60) {
+                    bail!("--start-at is {ahead:?} ahead: the clocks of the hosts disagree too much (sync them with NTP)");
+                }
+                Instant::now() + ahead
+            }
+            None => Instant::now(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, gone) = (stop.clone(), interrupted.clone());
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            for line in stdin.lock().lines() {
+                match line {
+                    Ok(l) if l.trim() == "stop" => flag.store(true, Ordering::Relaxed),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            // The agent is gone (or closed our input): end the run now.
+            gone.store(true, Ordering::Relaxed);
+        });
+        Ok(Some(Self {
+            side,
+            start,
+            stop,
+            last_live: Cell::new(Instant::now() - LIVE_EVERY),
+        }))
+    }
+
+    /// Runs the sending side (rr: the client).
+    pub fn tx(&self) -> bool {
+        self.side == RoleArg::Tx
+    }
+
+    /// Runs the receiving side (rr: the responder).
+    pub fn rx(&self) -> bool {
+        self.side == RoleArg::Rx
+    }
+
+    /// Whether the agent asked this side to finish.
+    pub fn stop_asked(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Writes the live counters, at most every LIVE_EVERY.
+    pub fn tick<S, T>(&self, a: &[Worker<S>], b: &[Worker<T>], steering: Option<&Steering>) {
+        if self.last_live.get().elapsed() < LIVE_EVERY {
+            return;
+        }
+        self.last_live.set(Instant::now());
+        let (ra, rb) = ("tx", "rx");
+        let workers: Vec<_> =
+            a.iter()
+                .enumerate()
+                .map(|(q, w)| json!({"role": ra, "queue": q, "counters": w.counters.snapshot()}))
+                .chain(b.iter().enumerate().map(
+                    |(q, w)| json!({"role": rb, "queue": q, "counters": w.counters.snapshot()}),
+                ))
+                .collect();
+        let xdp = steering.and_then(|s| s.stats().ok());
+        eprintln!("{LIVE_PREFIX}{}", json!({"workers": workers, "xdp": xdp}));
+    }
+}
+
+/// Points the other end of a one-side path at the peer host's interface:
+/// the agent gives this host's interface as both ends, the peer's MAC and
+/// address come from the other agent.
+pub fn patch_path(path: &mut PathPlan, a: &RoleArgs) -> Result<()> {
+    let Some(side) = a.role else {
+        return Ok(());
+    };
+    let (Some(mac), Some(ip)) = (&a.peer_mac, a.peer_ip) else {
+        bail!("--role needs --peer-mac and --peer-ip");
+    };
+    let mac = crate::iface::parse_mac(mac)
+        .ok_or_else(|| anyhow!("--peer-mac {mac:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"))?;
+    let peer = match side {
+        RoleArg::Tx => &mut path.rx,
+        RoleArg::Rx => &mut path.tx,
+    };
+    peer.info.mac = mac;
+    peer.ip = ip;
+    Ok(())
+}

@@ -1,0 +1,644 @@
+//! Two hosts: the lab's two namespaces each run `linerate agent` on their
+//! management address; the controller in this namespace drives stream and
+//! rr runs across them. Also: the token, a second run (409), /metrics
+//! against the run's figures, an rx agent killed mid-run, and a controller
+//! that dies (the lease ends the run).
+
+mod common;
+
+use std::{
+    collections::HashMap,
+    os::unix::fs::PermissionsExt,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::{json, Value};
+
+const LAB: &str = "lrag";
+const TOKEN: &str = "lrag-test-token-0123456789abcdef";
+const A: &str = "198.19.255.2:7481";
+const B: &str = "198.19.255.6:7481";
+const COUNT: u64 = 20_000;
+
+/// The lab with its management links, removed on drop.
+struct MgmtLab;
+
+impl MgmtLab {
+    fn up() -> Self {
+        let out = run(&["lab", "up", "--lab", LAB, "--mgmt"]);
+        assert!(
+            out.status.success(),
+            "lab up --mgmt failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self
+    }
+}
+
+impl Drop for MgmtLab {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", "--lab", LAB]);
+        // The agents are gone by now: their token file goes too.
+        let _ = std::fs::remove_file(token_file_path("agents"));
+    }
+}
+
+fn token_file() -> PathBuf {
+    token_file_named("agents")
+}
+
+fn token_file_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("lrag-token-{name}-{}", std::process::id()))
+}
+
+fn token_file_named(name: &str) -> PathBuf {
+    let p = token_file_path(name);
+    std::fs::write(&p, TOKEN).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    p
+}
+
+/// An agent in a namespace, killed on drop.
+struct Agent {
+    child: Child,
+    url: String,
+}
+
+impl Agent {
+    fn start(ns: &str, listen: &str) -> Self {
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(linerate())
+            .args(["agent", "--listen", listen, "--token-file"])
+            .arg(token_file())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the agent");
+        let a = Self {
+            child,
+            url: format!("http://{listen}"),
+        };
+        let end = Instant::now() + Duration::from_secs(10);
+        while call(&a.url, "GET", "/v1/version", None, Some(TOKEN)).0 != 200 {
+            assert!(Instant::now() < end, "agent on {listen} did not come up");
+            thread::sleep(Duration::from_millis(100));
+        }
+        a
+    }
+
+    fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        self.kill9();
+    }
+}
+
+/// One request: (status, JSON or text body).
+fn call(
+    url: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+) -> (u16, String) {
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(5))
+        .build();
+    let mut req = agent.request(method, &format!("{url}{path}"));
+    if let Some(t) = token {
+        req = req.set("Authorization", &format!("Bearer {t}"));
+    }
+    let r = match body {
+        Some(b) => req.send_json(b),
+        None => req.call(),
+    };
+    match r {
+        Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+        Err(ureq::Error::Status(c, r)) => (c, r.into_string().unwrap_or_default()),
+        Err(_) => (0, String::new()),
+    }
+}
+
+/// Prometheus text as {"name{labels}": value}, checking every sample line.
+fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    let mut m = HashMap::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad line {line:?}"));
+        let name_end = key.find('{').unwrap_or(key.len());
+        assert!(
+            key[..name_end]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "bad metric name in {line:?}"
+        );
+        if name_end < key.len() {
+            assert!(key.ends_with('}'), "bad labels in {line:?}");
+        }
+        let v: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value in {line:?}"));
+        m.insert(key.to_string(), v);
+    }
+    assert!(text.ends_with("# EOF\n"), "exposition not terminated");
+    m
+}
+
+fn metrics(url: &str) -> HashMap<String, f64> {
+    let (code, text) = call(url, "GET", "/metrics", None, Some(TOKEN));
+    assert_eq!(code, 200, "{text}");
+    parse_metrics(&text)
+}
+
+fn controller(args: &[&str], a: &Agent, b: &Agent) -> Command {
+    let mut c = Command::new(linerate());
+    c.args(args)
+        .args(["--tx-agent", &a.url, "--rx-agent", &b.url])
+        .args([
+            "--tx-iface",
+            &format!("{LAB}-a0"),
+            "--rx-iface",
+            &format!("{LAB}-b0"),
+        ])
+        .env("LINERATE_TOKEN", TOKEN);
+    c
+}
+
+fn no_xdp_left() {
+    assert!(
+        !has_xdp(&format!("{LAB}-a"), &format!("{LAB}-a0")),
+        "XDP left on {LAB}-a0"
+    );
+    assert!(
+        !has_xdp(&format!("{LAB}-b"), &format!("{LAB}-b0")),
+        "XDP left on {LAB}-b0"
+    );
+}
+
+fn run_request(args: &[&str]) -> Value {
+    json!({
+        "test": "stream", "role": "rx", "args": args, "iface": format!("{LAB}-b0"), "netns": null,
+        "peer": {"mac": "02:00:c6:12:00:01", "ip": "198.18.0.1"},
+        "start_at_ns": 0, "lease_ms": 3000,
+    })
+}
+
+#[test]
+fn two_agents_stream_rr_metrics_and_api() {
+    if !root_or_skip("two agents") {
+        return;
+    }
+    let _turn = serial();
+    let lab = MgmtLab::up();
+    let a = Agent::start(&format!("{LAB}-a"), A);
+    let b = Agent::start(&format!("{LAB}-b"), B);
+
+    // The API: version; no token or a wrong one is refused and starts nothing.
+    let (code, v) = call(&a.url, "GET", "/v1/version", None, Some(TOKEN));
+    assert_eq!(code, 200);
+    let v: Value = serde_json::from_str(&v).unwrap();
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["api"], 1);
+    for token in [None, Some("wrong-token-0123456789abcdef")] {
+        for (m, p) in [("GET", "/v1/version"), ("GET", "/metrics")] {
+            assert_eq!(
+                call(&a.url, m, p, None, token).0,
+                401,
+                "{m} {p} with {token:?}"
+            );
+        }
+        let (code, _) = call(
+            &b.url,
+            "POST",
+            "/v1/runs",
+            Some(run_request(&["--duration", "3s"])),
+            token,
+        );
+        assert_eq!(code, 401);
+    }
+    thread::sleep(Duration::from_millis(300));
+    no_xdp_left();
+    assert!(!metrics(&b.url)
+        .keys()
+        .any(|k| k.starts_with("linerate_run_active")));
+    let (code, text) = call(
+        &b.url,
+        "POST",
+        "/v1/runs",
+        Some(json!({"test": "stream"})),
+        Some(TOKEN),
+    );
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("the run request is not valid"), "{text}");
+    // Bad arguments read as on the command line.
+    let (code, text) = call(
+        &b.url,
+        "POST",
+        "/v1/runs",
+        Some(run_request(&["--queues", "0"])),
+        Some(TOKEN),
+    );
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("--queues 0 is out of range"), "{text}");
+
+    // A counted stream across the two agents.
+    let (rx0, _) = packets(&format!("{LAB}-b"), &format!("{LAB}-b0"));
+    let (_, tx0) = packets(&format!("{LAB}-a"), &format!("{LAB}-a0"));
+    let count = COUNT.to_string();
+    let t = Instant::now();
+    let out = controller(
+        &[
+            "stream",
+            "--count",
+            &count,
+            "--rate",
+            "50000",
+            "--napi",
+            "softirq",
+            "--warmup",
+            "0s",
+            "--duration",
+            "30s",
+            "--json",
+        ],
+        &a,
+        &b,
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "stream failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("two-agent stream: {:?}", t.elapsed());
+    let r = json(&out);
+    let f = &r["frames"];
+    assert_eq!(f["sent"], COUNT, "{r:#}");
+    assert_eq!(f["received"], COUNT, "{r:#}");
+    for k in ["lost", "bad", "duplicates", "seq_gaps"] {
+        assert_eq!(f[k], 0, "{k}: {r:#}");
+    }
+    assert_eq!(r["xdp"]["redirected"], COUNT);
+    let (rx1, _) = packets(&format!("{LAB}-b"), &format!("{LAB}-b0"));
+    let (_, tx1) = packets(&format!("{LAB}-a"), &format!("{LAB}-a0"));
+    assert_eq!(tx1 - tx0, COUNT, "sent (ip -s link)");
+    assert_eq!(rx1 - rx0, COUNT, "received (ip -s link)");
+    assert_eq!(r["interfaces"]["tx"]["tx_packets"], COUNT);
+    assert_eq!(r["interfaces"]["rx"]["rx_packets"], COUNT);
+    // Both hosts' cores, labelled, and both agents described.
+    let hosts: Vec<&str> = r["cpu"]["per_core"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["host"].as_str().unwrap())
+        .collect();
+    assert!(hosts.contains(&"tx") && hosts.contains(&"rx"), "{hosts:?}");
+    for side in ["tx", "rx"] {
+        assert!(r["agents"][side]["clock_offset_ns"].is_i64(), "{r:#}");
+        assert!(r["cpu"]["hosts"][side]["cpu_pct"].is_f64(), "{r:#}");
+    }
+    assert!(r["sender"]["cpu"]["service_demand_ms_per_mb"].is_f64());
+    assert!(r["receiver"]["cpu"]["service_demand_ms_per_mb"].is_f64());
+    no_xdp_left();
+
+    // /metrics parses and its counters are the run's.
+    let ma = metrics(&a.url);
+    let mb = metrics(&b.url);
+    assert_eq!(
+        ma[r#"linerate_worker_frames_total{role="tx",queue="0"}"#],
+        COUNT as f64
+    );
+    assert_eq!(
+        mb[r#"linerate_worker_frames_total{role="rx",queue="0"}"#],
+        COUNT as f64
+    );
+    assert_eq!(
+        mb[r#"linerate_xdp_frames_total{action="redirected"}"#],
+        COUNT as f64
+    );
+    assert_eq!(mb[r#"linerate_run_active{test="stream",role="rx"}"#], 0.0);
+    assert!(ma
+        .keys()
+        .any(|k| k.starts_with("linerate_cpu_seconds_total{core=\"1\"")));
+
+    // rr across the two agents.
+    let out = controller(
+        &[
+            "rr",
+            "--napi",
+            "softirq",
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "1s",
+            "--json",
+        ],
+        &a,
+        &b,
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "rr failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    let t = &r["transactions"];
+    assert!(t["completed"].as_u64().unwrap() > 0, "{r:#}");
+    assert_eq!(t["timeouts"], 0, "{r:#}");
+    assert!(
+        t["answered"].as_u64().unwrap() >= t["total"].as_u64().unwrap(),
+        "{r:#}"
+    );
+    assert!(
+        r["cpu"]["responder"]["us_per_transaction"].is_f64(),
+        "{r:#}"
+    );
+    no_xdp_left();
+
+    // A second run while one goes: 409, and the first is unharmed.
+    let (code, text) = call(
+        &b.url,
+        "POST",
+        "/v1/runs",
+        Some(run_request(&["--duration", "3s", "--warmup", "0s"])),
+        Some(TOKEN),
+    );
+    assert_eq!(code, 201, "{text}");
+    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, text) = call(
+        &b.url,
+        "POST",
+        "/v1/runs",
+        Some(run_request(&["--duration", "3s"])),
+        Some(TOKEN),
+    );
+    assert_eq!(code, 409, "{text}");
+    assert!(text.contains("busy"), "{text}");
+    let (code, text) = call(
+        &b.url,
+        "GET",
+        &format!("/v1/doctor?iface={LAB}-b0"),
+        None,
+        Some(TOKEN),
+    );
+    assert_eq!(code, 409, "the doctor would disturb the run: {text}");
+    let (code, _) = call(
+        &b.url,
+        "POST",
+        &format!("/v1/runs/{id}/stop?now=true"),
+        Some(json!({})),
+        Some(TOKEN),
+    );
+    assert_eq!(code, 202);
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, s) = call(&b.url, "GET", &format!("/v1/runs/{id}"), None, Some(TOKEN));
+        if serde_json::from_str::<Value>(&s).unwrap()["state"] != "running" {
+            break;
+        }
+        assert!(Instant::now() < end, "stopped run still running");
+        thread::sleep(Duration::from_millis(100));
+    }
+    no_xdp_left();
+
+    // Controller errors: a wrong token and an address nobody listens on.
+    let out = controller(&["stream", "--count", "10"], &a, &b)
+        .env("LINERATE_TOKEN", "wrong-token-0123456789abcdef")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("refused the token (401)"), "{err}");
+    let t = Instant::now();
+    let out = Command::new(linerate())
+        .args([
+            "stream",
+            "--count",
+            "10",
+            "--tx-agent",
+            "http://198.19.255.2:9",
+            "--rx-agent",
+            &b.url,
+        ])
+        .args(["--tx-iface", "x", "--rx-iface", "y"])
+        .env("LINERATE_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tx agent http://198.19.255.2:9 did not answer"),
+        "{err}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10));
+
+    // A side that fails on its host: its own error, named, exit 3.
+    let out = controller(&["stream", "--count", "10", "--rx-cores", "7"], &a, &b)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("side failed") && err.contains("7"), "{err}");
+    no_xdp_left();
+
+    // The doctor of a named interface; none without one.
+    let (code, text) = call(
+        &b.url,
+        "GET",
+        &format!("/v1/doctor?iface={LAB}-b0"),
+        None,
+        Some(TOKEN),
+    );
+    assert_eq!(code, 200, "{text}");
+    let d: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(d["iface"], format!("{LAB}-b0"));
+    assert!(d["copy_mode"]["ok"] == true, "{d:#}");
+    let (code, _) = call(&b.url, "GET", "/v1/doctor", None, Some(TOKEN));
+    assert_eq!(code, 400);
+
+    drop((a, b));
+    drop(lab);
+    // Removing the namespaces removed the management links too.
+    assert!(!std::path::Path::new(&format!("/sys/class/net/{LAB}-ma")).exists());
+    assert!(!std::path::Path::new(&format!("/sys/class/net/{LAB}-mb")).exists());
+}
+
+#[test]
+fn agent_needs_a_private_token() {
+    // No token at all, and a token file others can read: refused at start.
+    let out = Command::new(linerate())
+        .args(["agent", "--listen", "127.0.0.1:7499"])
+        .env_remove("LINERATE_TOKEN")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no token: give --token-file PATH"), "{err}");
+    let f = token_file_named("open");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new(linerate())
+        .args(["agent", "--listen", "127.0.0.1:7499", "--token-file"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is readable by others (mode 644)"), "{err}");
+    let _ = std::fs::remove_file(f);
+}
+
+#[test]
+fn killed_rx_agent_fails_the_run_quickly() {
+    if !root_or_skip("killed agent") {
+        return;
+    }
+    let _turn = serial();
+    let _lab = MgmtLab::up();
+    let a = Agent::start(&format!("{LAB}-a"), A);
+    let mut b = Agent::start(&format!("{LAB}-b"), B);
+    let mut c = controller(
+        &[
+            "stream",
+            "--rate",
+            "50000",
+            "--napi",
+            "softirq",
+            "--warmup",
+            "0s",
+            "--duration",
+            "20s",
+            "--json",
+        ],
+        &a,
+        &b,
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    thread::sleep(Duration::from_secs(4));
+    b.kill9();
+    let killed = Instant::now();
+    let end = killed + Duration::from_secs(15);
+    while c.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = c.kill();
+            panic!("the controller did not end within 15 s of the agent's death");
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("controller ended {:?} after the kill", killed.elapsed());
+    let out = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("rx agent {}", b.url)) && err.contains("stopped answering"),
+        "{err}"
+    );
+    // The partial result: what the sender's host measured.
+    let r = json(&out);
+    assert_eq!(r["partial"], true);
+    assert!(r["tx"]["frames"]["sent"].as_u64().unwrap() > 0, "{r:#}");
+    // Both sides cleaned up: the tx side stopped, the rx side's process
+    // saw its agent go.
+    thread::sleep(Duration::from_millis(500));
+    no_xdp_left();
+}
+
+#[test]
+fn lease_ends_the_run_when_the_controller_dies() {
+    if !root_or_skip("lease") {
+        return;
+    }
+    let _turn = serial();
+    let _lab = MgmtLab::up();
+    let a = Agent::start(&format!("{LAB}-a"), A);
+    let b = Agent::start(&format!("{LAB}-b"), B);
+    let mut c = controller(
+        &[
+            "stream",
+            "--rate",
+            "50000",
+            "--napi",
+            "softirq",
+            "--warmup",
+            "0s",
+            "--duration",
+            "30s",
+            "--json",
+        ],
+        &a,
+        &b,
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    thread::sleep(Duration::from_secs(4));
+    assert!(
+        has_xdp(&format!("{LAB}-b"), &format!("{LAB}-b0")),
+        "the run is going"
+    );
+    assert_eq!(
+        metrics(&b.url)[r#"linerate_run_active{test="stream",role="rx"}"#],
+        1.0
+    );
+    let live = metrics(&a.url)[r#"linerate_worker_frames_total{role="tx",queue="0"}"#];
+    assert!(live > 0.0, "live counters during the run");
+    c.kill().unwrap();
+    let _ = c.wait();
+    let killed = Instant::now();
+    // Lease 5 s, then SIGTERM: both sides end and detach.
+    let end = killed + Duration::from_secs(12);
+    loop {
+        let active = |u: &str| {
+            metrics(u)
+                .iter()
+                .any(|(k, v)| k.starts_with("linerate_run_active") && *v > 0.0)
+        };
+        if !active(&a.url) && !active(&b.url) {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "runs still active 12 s after the controller died"
+        );
+        thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "runs ended {:?} after the controller died",
+        killed.elapsed()
+    );
+    thread::sleep(Duration::from_millis(300));
+    no_xdp_left();
+}

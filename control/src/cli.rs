@@ -254,7 +254,8 @@ pub enum NapiArg {
     Auto,
     /// NAPI in a kernel thread per queue.
     Threaded,
-    /// NAPI in softirq context.
+    /// NAPI in softirq context (the kernel's default).
+    #[value(alias = "default")]
     Softirq,
     /// Leave as configured.
     Keep,

@@ -254,3 +254,41 @@ pub fn worker_reports(
         )
         .collect()
 }
+
+/// What the run's placement is, in words: the workers' cores (chosen by
+/// linerate or given), the NAPI mode and where its threads were pinned.
+pub fn placement(
+    a: &RunArgs,
+    roles: (&str, &str),
+    path: &crate::path::PathPlan,
+    napi: Option<&str>,
+    napi_threads: &[(i32, usize)],
+) -> String {
+    let who = if a.tx_cores.is_none() && a.rx_cores.is_none() {
+        "chosen by linerate: one core per role, apart"
+    } else {
+        "as given"
+    };
+    let napi = match (napi, a.napi) {
+        (None, _) => "NAPI left as configured".to_string(),
+        (Some(m), crate::cli::NapiArg::Auto) => format!("NAPI {m} (auto)"),
+        (Some(m), _) => format!("NAPI {m} (as given)"),
+    };
+    let pinned = if napi_threads.is_empty() {
+        String::new()
+    } else {
+        let cores: Vec<String> = napi_threads
+            .iter()
+            .map(|(pid, core)| format!("{pid} on core {core}"))
+            .collect();
+        format!(
+            ", NAPI threads pinned beside the {}: {}",
+            roles.1,
+            cores.join(", ")
+        )
+    };
+    format!(
+        "{} cores {:?}, {} cores {:?} ({who}); {napi}{pinned}",
+        roles.0, path.tx_cores, roles.1, path.rx_cores
+    )
+}

@@ -413,6 +413,13 @@ pub fn run_role(
             xdp_mode,
             request_frames: plan.request.count,
             response_frames: plan.response.count,
+            placement: crate::session::placement(
+                &a.run,
+                ("client", "responder"),
+                &plan.path,
+                napi_mode,
+                &napi_threads,
+            ),
             napi_threads,
             napi: napi_mode.map(str::to_string),
             driver: server.info.kind.clone(),

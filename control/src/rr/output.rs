@@ -56,6 +56,7 @@ pub fn print_table(r: &RrResult) -> String {
         p.client_wait,
         p.responder_wait,
     );
+    let _ = writeln!(o, "  placement: {}", r.setup.placement);
     let t = &r.transactions;
     let _ = writeln!(
         o,

@@ -111,6 +111,8 @@ pub struct RrSetup {
     pub napi: Option<String>,
     /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
     pub driver: Option<String>,
+    /// Where the workers and NAPI ran, and who chose it.
+    pub placement: String,
 }
 
 /// Transaction counts.

@@ -342,6 +342,13 @@ pub fn run_role(
             payload_per_frame: plan.frame_size
                 - linerate_datapath::frame::FCS_LEN
                 - linerate_datapath::frame::HEADER_OFFSET,
+            placement: crate::session::placement(
+                &a.run,
+                ("sender", "receiver"),
+                &plan.path,
+                napi_mode,
+                &napi_threads,
+            ),
             napi_threads,
             napi: napi_mode.map(str::to_string),
             driver: plan.path.rx.info.kind.clone(),

@@ -82,6 +82,7 @@ pub fn print_table(r: &StreamResult) -> String {
         p.tx_cores,
         p.rx_cores,
     );
+    let _ = writeln!(o, "  placement: {}", r.setup.placement);
     let _ = writeln!(
         o,
         "  window {:.2} s after {:.1} s warm-up{}{}",

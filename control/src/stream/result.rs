@@ -134,6 +134,8 @@ pub struct Setup {
     pub napi: Option<String>,
     /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
     pub driver: Option<String>,
+    /// Where the workers and NAPI ran, and who chose it.
+    pub placement: String,
 }
 
 /// Rates and CPU of one side over the window.

@@ -71,6 +71,51 @@ fn foreign_frames_on_the_test_port_are_counted_bad() {
     assert!(bad <= 300, "{f}");
 }
 
+#[test]
+fn rx_only_counts_every_frame_another_tool_sends() {
+    if !root_or_skip("--rx-only") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("trxo", 1500);
+    let name = lab.name.clone();
+    let run = thread::spawn(move || {
+        let out = run(&[
+            "stream",
+            "--lab",
+            &name,
+            "--rx-only",
+            "--port",
+            "7471",
+            "--duration",
+            "3s",
+            "--warmup",
+            "0s",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out)
+    });
+    // The receivers are bound and steered well within a second.
+    thread::sleep(Duration::from_millis(1000));
+    send_garbage(&lab.ns_a(), "198.18.0.2:7471", 300);
+    let r = run.join().unwrap();
+    let f = &r["frames"];
+    assert_eq!(f["received"], 300, "every foreign datagram counted: {f}");
+    assert_eq!(
+        (f["sent"].as_u64(), f["bad"].as_u64()),
+        (Some(0), Some(0)),
+        "{f}"
+    );
+    assert_eq!(r["setup"]["tx_bind_mode"], "none (--rx-only)");
+    let (rx, _) = packets(&lab.ns_b(), &lab.if_b());
+    assert!(rx >= 300, "the interface saw them too: {rx}");
+}
+
 fn interrupt_after(mut cmd: Command, wait: Duration) -> std::process::Output {
     let child = cmd
         .stdout(Stdio::piped())

@@ -517,6 +517,23 @@ fn agent_needs_a_private_token() {
     let _ = std::fs::remove_file(f);
 }
 
+/// A paced stream across the two agents that goes on for `duration`,
+/// started and left running.
+fn long_stream(a: &Agent, b: &Agent, duration: &str, out: Stdio, err: Stdio) -> Child {
+    controller(
+        &[
+            "stream", "--rate", "50000", "--napi", "softirq", "--warmup", "0s", "--duration",
+            duration, "--json",
+        ],
+        a,
+        b,
+    )
+    .stdout(out)
+    .stderr(err)
+    .spawn()
+    .unwrap()
+}
+
 #[test]
 fn killed_rx_agent_fails_the_run_quickly() {
     if !root_or_skip("killed agent") {
@@ -526,26 +543,7 @@ fn killed_rx_agent_fails_the_run_quickly() {
     let _lab = MgmtLab::up();
     let a = Agent::start(&format!("{LAB}-a"), A);
     let mut b = Agent::start(&format!("{LAB}-b"), B);
-    let mut c = controller(
-        &[
-            "stream",
-            "--rate",
-            "50000",
-            "--napi",
-            "softirq",
-            "--warmup",
-            "0s",
-            "--duration",
-            "20s",
-            "--json",
-        ],
-        &a,
-        &b,
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut c = long_stream(&a, &b, "20s", Stdio::piped(), Stdio::piped());
     thread::sleep(Duration::from_secs(4));
     b.kill9();
     let killed = Instant::now();
@@ -584,26 +582,7 @@ fn lease_ends_the_run_when_the_controller_dies() {
     let _lab = MgmtLab::up();
     let a = Agent::start(&format!("{LAB}-a"), A);
     let b = Agent::start(&format!("{LAB}-b"), B);
-    let mut c = controller(
-        &[
-            "stream",
-            "--rate",
-            "50000",
-            "--napi",
-            "softirq",
-            "--warmup",
-            "0s",
-            "--duration",
-            "30s",
-            "--json",
-        ],
-        &a,
-        &b,
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut c = long_stream(&a, &b, "30s", Stdio::null(), Stdio::null());
     thread::sleep(Duration::from_secs(4));
     assert!(
         has_xdp(&format!("{LAB}-b"), &format!("{LAB}-b0")),

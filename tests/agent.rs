@@ -522,8 +522,16 @@ fn agent_needs_a_private_token() {
 fn long_stream(a: &Agent, b: &Agent, duration: &str, out: Stdio, err: Stdio) -> Child {
     controller(
         &[
-            "stream", "--rate", "50000", "--napi", "softirq", "--warmup", "0s", "--duration",
-            duration, "--json",
+            "stream",
+            "--rate",
+            "50000",
+            "--napi",
+            "softirq",
+            "--warmup",
+            "0s",
+            "--duration",
+            duration,
+            "--json",
         ],
         a,
         b,

@@ -201,3 +201,38 @@ fn sweep_interrupted_leaves_a_valid_partial_report() {
     assert!(!has_xdp(&lab.ns_b(), &lab.if_b()));
     let _ = fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_reader_that_goes_away_is_no_panic() {
+    if !root_or_skip("closed stdout") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tpip", 1500);
+    let mut child = Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--count",
+            "1000",
+            "--rate",
+            "50000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "5s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader closes its end before the figures are printed.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(!has_xdp(&lab.ns_b(), &lab.if_b()), "XDP left attached");
+}

@@ -226,11 +226,14 @@ fn report(
     interrupted: bool,
     fault: &Option<String>,
 ) -> Result<ExitCode> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(result)?);
+    let text = if json {
+        serde_json::to_string_pretty(result)? + "\n"
     } else {
-        print!("{}", table());
-    }
+        table()
+    };
+    // A reader that went away (`| head`, an agent that died) is not an
+    // error of the run: the figures had nowhere to go, nothing else changes.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     if let Some(f) = fault {
         eprintln!("linerate: error: {f}; the run ended early, the figures above are those measured until then");
         return Ok(ExitCode::from(3));

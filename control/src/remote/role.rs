@@ -6,7 +6,7 @@
 
 use std::{
     cell::Cell,
-    io::BufRead,
+    io::{BufRead, Write},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -112,7 +112,13 @@ impl Role {
                 ))
                 .collect();
         let xdp = steering.and_then(|s| s.stats().ok());
-        eprintln!("{LIVE_PREFIX}{}", json!({"workers": workers, "xdp": xdp}));
+        // The agent reads these; if it is gone, the run ends on its own
+        // (stdin closes), so a failed write is not worth a panic.
+        let _ = writeln!(
+            std::io::stderr(),
+            "{LIVE_PREFIX}{}",
+            json!({"workers": workers, "xdp": xdp})
+        );
     }
 }
 

@@ -402,6 +402,11 @@ pub struct StreamArgs {
     /// testpmd). Give --port as the UDP destination port it sends to.
     #[arg(long, conflicts_with_all = ["count", "rate", "message"])]
     pub rx_only: bool,
+    /// Find the highest rate whose loss stays at or below PERCENT (RFC 2544
+    /// throughput with a loss tolerance, TRex's NDR): trials of --duration
+    /// each, the first unpaced, then a binary search to 1 %.
+    #[arg(long, value_name = "PERCENT", conflicts_with_all = ["count", "rate", "rx_only"])]
+    pub search_rate: Option<f64>,
     #[command(flatten)]
     pub run: RunArgs,
 }

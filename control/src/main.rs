@@ -117,6 +117,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &result.fault,
             )
         }
+        Command::Stream(a) if a.search_rate.is_some() => {
+            let interrupted = on_signal()?;
+            let plan = stream::plan::plan(&a)?;
+            let threshold = a.search_rate.unwrap_or_default();
+            let r = stream::search::run(&plan, threshold, &interrupted)?;
+            let table = || stream::search::print_table(&r);
+            report(&r, a.run.json, table, r.interrupted, &r.fault)
+        }
         Command::Stream(a) => {
             let interrupted = on_signal()?;
             let mut plan = stream::plan::plan(&a)?;

@@ -6,6 +6,7 @@
 mod output;
 pub mod plan;
 pub mod result;
+pub mod search;
 
 use std::{
     net::SocketAddrV4,

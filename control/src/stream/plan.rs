@@ -55,6 +55,16 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
     if a.count == Some(0) {
         bail!("--count 0 sends nothing: give at least 1");
     }
+    if let Some(l) = a.search_rate {
+        if !(0.0..100.0).contains(&l) {
+            bail!(
+                "--search-rate {l} is out of range: give the loss tolerated, from 0 to below 100 %"
+            );
+        }
+        if a.run.agents.tx_agent.is_some() {
+            bail!("--search-rate runs on one host for now: drop --tx-agent/--rx-agent, or search with repeated paced runs");
+        }
+    }
     if a.rx_only && a.run.backend != BackendArg::Xdp {
         bail!("--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend xdp");
     }

@@ -1,0 +1,81 @@
+//! `linerate stream --search-rate`: the highest rate within a loss tolerance.
+
+mod common;
+
+use common::*;
+
+fn search(lab: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "stream",
+        "--lab",
+        lab,
+        "--size",
+        "64",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--napi",
+        "softirq",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+#[test]
+fn search_stops_at_the_first_trial_that_passes_and_reports_none_when_none_does() {
+    if !root_or_skip("--search-rate") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tsrc", 1500);
+
+    // A tolerance nothing exceeds: the unpaced trial passes, and is the result.
+    let r = search(&lab.name, &["--search-rate", "99.9"]);
+    let trials = r["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 1, "{r}");
+    assert!(
+        trials[0]["offered_pps"].is_null(),
+        "the first trial is unpaced"
+    );
+    assert_eq!(trials[0]["pass"], true);
+    let found = &r["found"];
+    assert_eq!(found["test"], "stream");
+    assert!(found["receiver"]["frames_per_s"].as_f64().unwrap() > 0.0);
+
+    // 5 % dropped on purpose at every rate: no rate is within 1 %, and the
+    // search narrows the interval (every paced trial slower than the last
+    // failed one) before it gives up.
+    let r = search(&lab.name, &["--search-rate", "1", "--inject-loss", "5"]);
+    let trials = r["trials"].as_array().unwrap();
+    assert!(r["found"].is_null(), "{r}");
+    assert!(trials.len() >= 5 && trials.len() <= 11, "{}", trials.len());
+    assert!(trials
+        .iter()
+        .all(|t| t["pass"] == false && t["loss_pct"].as_f64().unwrap() > 1.0));
+    let offered: Vec<f64> = trials[1..]
+        .iter()
+        .map(|t| t["offered_pps"].as_f64().unwrap())
+        .collect();
+    assert!(
+        offered.windows(2).all(|w| w[1] < w[0]),
+        "halving: {offered:?}"
+    );
+}
+
+#[test]
+fn search_rate_out_of_range_is_refused() {
+    let out = run(&["stream", "--search-rate", "100"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--search-rate 100 is out of range"), "{err}");
+    let out = run(&["stream", "--search-rate", "1", "--rate", "5"]);
+    assert!(!out.status.success());
+}

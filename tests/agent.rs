@@ -629,3 +629,75 @@ fn lease_ends_the_run_when_the_controller_dies() {
     thread::sleep(Duration::from_millis(300));
     no_xdp_left();
 }
+
+#[test]
+fn sweep_runs_every_point_on_the_agents() {
+    if !root_or_skip("sweep over agents") {
+        return;
+    }
+    let _turn = serial();
+    let _lab = MgmtLab::up();
+    let a = Agent::start(&format!("{LAB}-a"), A);
+    let b = Agent::start(&format!("{LAB}-b"), B);
+    let dir = std::env::temp_dir().join(format!("lrag-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let spec = dir.with_extension("toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "agents"
+title = "Two points over two agents"
+kind = "stream"
+repeats = 1
+
+[fixed]
+rate = 50000
+napi = "softirq"
+warmup = "0.1s"
+duration = "0.5s"
+
+[[axis]]
+name = "message"
+values = [1024, 8192]
+
+[[table]]
+title = "Message MB/s"
+rows = "message"
+metrics = ["receiver.message_mb_s"]
+"#,
+    )
+    .unwrap();
+    let out = controller(
+        &[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        &a,
+        &b,
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let points: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(points.len(), 2, "{results}");
+    for p in &points {
+        let r = &p["result"];
+        // Each point ran on both agents: the merged result names them, and
+        // its frames crossed from one host to the other.
+        assert!(r["agents"].is_object(), "{r:#}");
+        assert!(r["frames"]["received"].as_u64().unwrap() > 0, "{r:#}");
+        assert_eq!(r["frames"]["lost"], 0, "{r:#}");
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("Message MB/s"), "{report}");
+    no_xdp_left();
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&spec);
+}

@@ -28,6 +28,15 @@ fn lab_up_status_down() {
     assert!(s["lab"]["ip_a"].as_str().unwrap().starts_with("198.18."));
     let a = ip_link(&lab.ns_a(), &lab.if_a());
     assert_eq!(a["mtu"], 9000);
+    // Each veth has a qdisc: a full peer pushes back instead of dropping.
+    for (ns, ifn) in [(lab.ns_a(), lab.if_a()), (lab.ns_b(), lab.if_b())] {
+        let q = std::process::Command::new("tc")
+            .args(["-n", &ns, "qdisc", "show", "dev", &ifn])
+            .output()
+            .unwrap();
+        let q = String::from_utf8_lossy(&q.stdout);
+        assert!(q.contains("pfifo_fast"), "{ifn}: {q}");
+    }
     // `lab up` again replaces the lab instead of failing.
     assert!(run(&["lab", "up", "--lab", "tlab"]).status.success());
     assert_eq!(

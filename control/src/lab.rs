@@ -3,7 +3,8 @@
 //!
 //! `<lab>-a` holds `<lab>-a0`, `<lab>-b` holds `<lab>-b0`. IPv6 is off and
 //! neighbours are static, so the only frames on the link are the test's
-//! own and the interface counters can be checked against linerate's.
+//! own and the interface counters can be checked against linerate's. Each
+//! veth has a qdisc, so that a full peer pushes back instead of dropping.
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -174,6 +175,17 @@ impl Lab {
                     ns,
                     "sh",
                     &["-c", &format!("echo 1 > /sys/class/net/{ifn}/threaded")],
+                )?;
+                // With a qdisc (veth's default is none), a veth whose peer's
+                // 256-frame queue is full stops its transmit queue instead
+                // of dropping: AF_XDP's copy-mode transmit then waits and
+                // retries. Measured: 64-byte frames unpaced 8.6 % lost ->
+                // none at the same received rate; paced at 506k frames/s
+                // 1.4 % -> none.
+                sh::in_netns(
+                    ns,
+                    "tc",
+                    &["qdisc", "replace", "dev", ifn, "root", "pfifo_fast"],
                 )?;
             }
             Ok(())

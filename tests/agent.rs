@@ -113,6 +113,30 @@ impl Drop for Agent {
     }
 }
 
+/// The two hosts of a test: the lab with its management links and an agent
+/// in each namespace, taking the test's turn. Dropped in order: agents,
+/// lab, turn. None (with a skip message) without root.
+struct Hosts {
+    a: Agent,
+    b: Agent,
+    _lab: MgmtLab,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+fn hosts(test: &str) -> Option<Hosts> {
+    if !root_or_skip(test) {
+        return None;
+    }
+    let turn = serial();
+    let lab = MgmtLab::up();
+    Some(Hosts {
+        a: Agent::start(&format!("{LAB}-a"), A),
+        b: Agent::start(&format!("{LAB}-b"), B),
+        _lab: lab,
+        _turn: turn,
+    })
+}
+
 /// One request: (status, JSON or text body).
 fn call(
     url: &str,
@@ -209,13 +233,10 @@ fn run_request(args: &[&str]) -> Value {
 
 #[test]
 fn two_agents_stream_rr_metrics_and_api() {
-    if !root_or_skip("two agents") {
+    let Some(h) = hosts("two agents") else {
         return;
-    }
-    let _turn = serial();
-    let lab = MgmtLab::up();
-    let a = Agent::start(&format!("{LAB}-a"), A);
-    let b = Agent::start(&format!("{LAB}-b"), B);
+    };
+    let (a, b) = (&h.a, &h.b);
 
     // The API: version; no token or a wrong one is refused and starts nothing.
     let (code, v) = call(&a.url, "GET", "/v1/version", None, Some(TOKEN));
@@ -285,8 +306,8 @@ fn two_agents_stream_rr_metrics_and_api() {
             "30s",
             "--json",
         ],
-        &a,
-        &b,
+        a,
+        b,
     )
     .output()
     .unwrap();
@@ -358,8 +379,8 @@ fn two_agents_stream_rr_metrics_and_api() {
             "1s",
             "--json",
         ],
-        &a,
-        &b,
+        a,
+        b,
     )
     .output()
     .unwrap();
@@ -432,7 +453,7 @@ fn two_agents_stream_rr_metrics_and_api() {
     no_xdp_left();
 
     // Controller errors: a wrong token and an address nobody listens on.
-    let out = controller(&["stream", "--count", "10"], &a, &b)
+    let out = controller(&["stream", "--count", "10"], a, b)
         .env("LINERATE_TOKEN", "wrong-token-0123456789abcdef")
         .output()
         .unwrap();
@@ -463,7 +484,7 @@ fn two_agents_stream_rr_metrics_and_api() {
     assert!(t.elapsed() < Duration::from_secs(10));
 
     // A side that fails on its host: its own error, named, exit 3.
-    let out = controller(&["stream", "--count", "10", "--rx-cores", "7"], &a, &b)
+    let out = controller(&["stream", "--count", "10", "--rx-cores", "7"], a, b)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -486,8 +507,8 @@ fn two_agents_stream_rr_metrics_and_api() {
     let (code, _) = call(&b.url, "GET", "/v1/doctor", None, Some(TOKEN));
     assert_eq!(code, 400);
 
-    drop((a, b));
-    drop(lab);
+    // Agents first, then the lab.
+    drop(h);
     // Removing the namespaces removed the management links too.
     assert!(!std::path::Path::new(&format!("/sys/class/net/{LAB}-ma")).exists());
     assert!(!std::path::Path::new(&format!("/sys/class/net/{LAB}-mb")).exists());
@@ -544,16 +565,12 @@ fn long_stream(a: &Agent, b: &Agent, duration: &str, out: Stdio, err: Stdio) -> 
 
 #[test]
 fn killed_rx_agent_fails_the_run_quickly() {
-    if !root_or_skip("killed agent") {
+    let Some(mut h) = hosts("killed agent") else {
         return;
-    }
-    let _turn = serial();
-    let _lab = MgmtLab::up();
-    let a = Agent::start(&format!("{LAB}-a"), A);
-    let mut b = Agent::start(&format!("{LAB}-b"), B);
-    let mut c = long_stream(&a, &b, "20s", Stdio::piped(), Stdio::piped());
+    };
+    let mut c = long_stream(&h.a, &h.b, "20s", Stdio::piped(), Stdio::piped());
     thread::sleep(Duration::from_secs(4));
-    b.kill9();
+    h.b.kill9();
     let killed = Instant::now();
     let end = killed + Duration::from_secs(15);
     while c.try_wait().unwrap().is_none() {
@@ -568,7 +585,7 @@ fn killed_rx_agent_fails_the_run_quickly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
-        err.contains(&format!("rx agent {}", b.url)) && err.contains("stopped answering"),
+        err.contains(&format!("rx agent {}", h.b.url)) && err.contains("stopped answering"),
         "{err}"
     );
     // The partial result: what the sender's host measured.
@@ -583,14 +600,11 @@ fn killed_rx_agent_fails_the_run_quickly() {
 
 #[test]
 fn lease_ends_the_run_when_the_controller_dies() {
-    if !root_or_skip("lease") {
+    let Some(h) = hosts("lease") else {
         return;
-    }
-    let _turn = serial();
-    let _lab = MgmtLab::up();
-    let a = Agent::start(&format!("{LAB}-a"), A);
-    let b = Agent::start(&format!("{LAB}-b"), B);
-    let mut c = long_stream(&a, &b, "30s", Stdio::null(), Stdio::null());
+    };
+    let (a, b) = (&h.a, &h.b);
+    let mut c = long_stream(a, b, "30s", Stdio::null(), Stdio::null());
     thread::sleep(Duration::from_secs(4));
     assert!(
         has_xdp(&format!("{LAB}-b"), &format!("{LAB}-b0")),
@@ -632,13 +646,10 @@ fn lease_ends_the_run_when_the_controller_dies() {
 
 #[test]
 fn sweep_runs_every_point_on_the_agents() {
-    if !root_or_skip("sweep over agents") {
+    let Some(h) = hosts("sweep over agents") else {
         return;
-    }
-    let _turn = serial();
-    let _lab = MgmtLab::up();
-    let a = Agent::start(&format!("{LAB}-a"), A);
-    let b = Agent::start(&format!("{LAB}-b"), B);
+    };
+    let (a, b) = (&h.a, &h.b);
     let dir = std::env::temp_dir().join(format!("lrag-sweep-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let spec = dir.with_extension("toml");
@@ -674,8 +685,8 @@ metrics = ["receiver.message_mb_s"]
             "--out",
             dir.to_str().unwrap(),
         ],
-        &a,
-        &b,
+        a,
+        b,
     )
     .output()
     .unwrap();

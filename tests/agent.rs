@@ -212,6 +212,18 @@ fn controller(args: &[&str], a: &Agent, b: &Agent) -> Command {
     c
 }
 
+/// Runs the controller to its end and asserts it succeeded.
+fn controller_ok(args: &[&str], a: &Agent, b: &Agent) -> std::process::Output {
+    let out = controller(args, a, b).output().unwrap();
+    assert!(
+        out.status.success(),
+        "linerate {} failed: {}",
+        args[0],
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn no_xdp_left() {
     assert!(
         !has_xdp(&format!("{LAB}-a"), &format!("{LAB}-a0")),
@@ -291,7 +303,7 @@ fn two_agents_stream_rr_metrics_and_api() {
     let (_, tx0) = packets(&format!("{LAB}-a"), &format!("{LAB}-a0"));
     let count = COUNT.to_string();
     let t = Instant::now();
-    let out = controller(
+    let out = controller_ok(
         &[
             "stream",
             "--count",
@@ -308,13 +320,6 @@ fn two_agents_stream_rr_metrics_and_api() {
         ],
         a,
         b,
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "stream failed: {}",
-        String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("two-agent stream: {:?}", t.elapsed());
     let r = json(&out);
@@ -368,7 +373,7 @@ fn two_agents_stream_rr_metrics_and_api() {
         .any(|k| k.starts_with("linerate_cpu_seconds_total{core=\"1\"")));
 
     // rr across the two agents.
-    let out = controller(
+    let out = controller_ok(
         &[
             "rr",
             "--napi",
@@ -381,13 +386,6 @@ fn two_agents_stream_rr_metrics_and_api() {
         ],
         a,
         b,
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "rr failed: {}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let r = json(&out);
     let t = &r["transactions"];
@@ -678,7 +676,7 @@ metrics = ["receiver.message_mb_s"]
 "#,
     )
     .unwrap();
-    let out = controller(
+    controller_ok(
         &[
             "sweep",
             spec.to_str().unwrap(),
@@ -687,11 +685,7 @@ metrics = ["receiver.message_mb_s"]
         ],
         a,
         b,
-    )
-    .output()
-    .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    );
     let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
     let points: Vec<Value> = results
         .lines()

@@ -354,6 +354,16 @@ def report(out_dir, results, meta):
         lines.append(f"| {name} | {fmt(m.get('tps'))} | {fmt(m.get('mean_us'), 1)} | {fmt(m.get('p50_us'), 1)} | "
                      f"{fmt(m.get('p99_us'), 1)} | {cpu} | {fmt(m.get('us_per_tx'), 2)} |")
 
+    # Ours against theirs round by round: this VM drifts between a fast and
+    # a slow state over minutes, which moves both rows of a round alike.
+    def paired(ours, theirs, k="fps"):
+        by_round = {}
+        for r in results:
+            if "error" not in r and r["row"] in (ours, theirs) and r["figures"].get(k):
+                by_round.setdefault(r["round"], {})[r["row"]] = r["figures"][k]
+        ratios = [d[ours] / d[theirs] for d in by_round.values() if ours in d and theirs in d]
+        return (statistics.median(ratios), min(ratios), max(ratios)) if ratios else None
+
     # Targets.
     t = []
     def target(what, ok, how):
@@ -365,15 +375,24 @@ def report(out_dir, results, meta):
         target("1518 B: >= 1.2 Mpps received, loss < 0.01 %", fps1518 >= 1.2e6 and (loss1518 or 0) < 0.01,
                f"{fps1518/1e6:.3f} Mpps ({fps1518/1.2e6:.2f}x the target), loss {loss1518:.4f} %")
     if fps1518 and tp1518:
-        target("1518 B: frame rate >= testpmd's into the same receiver", fps1518 >= tp1518,
-               f"ratio {fps1518/tp1518:.2f} ({fps1518/1e6:.3f} vs {tp1518/1e6:.3f} Mpps)")
+        pr = paired("linerate xdp, 1518 B", "testpmd txonly -> linerate rx, 1518 B")
+        ok = (pr or (fps1518 / tp1518,))[0] >= 1.0
+        target("1518 B: frame rate >= testpmd's into the same receiver", ok,
+               f"ratio of medians {fps1518/tp1518:.2f} ({fps1518/1e6:.3f} vs {tp1518/1e6:.3f} Mpps)"
+               + (f"; median of the rounds' own ratios {pr[0]:.2f} ({pr[1]:.2f}-{pr[2]:.2f})" if pr else ""))
     fps64 = v("linerate xdp, 64 B", "fps")
     loss64 = v("linerate xdp, 64 B", "loss_pct")
     tp64 = v("testpmd txonly -> linerate rx, 64 B", "fps")
     if fps64 is not None:
         target("64 B: >= 1.7 Mpps received, loss < 0.1 %", fps64 >= 1.7e6 and (loss64 or 0) < 0.1,
                f"{fps64/1e6:.3f} Mpps ({fps64/1.7e6:.2f}x the target), loss {loss64:.3f} %"
-               + (f"; testpmd into the same receiver {tp64/1e6:.3f} Mpps (ratio {fps64/tp64:.2f})" if tp64 else ""))
+               + (f"; testpmd into the same receiver {tp64/1e6:.3f} Mpps (ratio of medians {fps64/tp64:.2f})" if tp64 else ""))
+    if fps64 and tp64:
+        pr = paired("linerate xdp, 64 B", "testpmd txonly -> linerate rx, 64 B")
+        ok = (pr or (fps64 / tp64,))[0] >= 1.0
+        target("64 B: frame rate >= testpmd's into the same receiver", ok,
+               f"ratio of medians {fps64/tp64:.2f}"
+               + (f"; median of the rounds' own ratios {pr[0]:.2f} ({pr[1]:.2f}-{pr[2]:.2f})" if pr else ""))
     mb9 = v("linerate xdp, 9018 B (3 descriptors)", "mb_s")
     sd9 = v("linerate xdp, 9018 B (3 descriptors)", "sd_total")
     sdtcp9 = v("iperf3 TCP, MTU 9000", "sd_total")

@@ -368,31 +368,22 @@ def report(out_dir, results, meta):
     t = []
     def target(what, ok, how):
         t.append(f"| {what} | {'met' if ok else 'not met'} | {how} |")
-    fps1518 = v("linerate xdp, 1518 B", "fps")
-    loss1518 = v("linerate xdp, 1518 B", "loss_pct")
-    tp1518 = v("testpmd txonly -> linerate rx, 1518 B", "fps")
-    if fps1518 is not None:
-        target("1518 B: >= 1.2 Mpps received, loss < 0.01 %", fps1518 >= 1.2e6 and (loss1518 or 0) < 0.01,
-               f"{fps1518/1e6:.3f} Mpps ({fps1518/1.2e6:.2f}x the target), loss {loss1518:.4f} %")
-    if fps1518 and tp1518:
-        pr = paired("linerate xdp, 1518 B", "testpmd txonly -> linerate rx, 1518 B")
-        ok = (pr or (fps1518 / tp1518,))[0] >= 1.0
-        target("1518 B: frame rate >= testpmd's into the same receiver", ok,
-               f"ratio of medians {fps1518/tp1518:.2f} ({fps1518/1e6:.3f} vs {tp1518/1e6:.3f} Mpps)"
-               + (f"; median of the rounds' own ratios {pr[0]:.2f} ({pr[1]:.2f}-{pr[2]:.2f})" if pr else ""))
-    fps64 = v("linerate xdp, 64 B", "fps")
-    loss64 = v("linerate xdp, 64 B", "loss_pct")
-    tp64 = v("testpmd txonly -> linerate rx, 64 B", "fps")
-    if fps64 is not None:
-        target("64 B: >= 1.7 Mpps received, loss < 0.1 %", fps64 >= 1.7e6 and (loss64 or 0) < 0.1,
-               f"{fps64/1e6:.3f} Mpps ({fps64/1.7e6:.2f}x the target), loss {loss64:.3f} %"
-               + (f"; testpmd into the same receiver {tp64/1e6:.3f} Mpps (ratio of medians {fps64/tp64:.2f})" if tp64 else ""))
-    if fps64 and tp64:
-        pr = paired("linerate xdp, 64 B", "testpmd txonly -> linerate rx, 64 B")
-        ok = (pr or (fps64 / tp64,))[0] >= 1.0
-        target("64 B: frame rate >= testpmd's into the same receiver", ok,
-               f"ratio of medians {fps64/tp64:.2f}"
-               + (f"; median of the rounds' own ratios {pr[0]:.2f} ({pr[1]:.2f}-{pr[2]:.2f})" if pr else ""))
+    def frames_targets(size, mpps, max_loss):
+        ours, theirs = f"linerate xdp, {size} B", f"testpmd txonly -> linerate rx, {size} B"
+        fps, loss, tp = v(ours, "fps"), v(ours, "loss_pct"), v(theirs, "fps")
+        if fps is not None:
+            target(f"{size} B: >= {mpps} Mpps received, loss < {max_loss} %",
+                   fps >= mpps * 1e6 and (loss or 0) < max_loss,
+                   f"{fps/1e6:.3f} Mpps ({fps/(mpps*1e6):.2f}x the target), loss {loss:.4f} %")
+        if fps and tp:
+            pr = paired(ours, theirs)
+            ok = (pr or (fps / tp,))[0] >= 1.0
+            target(f"{size} B: frame rate >= testpmd's into the same receiver", ok,
+                   f"ratio of medians {fps/tp:.2f} ({fps/1e6:.3f} vs {tp/1e6:.3f} Mpps)"
+                   + (f"; median of the rounds' own ratios {pr[0]:.2f} ({pr[1]:.2f}-{pr[2]:.2f})" if pr else ""))
+
+    frames_targets(1518, 1.2, 0.01)
+    frames_targets(64, 1.7, 0.1)
     mb9 = v("linerate xdp, 9018 B (3 descriptors)", "mb_s")
     sd9 = v("linerate xdp, 9018 B (3 descriptors)", "sd_total")
     sdtcp9 = v("iperf3 TCP, MTU 9000", "sd_total")

@@ -121,6 +121,25 @@ fn sizes_and_mtus_out_of_range() {
         &["frame size 63 is out of range", "64"],
     );
     fails_with(
+        &run(&[
+            "stream",
+            "--lab",
+            &lab.name,
+            "--umem-chunk",
+            "2048",
+            "--size",
+            "1900",
+            "--mtu",
+            "2000",
+            "--duration",
+            "1s",
+        ]),
+        &[
+            "--umem-chunk 2048 holds frames up to 1792 bytes",
+            "--umem-chunk 4096",
+        ],
+    );
+    fails_with(
         &run(&["lab", "up", "--lab", "tesz2", "--mtu", "10000"]),
         &["MTU 10000 is out of range", "576 to 9000"],
     );

@@ -317,6 +317,12 @@ pub struct RunArgs {
     /// chunks. Deep, so that frames wait while the receiver is descheduled.
     #[arg(long, default_value_t = 8192)]
     pub rx_ring: u32,
+    /// AF_XDP UMEM chunk size in bytes, 2048 or 4096 [default: 2048 when a
+    /// frame fits in one (up to 1792 bytes), else 4096]. Small chunks keep
+    /// the kernel's copies into the UMEM in cache; multi-buffer frames need
+    /// 4096.
+    #[arg(long, value_name = "BYTES", value_parser = parse_umem_chunk)]
+    pub umem_chunk: Option<u32>,
     /// UDP port of the test traffic at the receiver (rr: the responder);
     /// senders use the ports just above it.
     #[arg(long, default_value_t = 7471)]
@@ -446,4 +452,13 @@ pub struct RrArgs {
     pub responder: ResponderArg,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+fn parse_umem_chunk(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(c @ (2048 | 4096)) => Ok(c),
+        _ => Err(format!(
+            "{s:?} is not a UMEM chunk size the kernel takes for frames: use 2048 or 4096"
+        )),
+    }
 }

@@ -145,6 +145,11 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
                         ring_size: 64,
                         zero_copy,
                         multi_buffer,
+                        chunk_size: if multi_buffer {
+                            linerate_datapath::xsk::CHUNK_SIZE
+                        } else {
+                            linerate_datapath::xsk::SMALL_CHUNK_SIZE
+                        },
                     },
                     64,
                 ))

@@ -199,3 +199,18 @@ fn ensure_lab(lab: &Lab, a: &RunArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// The UMEM chunk for frames up to `max_frame` bytes (FCS excluded):
+/// `--umem-chunk`, or the better one for that size.
+pub fn umem_chunk(a: &RunArgs, max_frame: usize) -> Result<u32> {
+    use linerate_datapath::xsk::{chunk_data, chunk_size_for, CHUNK_SIZE};
+    match a.umem_chunk {
+        None => Ok(chunk_size_for(max_frame)),
+        Some(c) if c != CHUNK_SIZE && max_frame > chunk_data(c) => bail!(
+            "--umem-chunk {c} holds frames up to {} bytes and this run's are up to {max_frame}: \
+             use --umem-chunk {CHUNK_SIZE}, or leave it out",
+            chunk_data(c)
+        ),
+        Some(c) => Ok(c),
+    }
+}

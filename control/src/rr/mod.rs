@@ -136,15 +136,15 @@ pub fn run_role(
     } else {
         ZeroCopy::Auto
     };
-    let multi_buffer = [&plan.request, &plan.response]
-        .iter()
-        .any(|c| frame_size(c) - FCS_LEN > CHUNK_DATA);
+    let max_frame = frame_size(&plan.request).max(frame_size(&plan.response)) - FCS_LEN;
+    let multi_buffer = max_frame > CHUNK_DATA;
     let socket = |side: &Side, q: u32| SocketOptions {
         iface: side.iface.clone(),
         queue: q,
         ring_size: r.rx_ring,
         zero_copy,
         multi_buffer,
+        chunk_size: plan.chunk_size,
     };
     let hook = |st: &Option<Arc<Steering>>, q: u32| -> linerate_datapath::worker::OnBound {
         let st = st.clone();

@@ -25,6 +25,8 @@ pub struct RrPlan {
     pub request: Fragmentation,
     /// How responses are cut.
     pub response: Fragmentation,
+    /// UMEM chunk size, for the larger of the two frames.
+    pub chunk_size: u32,
 }
 
 /// Frame size (FCS included) of the largest fragment of `cut`.
@@ -94,9 +96,11 @@ pub fn plan(a: &RrArgs) -> Result<RrPlan> {
             crate::path::MAX_RING
         );
     }
+    let max_frame = frame_size(&request).max(frame_size(&response)) - FCS_LEN;
     Ok(RrPlan {
         args: a.clone(),
         path,
+        chunk_size: crate::path::umem_chunk(&a.run, max_frame)?,
         request,
         response,
     })

@@ -340,6 +340,7 @@ pub fn run_role(
             xdp_mode,
             xdp_fallback_reason,
             descs_per_frame: plan.descs_per_frame(),
+            umem_chunk: (a.run.backend == BackendArg::Xdp).then_some(plan.chunk_size),
             payload_per_frame: plan.frame_size
                 - linerate_datapath::frame::FCS_LEN
                 - linerate_datapath::frame::HEADER_OFFSET,
@@ -431,6 +432,7 @@ fn spawn_receiver(
                 ring_size: a.rx_ring,
                 zero_copy: zero_copy(plan),
                 multi_buffer: plan.multi_buffer,
+                chunk_size: plan.chunk_size,
             },
             batch: a.batch,
             wait: a.rx_wait.into(),
@@ -506,6 +508,7 @@ fn spawn_sender(plan: &Plan, q: u32, stop: &StopSignal) -> Result<Worker<TxSumma
                 ring_size: a.run.ring,
                 zero_copy: zero_copy(plan),
                 multi_buffer: plan.multi_buffer,
+                chunk_size: plan.chunk_size,
             },
             frame: spec,
             message: plan.message,

@@ -63,13 +63,17 @@ pub fn print_table(r: &StreamResult) -> String {
     );
     let _ = writeln!(
         o,
-        "  AF_XDP: tx {} / rx {}{}; XDP: {} mode{}; wait tx {} / rx {}; cores tx {:?} rx {:?}",
+        "  AF_XDP: tx {} / rx {}{}{}; XDP: {} mode{}; wait tx {} / rx {}; cores tx {:?} rx {:?}",
         r.setup.tx_bind_mode,
         r.setup.rx_bind_mode,
         r.setup
             .zero_copy_refused
             .as_ref()
             .map(|w| format!(" (zero-copy refused: {w})"))
+            .unwrap_or_default(),
+        r.setup
+            .umem_chunk
+            .map(|c| format!(", {c}-byte UMEM chunks"))
             .unwrap_or_default(),
         r.setup.xdp_mode,
         r.setup

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use linerate_datapath::{
-    frame::{FrameSpec, FCS_LEN, IPV4_LEN, UDP_LEN},
+    frame::{FrameSpec, ETH_LEN, FCS_LEN, IPV4_LEN, UDP_LEN},
     header::MESSAGE_HEADER_LEN,
     message::Fragmentation,
     xsk::CHUNK_DATA,
@@ -25,6 +25,9 @@ pub struct Plan {
     pub frame_size: usize,
     /// Whether frames span several UMEM chunks.
     pub multi_buffer: bool,
+    /// UMEM chunk size (for the largest frame the sockets carry; with
+    /// --rx-only, whatever the link's MTU lets another tool send).
+    pub chunk_size: u32,
     /// How messages are cut, with --message.
     pub message: Option<Fragmentation>,
 }
@@ -93,11 +96,17 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
     FrameSpec::check_size(frame_size, mtu as usize).map_err(|e| {
         anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
     })?;
+    let max_frame = if a.rx_only {
+        (frame_size - FCS_LEN).max(mtu as usize + ETH_LEN)
+    } else {
+        frame_size - FCS_LEN
+    };
     Ok(Plan {
         args: a.clone(),
         path,
         frame_size,
-        multi_buffer: frame_size - FCS_LEN > CHUNK_DATA,
+        multi_buffer: max_frame > CHUNK_DATA,
+        chunk_size: crate::path::umem_chunk(&a.run, max_frame)?,
         message,
     })
 }

@@ -126,6 +126,8 @@ pub struct Setup {
     pub xdp_fallback_reason: Option<String>,
     /// UMEM descriptors per frame (more than 1: multi-buffer).
     pub descs_per_frame: usize,
+    /// UMEM chunk size in bytes (AF_XDP only; 2048 when a frame fits, else 4096).
+    pub umem_chunk: Option<u32>,
     /// UDP payload per frame.
     pub payload_per_frame: usize,
     /// NAPI kernel threads pinned (pid, core).

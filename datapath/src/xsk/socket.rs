@@ -9,12 +9,36 @@ use xsk_rs::{
     CompQueue, FillQueue, FrameDesc, RxQueue, Socket, TxQueue, Umem,
 };
 
-/// UMEM chunk size. 4096 is the largest the kernel accepts here; frames
-/// longer than one chunk travel as several descriptors (multi-buffer).
+/// The largest UMEM chunk. 4096 is the largest the kernel accepts here;
+/// frames longer than one chunk travel as several descriptors
+/// (multi-buffer).
 pub const CHUNK_SIZE: u32 = 4096;
-/// Bytes of packet data one chunk holds after the kernel's XDP headroom.
-pub const CHUNK_DATA: usize = (CHUNK_SIZE - XDP_PACKET_HEADROOM) as usize;
+/// Bytes of packet data the largest chunk holds after the kernel's XDP
+/// headroom: how multi-buffer frames are cut.
+pub const CHUNK_DATA: usize = chunk_data(CHUNK_SIZE);
+/// The smallest chunk the kernel accepts, for frames that fit in it.
+pub const SMALL_CHUNK_SIZE: u32 = 2048;
 const XDP_PACKET_HEADROOM: u32 = 256;
+
+/// Bytes of packet data a chunk of `chunk_size` bytes holds.
+pub const fn chunk_data(chunk_size: u32) -> usize {
+    chunk_size.saturating_sub(XDP_PACKET_HEADROOM) as usize
+}
+
+/// The UMEM chunk for frames of at most `max_frame` bytes (FCS excluded):
+/// 2048 when one holds them, 4096 otherwise.
+///
+/// Small chunks halve the receiver's UMEM (16,384 chunks by default) and
+/// put frames at two offsets of each 4 KB page instead of one, so the
+/// kernel's copies into the UMEM spread over twice the cache sets
+/// (measured on veth in copy mode: docs/benchmarks.md, "Levers studied").
+pub fn chunk_size_for(max_frame: usize) -> u32 {
+    if max_frame <= chunk_data(SMALL_CHUNK_SIZE) {
+        SMALL_CHUNK_SIZE
+    } else {
+        CHUNK_SIZE
+    }
+}
 
 /// Whether to use zero-copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,6 +89,9 @@ pub struct SocketOptions {
     pub zero_copy: ZeroCopy,
     /// Allow frames to span several chunks (XDP_USE_SG).
     pub multi_buffer: bool,
+    /// UMEM chunk size: [`SMALL_CHUNK_SIZE`] or [`CHUNK_SIZE`] (which
+    /// multi-buffer frames need); [`chunk_size_for`] picks the better one.
+    pub chunk_size: u32,
 }
 
 /// Errors of the AF_XDP layer.
@@ -139,6 +166,12 @@ impl Bound {
         rx_size: u32,
         tx_size: u32,
     ) -> Result<Self, XskError> {
+        if opts.chunk_size != SMALL_CHUNK_SIZE && opts.chunk_size != CHUNK_SIZE {
+            return Err(XskError::Config(format!(
+                "UMEM chunks of {} bytes: use {SMALL_CHUNK_SIZE} or {CHUNK_SIZE}",
+                opts.chunk_size
+            )));
+        }
         let iface = Interface::from_str(&opts.iface)
             .map_err(|_| XskError::Config(format!("bad interface name {:?}", opts.iface)))?;
         let mut attempts: Vec<(BindMode, BindFlags)> = Vec::new();
@@ -156,7 +189,7 @@ impl Bound {
         for (mode, flags) in attempts {
             // A UMEM whose first bind failed is not reused: each attempt
             // starts from a fresh one.
-            let (umem, frames) = new_umem(chunks, rx_size.max(tx_size))?;
+            let (umem, frames) = new_umem(chunks, rx_size.max(tx_size), opts.chunk_size)?;
             let cfg = SocketConfig::builder()
                 .rx_queue_size(queue_size(rx_size)?)
                 .tx_queue_size(queue_size(tx_size)?)
@@ -291,9 +324,9 @@ fn queue_size(n: u32) -> Result<QueueSize, XskError> {
     QueueSize::new(n).map_err(|e| XskError::Config(format!("ring size {n}: {e}")))
 }
 
-fn new_umem(chunks: u32, ring: u32) -> Result<(Umem, Vec<FrameDesc>), XskError> {
+fn new_umem(chunks: u32, ring: u32, chunk_size: u32) -> Result<(Umem, Vec<FrameDesc>), XskError> {
     let cfg = UmemConfig::builder()
-        .frame_size(FrameSize::new(CHUNK_SIZE).map_err(|e| XskError::Config(e.to_string()))?)
+        .frame_size(FrameSize::new(chunk_size).map_err(|e| XskError::Config(e.to_string()))?)
         // Twice the chunks: the kernel publishes its fill-ring consumer
         // index lazily in copy mode, so a ring exactly as large as the
         // chunks can look full when a chunk comes back.
@@ -308,4 +341,20 @@ fn new_umem(chunks: u32, ring: u32) -> Result<(Umem, Vec<FrameDesc>), XskError> 
         let detail = e.source().map(|s| format!(": {s}")).unwrap_or_default();
         XskError::Umem(format!("{e}{detail}"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_chunks_for_frames_that_fit_in_one() {
+        assert_eq!(chunk_data(SMALL_CHUNK_SIZE), 1792);
+        assert_eq!(chunk_data(CHUNK_SIZE), 3840);
+        assert_eq!(chunk_size_for(60), SMALL_CHUNK_SIZE);
+        assert_eq!(chunk_size_for(1514), SMALL_CHUNK_SIZE);
+        assert_eq!(chunk_size_for(1792), SMALL_CHUNK_SIZE);
+        assert_eq!(chunk_size_for(1793), CHUNK_SIZE);
+        assert_eq!(chunk_size_for(9014), CHUNK_SIZE);
+    }
 }

@@ -11,7 +11,9 @@ use std::{collections::VecDeque, io::Write, os::fd::AsRawFd};
 
 use xsk_rs::{CompQueue, FrameDesc, TxQueue, Umem};
 
-use super::socket::{BindMode, Bound, SocketOptions, XskError, XskStats, CHUNK_DATA};
+use super::socket::{
+    chunk_data, BindMode, Bound, SocketOptions, XskError, XskStats, CHUNK_DATA, CHUNK_SIZE,
+};
 use crate::frame::HEADER_OFFSET;
 use crate::header::HEADER_LEN;
 
@@ -375,5 +377,54 @@ pub(super) fn check_multi_buffer(
             "a {len}-byte frame needs {frags} chunks of {CHUNK_DATA} bytes: enable multi-buffer"
         )));
     }
+    if frags > 1 && opts.chunk_size != CHUNK_SIZE {
+        return Err(XskError::Config(format!(
+            "multi-buffer frames are cut into {CHUNK_SIZE}-byte chunks, not {}",
+            opts.chunk_size
+        )));
+    }
+    if frags == 1 && len > chunk_data(opts.chunk_size) {
+        return Err(XskError::Config(format!(
+            "a {len}-byte frame does not fit a {}-byte UMEM chunk ({} bytes of data): \
+             use {CHUNK_SIZE}-byte chunks",
+            opts.chunk_size,
+            chunk_data(opts.chunk_size)
+        )));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xsk::{ZeroCopy, SMALL_CHUNK_SIZE};
+
+    fn opts(chunk_size: u32, multi_buffer: bool) -> SocketOptions {
+        SocketOptions {
+            iface: "x".into(),
+            queue: 0,
+            ring_size: 64,
+            zero_copy: ZeroCopy::Off,
+            multi_buffer,
+            chunk_size,
+        }
+    }
+
+    #[test]
+    fn frames_must_fit_the_chunks() {
+        assert!(check_multi_buffer(&opts(SMALL_CHUNK_SIZE, false), 1, 1514).is_ok());
+        assert!(check_multi_buffer(&opts(SMALL_CHUNK_SIZE, false), 1, 1792).is_ok());
+        let e = check_multi_buffer(&opts(SMALL_CHUNK_SIZE, false), 1, 1793).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("does not fit a 2048-byte UMEM chunk"),
+            "{e}"
+        );
+        assert!(check_multi_buffer(&opts(CHUNK_SIZE, false), 1, 3840).is_ok());
+        let e = check_multi_buffer(&opts(CHUNK_SIZE, false), 3, 9014).unwrap_err();
+        assert!(e.to_string().contains("enable multi-buffer"), "{e}");
+        assert!(check_multi_buffer(&opts(CHUNK_SIZE, true), 3, 9014).is_ok());
+        let e = check_multi_buffer(&opts(SMALL_CHUNK_SIZE, true), 3, 9014).unwrap_err();
+        assert!(e.to_string().contains("4096-byte chunks"), "{e}");
+    }
 }

@@ -40,6 +40,29 @@ impl Pacer {
         self.count.is_some_and(|c| sent >= c)
     }
 
+    /// For a sender that sleeps: how long until a whole batch is due, when
+    /// fewer are due now and the rest come within `max`. Sending batch by
+    /// batch costs one kick, and one wake-up of the receiving side, per
+    /// batch instead of per frame; a batch at a time is how a sleeping
+    /// sender paces (a busy one paces frame by frame).
+    pub fn burst_wait(
+        &self,
+        sent: u64,
+        elapsed: Duration,
+        batch: usize,
+        max: Duration,
+    ) -> Option<Duration> {
+        self.rate?;
+        let whole = self
+            .count
+            .map_or(batch as u64, |c| c.saturating_sub(sent).min(batch as u64));
+        if whole == 0 {
+            return None;
+        }
+        let wait = self.until_next(sent + whole - 1, elapsed);
+        (!wait.is_zero() && wait <= max).then_some(wait)
+    }
+
     /// How long until the next frame is due, for a sender that may sleep.
     pub fn until_next(&self, sent: u64, elapsed: Duration) -> Duration {
         match self.rate {
@@ -63,6 +86,33 @@ mod tests {
         assert_eq!(p.allowed(64, Duration::ZERO, 64), 36);
         assert_eq!(p.allowed(100, Duration::ZERO, 64), 0);
         assert!(p.done(100));
+    }
+
+    #[test]
+    fn sleeping_senders_wait_for_whole_batches() {
+        let max = Duration::from_millis(1);
+        // 64,000 frames/s: a batch of 64 takes 1 ms to come due.
+        let p = Pacer::new(Some(64_000.0), None);
+        assert_eq!(
+            p.burst_wait(0, Duration::ZERO, 64, max),
+            Some(Duration::from_nanos(984_375))
+        );
+        assert_eq!(p.burst_wait(0, Duration::from_micros(985), 64, max), None);
+        assert_eq!(p.allowed(0, Duration::from_micros(985), 64), 64);
+        // Too slow for a batch within `max`: frame by frame.
+        assert_eq!(p.burst_wait(0, Duration::ZERO, 128, max), None);
+        // The last frames of a count are a whole batch.
+        let p = Pacer::new(Some(64_000.0), Some(10));
+        assert_eq!(
+            p.burst_wait(0, Duration::ZERO, 64, max),
+            Some(Duration::from_nanos(140_625))
+        );
+        assert_eq!(p.burst_wait(10, Duration::ZERO, 64, max), None);
+        // Unpaced: never.
+        assert_eq!(
+            Pacer::new(None, None).burst_wait(0, Duration::ZERO, 64, max),
+            None
+        );
     }
 
     #[test]

@@ -173,10 +173,20 @@ fn run(
         let done = port.reclaim() as u64;
         complete(&mut c, done, &mut queued_bytes);
         let want = pacer.allowed(seq, now - start, batch);
-        if want == 0 {
+        // A sleeping sender goes out a whole batch at a time.
+        let burst_nap = match cfg.wait {
+            WaitMode::Wait if want < batch => {
+                pacer.burst_wait(seq, now - start, batch, BURST_WAIT_MAX)
+            }
+            _ => None,
+        };
+        if want == 0 || burst_nap.is_some() {
             if done == 0 {
                 c.idle_loops += 1;
-                idle(&pacer, seq, now - start, cfg.wait);
+                match burst_nap {
+                    Some(nap) => nap_or_spin(nap),
+                    None => idle(&pacer, seq, now - start, cfg.wait),
+                }
             }
             counters.publish(&c);
             continue;
@@ -235,15 +245,19 @@ fn run(
 fn idle(pacer: &Pacer, sent: u64, elapsed: Duration, wait: WaitMode) {
     match wait {
         WaitMode::Busy => std::hint::spin_loop(),
-        WaitMode::Wait => {
-            let nap = pacer
-                .until_next(sent, elapsed)
-                .min(Duration::from_millis(1));
-            if nap > Duration::from_micros(20) {
-                std::thread::sleep(nap);
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+        WaitMode::Wait => nap_or_spin(pacer.until_next(sent, elapsed).min(BURST_WAIT_MAX)),
+    }
+}
+
+/// The longest a sleeping sender waits for a whole batch to come due; at
+/// lower rates it sends frame by frame.
+const BURST_WAIT_MAX: Duration = Duration::from_millis(1);
+
+/// Sleeps for `nap` unless it is too short for the timer to keep.
+fn nap_or_spin(nap: Duration) {
+    if nap > Duration::from_micros(20) {
+        std::thread::sleep(nap);
+    } else {
+        std::hint::spin_loop();
     }
 }

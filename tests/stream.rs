@@ -57,6 +57,20 @@ fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
     assert_eq!(r["params"]["frame_size"], size);
     let descs = (size - 4).div_ceil(3840);
     assert_eq!(r["setup"]["descs_per_frame"], descs);
+    // 2048-byte UMEM chunks when a frame fits in one (1792 bytes of data).
+    let chunk = if size - 4 <= 1792 { 2048 } else { 4096 };
+    assert_eq!(r["setup"]["umem_chunk"], chunk, "{r:#}");
+    if wait == "wait" {
+        // A sleeping sender goes out in batches (here what comes due in
+        // 1 ms: 50 frames), not frame by frame.
+        let tx = &r["workers"][0];
+        assert_eq!(tx["role"], "tx");
+        let syscalls = tx["total"]["syscalls"].as_u64().unwrap();
+        assert!(
+            syscalls < COUNT / 8,
+            "{syscalls} syscalls for {COUNT} frames: {tx:#}"
+        );
+    }
     // veth refuses zero-copy: copy mode must have been used and said so.
     assert_eq!(r["setup"]["rx_bind_mode"], "copy");
     assert!(r["setup"]["zero_copy_refused"].is_string());

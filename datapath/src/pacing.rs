@@ -40,11 +40,12 @@ impl Pacer {
         self.count.is_some_and(|c| sent >= c)
     }
 
-    /// For a sender that sleeps: how long until a whole batch is due, when
-    /// fewer are due now and the rest come within `max`. Sending batch by
-    /// batch costs one kick, and one wake-up of the receiving side, per
-    /// batch instead of per frame; a batch at a time is how a sleeping
-    /// sender paces (a busy one paces frame by frame).
+    /// For a sender that sleeps: how long to wait before sending, so that
+    /// frames go out a whole batch at a time, and none waits more than
+    /// `max` past its due time (at low rates, what came due in `max`).
+    /// Sending batch by batch costs one kick, and one wake-up of the
+    /// receiving side, per batch instead of per frame; a busy sender paces
+    /// frame by frame instead.
     pub fn burst_wait(
         &self,
         sent: u64,
@@ -52,15 +53,18 @@ impl Pacer {
         batch: usize,
         max: Duration,
     ) -> Option<Duration> {
-        self.rate?;
+        let rate = self.rate?;
         let whole = self
             .count
             .map_or(batch as u64, |c| c.saturating_sub(sent).min(batch as u64));
         if whole == 0 {
             return None;
         }
-        let wait = self.until_next(sent + whole - 1, elapsed);
-        (!wait.is_zero() && wait <= max).then_some(wait)
+        let first_due = sent as f64 / rate;
+        let last_due = (sent + whole - 1) as f64 / rate;
+        let send_at = last_due.min(first_due + max.as_secs_f64());
+        let wait = send_at - elapsed.as_secs_f64();
+        (wait > 0.0).then(|| Duration::from_secs_f64(wait))
     }
 
     /// How long until the next frame is due, for a sender that may sleep.
@@ -99,8 +103,11 @@ mod tests {
         );
         assert_eq!(p.burst_wait(0, Duration::from_micros(985), 64, max), None);
         assert_eq!(p.allowed(0, Duration::from_micros(985), 64), 64);
-        // Too slow for a batch within `max`: frame by frame.
-        assert_eq!(p.burst_wait(0, Duration::ZERO, 128, max), None);
+        // A batch takes longer than `max` to come due: what came due in
+        // `max` goes.
+        assert_eq!(p.burst_wait(0, Duration::ZERO, 128, max), Some(max));
+        assert_eq!(p.burst_wait(0, max, 128, max), None);
+        assert_eq!(p.allowed(0, max, 128), 65);
         // The last frames of a count are a whole batch.
         let p = Pacer::new(Some(64_000.0), Some(10));
         assert_eq!(

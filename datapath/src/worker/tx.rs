@@ -249,8 +249,9 @@ fn idle(pacer: &Pacer, sent: u64, elapsed: Duration, wait: WaitMode) {
     }
 }
 
-/// The longest a sleeping sender waits for a whole batch to come due; at
-/// lower rates it sends frame by frame.
+/// The longest a sleeping sender holds a due frame back to fill a batch
+/// (at rates where a batch takes longer to come due, it sends what came
+/// due in this time).
 const BURST_WAIT_MAX: Duration = Duration::from_millis(1);
 
 /// Sleeps for `nap` unless it is too short for the timer to keep.

@@ -95,4 +95,31 @@ fn two_queues_two_flows_every_frame_counted() {
             "each queue gets its own flow: {w}"
         );
     }
+    // Placement: apart when there are cores enough (4 for two queues),
+    // else crossed, with senders that block.
+    let ncpu = std::thread::available_parallelism().unwrap().get();
+    let cores = |role: &str| -> Vec<u64> {
+        r["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["role"] == role)
+            .map(|w| w["core"].as_u64().unwrap())
+            .collect()
+    };
+    let placement = r["setup"]["placement"].as_str().unwrap();
+    if ncpu < 4 {
+        assert_eq!(cores("tx"), [0, 1 % ncpu as u64], "{placement}");
+        assert_eq!(cores("rx"), [1 % ncpu as u64, 0], "{placement}");
+        assert!(
+            placement.contains("each core sends one queue and receives another"),
+            "{placement}"
+        );
+        assert_eq!(r["params"]["tx_wait"], "wait", "{placement}");
+    } else {
+        assert_eq!(cores("tx"), [0, 2], "{placement}");
+        assert_eq!(cores("rx"), [1, 3], "{placement}");
+        assert!(placement.contains("apart"), "{placement}");
+        assert_eq!(r["params"]["tx_wait"], "busy", "{placement}");
+    }
 }

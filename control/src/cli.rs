@@ -294,9 +294,10 @@ pub struct RunArgs {
     /// Queues (one worker per queue on each side).
     #[arg(long, default_value_t = 1)]
     pub queues: u32,
-    /// How senders (rr: clients) wait for ring space.
-    #[arg(long, value_enum, default_value_t = WaitArg::Busy)]
-    pub tx_wait: WaitArg,
+    /// How senders (rr: clients) wait for ring space [default: busy on a
+    /// core of their own, wait when they share one with receive work].
+    #[arg(long, value_enum)]
+    pub tx_wait: Option<WaitArg>,
     /// How receivers (rr: responders) wait for frames.
     #[arg(long, value_enum, default_value_t = WaitArg::Wait)]
     pub rx_wait: WaitArg,

@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 
 use anyhow::{bail, Context, Result};
+use linerate_datapath::worker::WaitMode;
 
 use crate::{
     cli::RunArgs,
@@ -46,6 +47,28 @@ pub struct PathPlan {
     pub tx_cores: Vec<usize>,
     /// Receiver cores, one per queue.
     pub rx_cores: Vec<usize>,
+    /// Whether linerate crossed the queues over too few cores
+    /// ([`cores::crossed`]).
+    pub crossed: bool,
+}
+
+impl PathPlan {
+    /// Whether a sender shares its core with a receiver (and, in the lab,
+    /// the receiver's NAPI thread).
+    pub fn shared_cores(&self) -> bool {
+        self.tx_cores.iter().any(|c| self.rx_cores.contains(c))
+    }
+
+    /// How senders wait: as given, else busy on cores of their own, and
+    /// blocking when they share a core with receive work (a spinning sender
+    /// starves the receiver and its NAPI thread: measured 0.4x).
+    pub fn tx_wait(&self, a: &RunArgs) -> WaitMode {
+        match a.tx_wait {
+            Some(w) => w.into(),
+            None if self.shared_cores() => WaitMode::Wait,
+            None => WaitMode::Busy,
+        }
+    }
 }
 
 /// Checks the shared arguments that need no system access.
@@ -95,7 +118,7 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
 
 /// Checks the path and brings up the lab if the run needs it. `what`
 /// names the command in the privilege error.
-pub fn plan(a: &RunArgs, what: &str) -> Result<PathPlan> {
+pub fn plan(a: &RunArgs, what: &str, may_cross: bool) -> Result<PathPlan> {
     check_args(a)?;
     privilege::require_root(what)?;
     let (mut tx_side, mut rx_side, lab) = match (&a.tx_iface, &a.rx_iface) {
@@ -164,8 +187,12 @@ pub fn plan(a: &RunArgs, what: &str) -> Result<PathPlan> {
     }
     let ncpu = cores::online();
     let q = a.queues as usize;
-    let tx_cores = cores::for_queues(a.tx_cores.as_deref(), q, ncpu, 0).context("--tx-cores")?;
-    let rx_cores = cores::for_queues(a.rx_cores.as_deref(), q, ncpu, 1).context("--rx-cores")?;
+    let crossed =
+        may_cross && a.tx_cores.is_none() && a.rx_cores.is_none() && cores::crossed(q, ncpu);
+    let tx_cores =
+        cores::for_queues(a.tx_cores.as_deref(), q, ncpu, 0, crossed).context("--tx-cores")?;
+    let rx_cores =
+        cores::for_queues(a.rx_cores.as_deref(), q, ncpu, 1, crossed).context("--rx-cores")?;
     Ok(PathPlan {
         mtu: tx.info.mtu.min(rx.info.mtu),
         tx,
@@ -173,6 +200,7 @@ pub fn plan(a: &RunArgs, what: &str) -> Result<PathPlan> {
         lab,
         tx_cores,
         rx_cores,
+        crossed,
     })
 }
 

@@ -264,10 +264,16 @@ pub fn placement(
     napi: Option<&str>,
     napi_threads: &[(i32, usize)],
 ) -> String {
-    let who = if a.tx_cores.is_none() && a.rx_cores.is_none() {
+    let who = if path.crossed {
+        "chosen by linerate: too few cores to keep the roles apart, so each core sends one queue and receives another"
+    } else if a.tx_cores.is_none() && a.rx_cores.is_none() {
         "chosen by linerate: one core per role, apart"
     } else {
         "as given"
+    };
+    let who = match (a.tx_wait, path.shared_cores()) {
+        (None, true) => format!("{who}; senders block, as they share cores with receive work"),
+        _ => who.to_string(),
     };
     let napi = match (napi, a.napi) {
         (None, _) => "NAPI left as configured".to_string(),

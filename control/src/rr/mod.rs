@@ -163,7 +163,7 @@ pub fn run_role(
             wait: if netns == server.netns {
                 r.rx_wait.into()
             } else {
-                r.tx_wait.into()
+                plan.path.tx_wait(r)
             },
             placement: Placement {
                 core: Some(side_cores[q as usize]),
@@ -249,7 +249,7 @@ pub fn run_role(
                     socket: socket(client, q),
                     tx_ring: r.ring,
                     batch: r.batch,
-                    wait: r.tx_wait.into(),
+                    wait: plan.path.tx_wait(r),
                     placement: Placement {
                         core: Some(plan.path.tx_cores[q as usize]),
                         netns: client.netns.clone(),
@@ -389,7 +389,7 @@ pub fn run_role(
             warmup_s: r.warmup.as_secs_f64(),
             duration_s: r.duration.as_secs_f64(),
             mtu: plan.path.mtu,
-            client_wait: format!("{:?}", r.tx_wait).to_lowercase(),
+            client_wait: format!("{:?}", plan.path.tx_wait(r)).to_lowercase(),
             responder_wait: format!("{:?}", r.rx_wait).to_lowercase(),
             client_cores: plan.path.tx_cores.clone(),
             responder_cores: plan.path.rx_cores.clone(),

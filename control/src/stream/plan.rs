@@ -80,7 +80,7 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
 /// Checks everything and brings up the lab if the run needs it.
 pub fn plan(a: &StreamArgs) -> Result<Plan> {
     check_args(a)?;
-    let path = crate::path::plan(&a.run, "linerate stream")?;
+    let path = crate::path::plan(&a.run, "linerate stream", true)?;
     let mtu = path.mtu;
     let frame_size = a.size.unwrap_or(mtu as usize + 18);
     // TCP carries messages only; by default as large as a full frame's

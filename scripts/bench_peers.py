@@ -26,9 +26,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "linerate")
 LAB15, LAB90 = "bp1", "bp9"
-# Two-queue labs, for runs whose two queues linerate crosses over the two cores.
+# Two-queue labs: linerate crosses two queues over two cores for large
+# frames (each core sends one queue and receives the other) and keeps the
+# roles apart for small ones.
 LAB15Q, LAB90Q = "bq1", "bq9"
-Q2 = ", 2 queues crossed"
+Q2 = ", 2 queues"
 A_IP, B_IP = "198.18.0.1", "198.18.0.2"
 SEND_CORE, RECV_CORE = 0, 1
 
@@ -264,9 +266,8 @@ def plan(d, w):
     return [
         ("frames1518", "linerate xdp, 1518 B", "linerate", xs(LAB15, [])),
         ("frames1518", "testpmd txonly -> linerate rx, 1518 B", "dpdk-testpmd", lambda: testpmd(LAB15, 1518, d, w)),
-        # Two queues on two cores: each core sends one queue and receives
-        # the other (linerate's placement when cores are too few to keep
-        # the roles apart; its senders then block).
+        # Two queues on two cores: linerate crosses them (each core sends
+        # one queue and receives the other; its senders then block).
         ("frames1518", f"linerate xdp, 1518 B{Q2}", "linerate", xs(LAB15Q, ["--queues", "2"])),
         ("frames64", "linerate xdp, 64 B", "linerate", xs(LAB15, ["--size", "64"])),
         ("frames64", "testpmd txonly -> linerate rx, 64 B", "dpdk-testpmd", lambda: testpmd(LAB15, 64, d, w)),
@@ -393,7 +394,7 @@ def report(out_dir, results, meta):
     def frames_targets(size, mpps, max_loss):
         ours, theirs = f"linerate xdp, {size} B", f"testpmd txonly -> linerate rx, {size} B"
         fps, loss, tp = v(ours, "fps"), v(ours, "loss_pct"), v(theirs, "fps")
-        for suffix, how in (("", "1 queue"), (Q2, "2 queues crossed over the 2 cores")):
+        for suffix, how in (("", "1 queue"), (Q2, "2 queues, linerate's placement")):
             f, l = v(ours + suffix, "fps"), v(ours + suffix, "loss_pct")
             if f is not None:
                 target(f"{size} B: >= {mpps} Mpps received, loss < {max_loss} % ({how})",
@@ -409,7 +410,7 @@ def report(out_dir, results, meta):
     frames_targets(1518, 1.2, 0.01)
     frames_targets(64, 1.7, 0.1)
     sdtcp9 = v("iperf3 TCP, MTU 9000", "sd_total")
-    for suffix, how in (("", "1 queue"), (Q2, "2 queues crossed")):
+    for suffix, how in (("", "1 queue"), (Q2, "2 queues, crossed")):
         mb9 = v(f"linerate xdp, 9018 B (3 descriptors){suffix}", "mb_s")
         sd9 = v(f"linerate xdp, 9018 B (3 descriptors){suffix}", "sd_total")
         if mb9 is not None:
@@ -417,7 +418,7 @@ def report(out_dir, results, meta):
         if sd9 and sdtcp9:
             target(f"MTU 9000: total SD <= iperf3 TCP's ({how})", sd9 <= sdtcp9,
                    f"{sd9:.3f} vs {sdtcp9:.3f} ms/MB (ratio {sd9/sdtcp9:.2f})")
-    for suffix, how in (("", ""), (Q2, ", both with 2 queues crossed")):
+    for suffix, how in (("", ""), (Q2, ", both with 2 queues, crossed")):
         xmb, xsd = v(f"linerate xdp, 1472 B payload{suffix}", "mb_s"), v(f"linerate xdp, 1472 B payload{suffix}", "sd_total")
         for peer in (f"linerate udp backend, 1472 B{suffix}",) + (("iperf3 UDP -l 1472 -b 0",) if not suffix else ()):
             pmb, psd = v(peer, "mb_s"), v(peer, "sd_total")

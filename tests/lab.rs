@@ -122,4 +122,10 @@ fn two_queues_two_flows_every_frame_counted() {
         assert!(placement.contains("apart"), "{placement}");
         assert_eq!(r["params"]["tx_wait"], "busy", "{placement}");
     }
+    // Small frames are never crossed (it costs there).
+    let r = counted_stream(&lab.name, 2000, &["--queues", "2", "--size", "64"]);
+    assert_eq!(r["frames"]["received"], 4000, "{r:#}");
+    let placement = r["setup"]["placement"].as_str().unwrap();
+    assert!(!placement.contains("each core sends"), "{placement}");
+    assert_eq!(r["params"]["tx_wait"], "busy", "{placement}");
 }

@@ -118,7 +118,9 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
 
 /// Checks the path and brings up the lab if the run needs it. `what`
 /// names the command in the privilege error.
-pub fn plan(a: &RunArgs, what: &str, may_cross: bool) -> Result<PathPlan> {
+/// Plans the path; `may_cross(mtu)` says whether the default placement may
+/// cross the queues over too few cores ([`cores::crossed`]) for this run.
+pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
     check_args(a)?;
     privilege::require_root(what)?;
     let (mut tx_side, mut rx_side, lab) = match (&a.tx_iface, &a.rx_iface) {
@@ -187,14 +189,15 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: bool) -> Result<PathPlan> {
     }
     let ncpu = cores::online();
     let q = a.queues as usize;
+    let mtu = tx.info.mtu.min(rx.info.mtu);
     let crossed =
-        may_cross && a.tx_cores.is_none() && a.rx_cores.is_none() && cores::crossed(q, ncpu);
+        a.tx_cores.is_none() && a.rx_cores.is_none() && cores::crossed(q, ncpu) && may_cross(mtu);
     let tx_cores =
         cores::for_queues(a.tx_cores.as_deref(), q, ncpu, 0, crossed).context("--tx-cores")?;
     let rx_cores =
         cores::for_queues(a.rx_cores.as_deref(), q, ncpu, 1, crossed).context("--rx-cores")?;
     Ok(PathPlan {
-        mtu: tx.info.mtu.min(rx.info.mtu),
+        mtu,
         tx,
         rx,
         lab,

@@ -73,7 +73,7 @@ pub fn check_args(a: &RrArgs) -> Result<()> {
 /// Checks everything and brings up the lab if needed.
 pub fn plan(a: &RrArgs) -> Result<RrPlan> {
     check_args(a)?;
-    let path = crate::path::plan(&a.run, "linerate rr", false)?;
+    let path = crate::path::plan(&a.run, "linerate rr", |_| false)?;
     let per = payload_per_fragment(path.mtu);
     let request = Fragmentation::new(a.request, per)?;
     let response = Fragmentation::new(a.response, per)?;

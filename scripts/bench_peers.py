@@ -108,7 +108,8 @@ def lr_stream(lab, extra, duration, warmup):
         link_pps=r["link_packets_per_s"],
         placement=f"tx cores {d['params']['tx_cores']}, rx cores {d['params']['rx_cores']}, "
         f"NAPI {d['setup'].get('napi')}, XDP {d['setup']['xdp_mode']}, "
-        f"bind {d['setup']['rx_bind_mode']}",
+        f"bind {d['setup']['rx_bind_mode']}, UMEM chunks {d['setup'].get('umem_chunk')} B on "
+        f"{'huge' if d['setup'].get('umem_huge_pages') else '4 KB'} pages",
     )
     return out
 

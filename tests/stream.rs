@@ -190,3 +190,50 @@ fn timed_run_reports_rates_and_cpu() {
         assert!(text.contains(word), "{word} missing from:\n{text}");
     }
 }
+
+/// Sets vm.nr_hugepages for a test and puts the old value back.
+struct HugePages(String);
+
+impl HugePages {
+    fn reserve(n: u32) -> Self {
+        let path = "/proc/sys/vm/nr_hugepages";
+        let old = std::fs::read_to_string(path).unwrap().trim().to_string();
+        std::fs::write(path, n.to_string()).unwrap();
+        Self(old)
+    }
+
+    fn free() -> u64 {
+        let info = std::fs::read_to_string("/proc/meminfo").unwrap();
+        let line = info.lines().find(|l| l.starts_with("HugePages_Free:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for HugePages {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/vm/nr_hugepages", &self.0);
+    }
+}
+
+#[test]
+fn umem_on_huge_pages_when_the_system_has_them() {
+    if !root_or_skip("huge pages") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tshuge", 1500);
+    let _pages = HugePages::reserve(64);
+    // The receiver's UMEM: 16,384 chunks of 2 KB, 16 huge pages of 2 MB.
+    if HugePages::free() < 16 {
+        eprintln!("SKIP: the kernel gave fewer than 16 huge pages (memory fragmented)");
+        return;
+    }
+    let r = counted_stream(&lab.name, 20_000, &[]);
+    assert_eq!(r["frames"]["received"], 20_000, "{r:#}");
+    assert_eq!(r["setup"]["umem_huge_pages"], true, "{r:#}");
+    assert!(HugePages::free() >= 16, "huge pages given back at the end");
+    // Without them: ordinary pages, said so.
+    let _none = HugePages::reserve(0);
+    let r = counted_stream(&lab.name, 1_000, &[]);
+    assert_eq!(r["setup"]["umem_huge_pages"], false, "{r:#}");
+}

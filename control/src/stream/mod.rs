@@ -291,6 +291,7 @@ pub fn run_role(
         .iter()
         .chain(&rx_ready)
         .find_map(|r| r.fallback_reason.clone());
+    let huge_pages = tx_ready.iter().chain(&rx_ready).any(|r| r.huge_pages);
     Ok(StreamResult {
         test: "stream",
         version: env!("CARGO_PKG_VERSION"),
@@ -341,6 +342,7 @@ pub fn run_role(
             xdp_fallback_reason,
             descs_per_frame: plan.descs_per_frame(),
             umem_chunk: (a.run.backend == BackendArg::Xdp).then_some(plan.chunk_size),
+            umem_huge_pages: (a.run.backend == BackendArg::Xdp).then_some(huge_pages),
             payload_per_frame: plan.frame_size
                 - linerate_datapath::frame::FCS_LEN
                 - linerate_datapath::frame::HEADER_OFFSET,

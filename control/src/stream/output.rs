@@ -73,7 +73,14 @@ pub fn print_table(r: &StreamResult) -> String {
             .unwrap_or_default(),
         r.setup
             .umem_chunk
-            .map(|c| format!(", {c}-byte UMEM chunks"))
+            .map(|c| format!(
+                ", {c}-byte UMEM chunks on {}",
+                if r.setup.umem_huge_pages == Some(true) {
+                    "huge pages"
+                } else {
+                    "4 KB pages"
+                }
+            ))
             .unwrap_or_default(),
         r.setup.xdp_mode,
         r.setup

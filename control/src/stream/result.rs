@@ -128,6 +128,9 @@ pub struct Setup {
     pub descs_per_frame: usize,
     /// UMEM chunk size in bytes (AF_XDP only; 2048 when a frame fits, else 4096).
     pub umem_chunk: Option<u32>,
+    /// Whether the UMEMs are on 2 MB huge pages (AF_XDP only; used when
+    /// `vm.nr_hugepages` leaves enough free).
+    pub umem_huge_pages: Option<bool>,
     /// UDP payload per frame.
     pub payload_per_frame: usize,
     /// NAPI kernel threads pinned (pid, core).

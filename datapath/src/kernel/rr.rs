@@ -233,7 +233,7 @@ pub fn spawn_udp_server(
     spawn_with(
         name,
         cfg.placement.clone(),
-        move || Ok((udp_socket(server)?, BindMode::Kernel, None)),
+        move || Ok((udp_socket(server)?, BindMode::Kernel, None, false)),
         move |sock, counters| udp_serve(sock, &cfg, counters),
     )
 }
@@ -324,7 +324,7 @@ pub fn spawn_udp_client(
                 s.connect(setup.server).map_err(err("UDP connect"))?;
                 socks.push(s);
             }
-            Ok((socks, BindMode::Kernel, None))
+            Ok((socks, BindMode::Kernel, None, false))
         },
         move |socks, counters| udp_client(socks, &cfg, &client, counters),
     )
@@ -488,7 +488,7 @@ pub fn spawn_tcp_server(
         move || {
             let l = TcpListener::bind(server).map_err(err("TCP listen"))?;
             l.set_nonblocking(true).map_err(err("TCP nonblocking"))?;
-            Ok((l, BindMode::Kernel, None))
+            Ok((l, BindMode::Kernel, None, false))
         },
         move |l, counters| tcp_serve(l, &cfg, counters),
     )
@@ -596,7 +596,7 @@ pub fn spawn_tcp_client(
                 tcp_setup(&s)?;
                 conns.push(s);
             }
-            Ok((conns, BindMode::Kernel, None))
+            Ok((conns, BindMode::Kernel, None, false))
         },
         move |conns, counters| tcp_client(conns, &cfg, &client, counters),
     )

@@ -63,7 +63,7 @@ pub fn spawn_tcp_tx(
                 s.set_write_timeout(Some(BLOCK_SLICE))
                     .map_err(io("timeout"))?;
             }
-            Ok((s, BindMode::Kernel, None))
+            Ok((s, BindMode::Kernel, None, false))
         },
         move |s, counters| send(s, &cfg, counters),
     )
@@ -173,7 +173,7 @@ pub fn spawn_tcp_rx(
         move || {
             let l = TcpListener::bind(setup.bind).map_err(io("listen"))?;
             l.set_nonblocking(true).map_err(io("nonblocking"))?;
-            Ok((l, BindMode::Kernel, None))
+            Ok((l, BindMode::Kernel, None, false))
         },
         move |l, counters| receive(l, &cfg, counters),
     )

@@ -66,7 +66,7 @@ pub fn spawn_udp_tx(
             } else {
                 sock.set_write_timeout(Some(BLOCK_SLICE)).map_err(io)?;
             }
-            Ok((sock, BindMode::Kernel, None))
+            Ok((sock, BindMode::Kernel, None, false))
         },
         move |sock, counters| send(sock, &cfg, counters),
     )
@@ -206,7 +206,7 @@ pub fn spawn_udp_rx(
             } else {
                 sock.set_read_timeout(Some(BLOCK_SLICE)).map_err(io)?;
             }
-            Ok((sock, BindMode::Kernel, None))
+            Ok((sock, BindMode::Kernel, None, false))
         },
         move |sock, counters| receive(sock, &cfg, counters),
     )

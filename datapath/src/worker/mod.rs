@@ -58,6 +58,8 @@ pub struct Ready {
     pub mode: BindMode,
     /// Why zero-copy was not used.
     pub fallback_reason: Option<String>,
+    /// Whether the socket's UMEM is on huge pages.
+    pub huge_pages: bool,
     /// Core the thread is pinned to, if pinning worked.
     pub core: Option<usize>,
     /// Kernel thread id of the worker.
@@ -159,9 +161,9 @@ pub(crate) fn alive<T>(r: Result<T, XskError>) -> Result<bool, WorkerError> {
     }
 }
 
-/// What a worker's set-up yields: its state, the bind mode, and why
-/// zero-copy was not used.
-pub(crate) type Setup<St> = (St, BindMode, Option<String>);
+/// What a worker's set-up yields: its state, the bind mode, why zero-copy
+/// was not used, and whether its UMEM is on huge pages.
+pub(crate) type Setup<St> = (St, BindMode, Option<String>, bool);
 
 /// Spawns a worker: `setup` runs in the new thread after placement and
 /// returns the bound state and its `Ready`; `run` then loops. Returns once
@@ -182,14 +184,15 @@ where
         .name(name)
         .spawn(move || {
             let bound = place(&placement).and_then(|core| {
-                let (st, mode, fallback_reason) = setup()?;
-                Ok((st, mode, fallback_reason, core))
+                let (st, mode, fallback_reason, huge_pages) = setup()?;
+                Ok((st, mode, fallback_reason, huge_pages, core))
             });
             match bound {
-                Ok((st, mode, fallback_reason, core)) => {
+                Ok((st, mode, fallback_reason, huge_pages, core)) => {
                     let _ = tx.send(Ok(Ready {
                         mode,
                         fallback_reason,
+                        huge_pages,
                         core,
                         tid: nix::unistd::gettid().as_raw(),
                     }));

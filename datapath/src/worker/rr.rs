@@ -158,7 +158,8 @@ fn bind(
     let port = port_for(&cfg, cfg.frame.len())?;
     hook(port.fd()).map_err(WorkerError::Hook)?;
     let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
-    Ok(((port, cfg), mode, why))
+    let huge = port.huge_pages();
+    Ok(((port, cfg), mode, why, huge))
 }
 
 /// Starts a responder: answers every complete request with a response.

@@ -95,7 +95,8 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
             let port = RxPort::new(&socket, batch)?;
             on_bound(port.fd()).map_err(WorkerError::Hook)?;
             let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
-            Ok((port, mode, why))
+            let huge = port.huge_pages();
+            Ok((port, mode, why, huge))
         },
         move |port, counters| run(port, wait, &stop, count_foreign, counters),
     )

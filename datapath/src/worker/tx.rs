@@ -67,7 +67,8 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
             let template = setup_cfg.frame.template()?;
             let port = TxPort::new(&setup_cfg.socket, &template, template.len())?;
             let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
-            Ok((port, mode, why))
+            let huge = port.huge_pages();
+            Ok((port, mode, why, huge))
         },
         move |port, counters| run(port, &cfg, counters),
     )

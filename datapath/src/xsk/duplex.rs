@@ -51,6 +51,11 @@ impl DuplexPort {
         Ok(Self { b, rx, tx })
     }
 
+    /// Whether the UMEM is on huge pages.
+    pub fn huge_pages(&self) -> bool {
+        self.b.huge_pages
+    }
+
     /// How the socket was bound.
     pub fn mode(&self) -> BindMode {
         self.b.mode

@@ -150,6 +150,11 @@ impl RxPort {
         Ok(Self { b, ring })
     }
 
+    /// Whether the UMEM is on huge pages.
+    pub fn huge_pages(&self) -> bool {
+        self.b.huge_pages
+    }
+
     /// How the socket was bound.
     pub fn mode(&self) -> BindMode {
         self.b.mode

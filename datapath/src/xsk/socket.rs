@@ -156,6 +156,7 @@ pub(super) struct Bound {
     pub(super) mode: BindMode,
     pub(super) fallback_reason: Option<String>,
     pub(super) tx_size: u32,
+    pub(super) huge_pages: bool,
 }
 
 impl Bound {
@@ -189,7 +190,8 @@ impl Bound {
         for (mode, flags) in attempts {
             // A UMEM whose first bind failed is not reused: each attempt
             // starts from a fresh one.
-            let (umem, frames) = new_umem(chunks, rx_size.max(tx_size), opts.chunk_size)?;
+            let (umem, frames, huge_pages) =
+                new_umem(chunks, rx_size.max(tx_size), opts.chunk_size)?;
             let cfg = SocketConfig::builder()
                 .rx_queue_size(queue_size(rx_size)?)
                 .tx_queue_size(queue_size(tx_size)?)
@@ -209,6 +211,7 @@ impl Bound {
                         mode,
                         fallback_reason,
                         tx_size,
+                        huge_pages,
                     });
                 }
                 Ok((_, _, None)) => {
@@ -324,7 +327,13 @@ fn queue_size(n: u32) -> Result<QueueSize, XskError> {
     QueueSize::new(n).map_err(|e| XskError::Config(format!("ring size {n}: {e}")))
 }
 
-fn new_umem(chunks: u32, ring: u32, chunk_size: u32) -> Result<(Umem, Vec<FrameDesc>), XskError> {
+/// Creates a UMEM on 2 MB huge pages when the system has enough free ones
+/// (`vm.nr_hugepages`), else on ordinary pages, and says which.
+fn new_umem(
+    chunks: u32,
+    ring: u32,
+    chunk_size: u32,
+) -> Result<(Umem, Vec<FrameDesc>, bool), XskError> {
     let cfg = UmemConfig::builder()
         .frame_size(FrameSize::new(chunk_size).map_err(|e| XskError::Config(e.to_string()))?)
         // Twice the chunks: the kernel publishes its fill-ring consumer
@@ -337,15 +346,41 @@ fn new_umem(chunks: u32, ring: u32, chunk_size: u32) -> Result<(Umem, Vec<FrameD
         .map_err(|e| XskError::Config(e.to_string()))?;
     let count =
         NonZeroU32::new(chunks).ok_or_else(|| XskError::Config("UMEM of zero chunks".into()))?;
-    Umem::new(cfg, count, false).map_err(|e| {
-        let detail = e.source().map(|s| format!(": {s}")).unwrap_or_default();
-        XskError::Umem(format!("{e}{detail}"))
-    })
+    // Only whole huge pages: a partial one cannot be unmapped (munmap
+    // refuses a length that splits a huge page, so the memory would stay
+    // mapped until the process ends).
+    let len = chunks as usize * chunk_size as usize;
+    if huge_page_size().is_some_and(|h| len.is_multiple_of(h)) {
+        if let Ok((umem, frames)) = Umem::new(cfg, count, true) {
+            return Ok((umem, frames, true));
+        }
+    }
+    Umem::new(cfg, count, false)
+        .map(|(umem, frames)| (umem, frames, false))
+        .map_err(|e| {
+            let detail = e.source().map(|s| format!(": {s}")).unwrap_or_default();
+            XskError::Umem(format!("{e}{detail}"))
+        })
+}
+
+/// The default huge page size (what MAP_HUGETLB uses), from /proc/meminfo.
+fn huge_page_size() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("Hugepagesize:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_page_size_is_read() {
+        if let Some(h) = huge_page_size() {
+            assert!(h.is_power_of_two() && h >= 2 << 20, "{h}");
+        }
+    }
 
     #[test]
     fn small_chunks_for_frames_that_fit_in_one() {

@@ -261,6 +261,11 @@ impl TxPort {
         })
     }
 
+    /// Whether the UMEM is on huge pages.
+    pub fn huge_pages(&self) -> bool {
+        self.b.huge_pages
+    }
+
     /// How the socket was bound.
     pub fn mode(&self) -> BindMode {
         self.b.mode

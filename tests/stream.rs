@@ -204,7 +204,10 @@ impl HugePages {
 
     fn free() -> u64 {
         let info = std::fs::read_to_string("/proc/meminfo").unwrap();
-        let line = info.lines().find(|l| l.starts_with("HugePages_Free:")).unwrap();
+        let line = info
+            .lines()
+            .find(|l| l.starts_with("HugePages_Free:"))
+            .unwrap();
         line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 }

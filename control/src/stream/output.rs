@@ -157,15 +157,27 @@ pub fn print_table(r: &StreamResult) -> String {
             u.core, role, u.user, u.system, u.softirq, u.irq, u.busy
         );
     }
+    let shared = p.tx_cores.iter().any(|c| p.rx_cores.contains(c));
     let _ = writeln!(
         o,
-        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} received (sender side {}, receiver side {})",
+        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} received ({})",
         r.cpu.total.cpu_pct,
         r.cpu.total.cores.len(),
         sd(r.cpu.total.service_demand_ms_per_mb),
-        if f.messages.is_some() { "of messages" } else { "of payload" },
-        sd(r.sender.cpu.service_demand_ms_per_mb),
-        sd(r.receiver.cpu.service_demand_ms_per_mb),
+        if f.messages.is_some() {
+            "of messages"
+        } else {
+            "of payload"
+        },
+        if shared {
+            "both sides share the cores, so there is no split by side".to_string()
+        } else {
+            format!(
+                "sender side {}, receiver side {}",
+                sd(r.sender.cpu.service_demand_ms_per_mb),
+                sd(r.receiver.cpu.service_demand_ms_per_mb),
+            )
+        },
     );
     let x = &r.xdp;
     let _ = writeln!(

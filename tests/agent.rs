@@ -660,7 +660,9 @@ kind = "stream"
 repeats = 1
 
 [fixed]
-rate = 50000
+# Messages per second: at 8 KB, 60,000 frames/s, far below what the lab
+# carries even while another test loads the machine.
+rate = 10000
 napi = "softirq"
 warmup = "0.1s"
 duration = "0.5s"

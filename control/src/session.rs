@@ -9,7 +9,10 @@ use std::{
 };
 
 use anyhow::{anyhow, Context, Result};
-use linerate_datapath::{stats::CounterSnapshot, worker::Worker};
+use linerate_datapath::{
+    stats::CounterSnapshot,
+    worker::{WaitMode, Worker},
+};
 use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
 
 use crate::{
@@ -263,6 +266,7 @@ pub fn placement(
     path: &crate::path::PathPlan,
     napi: Option<&str>,
     napi_threads: &[(i32, usize)],
+    tx_wait: WaitMode,
 ) -> String {
     let who = if path.crossed {
         "chosen by linerate: too few cores to keep the roles apart, so each core sends one queue and receives another"
@@ -271,8 +275,13 @@ pub fn placement(
     } else {
         "as given"
     };
-    let who = match (a.tx_wait, path.shared_cores()) {
-        (None, true) => format!("{who}; senders block, as they share cores with receive work"),
+    let who = match (a.tx_wait, tx_wait) {
+        (None, WaitMode::Wait) => {
+            format!(
+                "{who}; {}s block, as they share cores with receive work",
+                roles.0
+            )
+        }
         _ => who.to_string(),
     };
     let napi = match (napi, a.napi) {

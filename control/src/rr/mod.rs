@@ -419,6 +419,7 @@ pub fn run_role(
                 &plan.path,
                 napi_mode,
                 &napi_threads,
+                plan.path.tx_wait(&a.run),
             ),
             napi_threads,
             napi: napi_mode.map(str::to_string),

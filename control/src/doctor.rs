@@ -49,20 +49,10 @@ pub struct Report {
     pub copy_mode: Probe,
     /// Copy-mode bind with multi-buffer (XDP_USE_SG).
     pub multi_buffer: Probe,
-    /// Free huge pages and their size in KiB (UMEMs use them when free).
-    pub huge_pages: Option<(u64, u64)>,
+    /// Free huge pages and their size (UMEMs use them when free).
+    pub huge_pages: Option<linerate_datapath::xsk::HugePages>,
     /// What a run would use.
     pub run_would_use: String,
-}
-
-/// Free huge pages and their size in KiB, from /proc/meminfo.
-fn huge_pages() -> Option<(u64, u64)> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = info.lines().find(|l| l.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    Some((field("HugePages_Free:")?, field("Hugepagesize:")?))
 }
 
 /// A probe's outcome.
@@ -208,7 +198,7 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
             zero_copy: zc,
             copy_mode: copy,
             multi_buffer: mb,
-            huge_pages: huge_pages(),
+            huge_pages: linerate_datapath::xsk::huge_pages(),
             run_would_use,
         })
     })();
@@ -233,10 +223,12 @@ pub fn render(r: &Report) -> String {
         .map(|(n, ok)| format!("{n} {}", if *ok { "yes" } else { "NO" }))
         .collect();
     let huge = match r.huge_pages {
-        Some((0, _)) | None => "none free: UMEMs go on 4 KB pages (reserve some with \
-             `echo 256 > /proc/sys/vm/nr_hugepages`: measured 1.06x at 1518 B)"
+        Some(h) if h.free > 0 => {
+            format!("{} free of {} KB: UMEMs go on them", h.free, h.size / 1024)
+        }
+        _ => "none free: UMEMs go on 4 KB pages (reserve some with \
+              `echo 256 > /proc/sys/vm/nr_hugepages`: measured 1.06x at 1518 B)"
             .to_string(),
-        Some((n, kb)) => format!("{n} free of {} KB: UMEMs go on them", kb),
     };
     format!(
         "kernel        {}\ncpus          {}\nroot          {}\ncapabilities  {}\ninterface     {}{} (driver {}, MTU {}, {} queues)\nXDP native    {}\nXDP generic   {}\nzero-copy     {}\ncopy mode     {}\nmulti-buffer  {}\nhuge pages    {}\na run would use: {}\n",

@@ -10,7 +10,7 @@ mod tx;
 pub use duplex::DuplexPort;
 pub use rx::{RxFrame, RxPort};
 pub use socket::{
-    chunk_data, chunk_size_for, BindMode, SocketOptions, XskError, XskStats, ZeroCopy, CHUNK_DATA,
-    CHUNK_SIZE, SMALL_CHUNK_SIZE,
+    chunk_data, chunk_size_for, huge_pages, BindMode, HugePages, SocketOptions, XskError, XskStats,
+    ZeroCopy, CHUNK_DATA, CHUNK_SIZE, SMALL_CHUNK_SIZE,
 };
 pub use tx::{TxFrame, TxPort, KICK_BATCH, KICK_LOW_WATER};

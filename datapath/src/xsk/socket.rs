@@ -350,7 +350,7 @@ fn new_umem(
     // refuses a length that splits a huge page, so the memory would stay
     // mapped until the process ends).
     let len = chunks as usize * chunk_size as usize;
-    if huge_page_size().is_some_and(|h| len.is_multiple_of(h)) {
+    if huge_pages().is_some_and(|h| h.free > 0 && (len as u64).is_multiple_of(h.size)) {
         if let Ok((umem, frames)) = Umem::new(cfg, count, true) {
             return Ok((umem, frames, true));
         }
@@ -363,12 +363,26 @@ fn new_umem(
         })
 }
 
-/// The default huge page size (what MAP_HUGETLB uses), from /proc/meminfo.
-fn huge_page_size() -> Option<usize> {
+/// The system's huge pages, from /proc/meminfo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct HugePages {
+    /// Free huge pages.
+    pub free: u64,
+    /// The default huge page size in bytes (what MAP_HUGETLB uses).
+    pub size: u64,
+}
+
+/// The system's huge pages, when /proc/meminfo tells.
+pub fn huge_pages() -> Option<HugePages> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("Hugepagesize:"))?;
-    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    let field = |name: &str| -> Option<u64> {
+        let line = info.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some(HugePages {
+        free: field("HugePages_Free:")?,
+        size: field("Hugepagesize:")? * 1024,
+    })
 }
 
 #[cfg(test)]
@@ -376,9 +390,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn huge_page_size_is_read() {
-        if let Some(h) = huge_page_size() {
-            assert!(h.is_power_of_two() && h >= 2 << 20, "{h}");
+    fn huge_pages_are_read() {
+        if let Some(h) = huge_pages() {
+            assert!(h.size.is_power_of_two() && h.size >= 2 << 20, "{h:?}");
         }
     }
 

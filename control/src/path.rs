@@ -117,9 +117,9 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
 }
 
 /// Checks the path and brings up the lab if the run needs it. `what`
-/// names the command in the privilege error.
-/// Plans the path; `may_cross(mtu)` says whether the default placement may
-/// cross the queues over too few cores ([`cores::crossed`]) for this run.
+/// names the command in the privilege error; `may_cross(mtu)` says whether
+/// the default placement may cross the queues over too few cores
+/// ([`cores::crossed`]) for this run.
 pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
     check_args(a)?;
     privilege::require_root(what)?;

@@ -235,6 +235,17 @@ fn no_xdp_left() {
     );
 }
 
+/// The agent's doctor of the lab's B interface.
+fn doctor(url: &str) -> (u16, String) {
+    call(
+        url,
+        "GET",
+        &format!("/v1/doctor?iface={LAB}-b0"),
+        None,
+        Some(TOKEN),
+    )
+}
+
 fn run_request(args: &[&str]) -> Value {
     json!({
         "test": "stream", "role": "rx", "args": args, "iface": format!("{LAB}-b0"), "netns": null,
@@ -423,13 +434,7 @@ fn two_agents_stream_rr_metrics_and_api() {
     );
     assert_eq!(code, 409, "{text}");
     assert!(text.contains("busy"), "{text}");
-    let (code, text) = call(
-        &b.url,
-        "GET",
-        &format!("/v1/doctor?iface={LAB}-b0"),
-        None,
-        Some(TOKEN),
-    );
+    let (code, text) = doctor(&b.url);
     assert_eq!(code, 409, "the doctor would disturb the run: {text}");
     let (code, _) = call(
         &b.url,
@@ -491,13 +496,7 @@ fn two_agents_stream_rr_metrics_and_api() {
     no_xdp_left();
 
     // The doctor of a named interface; none without one.
-    let (code, text) = call(
-        &b.url,
-        "GET",
-        &format!("/v1/doctor?iface={LAB}-b0"),
-        None,
-        Some(TOKEN),
-    );
+    let (code, text) = doctor(&b.url);
     assert_eq!(code, 200, "{text}");
     let d: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(d["iface"], format!("{LAB}-b0"));

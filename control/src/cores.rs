@@ -40,6 +40,11 @@ pub fn crossed(queues: usize, ncpu: usize) -> bool {
     queues > 1 && 2 * queues > ncpu
 }
 
+/// Whether any core hosts both a sender and a receiver.
+pub fn shared(tx_cores: &[usize], rx_cores: &[usize]) -> bool {
+    tx_cores.iter().any(|c| rx_cores.contains(c))
+}
+
 /// One core per queue: from `list` when given (reused round-robin when it
 /// is shorter), else queue q of role `offset` (0 sender, 1 receiver) goes
 /// to core (2q + offset) mod ncpu, so on two cores the sender gets core 0

@@ -56,16 +56,18 @@ impl PathPlan {
     /// Whether a sender shares its core with a receiver (and, in the lab,
     /// the receiver's NAPI thread).
     pub fn shared_cores(&self) -> bool {
-        self.tx_cores.iter().any(|c| self.rx_cores.contains(c))
+        cores::shared(&self.tx_cores, &self.rx_cores)
     }
 
     /// How senders wait: as given, else busy on cores of their own, and
     /// blocking when they share a core with receive work (a spinning sender
-    /// starves the receiver and its NAPI thread: measured 0.4x).
-    pub fn tx_wait(&self, a: &RunArgs) -> WaitMode {
+    /// starves the receiver and its NAPI thread: measured 0.4x). A host
+    /// that runs no receivers (one side of a run across two hosts) has no
+    /// receive work on any core.
+    pub fn tx_wait(&self, a: &RunArgs, receivers_here: bool) -> WaitMode {
         match a.tx_wait {
             Some(w) => w.into(),
-            None if self.shared_cores() => WaitMode::Wait,
+            None if receivers_here && self.shared_cores() => WaitMode::Wait,
             None => WaitMode::Busy,
         }
     }

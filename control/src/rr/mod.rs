@@ -19,7 +19,7 @@ use std::{
 use anyhow::{anyhow, Context, Result};
 use hdrhistogram::Histogram;
 use linerate_datapath::{
-    frame::{Endpoint, FrameSpec, FCS_LEN},
+    frame::{Endpoint, FrameSpec},
     header::Kind,
     kernel::rr::{
         spawn_tcp_client, spawn_tcp_server, spawn_udp_client, spawn_udp_server, KernelRrConfig,
@@ -29,7 +29,7 @@ use linerate_datapath::{
         spawn_client, spawn_responder, ClientConfig, Placement, RrWorkerConfig, StopSignal, Worker,
         MAX_LATENCY_NS,
     },
-    xsk::{SocketOptions, ZeroCopy, CHUNK_DATA},
+    xsk::{SocketOptions, ZeroCopy},
 };
 use linerate_ebpf::Steering;
 
@@ -136,14 +136,12 @@ pub fn run_role(
     } else {
         ZeroCopy::Auto
     };
-    let max_frame = frame_size(&plan.request).max(frame_size(&plan.response)) - FCS_LEN;
-    let multi_buffer = max_frame > CHUNK_DATA;
     let socket = |side: &Side, q: u32| SocketOptions {
         iface: side.iface.clone(),
         queue: q,
         ring_size: r.rx_ring,
         zero_copy,
-        multi_buffer,
+        multi_buffer: plan.multi_buffer,
         chunk_size: plan.chunk_size,
     };
     let hook = |st: &Option<Arc<Steering>>, q: u32| -> linerate_datapath::worker::OnBound {
@@ -163,7 +161,7 @@ pub fn run_role(
             wait: if netns == server.netns {
                 r.rx_wait.into()
             } else {
-                plan.path.tx_wait(r)
+                plan.path.tx_wait(r, true)
             },
             placement: Placement {
                 core: Some(side_cores[q as usize]),
@@ -249,7 +247,7 @@ pub fn run_role(
                     socket: socket(client, q),
                     tx_ring: r.ring,
                     batch: r.batch,
-                    wait: plan.path.tx_wait(r),
+                    wait: plan.path.tx_wait(r, true),
                     placement: Placement {
                         core: Some(plan.path.tx_cores[q as usize]),
                         netns: client.netns.clone(),
@@ -389,7 +387,7 @@ pub fn run_role(
             warmup_s: r.warmup.as_secs_f64(),
             duration_s: r.duration.as_secs_f64(),
             mtu: plan.path.mtu,
-            client_wait: format!("{:?}", plan.path.tx_wait(r)).to_lowercase(),
+            client_wait: format!("{:?}", plan.path.tx_wait(r, true)).to_lowercase(),
             responder_wait: format!("{:?}", r.rx_wait).to_lowercase(),
             client_cores: plan.path.tx_cores.clone(),
             responder_cores: plan.path.rx_cores.clone(),
@@ -419,7 +417,7 @@ pub fn run_role(
                 &plan.path,
                 napi_mode,
                 &napi_threads,
-                plan.path.tx_wait(&a.run),
+                plan.path.tx_wait(&a.run, true),
             ),
             napi_threads,
             napi: napi_mode.map(str::to_string),

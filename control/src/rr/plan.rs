@@ -25,6 +25,8 @@ pub struct RrPlan {
     pub request: Fragmentation,
     /// How responses are cut.
     pub response: Fragmentation,
+    /// Whether the larger of the two frames spans several UMEM chunks.
+    pub multi_buffer: bool,
     /// UMEM chunk size, for the larger of the two frames.
     pub chunk_size: u32,
 }
@@ -100,6 +102,7 @@ pub fn plan(a: &RrArgs) -> Result<RrPlan> {
     Ok(RrPlan {
         args: a.clone(),
         path,
+        multi_buffer: max_frame > linerate_datapath::xsk::CHUNK_DATA,
         chunk_size: crate::path::umem_chunk(&a.run, max_frame)?,
         request,
         response,

@@ -122,7 +122,7 @@ pub fn run_role(
         });
     }
     for q in (0..a.run.queues).filter(|_| runs_tx) {
-        match spawn_sender(plan, q, &tx_stop, tx_wait(plan, runs_rx)) {
+        match spawn_sender(plan, q, &tx_stop, plan.path.tx_wait(&a.run, runs_rx)) {
             Ok(w) => tx_workers.push(w),
             Err(e) => {
                 rx_stop.flag.store(true, Ordering::Relaxed);
@@ -306,7 +306,7 @@ pub fn run_role(
             duration_s: a.run.duration.as_secs_f64(),
             count: a.count,
             rate_pps: a.rate,
-            tx_wait: format!("{:?}", tx_wait(plan, runs_rx)).to_lowercase(),
+            tx_wait: format!("{:?}", plan.path.tx_wait(&a.run, runs_rx)).to_lowercase(),
             rx_wait: format!("{:?}", a.run.rx_wait).to_lowercase(),
             batch: a.run.batch,
             ring: a.run.ring,
@@ -352,7 +352,7 @@ pub fn run_role(
                 &plan.path,
                 napi_mode,
                 &napi_threads,
-                tx_wait(plan, runs_rx),
+                plan.path.tx_wait(&a.run, runs_rx),
             ),
             napi_threads,
             napi: napi_mode.map(str::to_string),
@@ -456,16 +456,6 @@ fn zero_copy(plan: &Plan) -> ZeroCopy {
 }
 
 /// Starts sender `q` of the run's backend.
-/// How the senders wait ([`crate::path::PathPlan::tx_wait`]); on a host
-/// that runs only the senders (a run across two hosts), no receive work
-/// shares their cores.
-fn tx_wait(plan: &Plan, runs_rx: bool) -> linerate_datapath::worker::WaitMode {
-    match (plan.args.run.tx_wait, runs_rx) {
-        (None, false) => linerate_datapath::worker::WaitMode::Busy,
-        _ => plan.path.tx_wait(&plan.args.run),
-    }
-}
-
 fn spawn_sender(
     plan: &Plan,
     q: u32,

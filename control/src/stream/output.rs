@@ -157,7 +157,7 @@ pub fn print_table(r: &StreamResult) -> String {
             u.core, role, u.user, u.system, u.softirq, u.irq, u.busy
         );
     }
-    let shared = p.tx_cores.iter().any(|c| p.rx_cores.contains(c));
+    let shared = crate::cores::shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,
         "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} received ({})",

@@ -87,11 +87,12 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
     // Crossing the queues over the cores pays with large frames and costs
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
     // at 9018 B, 0.6x at 64 B).
+    let frame_size = |mtu: u32| a.size.unwrap_or(mtu as usize + 18);
     let path = crate::path::plan(&a.run, "linerate stream", |mtu| {
-        a.size.unwrap_or(mtu as usize + 18) >= CROSS_MIN_FRAME
+        frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
     let mtu = path.mtu;
-    let frame_size = a.size.unwrap_or(mtu as usize + 18);
+    let frame_size = frame_size(mtu);
     // TCP carries messages only; by default as large as a full frame's
     // UDP payload, so that defaults compare like with like.
     let message_len = match (a.run.backend, a.message) {

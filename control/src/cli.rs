@@ -166,10 +166,10 @@ pub struct LabName {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Interface to probe (default: the lab's receiving side, created if needed).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_iface)]
     pub iface: Option<String>,
     /// Network namespace of --iface.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_netns)]
     pub netns: Option<String>,
     #[command(flatten)]
     pub lab: LabName,
@@ -196,16 +196,16 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick"])]
     pub resume: Option<std::path::PathBuf>,
     /// Sending interface for every point (default: the lab).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_iface)]
     pub tx_iface: Option<String>,
     /// Receiving interface for every point.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_iface)]
     pub rx_iface: Option<String>,
     /// Namespace of --tx-iface.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_netns)]
     pub tx_netns: Option<String>,
     /// Namespace of --rx-iface.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_netns)]
     pub rx_netns: Option<String>,
     /// The lab to run on.
     #[arg(long, value_name = "NAME")]
@@ -329,16 +329,16 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 7471)]
     pub port: u16,
     /// Sending interface (default: the lab's <lab>-a0; <lab>-b0 with --reverse).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_iface)]
     pub tx_iface: Option<String>,
     /// Receiving interface (default: the lab's <lab>-b0; <lab>-a0 with --reverse).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_iface)]
     pub rx_iface: Option<String>,
     /// Network namespace of --tx-iface.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_netns)]
     pub tx_netns: Option<String>,
     /// Network namespace of --rx-iface.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_netns)]
     pub rx_netns: Option<String>,
     /// NAPI of the interfaces: `threaded` runs receive work in a kernel
     /// thread pinned to the receiver's core (best for streams), `softirq`
@@ -453,6 +453,20 @@ pub struct RrArgs {
     pub responder: ResponderArg,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// An interface name, checked as the kernel checks it.
+pub fn parse_iface(s: &str) -> Result<String, String> {
+    linerate_datapath::names::check_iface(s)
+        .map(|()| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A network namespace name (never a path).
+pub fn parse_netns(s: &str) -> Result<String, String> {
+    linerate_datapath::names::check_netns(s)
+        .map(|()| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn parse_umem_chunk(s: &str) -> Result<u32, String> {

@@ -68,7 +68,14 @@ pub struct IfaceInfo {
 }
 
 /// Whether `name` exists in `netns`.
+/// A name that is not an interface name (or a namespace that is not a
+/// name) exists nowhere.
 pub fn exists(netns: Option<&str>, name: &str) -> bool {
+    if linerate_datapath::names::check_iface(name).is_err()
+        || netns.is_some_and(|n| linerate_datapath::names::check_netns(n).is_err())
+    {
+        return false;
+    }
     let mut args = vec![];
     if let Some(ns) = netns {
         args.extend(["-n", ns]);
@@ -79,6 +86,10 @@ pub fn exists(netns: Option<&str>, name: &str) -> bool {
 
 /// Reads an interface's description.
 pub fn info(netns: Option<&str>, name: &str) -> Result<IfaceInfo> {
+    linerate_datapath::names::check_iface(name)?;
+    if let Some(n) = netns {
+        linerate_datapath::names::check_netns(n)?;
+    }
     if !exists(netns, name) {
         bail!(
             "interface {name:?} not found{}; check `ip link`{}",

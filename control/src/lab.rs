@@ -9,7 +9,10 @@
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::{iface, sh};
+use crate::{
+    iface, sh,
+    sysfs::{self, Attr, NetSysctl},
+};
 
 /// Largest MTU the lab sets (veth's own limit is higher, AF_XDP
 /// multi-buffer and the steering program are tested to 9000).
@@ -143,12 +146,8 @@ impl Lab {
                 ),
             ] {
                 let ns = Some(ns.as_str());
-                sh::in_netns(ns, "sysctl", &["-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
-                sh::in_netns(
-                    ns,
-                    "sysctl",
-                    &["-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-                )?;
+                sysfs::set_sysctl(ns, NetSysctl::DisableIpv6All, "1")?;
+                sysfs::set_sysctl(ns, NetSysctl::DisableIpv6Default, "1")?;
                 sh::ip(ns, &["link", "set", ifn, "address", mac, "mtu", &m])?;
                 sh::ip(ns, &["addr", "add", &format!("{ip}/30"), "dev", ifn])?;
                 sh::ip(ns, &["link", "set", "lo", "up"])?;
@@ -171,11 +170,7 @@ impl Lab {
                 // when GRO is on and NAPI is threaded: the receive work then
                 // leaves the sender's core. See design.md, "Measured".
                 sh::in_netns(ns, "ethtool", &["-K", ifn, "gro", "on"])?;
-                sh::in_netns(
-                    ns,
-                    "sh",
-                    &["-c", &format!("echo 1 > /sys/class/net/{ifn}/threaded")],
-                )?;
+                sysfs::write(ns, ifn, Attr::Threaded, "1")?;
                 // With a qdisc (veth's default is none), a veth whose peer's
                 // 256-frame queue is full stops its transmit queue instead
                 // of dropping: AF_XDP's copy-mode transmit then waits and

@@ -18,6 +18,7 @@ mod session;
 mod sh;
 mod stream;
 mod sweep;
+mod sysfs;
 
 use std::{
     process::ExitCode,

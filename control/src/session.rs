@@ -82,13 +82,13 @@ pub fn apply_napi(
         (NapiArg::Softirq, _) => false,
     };
     for side in [&path.tx, &path.rx] {
-        let cmd = format!(
-            "echo {} > /sys/class/net/{}/threaded",
-            u8::from(threaded),
-            side.iface
-        );
-        crate::sh::in_netns(side.netns.as_deref(), "sh", &["-c", &cmd])
-            .with_context(|| format!("setting NAPI mode on {}", side.iface))?;
+        crate::sysfs::write(
+            side.netns.as_deref(),
+            &side.iface,
+            crate::sysfs::Attr::Threaded,
+            if threaded { "1" } else { "0" },
+        )
+        .with_context(|| format!("setting NAPI mode on {}", side.iface))?;
     }
     Ok(Some(if threaded { "threaded" } else { "softirq" }))
 }

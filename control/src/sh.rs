@@ -24,10 +24,11 @@ pub fn output(prog: &str, args: &[&str]) -> Result<Output> {
     })
 }
 
-/// `ip [-n NS] args...`.
+/// `ip [-n NS] args...`; a namespace that is not a name is refused.
 pub fn ip(netns: Option<&str>, args: &[&str]) -> Result<String> {
     let mut full: Vec<&str> = Vec::new();
     if let Some(ns) = netns {
+        linerate_datapath::names::check_netns(ns)?;
         full.extend(["-n", ns]);
     }
     full.extend_from_slice(args);
@@ -38,6 +39,7 @@ pub fn ip(netns: Option<&str>, args: &[&str]) -> Result<String> {
 pub fn in_netns(netns: Option<&str>, prog: &str, args: &[&str]) -> Result<String> {
     match netns {
         Some(ns) => {
+            linerate_datapath::names::check_netns(ns)?;
             let mut full = vec!["netns", "exec", ns, prog];
             full.extend_from_slice(args);
             run("ip", &full)

@@ -13,6 +13,7 @@ pub mod fuzzing;
 pub mod header;
 pub mod kernel;
 pub mod message;
+pub mod names;
 pub mod netns;
 pub mod pacing;
 pub mod sequence;

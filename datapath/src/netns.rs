@@ -5,22 +5,26 @@ use std::{fs::File, io, path::PathBuf};
 
 use nix::sched::{setns, CloneFlags};
 
+use crate::names;
+
 /// Where `ip netns` keeps named namespaces.
 pub const NETNS_DIR: &str = "/run/netns";
 
-/// The path of a named namespace.
-pub fn path(name: &str) -> PathBuf {
-    PathBuf::from(NETNS_DIR).join(name)
+/// The path of a named namespace; refused when the name is not a name
+/// (a path, "..", empty: see [`names::check_netns`]).
+pub fn path(name: &str) -> io::Result<PathBuf> {
+    names::check_netns(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    Ok(PathBuf::from(NETNS_DIR).join(name))
 }
 
-/// Whether a named namespace exists.
+/// Whether a named namespace exists (false for a name that is not one).
 pub fn exists(name: &str) -> bool {
-    path(name).exists()
+    path(name).is_ok_and(|p| p.exists())
 }
 
 /// Moves the calling thread (only it) into the named network namespace.
 pub fn enter(name: &str) -> io::Result<()> {
-    let file = File::open(path(name)).map_err(|e| {
+    let file = File::open(path(name)?).map_err(|e| {
         io::Error::new(
             e.kind(),
             format!(

@@ -12,10 +12,8 @@
 //! Senders number each flow's messages from 0, so that a receiver can tell
 //! messages lost whole from ones never sent.
 
+pub use crate::header::MAX_MESSAGE;
 use crate::{header::Fragment, sequence::SequenceTracker};
-
-/// Largest message linerate sends: 256 MiB.
-pub const MAX_MESSAGE: usize = 256 << 20;
 /// Messages of one flow that may be in progress at once.
 pub const IN_PROGRESS: usize = 4;
 /// Finished or abandoned message ids remembered to classify stale fragments.

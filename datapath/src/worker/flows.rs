@@ -2,14 +2,47 @@
 //! messages, summed into the worker's counters. Shared by the AF_XDP and
 //! kernel-socket receivers.
 
-use super::rx::{FlowAccounting, RxSummary, MAX_FLOWS};
 use crate::{
     frame::parse,
     header::{Fragment, Header},
-    message::Outcome,
+    message::{MessageTracker, Outcome},
+    sequence::SequenceTracker,
     stats::CounterSnapshot,
     xsk::XskStats,
 };
+
+/// Flows a receiver keeps sequence accounting for.
+pub const MAX_FLOWS: usize = 4096;
+
+/// What a receiver reports when it ends.
+#[derive(Debug, Clone, Default)]
+pub struct RxSummary {
+    /// Final counters.
+    pub counters: CounterSnapshot,
+    /// The socket's XDP_STATISTICS.
+    pub xsk: XskStats,
+    /// Per-flow accounting of the flows seen.
+    pub flows: Vec<(u16, FlowAccounting)>,
+}
+
+/// Frame and message accounting of one flow.
+#[derive(Debug, Clone, Default)]
+pub struct FlowAccounting {
+    /// Frame sequence accounting.
+    pub frames: SequenceTracker,
+    /// Message accounting (messages streams only).
+    pub messages: MessageTracker,
+}
+
+impl FlowAccounting {
+    /// Accounting of a flow not seen yet.
+    pub fn new() -> Self {
+        Self {
+            frames: SequenceTracker::default(),
+            messages: MessageTracker::new(false),
+        }
+    }
+}
 
 /// How far ahead of its flow a sequence number may jump (2^32 frames).
 pub(crate) const MAX_JUMP: u64 = 1 << 32;

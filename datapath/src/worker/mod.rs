@@ -19,11 +19,10 @@ use std::{
 
 use crossbeam::channel::{bounded, Receiver};
 
-pub use flows::FlowTable;
-pub use rr::{
-    spawn_client, spawn_responder, ClientConfig, RrSummary, RrWorkerConfig, MAX_LATENCY_NS,
-};
-pub use rx::{spawn_rx, FlowAccounting, OnBound, RxSummary, RxWorkerConfig, MAX_FLOWS};
+pub use flows::{FlowAccounting, FlowTable, RxSummary, MAX_FLOWS};
+pub use rr::{spawn_client, spawn_responder, RrSummary, RrWorkerConfig};
+pub use rx::{spawn_rx, OnBound, RxWorkerConfig};
+pub use transactions::{ClientConfig, MAX_LATENCY_NS};
 pub use tx::{spawn_tx, TxSummary, TxWorkerConfig};
 
 use crate::{

@@ -3,18 +3,16 @@
 //! responder that answers every complete request with a response message.
 //! Both use one duplex socket per queue.
 
-use std::{
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
-    time::{Duration, Instant},
-};
+use std::{sync::atomic::Ordering, time::Instant};
 
 use hdrhistogram::Histogram;
 
 use super::{
-    alive, device_gone, outbox::Outbox, rx::OnBound, spawn_with, transactions::Transactions,
+    alive, device_gone,
+    outbox::Outbox,
+    rx::OnBound,
+    spawn_with,
+    transactions::{ClientConfig, Transactions, MAX_LATENCY_NS},
     Placement, Setup, StopSignal, WaitMode, Worker, WorkerError, MAX_FLOWS,
 };
 use crate::{
@@ -25,9 +23,6 @@ use crate::{
     stats::{CounterSnapshot, WorkerCounters},
     xsk::{DuplexPort, SocketOptions, XskError, XskStats},
 };
-
-/// Largest response time the histogram holds: 60 s, in ns.
-pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
 
 /// Everything a request/response worker needs.
 pub struct RrWorkerConfig {
@@ -52,22 +47,6 @@ pub struct RrWorkerConfig {
     pub send: Fragmentation,
     /// Port of the responder.
     pub server_port: u16,
-}
-
-/// The client's part.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    /// Flows this worker runs (flow f's client port is server_port + 1 + f).
-    pub flows: Vec<u16>,
-    /// Transactions in flight per flow.
-    pub concurrency: u32,
-    /// Unanswered for this long: a timeout, and the transaction is retried.
-    pub timeout: Duration,
-    /// Transactions per flow, then stop (None: until stopped).
-    pub count: Option<u64>,
-    /// Set by control for the measured window: latencies are recorded only
-    /// while it is set.
-    pub measuring: Arc<AtomicBool>,
 }
 
 /// What a client reports when it ends.

@@ -2,17 +2,12 @@
 
 use std::{os::fd::BorrowedFd, time::Instant};
 
-use super::flows::FlowTable;
+use super::flows::{FlowTable, RxSummary};
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
-    message::MessageTracker,
-    sequence::SequenceTracker,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{RxPort, SocketOptions, XskStats},
+    xsk::{RxPort, SocketOptions},
 };
-
-/// Flows a receiver keeps sequence accounting for.
-pub const MAX_FLOWS: usize = 4096;
 
 /// Called in the worker's thread once its socket is bound and the fill
 /// ring is full: registers the socket with the steering program.
@@ -44,36 +39,6 @@ impl std::fmt::Debug for RxWorkerConfig {
             .field("batch", &self.batch)
             .field("wait", &self.wait)
             .finish()
-    }
-}
-
-/// What a receiver reports when it ends.
-#[derive(Debug, Clone, Default)]
-pub struct RxSummary {
-    /// Final counters.
-    pub counters: CounterSnapshot,
-    /// The socket's XDP_STATISTICS.
-    pub xsk: XskStats,
-    /// Per-flow accounting of the flows seen.
-    pub flows: Vec<(u16, FlowAccounting)>,
-}
-
-/// Frame and message accounting of one flow.
-#[derive(Debug, Clone, Default)]
-pub struct FlowAccounting {
-    /// Frame sequence accounting.
-    pub frames: SequenceTracker,
-    /// Message accounting (messages streams only).
-    pub messages: MessageTracker,
-}
-
-impl FlowAccounting {
-    /// Accounting of a flow not seen yet.
-    pub fn new() -> Self {
-        Self {
-            frames: SequenceTracker::default(),
-            messages: MessageTracker::new(false),
-        }
     }
 }
 

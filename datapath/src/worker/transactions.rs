@@ -2,10 +2,33 @@
 //! message id and start time of the request in flight. Shared by every
 //! backend's client; pure bookkeeping, no I/O.
 
+use std::{
+    sync::{atomic::AtomicBool, Arc},
+    time::Duration,
+};
+
 use hdrhistogram::Histogram;
 
-use super::rr::MAX_LATENCY_NS;
 use crate::stats::CounterSnapshot;
+
+/// Largest response time the histogram holds: 60 s, in ns.
+pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
+
+/// The client's part.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Flows this worker runs (flow f's client port is server_port + 1 + f).
+    pub flows: Vec<u16>,
+    /// Transactions in flight per flow.
+    pub concurrency: u32,
+    /// Unanswered for this long: a timeout, and the transaction is retried.
+    pub timeout: Duration,
+    /// Transactions per flow, then stop (None: until stopped).
+    pub count: Option<u64>,
+    /// Set by control for the measured window: latencies are recorded only
+    /// while it is set.
+    pub measuring: Arc<AtomicBool>,
+}
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
@@ -60,7 +83,7 @@ impl Transactions {
     }
 
     /// The transactions of a client's flows; `retry` as in [`Self::new`].
-    pub(crate) fn for_client(cl: &super::rr::ClientConfig, retry: bool) -> Self {
+    pub(crate) fn for_client(cl: &ClientConfig, retry: bool) -> Self {
         Self::new(
             &cl.flows,
             cl.concurrency,

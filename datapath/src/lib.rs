@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod frame;
 pub mod fuzzing;
+pub mod geometry;
 pub mod header;
 pub mod kernel;
 pub mod message;

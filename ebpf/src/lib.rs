@@ -9,6 +9,8 @@
 
 mod attach;
 mod error;
+#[cfg(test)]
+mod layout;
 mod program;
 mod stats;
 

@@ -14,7 +14,7 @@ use crate::{
 pub const MAX_QUEUES: u32 = 64;
 
 const PROG_NAME: &str = "linerate_steer";
-static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/steer.bpf.o"));
+pub(crate) static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/steer.bpf.o"));
 
 /// What the program steers and how it attaches.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +31,36 @@ pub struct SteeringConfig {
     pub respond: bool,
     /// Drop this many test frames per million (fault injection).
     pub drop_ppm: u32,
+}
+
+/// `struct steer_config` in steer.bpf.c: (field, offset, size), in order.
+/// A test checks it against the program's BTF.
+pub(crate) const CONFIG_LAYOUT: [(&str, usize, usize); 5] = [
+    ("port_lo", 0, 2),
+    ("port_hi", 2, 2),
+    ("enabled", 4, 4),
+    ("respond", 8, 4),
+    ("drop_ppm", 12, 4),
+];
+/// Size of `struct steer_config`.
+pub(crate) const CONFIG_SIZE: usize = 16;
+
+impl SteeringConfig {
+    /// The value of the program's `config` map: `struct steer_config`.
+    fn encode(&self) -> [u8; CONFIG_SIZE] {
+        let fields: [&[u8]; 5] = [
+            &self.port_lo.to_ne_bytes(),
+            &self.port_hi.to_ne_bytes(),
+            &1u32.to_ne_bytes(),
+            &u32::from(self.respond).to_ne_bytes(),
+            &self.drop_ppm.to_ne_bytes(),
+        ];
+        let mut value = [0u8; CONFIG_SIZE];
+        for ((_, off, len), bytes) in CONFIG_LAYOUT.iter().zip(fields) {
+            value[*off..off + len].copy_from_slice(bytes);
+        }
+        value
+    }
 }
 
 /// The steering program attached to one interface. Dropping it detaches
@@ -69,14 +99,8 @@ impl Steering {
         let xsks = map("xsks")?;
         let stats = map("stats")?;
         let config = map("config")?;
-        let mut value = [0u8; 16];
-        value[0..2].copy_from_slice(&cfg.port_lo.to_ne_bytes());
-        value[2..4].copy_from_slice(&cfg.port_hi.to_ne_bytes());
-        value[4..8].copy_from_slice(&1u32.to_ne_bytes());
-        value[8..12].copy_from_slice(&u32::from(cfg.respond).to_ne_bytes());
-        value[12..16].copy_from_slice(&cfg.drop_ppm.to_ne_bytes());
         config
-            .update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
+            .update(&0u32.to_ne_bytes(), &cfg.encode(), MapFlags::ANY)
             .map_err(|e| EbpfError::map("config", e))?;
 
         let prog = object

@@ -17,8 +17,19 @@ pub struct SteerStats {
     pub dropped: u64,
 }
 
+/// The fields of `struct steer_stats` in the C program, in order, each a
+/// `__u64` (a test checks them against the program's BTF).
+pub(crate) const STATS_FIELDS: [&str; 7] = [
+    "seen",
+    "redirected",
+    "redirect_failed",
+    "passed",
+    "malformed",
+    "responded",
+    "dropped",
+];
 /// Size of `struct steer_stats` in the C program.
-pub(crate) const STATS_SIZE: usize = 7 * 8;
+pub(crate) const STATS_SIZE: usize = STATS_FIELDS.len() * 8;
 
 impl SteerStats {
     /// Decodes one CPU's `struct steer_stats`.

@@ -20,7 +20,8 @@
 
 #define MAX_QUEUES 64
 
-/* Keep in step with `SteerStats` in ebpf/src/stats.rs. */
+/* Keep in step with `STATS_FIELDS` in ebpf/src/stats.rs (a test compares
+ * them through this object's BTF: ebpf/src/layout.rs). */
 struct steer_stats {
 	__u64 seen;
 	__u64 redirected;
@@ -31,7 +32,8 @@ struct steer_stats {
 	__u64 dropped;
 };
 
-/* Keep in step with `SteerConfig` in ebpf/src/config.rs. */
+/* Keep in step with `CONFIG_LAYOUT` in ebpf/src/program.rs (checked
+ * through this object's BTF: ebpf/src/layout.rs). */
 struct steer_config {
 	__u16 port_lo; /* host byte order, inclusive */
 	__u16 port_hi; /* host byte order, inclusive */
@@ -41,7 +43,7 @@ struct steer_config {
 };
 
 /* The linerate header (datapath/src/header.rs), as far as the responder
- * reads it. */
+ * reads it; tests/layout.rs checks these against the Rust constants. */
 #define LR_MAGIC 0x4c52
 #define LR_VERSION 1
 #define LR_KIND_REQUEST 2

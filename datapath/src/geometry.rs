@@ -1,0 +1,199 @@
+//! Frame geometry: every length rule of a test frame, in one place.
+//!
+//! Sizes follow RFC 2544: a *frame size* counts the Ethernet header and the
+//! 4-byte FCS (which the NIC adds), so a frame of size S hands S - 4 bytes
+//! to the socket (its *descriptor length*) and costs S + 20 bytes of wire
+//! time (preamble, start delimiter, inter-frame gap). Control asks these
+//! questions here instead of adding header lengths itself, as smoltcp's
+//! `wire` types own their lengths.
+
+use crate::{
+    frame::{
+        FrameError, FrameSpec, ETH_LEN, FCS_LEN, HEADER_OFFSET, IPV4_LEN, L2_OVERHEAD,
+        MIN_FRAME_SIZE, UDP_LEN, WIRE_OVERHEAD,
+    },
+    header::{HEADER_LEN, MESSAGE_HEADER_LEN},
+    message::{Fragmentation, MessageError},
+    xsk::{chunk_data, chunk_size_for, CHUNK_DATA, CHUNK_SIZE},
+};
+
+/// The geometry of test frames on a link of a given MTU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    mtu: usize,
+}
+
+/// Why a UMEM chunk size does not fit a run's frames.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{chunk}-byte UMEM chunks hold frames up to {holds} bytes and this run's are up to \
+     {largest}: use {CHUNK_SIZE}-byte chunks, or leave the choice to linerate"
+)]
+pub struct ChunkError {
+    /// The chunk size asked for.
+    pub chunk: u32,
+    /// The longest descriptor it holds.
+    pub holds: usize,
+    /// The run's longest descriptor.
+    pub largest: usize,
+}
+
+impl Geometry {
+    /// Frames on a link of `mtu` bytes (the IP MTU, as `ip link` shows it).
+    pub fn for_mtu(mtu: u32) -> Self {
+        Self { mtu: mtu as usize }
+    }
+
+    /// The link's MTU.
+    pub fn mtu(&self) -> usize {
+        self.mtu
+    }
+
+    /// The smallest frame (RFC 2544), FCS included.
+    pub fn min_frame(&self) -> usize {
+        MIN_FRAME_SIZE
+    }
+
+    /// The largest frame the link carries, FCS included: MTU + 18.
+    pub fn max_frame(&self) -> usize {
+        self.mtu + L2_OVERHEAD
+    }
+
+    /// The longest descriptor the link carries (the largest frame without
+    /// FCS): what a receiver must hold when another tool sends.
+    pub fn max_descriptor(&self) -> usize {
+        self.mtu + ETH_LEN
+    }
+
+    /// Checks a frame size against the link.
+    pub fn check_frame(&self, frame_size: usize) -> Result<(), FrameError> {
+        FrameSpec::check_size(frame_size, self.mtu)
+    }
+
+    /// Message bytes one fragment carries on this link.
+    pub fn payload_per_fragment(&self) -> usize {
+        self.mtu - IPV4_LEN - UDP_LEN - MESSAGE_HEADER_LEN
+    }
+
+    /// The largest UDP payload of one frame (linerate header included).
+    pub fn max_udp_payload(&self) -> usize {
+        self.mtu - IPV4_LEN - UDP_LEN
+    }
+
+    /// How a message of `msg_len` bytes is cut on this link.
+    pub fn fragments(&self, msg_len: usize) -> Result<Fragmentation, MessageError> {
+        Fragmentation::new(msg_len, self.payload_per_fragment())
+    }
+
+    /// Frame size (FCS included) of the largest fragment of `cut`.
+    pub fn fragment_frame(cut: &Fragmentation) -> usize {
+        (HEADER_OFFSET + MESSAGE_HEADER_LEN + cut.per_fragment.min(cut.msg_len) + FCS_LEN)
+            .max(MIN_FRAME_SIZE)
+    }
+
+    /// Bytes handed to the socket for a frame of `frame_size`.
+    pub fn descriptor_len(frame_size: usize) -> usize {
+        frame_size - FCS_LEN
+    }
+
+    /// UDP payload bytes (linerate header included) of a frame: what an
+    /// application on a socket would count.
+    pub fn udp_payload(frame_size: usize) -> usize {
+        frame_size - FCS_LEN - HEADER_OFFSET
+    }
+
+    /// Bytes after the linerate header in a frame of `frame_size` (what a
+    /// kernel-socket backend sends beside the header to match the frame).
+    pub fn data_after_header(frame_size: usize) -> usize {
+        Self::udp_payload(frame_size) - HEADER_LEN
+    }
+
+    /// Wire bytes of `frames` frames whose descriptors held `bytes` bytes:
+    /// FCS, preamble and inter-frame gap added per frame.
+    pub fn wire_bytes(bytes: u64, frames: u64) -> u64 {
+        bytes + frames * (FCS_LEN + WIRE_OVERHEAD) as u64
+    }
+
+    /// Whether descriptors of `max_descriptor` bytes span several UMEM
+    /// chunks (AF_XDP multi-buffer).
+    pub fn multi_buffer(max_descriptor: usize) -> bool {
+        max_descriptor > CHUNK_DATA
+    }
+
+    /// UMEM chunks (descriptors) per frame of `frame_size` in the largest
+    /// chunk: how multi-buffer frames are cut.
+    pub fn buffers_per_frame(frame_size: usize) -> usize {
+        Self::descriptor_len(frame_size).div_ceil(CHUNK_DATA)
+    }
+
+    /// The UMEM chunk for descriptors of at most `max_descriptor` bytes:
+    /// `asked`, when it holds them (or is the largest chunk, which
+    /// multi-buffer cuts frames for), else the better one for that size.
+    pub fn umem_chunk(max_descriptor: usize, asked: Option<u32>) -> Result<u32, ChunkError> {
+        match asked {
+            None => Ok(chunk_size_for(max_descriptor)),
+            Some(c) if c != CHUNK_SIZE && max_descriptor > chunk_data(c) => Err(ChunkError {
+                chunk: c,
+                holds: chunk_data(c),
+                largest: max_descriptor,
+            }),
+            Some(c) => Ok(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_at_standard_and_jumbo_mtus() {
+        let g = Geometry::for_mtu(1500);
+        assert_eq!(g.max_frame(), 1518);
+        assert_eq!(g.min_frame(), 64);
+        assert_eq!(g.max_descriptor(), 1514);
+        assert_eq!(g.max_udp_payload(), 1472);
+        assert_eq!(g.payload_per_fragment(), 1472 - MESSAGE_HEADER_LEN);
+        assert!(g.check_frame(1518).is_ok());
+        assert!(g.check_frame(1519).is_err());
+        assert!(g.check_frame(63).is_err());
+        let j = Geometry::for_mtu(9000);
+        assert_eq!(j.max_frame(), 9018);
+        assert_eq!(Geometry::buffers_per_frame(9018), 3);
+        assert_eq!(Geometry::buffers_per_frame(1518), 1);
+    }
+
+    #[test]
+    fn lengths_of_one_frame() {
+        assert_eq!(Geometry::descriptor_len(64), 60);
+        assert_eq!(Geometry::udp_payload(64), 18);
+        assert_eq!(Geometry::data_after_header(64), 0);
+        assert_eq!(Geometry::udp_payload(1518), 1472);
+        // 10 frames of 1514 descriptor bytes: 1538 bytes each on the wire.
+        assert_eq!(Geometry::wire_bytes(15_140, 10), 15_380);
+    }
+
+    #[test]
+    fn fragments_of_messages() {
+        let g = Geometry::for_mtu(1500);
+        let cut = g.fragments(65_536).unwrap();
+        assert_eq!(cut.count, 65_536usize.div_ceil(g.payload_per_fragment()));
+        assert_eq!(Geometry::fragment_frame(&cut), 1518);
+        // The null RPC's frame carries the headers alone: 42 + 34 + FCS.
+        assert_eq!(Geometry::fragment_frame(&g.fragments(0).unwrap()), 80);
+    }
+
+    #[test]
+    fn umem_chunks() {
+        assert_eq!(Geometry::umem_chunk(1514, None), Ok(2048));
+        assert_eq!(Geometry::umem_chunk(1800, None), Ok(4096));
+        assert_eq!(Geometry::umem_chunk(9014, None), Ok(4096));
+        assert_eq!(Geometry::umem_chunk(9014, Some(4096)), Ok(4096));
+        assert_eq!(Geometry::umem_chunk(1514, Some(4096)), Ok(4096));
+        let e = Geometry::umem_chunk(3000, Some(2048)).unwrap_err();
+        assert_eq!((e.holds, e.largest), (1792, 3000));
+        assert!(e.to_string().contains("use 4096-byte chunks"), "{e}");
+        assert!(!Geometry::multi_buffer(3840));
+        assert!(Geometry::multi_buffer(3841));
+    }
+}

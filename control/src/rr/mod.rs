@@ -21,8 +21,10 @@ use hdrhistogram::Histogram;
 use linerate_datapath::{
     frame::{Endpoint, FrameSpec},
     header::Kind,
-    kernel::rr::{
-        spawn_tcp_client, spawn_tcp_server, spawn_udp_client, spawn_udp_server, KernelRrConfig,
+    kernel::{
+        rr::KernelRrConfig,
+        tcp::rr::{spawn_client as spawn_tcp_client, spawn_responder as spawn_tcp_server},
+        udp::rr::{spawn_client as spawn_udp_client, spawn_responder as spawn_udp_server},
     },
     message::Fragmentation,
     worker::{

@@ -2,6 +2,8 @@
 //! record (its headers, then its bytes) on the byte stream, and the
 //! receiver finds the records again wherever the reads cut the stream.
 
+pub mod rr;
+
 use std::{
     io::{ErrorKind, Read, Write},
     net::{TcpListener, TcpStream},
@@ -10,7 +12,7 @@ use std::{
 
 use nix::sys::socket::{setsockopt, sockopt};
 
-use super::{
+use crate::kernel::{
     records::RecordCutter, KernelReceiverConfig, KernelStreamConfig, RecordParser, BLOCK_SLICE,
     SOCKET_BUFFER,
 };

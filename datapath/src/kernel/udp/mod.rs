@@ -2,6 +2,8 @@
 //! in sendmmsg batches (or GSO super-datagrams), a bound socket receiving
 //! them in recvmmsg batches (with GRO, split back into datagrams).
 
+pub mod rr;
+
 use std::{
     io::{IoSlice, IoSliceMut},
     net::UdpSocket,
@@ -17,7 +19,7 @@ use nix::{
     },
 };
 
-use super::{
+use crate::kernel::{
     busy_poll,
     records::{read_datagram, RecordCutter},
     KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE, SOCKET_BUFFER,

@@ -1,0 +1,320 @@
+//! Request/response over TCP: a connection per flow, TCP_NODELAY, one
+//! record per message.
+
+use std::{
+    io::{ErrorKind, Read, Write},
+    net::{TcpListener, TcpStream},
+    os::fd::{AsFd, BorrowedFd},
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
+
+use nix::{
+    poll::PollFlags,
+    sys::socket::{setsockopt, sockopt},
+};
+
+use crate::{
+    clock::monotonic_ns,
+    header::{Fragment, Header, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
+    kernel::{
+        rr::{empty_hist, err, idle, wait_any, KernelRrConfig},
+        RecordParser, SOCKET_BUFFER,
+    },
+    stats::{CounterSnapshot, WorkerCounters},
+    worker::{
+        spawn_with, transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker,
+        WorkerError,
+    },
+    xsk::BindMode,
+};
+
+/// Writes all of `bytes`, waiting for socket space when needed.
+fn write_all(s: &mut TcpStream, mut bytes: &[u8], stop: &StopSignal) -> Result<(), WorkerError> {
+    while !bytes.is_empty() {
+        match s.write(bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                if stop.should_stop(Instant::now()) {
+                    return Ok(());
+                }
+                wait_any(&[s.as_fd()], PollFlags::POLLOUT, 1);
+            }
+            // The peer went away (its run ended): nothing more to say.
+            Err(e) if matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) => {
+                return Ok(());
+            }
+            Err(e) => return Err(err("TCP write")(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Writes one message as a record: its headers, then its bytes.
+#[allow(clippy::too_many_arguments)]
+fn write_record(
+    s: &mut TcpStream,
+    kind: Kind,
+    flow: u16,
+    seq: u64,
+    msg_id: u32,
+    len: usize,
+    pattern: &[u8],
+    stop: &StopSignal,
+) -> Result<(), WorkerError> {
+    let mut head = [0u8; MESSAGE_HEADER_LEN];
+    Header {
+        kind,
+        flow,
+        seq,
+        send_ns: monotonic_ns(),
+    }
+    .write(&mut head);
+    Fragment {
+        msg_id,
+        index: 0,
+        count: 1,
+        msg_len: len as u32,
+    }
+    .write(&mut head[HEADER_LEN..]);
+    // Small records go out in one write (TCP_NODELAY sends each write).
+    if len <= pattern.len() - MESSAGE_HEADER_LEN {
+        let mut one = [0u8; 2048];
+        if MESSAGE_HEADER_LEN + len <= one.len() {
+            one[..MESSAGE_HEADER_LEN].copy_from_slice(&head);
+            one[MESSAGE_HEADER_LEN..MESSAGE_HEADER_LEN + len].copy_from_slice(&pattern[..len]);
+            return write_all(s, &one[..MESSAGE_HEADER_LEN + len], stop);
+        }
+    }
+    write_all(s, &head, stop)?;
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(pattern.len());
+        write_all(s, &pattern[..n], stop)?;
+        left -= n;
+    }
+    Ok(())
+}
+
+fn tcp_setup(s: &TcpStream) -> Result<(), WorkerError> {
+    s.set_nodelay(true).map_err(err("TCP_NODELAY"))?;
+    s.set_nonblocking(true).map_err(err("TCP nonblocking"))?;
+    let _ = setsockopt(s, sockopt::RcvBufForce, &SOCKET_BUFFER);
+    let _ = setsockopt(s, sockopt::SndBufForce, &SOCKET_BUFFER);
+    Ok(())
+}
+
+/// Starts a TCP rr server: accepts connections, answers every request.
+pub fn spawn_responder(
+    name: String,
+    cfg: KernelRrConfig,
+) -> Result<Worker<RrSummary>, WorkerError> {
+    let server = cfg.server;
+    spawn_with(
+        name,
+        cfg.placement.clone(),
+        move || {
+            let l = TcpListener::bind(server).map_err(err("TCP listen"))?;
+            l.set_nonblocking(true).map_err(err("TCP nonblocking"))?;
+            Ok((l, BindMode::Kernel, None, false))
+        },
+        move |l, counters| respond(l, &cfg, counters),
+    )
+}
+
+fn respond(
+    l: TcpListener,
+    cfg: &KernelRrConfig,
+    counters: &WorkerCounters,
+) -> Result<RrSummary, WorkerError> {
+    let pattern: Vec<u8> = (0..256 << 10).map(|i| i as u8).collect();
+    let mut conns: Vec<(TcpStream, RecordParser, u64)> = Vec::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let mut todo: Vec<(u16, u32)> = Vec::new();
+    let mut c = CounterSnapshot::default();
+    while !cfg.stop.should_stop(Instant::now()) {
+        match l.accept() {
+            Ok((s, _)) => {
+                tcp_setup(&s)?;
+                conns.push((s, RecordParser::default(), 0));
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) => return Err(err("TCP accept")(e)),
+        }
+        let mut got = 0;
+        for (s, parser, seq) in conns.iter_mut() {
+            match s.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    got += n;
+                    c.bytes += n as u64;
+                    parser.feed(&buf[..n], |r| match (r.header.kind, r.fragment) {
+                        (Kind::Request, Some(f)) => {
+                            c.frames += 1;
+                            c.messages += 1;
+                            c.message_bytes += u64::from(f.msg_len);
+                            todo.push((r.header.flow, f.msg_id));
+                        }
+                        _ => c.bad += 1,
+                    });
+                    for (flow, id) in todo.drain(..) {
+                        write_record(
+                            s,
+                            Kind::Response,
+                            flow,
+                            *seq,
+                            id,
+                            cfg.response.msg_len,
+                            &pattern,
+                            &cfg.stop,
+                        )?;
+                        *seq += 1;
+                        c.queued += 1;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e)
+                    if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {}
+                Err(e) => return Err(err("TCP read")(e)),
+            }
+        }
+        if got == 0 {
+            c.idle_loops += 1;
+            let mut fds: Vec<BorrowedFd<'_>> = conns.iter().map(|(s, _, _)| s.as_fd()).collect();
+            fds.push(l.as_fd());
+            idle(cfg.wait, &fds);
+        }
+        counters.publish(&c);
+    }
+    counters.publish(&c);
+    Ok(RrSummary {
+        counters: c,
+        latency: empty_hist(),
+        xsk: Default::default(),
+    })
+}
+
+/// Starts a TCP rr client: a connection per flow.
+pub fn spawn_client(
+    name: String,
+    cfg: KernelRrConfig,
+    client: ClientConfig,
+) -> Result<Worker<RrSummary>, WorkerError> {
+    let setup = cfg.clone();
+    let flows = client.flows.clone();
+    spawn_with(
+        name,
+        cfg.placement.clone(),
+        move || {
+            let mut conns = Vec::new();
+            for _ in &flows {
+                let until = Instant::now() + Duration::from_secs(5);
+                let s = loop {
+                    match TcpStream::connect_timeout(&setup.server.into(), Duration::from_secs(1)) {
+                        Ok(s) => break s,
+                        Err(e)
+                            if Instant::now() < until
+                                && e.kind() == ErrorKind::ConnectionRefused =>
+                        {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(e) => return Err(err("TCP connect")(e)),
+                    }
+                };
+                tcp_setup(&s)?;
+                conns.push(s);
+            }
+            Ok((conns, BindMode::Kernel, None, false))
+        },
+        move |conns, counters| run_client(conns, &cfg, &client, counters),
+    )
+}
+
+fn run_client(
+    mut conns: Vec<TcpStream>,
+    cfg: &KernelRrConfig,
+    cl: &ClientConfig,
+    counters: &WorkerCounters,
+) -> Result<RrSummary, WorkerError> {
+    // A reliable stream: a slow answer is counted as a timeout, not retried.
+    let mut tx = Transactions::for_client(cl, false);
+    let nflows = tx.flow_bound();
+    let conn_of = tx.positions();
+    let pattern: Vec<u8> = (0..256 << 10).map(|i| i as u8).collect();
+    let mut parsers: Vec<RecordParser> = conns.iter().map(|_| RecordParser::default()).collect();
+    let mut seqs = vec![0u64; conns.len()];
+    let mut buf = vec![0u8; 256 << 10];
+    let mut todo: Vec<(u16, u32)> = Vec::new();
+    let mut c = CounterSnapshot::default();
+    tx.start(monotonic_ns(), &mut |f, id| todo.push((f, id)));
+    while !cfg.stop.should_stop(Instant::now()) && !tx.all_done() {
+        for (f, id) in todo.drain(..) {
+            let i = conn_of[usize::from(f)];
+            write_record(
+                &mut conns[i],
+                Kind::Request,
+                f,
+                seqs[i],
+                id,
+                cfg.request.msg_len,
+                &pattern,
+                &cfg.stop,
+            )?;
+            seqs[i] += 1;
+            c.queued += 1;
+        }
+        let now = monotonic_ns();
+        let measuring = cl.measuring.load(Ordering::Relaxed);
+        let mut got = 0;
+        for (i, s) in conns.iter_mut().enumerate() {
+            match s.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    got += n;
+                    c.bytes += n as u64;
+                    parsers[i].feed(&buf[..n], |r| {
+                        let fi = usize::from(r.header.flow);
+                        match (r.header.kind, r.fragment) {
+                            (Kind::Response, Some(f)) if fi < nflows => {
+                                c.frames += 1;
+                                c.messages += 1;
+                                c.message_bytes += u64::from(f.msg_len);
+                                tx.on_response(
+                                    fi,
+                                    f.msg_id,
+                                    now,
+                                    measuring,
+                                    &mut c,
+                                    &mut |f, id| todo.push((f, id)),
+                                );
+                            }
+                            _ => c.bad += 1,
+                        }
+                    });
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e)
+                    if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) =>
+                {
+                    return Err(WorkerError::Hook(
+                        "TCP: the server closed the connection (did it stop?)".into(),
+                    ));
+                }
+                Err(e) => return Err(err("TCP read")(e)),
+            }
+        }
+        tx.scan_timeouts(now, &mut c, &mut |_, _| {});
+        if got == 0 && todo.is_empty() {
+            c.idle_loops += 1;
+            let fds: Vec<BorrowedFd<'_>> = conns.iter().map(|s| s.as_fd()).collect();
+            idle(cfg.wait, &fds);
+        }
+        counters.publish(&c);
+    }
+    counters.publish(&c);
+    Ok(RrSummary {
+        counters: c,
+        latency: tx.hist,
+        xsk: Default::default(),
+    })
+}

@@ -1,11 +1,15 @@
-//! Compiles the XDP steering program with clang through libbpf-cargo's
-//! skeleton builder; the object is embedded in the library.
+//! Compiles the XDP programs with clang through libbpf-cargo's skeleton
+//! builder; the objects are embedded in the library.
 
 use std::{env, path::PathBuf};
 
 use libbpf_cargo::SkeletonBuilder;
 
-const SRC: &str = "src/bpf/steer.bpf.c";
+/// (source, object): the steering program and the frame generator.
+const PROGRAMS: [(&str, &str); 2] = [
+    ("src/bpf/steer.bpf.c", "steer.bpf.o"),
+    ("src/bpf/gen.bpf.c", "gen.bpf.o"),
+];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
@@ -16,20 +20,22 @@ fn main() {
         "aarch64" => "aarch64-linux-gnu",
         other => other,
     };
-    if let Err(err) = SkeletonBuilder::new()
-        .source(SRC)
-        .obj(out.join("steer.bpf.o"))
-        .clang_args([
-            format!("-I/usr/include/{multiarch}"),
-            "-Wall".to_string(),
-            "-O2".to_string(),
-        ])
-        .build()
-    {
-        panic!(
-            "building {SRC} failed: {err:#}\n\
-             hint: run `scripts/install-deps` (clang, llvm, libelf-dev) first"
-        );
+    for (src, obj) in PROGRAMS {
+        if let Err(err) = SkeletonBuilder::new()
+            .source(src)
+            .obj(out.join(obj))
+            .clang_args([
+                format!("-I/usr/include/{multiarch}"),
+                "-Wall".to_string(),
+                "-O2".to_string(),
+            ])
+            .build()
+        {
+            panic!(
+                "building {src} failed: {err:#}\n\
+                 hint: run `scripts/install-deps` (clang, llvm, libelf-dev) first"
+            );
+        }
+        println!("cargo:rerun-if-changed={src}");
     }
-    println!("cargo:rerun-if-changed={SRC}");
 }

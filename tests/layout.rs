@@ -1,7 +1,8 @@
 //! The XDP program reads the linerate header by offsets of its own
 //! (`#define LR_*` in ebpf/src/bpf/steer.bpf.c, for the XDP_TX responder).
-//! This test writes a request header with the Rust code and reads it back
-//! with the C program's constants, so that a change of the header on one
+//! The generator (gen.bpf.c) writes a frame's sequence, time and fragment
+//! header. These tests write headers with the Rust code and read them back
+//! with the C programs' constants, so that a change of the header on one
 //! side only fails here. (The map value layouts are checked through the
 //! program's BTF in ebpf/src/layout.rs.)
 
@@ -9,10 +10,10 @@ use std::collections::HashMap;
 
 use linerate_datapath::header::{Fragment, Header, Kind, MESSAGE_HEADER_LEN};
 
-/// The `#define LR_* value` lines of the C program.
-fn c_defines() -> HashMap<String, u64> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ebpf/src/bpf/steer.bpf.c");
-    let src = std::fs::read_to_string(path).expect("reading steer.bpf.c");
+/// The `#define LR_* value` lines of a C program in ebpf/src/bpf/.
+fn c_defines(file: &str) -> HashMap<String, u64> {
+    let path = format!("{}/ebpf/src/bpf/{file}", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     src.lines()
         .filter_map(|l| {
             let mut w = l.split_whitespace();
@@ -30,7 +31,7 @@ fn c_defines() -> HashMap<String, u64> {
 
 #[test]
 fn the_programs_header_offsets_read_what_rust_writes() {
-    let d = c_defines();
+    let d = c_defines("steer.bpf.c");
     let get = |n: &str| -> usize {
         *d.get(n)
             .unwrap_or_else(|| panic!("{n} is not defined in steer.bpf.c")) as usize
@@ -72,4 +73,32 @@ fn the_programs_header_offsets_read_what_rust_writes() {
         &1u32.to_be_bytes(),
         "LR_COUNT_OFFSET must point at the fragment count"
     );
+}
+
+#[test]
+fn the_generators_offsets_are_where_rust_reads() {
+    use linerate_datapath::{
+        frame::HEADER_OFFSET,
+        header::{FRAGMENT_LEN, HEADER_LEN, SEQ_OFFSET, TIME_OFFSET},
+    };
+    let d = c_defines("gen.bpf.c");
+    let get = |n: &str| -> usize {
+        *d.get(n)
+            .unwrap_or_else(|| panic!("{n} is not defined in gen.bpf.c")) as usize
+    };
+    assert_eq!(get("LR_OFFSET"), HEADER_OFFSET, "LR_OFFSET");
+    assert_eq!(get("LR_SEQ_OFFSET"), SEQ_OFFSET, "LR_SEQ_OFFSET");
+    assert_eq!(get("LR_TIME_OFFSET"), TIME_OFFSET, "LR_TIME_OFFSET");
+    assert_eq!(get("LR_BASE_LEN"), HEADER_LEN, "LR_BASE_LEN");
+    assert_eq!(get("LR_FRAGMENT_LEN"), FRAGMENT_LEN, "LR_FRAGMENT_LEN");
+    let mut lr = vec![0u8; HEADER_LEN];
+    Header {
+        kind: Kind::Stream,
+        flow: 0x1234,
+        seq: 0,
+        send_ns: 0,
+    }
+    .write(&mut lr);
+    let at = get("LR_FLOW_OFFSET");
+    assert_eq!(&lr[at..at + 2], &[0x12, 0x34], "LR_FLOW_OFFSET");
 }

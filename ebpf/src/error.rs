@@ -34,6 +34,9 @@ pub enum EbpfError {
         #[source]
         source: io::Error,
     },
+    /// The frame generator cannot run as asked.
+    #[error("{0}")]
+    Generator(String),
     /// A queue id beyond the XSKMAP.
     #[error("queue {0} is beyond the {max} queues the steering program handles", max = crate::MAX_QUEUES)]
     QueueOutOfRange(u32),

@@ -9,6 +9,7 @@ use libbpf_rs::btf::{
 };
 
 use crate::{
+    generator::{GEN_CONFIG_LAYOUT, GEN_CONFIG_SIZE, GEN_FLOW_LAYOUT, GEN_FLOW_SIZE, GEN_OBJECT},
     program::{CONFIG_LAYOUT, CONFIG_SIZE, OBJECT},
     stats::{STATS_FIELDS, STATS_SIZE},
 };
@@ -64,4 +65,28 @@ fn stats_layout_matches_the_program() {
         .map(|(i, n)| (n.to_string(), i * 8, 8))
         .collect();
     assert_eq!(fields, want, "struct steer_stats vs STATS_FIELDS");
+}
+
+fn check(object: &[u8], name: &str, size: usize, layout: &[(&str, usize, usize)]) {
+    let btf = Btf::from_raw("obj", object)
+        .expect("reading BTF")
+        .expect("the object has BTF");
+    let (got_size, fields) = members(&btf, name);
+    assert_eq!(got_size, size, "size of struct {name}");
+    let want: Vec<(String, usize, usize)> = layout
+        .iter()
+        .map(|(n, o, s)| (n.to_string(), *o, *s))
+        .collect();
+    assert_eq!(fields, want, "struct {name} vs its Rust layout");
+}
+
+#[test]
+fn generator_layouts_match_the_program() {
+    check(
+        GEN_OBJECT,
+        "gen_config",
+        GEN_CONFIG_SIZE,
+        &GEN_CONFIG_LAYOUT,
+    );
+    check(GEN_OBJECT, "gen_flow", GEN_FLOW_SIZE, &GEN_FLOW_LAYOUT);
 }

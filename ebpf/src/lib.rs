@@ -4,11 +4,15 @@
 //! bpf_link (native mode first, generic as fallback), registers AF_XDP
 //! sockets per receive queue and reads the program's per-CPU counters.
 //! Dropping it (or the process dying) detaches the program.
+//!
+//! [`Generator`] loads the in-kernel frame generator, which `BPF_PROG_RUN`
+//! runs in live-frames mode to send frames without an skb or a copy.
 
 #![warn(missing_docs, unreachable_pub)]
 
 mod attach;
 mod error;
+mod generator;
 #[cfg(test)]
 mod layout;
 mod program;
@@ -16,5 +20,8 @@ mod stats;
 
 pub use attach::{AttachMode, AttachPolicy};
 pub use error::EbpfError;
+pub use generator::{
+    GenFlowCounters, GenMessage, GenRun, Generator, GeneratorConfig, GEN_MAX_FLOWS, MAX_LIVE_FRAME,
+};
 pub use program::{Steering, SteeringConfig, MAX_QUEUES};
 pub use stats::SteerStats;

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * linerate's in-kernel frame generator.
+ *
+ * Run by BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES: the kernel hands
+ * this program the template frame (built by datapath/src/frame.rs) once
+ * per repetition, in a page of its own page pool, and transmits whatever
+ * the program redirects as an xdp_frame through the target's
+ * ndo_xdp_xmit: no skb, no copy. The program stamps each frame with its
+ * flow's next sequence number and the send time (and, for messages, the
+ * fragment header and the fragment's lengths), then redirects it to the
+ * sending interface.
+ *
+ * The kernel initialises a page's data from the template only when the
+ * page is first allocated, so every field that differs between frames is
+ * written on every run.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#define MAX_FLOWS 4096
+#define MIN_LEN 60 /* the smallest frame without FCS */
+
+/* The linerate header (datapath/src/header.rs); tests/layout.rs checks
+ * these against the Rust constants. */
+#define LR_OFFSET 42 /* Ethernet + IPv4 + UDP */
+#define LR_FLOW_OFFSET 4
+#define LR_SEQ_OFFSET 6
+#define LR_TIME_OFFSET 12
+#define LR_BASE_LEN 18
+#define LR_FRAGMENT_LEN 16
+
+/* Keep in step with `GEN_CONFIG_LAYOUT` in ebpf/src/generator.rs
+ * (checked through this object's BTF: ebpf/src/layout.rs). */
+struct gen_config {
+	__u32 ifindex;	    /* where frames go: the sending interface */
+	__u32 msg_len;	    /* bytes per message */
+	__u32 frag_count;   /* fragments per message; 0: plain stream frames */
+	__u32 per_fragment; /* message bytes in a full fragment */
+};
+
+/* Keep in step with `GEN_FLOW_LAYOUT` in ebpf/src/generator.rs. One
+ * generator thread owns a flow, so its entry is never written by two CPUs
+ * at once. */
+struct gen_flow {
+	__u64 seq;	       /* next frame sequence number */
+	__u64 redirected;      /* frames handed to the interface */
+	__u64 redirect_failed; /* frames the redirect refused */
+	__u32 msg_id;	       /* message being sent */
+	__u32 frag_index;      /* its next fragment */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_config);
+} gen_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_FLOWS);
+	__type(key, __u32);
+	__type(value, struct gen_flow);
+} gen_flows SEC(".maps");
+
+static __always_inline void put48(__u8 *p, __u64 v)
+{
+	p[0] = v >> 40;
+	p[1] = v >> 32;
+	p[2] = v >> 24;
+	p[3] = v >> 16;
+	p[4] = v >> 8;
+	p[5] = v;
+}
+
+static __always_inline void put32(__u8 *p, __u32 v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+/* IPv4 header checksum over 20 bytes (no options in our frames). */
+static __always_inline __u16 ipv4_csum(struct iphdr *ip)
+{
+	__u16 *w = (__u16 *)ip;
+	__u32 sum = 0;
+
+	ip->check = 0;
+#pragma unroll
+	for (int i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum;
+}
+
+SEC("xdp")
+int linerate_gen(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	struct gen_config *cfg = bpf_map_lookup_elem(&gen_config, &zero);
+	__u8 *lr = data + LR_OFFSET;
+
+	if (!cfg)
+		return XDP_ABORTED;
+	if ((void *)(lr + LR_BASE_LEN + LR_FRAGMENT_LEN) > end &&
+	    (cfg->frag_count || (void *)(lr + LR_BASE_LEN) > end))
+		return XDP_ABORTED;
+
+	__u32 flow = (__u32)lr[LR_FLOW_OFFSET] << 8 | lr[LR_FLOW_OFFSET + 1];
+	struct gen_flow *f = bpf_map_lookup_elem(&gen_flows, &flow);
+
+	if (!f)
+		return XDP_ABORTED;
+
+	put48(lr + LR_SEQ_OFFSET, f->seq);
+	put48(lr + LR_TIME_OFFSET, bpf_ktime_get_ns());
+	f->seq++;
+
+	if (cfg->frag_count) {
+		__u8 *frag = lr + LR_BASE_LEN;
+		__u32 index = f->frag_index;
+		__u32 piece = cfg->per_fragment;
+
+		if ((void *)(frag + LR_FRAGMENT_LEN) > end)
+			return XDP_ABORTED;
+		put32(frag, f->msg_id);
+		put32(frag + 4, index);
+		put32(frag + 8, cfg->frag_count);
+		put32(frag + 12, cfg->msg_len);
+		if (index + 1 == cfg->frag_count) {
+			/* The last fragment carries what is left. */
+			__u32 before = index * cfg->per_fragment;
+
+			piece = cfg->msg_len > before ? cfg->msg_len - before : 0;
+			f->frag_index = 0;
+			f->msg_id++;
+		} else {
+			f->frag_index = index + 1;
+		}
+		if (piece > cfg->per_fragment)
+			piece = cfg->per_fragment;
+
+		/* The lengths of this fragment: IP and UDP length fields, and
+		 * the frame itself when it is shorter than the template. */
+		struct iphdr *ip = data + sizeof(struct ethhdr);
+		struct udphdr *udp = (void *)(ip + 1);
+
+		if ((void *)(udp + 1) > end)
+			return XDP_ABORTED;
+		__u32 len = LR_OFFSET + LR_BASE_LEN + LR_FRAGMENT_LEN + piece;
+		__u32 have = end - data;
+
+		ip->tot_len = bpf_htons(len - sizeof(struct ethhdr));
+		ip->check = ipv4_csum(ip);
+		udp->len = bpf_htons(len - sizeof(struct ethhdr) - sizeof(struct iphdr));
+		if (len < MIN_LEN)
+			len = MIN_LEN;
+		if (len < have && bpf_xdp_adjust_tail(ctx, (int)len - (int)have))
+			return XDP_ABORTED;
+	}
+
+	int action = bpf_redirect(cfg->ifindex, 0);
+
+	if (action == XDP_REDIRECT)
+		f->redirected++;
+	else
+		f->redirect_failed++;
+	return action;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

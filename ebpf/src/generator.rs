@@ -1,0 +1,233 @@
+//! The in-kernel frame generator: an XDP program of ours run by
+//! `BPF_PROG_RUN` in live-frames mode (`BPF_F_TEST_XDP_LIVE_FRAMES`,
+//! kernel >= 5.18). Each repetition stamps the template frame with its
+//! flow's next sequence number and the send time and redirects it to the
+//! sending interface as an xdp_frame (no skb, no copy). The program counts
+//! per flow what it stamped and redirected; what the driver then dropped
+//! at a full peer shows only in the driver's own counters.
+
+use libbpf_rs::{ErrorKind, MapCore, MapFlags, MapHandle, Object, ObjectBuilder, ProgramInput};
+
+use crate::EbpfError;
+
+const PROG_NAME: &str = "linerate_gen";
+pub(crate) static GEN_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gen.bpf.o"));
+
+/// `BPF_F_TEST_XDP_LIVE_FRAMES`.
+const LIVE_FRAMES: u32 = 1 << 1;
+/// The longest frame (without FCS) live-frames mode takes on kernel 6.18:
+/// one page less the kernel's headroom and skb_shared_info (EINVAL above;
+/// no multi-buffer, so no jumbo frames).
+pub const MAX_LIVE_FRAME: usize = 3408;
+/// Flows the generator keeps counters for.
+pub const GEN_MAX_FLOWS: usize = 4096;
+
+/// `struct gen_config` in gen.bpf.c: (field, offset, size), in order.
+pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 4] = [
+    ("ifindex", 0, 4),
+    ("msg_len", 4, 4),
+    ("frag_count", 8, 4),
+    ("per_fragment", 12, 4),
+];
+/// Size of `struct gen_config`.
+pub(crate) const GEN_CONFIG_SIZE: usize = 16;
+/// `struct gen_flow` in gen.bpf.c.
+pub(crate) const GEN_FLOW_LAYOUT: [(&str, usize, usize); 5] = [
+    ("seq", 0, 8),
+    ("redirected", 8, 8),
+    ("redirect_failed", 16, 8),
+    ("msg_id", 24, 4),
+    ("frag_index", 28, 4),
+];
+/// Size of `struct gen_flow`.
+pub(crate) const GEN_FLOW_SIZE: usize = 32;
+
+/// How the generator cuts messages into fragments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GenMessage {
+    /// Bytes per message.
+    pub msg_len: u32,
+    /// Fragments per message.
+    pub frag_count: u32,
+    /// Message bytes in a full fragment.
+    pub per_fragment: u32,
+}
+
+/// What the generator sends where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeneratorConfig {
+    /// The sending interface (in the calling thread's network namespace).
+    pub ifindex: u32,
+    /// Messages instead of plain frames.
+    pub message: Option<GenMessage>,
+}
+
+impl GeneratorConfig {
+    fn encode(&self) -> [u8; GEN_CONFIG_SIZE] {
+        let m = self.message.unwrap_or(GenMessage {
+            msg_len: 0,
+            frag_count: 0,
+            per_fragment: 0,
+        });
+        let fields = [self.ifindex, m.msg_len, m.frag_count, m.per_fragment];
+        let mut v = [0u8; GEN_CONFIG_SIZE];
+        for ((_, off, len), x) in GEN_CONFIG_LAYOUT.iter().zip(fields) {
+            v[*off..off + len].copy_from_slice(&x.to_ne_bytes());
+        }
+        v
+    }
+}
+
+/// One flow's counters in the generator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GenFlowCounters {
+    /// Frames stamped (the next sequence number).
+    pub seq: u64,
+    /// Frames handed to the interface.
+    pub redirected: u64,
+    /// Frames the redirect refused.
+    pub redirect_failed: u64,
+    /// Messages begun.
+    pub msg_id: u32,
+    /// The next fragment of the current message.
+    pub frag_index: u32,
+}
+
+impl GenFlowCounters {
+    fn decode(b: &[u8]) -> Option<Self> {
+        if b.len() < GEN_FLOW_SIZE {
+            return None;
+        }
+        let at = |i: usize| {
+            let (_, off, len) = GEN_FLOW_LAYOUT[i];
+            let mut w = [0u8; 8];
+            w[..len].copy_from_slice(&b[off..off + len]);
+            u64::from_ne_bytes(w)
+        };
+        Some(Self {
+            seq: at(0),
+            redirected: at(1),
+            redirect_failed: at(2),
+            msg_id: at(3) as u32,
+            frag_index: at(4) as u32,
+        })
+    }
+}
+
+/// The loaded generator, one per generator thread (and so per flow): the
+/// thread calls [`Generator::run`] with its flow's template.
+#[derive(Debug)]
+pub struct Generator {
+    object: Object,
+    flows: MapHandle,
+}
+
+/// `struct xdp_md` as BPF_PROG_RUN takes it: the frame's data spans
+/// `0..data_end` (the kernel insists on the frame's length there) and it
+/// arrives on `ingress_ifindex`, queue 0.
+fn xdp_md(frame_len: usize, ifindex: u32) -> [u8; 24] {
+    let mut md = [0u8; 24];
+    md[4..8].copy_from_slice(&(frame_len as u32).to_ne_bytes());
+    md[12..16].copy_from_slice(&ifindex.to_ne_bytes());
+    md
+}
+
+impl Generator {
+    /// Loads the program and configures it (in the calling thread's
+    /// network namespace, where `cfg.ifindex` lives).
+    pub fn load(cfg: GeneratorConfig) -> Result<Self, EbpfError> {
+        let object = ObjectBuilder::default()
+            .open_memory(GEN_OBJECT)
+            .and_then(|open| open.load())
+            .map_err(|e| EbpfError::Load(e.to_string()))?;
+        let map = |name: &'static str| -> Result<MapHandle, EbpfError> {
+            let m = object
+                .maps()
+                .find(|m| m.name() == name)
+                .ok_or_else(|| EbpfError::Load(format!("map {name} missing from the object")))?;
+            MapHandle::try_from(&m).map_err(|e| EbpfError::map(name, e))
+        };
+        let config = map("gen_config")?;
+        config
+            .update(&0u32.to_ne_bytes(), &cfg.encode(), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("gen_config", e))?;
+        let flows = map("gen_flows")?;
+        let mut gen = Self { object, flows };
+        // The program must be there.
+        gen.with_prog(|_| Ok(()))?;
+        Ok(gen)
+    }
+
+    fn with_prog<T>(
+        &mut self,
+        f: impl FnOnce(&libbpf_rs::ProgramMut<'_>) -> Result<T, EbpfError>,
+    ) -> Result<T, EbpfError> {
+        let prog = self
+            .object
+            .progs_mut()
+            .find(|p| p.name() == PROG_NAME)
+            .ok_or_else(|| EbpfError::Load(format!("program {PROG_NAME} missing")))?;
+        f(&prog)
+    }
+
+    /// Runs the program `repeat` times over `frame` (a template whose
+    /// header names a flow), in live-frames mode: up to `repeat` frames
+    /// leave through the interface the generator was configured with, on
+    /// the transmit path of the calling thread's CPU. Returns early with
+    /// [`GenRun::Interrupted`] when a signal arrives (the flow's counters
+    /// say how far it got).
+    pub fn run(&mut self, frame: &[u8], ifindex: u32, repeat: u32) -> Result<GenRun, EbpfError> {
+        if frame.len() > MAX_LIVE_FRAME {
+            return Err(EbpfError::Generator(format!(
+                "frames of {} bytes are longer than live-frames mode takes ({MAX_LIVE_FRAME} \
+                 bytes without FCS): send smaller frames, or use the AF_XDP sender \
+                 (--tx-engine af-xdp)",
+                frame.len()
+            )));
+        }
+        let mut md = xdp_md(frame.len(), ifindex);
+        self.with_prog(|prog| {
+            let input = ProgramInput {
+                context_in: Some(&mut md),
+                data_in: Some(frame),
+                flags: LIVE_FRAMES,
+                repeat,
+                ..Default::default()
+            };
+            match prog.test_run(input) {
+                Ok(_) => Ok(GenRun::Done),
+                Err(e) => match e.kind() {
+                    ErrorKind::Interrupted => Ok(GenRun::Interrupted),
+                    ErrorKind::InvalidInput => Err(EbpfError::Generator(format!(
+                        "the kernel refused live-frames mode ({e}): it needs Linux 5.18 or \
+                         later, a frame of at most {MAX_LIVE_FRAME} bytes and an interface of \
+                         this namespace; use the AF_XDP sender (--tx-engine af-xdp)"
+                    ))),
+                    _ => Err(EbpfError::Generator(format!(
+                        "BPF_PROG_RUN in live-frames mode failed: {e}"
+                    ))),
+                },
+            }
+        })
+    }
+
+    /// The counters of one flow.
+    pub fn flow(&self, flow: u16) -> Result<GenFlowCounters, EbpfError> {
+        let v = self
+            .flows
+            .lookup(&u32::from(flow).to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("gen_flows", e))?
+            .unwrap_or_default();
+        GenFlowCounters::decode(&v)
+            .ok_or_else(|| EbpfError::Load("gen_flows value shorter than struct gen_flow".into()))
+    }
+}
+
+/// How a call of [`Generator::run`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GenRun {
+    /// Every repetition ran.
+    Done,
+    /// A signal cut the call short.
+    Interrupted,
+}

@@ -62,6 +62,8 @@ pub enum BindMode {
     Copy,
     /// Not AF_XDP: an ordinary kernel socket (the udp and tcp backends).
     Kernel,
+    /// Not a socket: the in-kernel generator (xdp_frames, no copy).
+    Generator,
 }
 
 impl BindMode {
@@ -71,6 +73,7 @@ impl BindMode {
             Self::ZeroCopy => "zero-copy",
             Self::Copy => "copy",
             Self::Kernel => "kernel socket",
+            Self::Generator => "in-kernel generator",
         }
     }
 }

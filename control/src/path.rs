@@ -106,6 +106,16 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
             a.inject_loss
         );
     }
+    // The cores must exist on the host that runs the workers: this one,
+    // unless agents run them (each agent checks its own).
+    if a.agents.tx_agent.is_none() {
+        let ncpu = cores::online();
+        for (name, list) in [("--tx-cores", &a.tx_cores), ("--rx-cores", &a.rx_cores)] {
+            if let Some(l) = list {
+                cores::check_list(l, ncpu).with_context(|| name.to_string())?;
+            }
+        }
+    }
     if a.tx_iface.is_some() != a.rx_iface.is_some() {
         bail!("give both --tx-iface and --rx-iface, or neither to use the lab");
     }

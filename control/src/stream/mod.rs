@@ -139,7 +139,9 @@ pub fn run_role(
     // Warm-up, then the measured window.
     // A receiver on its own host knows a counted run is done when all of
     // it arrived (else the sender's host tells it, a little later).
-    let expected = a.count.map(|c| c * u64::from(a.run.queues));
+    // --count is at most 2^48 and --queues 64 (checked): this cannot
+    // overflow, and saturating would only mean "not yet".
+    let expected = a.count.map(|c| c.saturating_mul(u64::from(a.run.queues)));
     let all_arrived = || {
         expected.is_some_and(|n| {
             let got = sum(&rx_workers

@@ -426,9 +426,13 @@ fn second_run_on_the_same_interface_is_refused() {
         thread::sleep(Duration::from_millis(50));
     }
     assert!(attached, "first run never attached");
+    // Refused by the interface lock, before it changes anything.
     fails_with(
         &run(&["stream", "--lab", &lab.name, "--duration", "1s"]),
-        &["already has an XDP program attached"],
+        &[
+            "is in use by another linerate run",
+            &format!("(pid {})", first.id()),
+        ],
     );
     assert!(
         first.wait().unwrap().success(),

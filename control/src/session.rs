@@ -106,9 +106,11 @@ pub fn hard_deadline(
 }
 
 /// Watches the path during a run: an interface that disappears, goes down
-/// or changes its MTU ends the run (with the figures so far).
+/// or changes its MTU, or a namespace that is removed or replaced (by
+/// identity, not by name: `ip netns del` + `add` makes a new namespace of
+/// the same name) ends the run (with the figures so far).
 pub struct PathWatch {
-    sides: Vec<(Option<String>, String)>,
+    sides: Vec<Side>,
     mtu: u32,
     last: std::cell::Cell<Instant>,
     fault: std::cell::RefCell<Option<String>>,
@@ -118,13 +120,41 @@ impl PathWatch {
     /// Watches both ends of `path`.
     pub fn new(path: &crate::path::PathPlan) -> Self {
         Self {
-            sides: [&path.tx, &path.rx]
-                .iter()
-                .map(|s| (s.netns.clone(), s.iface.clone()))
-                .collect(),
+            sides: vec![path.tx.clone(), path.rx.clone()],
             mtu: path.mtu,
             last: std::cell::Cell::new(Instant::now()),
             fault: std::cell::RefCell::new(None),
+        }
+    }
+
+    fn problem(&self, s: &Side) -> Option<String> {
+        let iface = &s.iface;
+        if let Some(ns) = &s.netns {
+            match crate::path::netns_id(Some(ns)) {
+                Err(_) => {
+                    return Some(format!(
+                        "namespace {ns} was removed during the run (lab down or `ip netns del`?)"
+                    ))
+                }
+                Ok(id) if id != s.ns_id => {
+                    return Some(format!(
+                        "namespace {ns} was replaced by another of the same name during the run (lab up, or `ip netns del` and `add`?): {iface} is no longer in it"
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+        match crate::iface::info(s.netns.as_deref(), iface) {
+            Err(_) => Some(format!("interface {iface} disappeared during the run")),
+            Ok(i) if i.ifindex != s.info.ifindex => Some(format!(
+                "interface {iface} was replaced by another of the same name during the run"
+            )),
+            Ok(i) if !i.up => Some(format!("interface {iface} went down during the run")),
+            Ok(i) if i.mtu < self.mtu => Some(format!(
+                "the MTU of {iface} changed from {} to {} during the run",
+                self.mtu, i.mtu
+            )),
+            Ok(_) => None,
         }
     }
 
@@ -137,18 +167,9 @@ impl PathWatch {
             return false;
         }
         self.last.set(Instant::now());
-        for (ns, iface) in &self.sides {
-            let problem = match crate::iface::info(ns.as_deref(), iface) {
-                Err(_) => Some(format!("interface {iface} disappeared during the run")),
-                Ok(i) if !i.up => Some(format!("interface {iface} went down during the run")),
-                Ok(i) if i.mtu < self.mtu => Some(format!(
-                    "the MTU of {iface} changed from {} to {} during the run",
-                    self.mtu, i.mtu
-                )),
-                Ok(_) => None,
-            };
-            if problem.is_some() {
-                *self.fault.borrow_mut() = problem;
+        for s in &self.sides {
+            if let Some(p) = self.problem(s) {
+                *self.fault.borrow_mut() = Some(p);
                 return true;
             }
         }

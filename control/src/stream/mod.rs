@@ -47,7 +47,7 @@ use crate::{
     remote::role::Role,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
-        steering_config, sum, wait_until, worker_reports, PathWatch, Snapshot,
+        steering_config, sum, wait_until, worker_reports, PathWatch, Restore, Snapshot,
     },
 };
 
@@ -76,8 +76,11 @@ pub fn run_role(
     let (runs_tx, runs_rx) = role.map_or((true, true), |r| (r.tx(), r.rx()));
     // With --rx-only another tool sends.
     let runs_tx = runs_tx && !a.rx_only;
-    let napi_mode = apply_napi(&a.run, &plan.path, true)?;
     let xdp = a.run.backend == BackendArg::Xdp;
+    // Check, then change: the plan locked the interfaces (a second run is
+    // refused there) and attaching refuses a foreign XDP program (and is
+    // undone when dropped); only then does the NAPI mode change, and
+    // `restore` puts it (and the NAPI threads' affinity) back at the end.
     let steering = if xdp && runs_rx {
         Some(attach_steering(
             &plan.path.rx,
@@ -86,8 +89,10 @@ pub fn run_role(
     } else {
         None
     };
+    let mut restore = Restore::default();
+    let napi_mode = apply_napi(&a.run, &plan.path, true, &mut restore)?;
     let napi_threads = if runs_rx {
-        pin_napi(&plan.path.rx, &plan.path.rx_cores)
+        pin_napi(&plan.path.rx, &plan.path.rx_cores, &mut restore)
     } else {
         Vec::new()
     };

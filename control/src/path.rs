@@ -131,8 +131,10 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
         );
     }
     // The cores must exist on the host that runs the workers: this one,
-    // unless agents run them (each agent checks its own).
-    if a.agents.tx_agent.is_none() {
+    // unless agents run them (a controller's), or this is one side of a
+    // two-host run (the agent's child: its plan checks the cores as it
+    // places its workers, and fails as that side).
+    if a.agents.tx_agent.is_none() && a.role.role.is_none() {
         let ncpu = cores::online();
         for (name, list) in [("--tx-cores", &a.tx_cores), ("--rx-cores", &a.rx_cores)] {
             if let Some(l) = list {

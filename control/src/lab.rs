@@ -326,19 +326,39 @@ pub const LOCK_DIR: &str = "/run/linerate";
 /// A held lock (flock on a file under [`LOCK_DIR`]); released when dropped,
 /// or when the process ends however it ends.
 #[derive(Debug)]
-pub struct Held(File);
+pub struct Held {
+    file: File,
+    /// A lock file of one run's (an interface's): removed when released,
+    /// so that files of interfaces long gone do not pile up.
+    unlink: Option<PathBuf>,
+}
 
 impl Held {
     /// Writes this process's pid in the lock file, for the message of
     /// whoever finds it taken.
     pub fn mark(&mut self) {
-        mark(&mut self.0);
+        mark(&mut self.file);
     }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Still locked here: whoever opened the file meanwhile finds, once
+        // it has the lock, that the name is no longer its file, and tries
+        // again (see `try_exclusive`).
+        if let Some(p) = self.unlink.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn lock_path(name: &str) -> PathBuf {
+    PathBuf::from(LOCK_DIR).join(name)
 }
 
 fn lock_file(name: &str) -> Result<File> {
     std::fs::create_dir_all(LOCK_DIR).with_context(|| format!("creating {LOCK_DIR}"))?;
-    let p = PathBuf::from(LOCK_DIR).join(name);
+    let p = lock_path(name);
     OpenOptions::new()
         .read(true)
         .write(true)
@@ -367,19 +387,33 @@ fn mark(f: &mut File) {
 }
 
 /// Takes the exclusive, non-blocking lock of `name`; `busy(pid)` says
-/// why it cannot be had.
-fn try_exclusive(name: &str, busy: impl FnOnce(String) -> String) -> Result<Held> {
-    let mut f = lock_file(name)?;
-    match f.try_lock() {
-        Ok(()) => {
-            mark(&mut f);
-            Ok(Held(f))
+/// why it cannot be had. With `unlink`, the file goes when the lock is
+/// released; a lock taken on a file that went meanwhile is taken again.
+fn try_exclusive(name: &str, unlink: bool, busy: impl FnOnce(String) -> String) -> Result<Held> {
+    use std::os::unix::fs::MetadataExt;
+    let p = lock_path(name);
+    for _ in 0..100 {
+        let mut f = lock_file(name)?;
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => bail!("{}", busy(holder(&mut f))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", p.display()))
+            }
         }
-        Err(std::fs::TryLockError::WouldBlock) => bail!("{}", busy(holder(&mut f))),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(e).with_context(|| format!("locking {LOCK_DIR}/{name}"))
+        let same = match (f.metadata(), std::fs::metadata(&p)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if same {
+            mark(&mut f);
+            return Ok(Held {
+                file: f,
+                unlink: unlink.then(|| p.clone()),
+            });
         }
     }
+    bail!("could not lock {}: it keeps being replaced", p.display())
 }
 
 impl Lab {
@@ -390,7 +424,10 @@ impl Lab {
         let f = lock_file(&format!("lab-{}.lock", self.name))?;
         f.lock()
             .with_context(|| format!("locking lab {}", self.name))?;
-        Ok(Held(f))
+        Ok(Held {
+            file: f,
+            unlink: None,
+        })
     }
 
     fn use_file(&self) -> String {
@@ -402,7 +439,7 @@ impl Lab {
     pub fn change_lock(&self, what: &str) -> Result<Held> {
         let name = self.name.clone();
         let what = what.to_string();
-        try_exclusive(&self.use_file(), move |pid| {
+        try_exclusive(&self.use_file(), false, move |pid| {
             format!(
                 "lab {name} is in use by a run (pid {pid}): {what} would pull it from under the run; wait for the run to end (or stop it), then try again"
             )
@@ -416,7 +453,10 @@ impl Lab {
         let f = lock_file(&self.use_file())?;
         f.try_lock_shared()
             .map_err(|e| anyhow::anyhow!("lab {} is being changed ({e}); try again", self.name))?;
-        Ok(Held(f))
+        Ok(Held {
+            file: f,
+            unlink: None,
+        })
     }
 
     /// Whether the lab is up as `mtu` and `queues` ask, with nothing of a
@@ -458,7 +498,7 @@ pub fn iface_lock(netns: Option<&str>, iface: &str, identity: (u64, u32)) -> Res
     let (ns_ino, ifindex) = identity;
     let iface = iface.to_string();
     let where_ = netns.map_or(String::new(), |n| format!(" (namespace {n})"));
-    try_exclusive(&format!("if-{ns_ino}-{ifindex}.lock"), move |pid| {
+    try_exclusive(&format!("if-{ns_ino}-{ifindex}.lock"), true, move |pid| {
         format!(
             "interface {iface}{where_} is in use by another linerate run (pid {pid}): wait for it to end, or use other interfaces"
         )
@@ -480,4 +520,35 @@ fn check_mtu(mtu: u32) -> Result<()> {
         bail!("MTU {mtu} is out of range for the lab: use {MIN_MTU} to {MAX_MTU}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interface_lock_is_one_runs_and_its_file_goes_with_it() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("SKIP: {LOCK_DIR} needs root");
+            return;
+        }
+        // An identity no namespace has.
+        let id = (u64::MAX - 7, 7);
+        let path = lock_path(&format!("if-{}-{}.lock", id.0, id.1));
+        let held = iface_lock(Some("hxu-a"), "hxu-a0", id).unwrap();
+        // flock conflicts between two opens of one process too.
+        let e = iface_lock(Some("hxu-a"), "hxu-a0", id)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("interface hxu-a0 (namespace hxu-a) is in use by another linerate run")
+                && e.contains(&format!("(pid {})", std::process::id())),
+            "{e}"
+        );
+        assert!(path.exists());
+        drop(held);
+        assert!(!path.exists(), "the lock file outlived its lock");
+        drop(iface_lock(None, "hxu-a0", id).unwrap());
+        assert!(!path.exists());
+    }
 }

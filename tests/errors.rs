@@ -21,6 +21,139 @@ fn fails_with(out: &Output, needles: &[&str]) {
     }
 }
 
+/// A usage error: clap refused the command line, with the same one-line
+/// `linerate: error:` start as every other error, and exit 2.
+fn usage_error(args: &[&str], needles: &[&str]) {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: exit status; stderr: {err}"
+    );
+    assert!(
+        err.starts_with("linerate: error: "),
+        "{args:?}: stderr: {err}"
+    );
+    assert!(!err.contains("panicked"), "panic: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {n:?} missing from: {err}");
+    }
+}
+
+#[test]
+fn usage_errors_say_linerate_error_and_exit_2() {
+    usage_error(&["stream", "--colour", "3"], &["--colour"]);
+    usage_error(&["lab", "sideways"], &["sideways"]);
+    // --rate is bounded as its message says: 1 to 1e9.
+    for r in ["0.001", "0", "-5", "inf", "NaN", "1e10"] {
+        usage_error(
+            &["stream", &format!("--rate={r}")],
+            &[&format!("'{r}' for '--rate"), "out of range", "1 to 1e9"],
+        );
+    }
+    // Help and version still print as usual, exit 0.
+    let out = run(&["stream", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: linerate stream"));
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("linerate "));
+}
+
+#[test]
+fn names_that_are_paths_are_refused_at_parse_time() {
+    let ns = "is not a network namespace name";
+    let ifn = "is not an interface name";
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["stream", "--tx-netns", "../netns/rp-a"],
+            "../netns/rp-a",
+            ns,
+        ),
+        (
+            &["stream", "--tx-netns", "/run/netns/rp-a"],
+            "/run/netns/rp-a",
+            ns,
+        ),
+        (&["stream", "--rx-netns", ""], "\"\"", ns),
+        (&["rr", "--rx-netns", ".."], "\"..\"", ns),
+        (&["stream", "--rx-iface", "a/b"], "a/b", ifn),
+        (&["doctor", "--iface", ".."], "\"..\"", ifn),
+        (&["doctor", "--netns", "../x"], "../x", ns),
+        (&["sweep", "rpc", "--tx-netns", "/x"], "/x", ns),
+    ];
+    for (args, value, what) in cases {
+        usage_error(args, &[value, what]);
+    }
+}
+
+#[test]
+fn core_lists_are_checked_before_they_expand() {
+    // These used to allocate 800 GB (exit 134) or panic on capacity
+    // overflow: now refused by clap, naming the list and the cores.
+    for (flag, list) in [
+        ("--tx-cores", "0-99999999999"),
+        ("--rx-cores", "0-18446744073709551615"),
+        ("--tx-cores", "0,99999999999999999999999"),
+    ] {
+        for cmd in ["stream", "rr"] {
+            usage_error(
+                &[cmd, flag, list],
+                &[
+                    &format!("'{list}' for '{flag}"),
+                    "does not exist",
+                    "this machine has cores 0 to",
+                ],
+            );
+        }
+    }
+    usage_error(
+        &["stream", "--tx-cores", "x"],
+        &["not a core number or range"],
+    );
+    // A core this machine lacks (within what a CPU set holds): refused
+    // before anything touches the system.
+    let ncpu = std::thread::available_parallelism().unwrap().get();
+    if ncpu <= 1023 {
+        let list = format!("0-{ncpu}");
+        fails_with(
+            &run(&["stream", "--rx-cores", &list]),
+            &[
+                "--rx-cores",
+                &format!("core {ncpu} does not exist"),
+                &format!("this machine has cores 0 to {}", ncpu - 1),
+                &format!("(in the list \"{list}\")"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn counts_are_bounded_so_products_cannot_overflow() {
+    // count x queues used to wrap: the receiver stopped at once, "lost
+    // 100 %", exit 0. On an agent's receiving side (--role rx) too.
+    for args in [
+        &["stream", "--count", "9223372036854775808", "--queues", "2"][..],
+        &["rr", "--count", "18446744073709551615"],
+        &[
+            "stream",
+            "--role",
+            "rx",
+            "--peer-mac",
+            "02:00:00:00:00:01",
+            "--peer-ip",
+            "198.18.0.1",
+            "--count",
+            "9223372036854775808",
+            "--queues",
+            "2",
+        ],
+    ] {
+        usage_error(args, &["for '--count", "out of range", "2^48"]);
+    }
+}
+
 #[test]
 fn out_of_range_arguments() {
     // Checked before anything touches the system, so no root needed.
@@ -31,7 +164,6 @@ fn out_of_range_arguments() {
             &["--ring 100", "power of two"],
         ),
         (&["stream", "--batch", "0"], &["--batch 0"]),
-        (&["stream", "--rate", "0"], &["--rate 0", "out of range"]),
         (&["stream", "--count", "0"], &["--count 0"]),
         (
             &["stream", "--tx-iface", "x0"],
@@ -294,12 +426,79 @@ fn second_run_on_the_same_interface_is_refused() {
         thread::sleep(Duration::from_millis(50));
     }
     assert!(attached, "first run never attached");
+    // Refused by the interface lock, before it changes anything.
     fails_with(
         &run(&["stream", "--lab", &lab.name, "--duration", "1s"]),
-        &["already has an XDP program attached"],
+        &[
+            "is in use by another linerate run",
+            &format!("(pid {})", first.id()),
+        ],
     );
     assert!(
         first.wait().unwrap().success(),
         "the first run was disturbed"
+    );
+}
+
+#[test]
+fn a_sweep_refuses_a_bad_core_list_before_it_runs_anything() {
+    if !root_or_skip("sweep with a bad core list") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("linerate-hxsw-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cores.toml");
+    std::fs::write(
+        &file,
+        "name = \"cores\"\nkind = \"stream\"\n[fixed]\ncount = 10\n[[axis]]\nname = \"rx_cores\"\nvalues = [\"0\", \"0-99999999999\"]\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--lab",
+        "hxsw",
+    ]);
+    // The first point would have run (and brought the lab up) before the
+    // second aborted allocating 800 GB.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("linerate: error: ")
+            && err.contains("'0-99999999999' for '--rx-cores")
+            && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!out_dir.exists(), "the sweep started");
+    assert!(!netns_exists("hxsw-a"), "a point ran");
+    let _ = run(&["lab", "down", "--lab", "hxsw"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn message_frames_times_count_is_bounded() {
+    if !root_or_skip("count x message frames") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("hxmc", 1500);
+    // 2^48 messages of 69 frames each would wrap the senders' frame count.
+    fails_with(
+        &run(&[
+            "stream",
+            "--lab",
+            &lab.name,
+            "--count",
+            "281474976710656",
+            "--message",
+            "100000",
+            "--duration",
+            "1s",
+        ]),
+        &["--count 281474976710656", "more than 2^48", "lower --count"],
     );
 }

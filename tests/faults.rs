@@ -103,3 +103,78 @@ fn mtu_changed_mid_run() {
         );
     }
 }
+
+#[test]
+fn namespace_replaced_mid_run() {
+    if !root_or_skip("namespace replaced") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("hxf1", 1500);
+    let child = Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--rate",
+            "1000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "20s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while !has_xdp(&lab.ns_b(), &lab.if_b()) {
+        assert!(Instant::now() < end, "never attached");
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(700));
+    // A new namespace of the same name, with an interface of the same
+    // name, up, of the same MTU: by name nothing changed. The run's
+    // interfaces live on in the old namespace, held by its threads.
+    let ns = lab.ns_a();
+    for args in [
+        &["netns", "del", &ns][..],
+        &["netns", "add", &ns],
+        &[
+            "-n",
+            &ns,
+            "link",
+            "add",
+            &lab.if_a(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "hxf1-x",
+        ],
+        &["-n", &ns, "link", "set", &lab.if_a(), "up"],
+    ] {
+        assert!(
+            Command::new("ip").args(args).status().unwrap().success(),
+            "ip {args:?}"
+        );
+    }
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?} to end",
+        t.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let needle = "namespace hxf1-a was replaced by another of the same name during the run";
+    assert!(err.contains(needle), "{err}");
+    let r = json(&out);
+    assert!(r["fault"].as_str().unwrap().contains(needle));
+    assert!(
+        r["frames"]["received"].as_u64().unwrap() > 0,
+        "figures so far"
+    );
+}

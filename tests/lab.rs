@@ -133,3 +133,145 @@ fn two_queues_two_flows_every_frame_counted() {
     assert!(!placement.contains("each core sends"), "{placement}");
     assert_eq!(r["params"]["tx_wait"], "busy", "{placement}");
 }
+
+/// The inode of a named namespace: its identity.
+fn netns_ino(name: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/run/netns/{name}"))
+        .unwrap()
+        .ino()
+}
+
+#[test]
+fn lab_up_leaves_a_healthy_lab_and_says_why_it_recreates() {
+    if !root_or_skip("lab up twice") {
+        return;
+    }
+    let lab = Lab::up("hxl1", 1500);
+    let ino = netns_ino(&lab.ns_a());
+    // Up as asked: left alone, and said so.
+    let out = run(&["lab", "up", "--lab", &lab.name]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("lab hxl1 is up with MTU 1500 and 1 queue(s); leaving it"),
+        "{err}"
+    );
+    assert_eq!(netns_ino(&lab.ns_a()), ino, "the lab was recreated");
+    // Asked otherwise: recreated, saying what differed.
+    let out = run(&["lab", "up", "--lab", &lab.name, "--mtu", "9000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("recreating lab hxl1 (hxl1-a0 has MTU 1500, hxl1-b0 has MTU 1500)"),
+        "{err}"
+    );
+    assert_ne!(netns_ino(&lab.ns_a()), ino);
+    assert_eq!(
+        json(&run(&["lab", "status", "--lab", &lab.name, "--json"]))["mtu"],
+        9000
+    );
+}
+
+#[test]
+fn lab_ups_at_once_take_turns() {
+    if !root_or_skip("lab up at once") {
+        return;
+    }
+    let _ = run(&["lab", "down", "--lab", "hxl2"]);
+    let lab = Lab {
+        name: "hxl2".into(),
+    };
+    // They used to race: "Cannot remove namespace file", "File exists".
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(linerate())
+                .args(["lab", "up", "--lab", &lab.name])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let s = json(&run(&["lab", "status", "--lab", &lab.name, "--json"]));
+    assert_eq!(s["up"], true, "{s}");
+}
+
+#[test]
+fn lab_up_and_down_refuse_while_a_run_uses_the_lab() {
+    if !root_or_skip("lab up during a run") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("hxl3", 1500);
+    let child = std::process::Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--rate",
+            "1000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "30s",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !has_xdp(&lab.ns_b(), &lab.if_b()) {
+        assert!(std::time::Instant::now() < end, "the run never attached");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let ino = netns_ino(&lab.ns_a());
+    // It used to recreate the lab under the run, which went on in the
+    // orphaned namespaces and exited 0.
+    for (args, what) in [
+        (
+            &["lab", "up", "--lab", "hxl3", "--mtu", "9000"][..],
+            "`lab up`",
+        ),
+        (&["lab", "down", "--lab", "hxl3"], "`lab down`"),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.starts_with(&format!(
+                "linerate: error: lab hxl3 is in use by a run (pid {}): {what}",
+                child.id()
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(netns_ino(&lab.ns_a()), ino, "the lab changed under the run");
+    // The run went on undisturbed; Ctrl-C ends it with its figures.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert!(r["fault"].is_null(), "{}", r["fault"]);
+    assert!(r["frames"]["received"].as_u64().unwrap() > 0);
+    // Free again once the run ended.
+    assert!(run(&["lab", "down", "--lab", "hxl3"]).status.success());
+}

@@ -302,10 +302,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = WaitArg::Wait)]
     pub rx_wait: WaitArg,
     /// Cores for the senders (rr: clients), one per queue, e.g. 0 or 0,2 or 0-3.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", value_parser = parse_cores)]
     pub tx_cores: Option<String>,
     /// Cores for the receivers (rr: responders), one per queue.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", value_parser = parse_cores)]
     pub rx_cores: Option<String>,
     /// Descriptors per batch.
     #[arg(long, default_value_t = 64)]
@@ -398,11 +398,11 @@ pub struct StreamArgs {
     #[arg(long, value_name = "BYTES", conflicts_with = "size")]
     pub message: Option<usize>,
     /// Send exactly this many frames per queue, then stop (the run ends
-    /// when they are sent, or at warm-up + duration).
-    #[arg(long)]
+    /// when they are sent, or at warm-up + duration); at most 2^48.
+    #[arg(long, value_parser = parse_count)]
     pub count: Option<u64>,
-    /// Frames per second per queue (default: as fast as possible).
-    #[arg(long, value_name = "PPS")]
+    /// Frames per second per queue, 1 to 1e9 (default: as fast as possible).
+    #[arg(long, value_name = "PPS", value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// Run only the receivers, for --duration, and count every frame that
     /// reaches them: another tool sends (a traffic generator, DPDK
@@ -445,8 +445,9 @@ pub struct RrArgs {
     /// A transaction unanswered for this long is counted as a timeout and retried.
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
-    /// Complete exactly this many transactions per flow, then stop.
-    #[arg(long)]
+    /// Complete exactly this many transactions per flow, then stop; at
+    /// most 2^48.
+    #[arg(long, value_parser = parse_count)]
     pub count: Option<u64>,
     /// Who answers.
     #[arg(long, value_enum, default_value_t = ResponderArg::AfXdp)]
@@ -476,4 +477,39 @@ fn parse_umem_chunk(s: &str) -> Result<u32, String> {
             "{s:?} is not a UMEM chunk size the kernel takes for frames: use 2048 or 4096"
         )),
     }
+}
+
+/// The largest --count: 2^48 frames, messages or transactions per queue
+/// (flow), so that every product of counts (times queues, flows or a
+/// message's frames) fits 64 bits; at 1e9 a second it is 3 days' worth.
+pub const MAX_COUNT: u64 = 1 << 48;
+
+/// A --count: a whole number up to [`MAX_COUNT`] (0 is refused by the
+/// command's own check, which says why).
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n <= MAX_COUNT => Ok(n),
+        _ => Err(format!(
+            "{s:?} is out of range: give a whole number from 1 to 2^48 ({MAX_COUNT}) per queue"
+        )),
+    }
+}
+
+/// A --rate: frames (or messages) per second per queue, 1 to 1e9.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && (1.0..=1e9).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "{s:?} is out of range: use a rate from 1 to 1e9 per second per queue"
+        )),
+    }
+}
+
+/// A core list (`0`, `0,2`, `0-3,6`): its form and its bounds are checked
+/// here, before any range is expanded; whether the cores exist on the host
+/// that runs the workers is checked by the command (`cores::check_list`).
+pub fn parse_cores(s: &str) -> Result<String, String> {
+    crate::cores::ranges(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }

@@ -7,27 +7,68 @@ pub fn online() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Parses a list such as `0`, `0,2` or `0-3,6`.
-pub fn parse_list(s: &str) -> Result<Vec<usize>> {
+/// The highest core number a list may name at all: a CPU set holds
+/// CPU_SETSIZE (1024) cores.
+pub const MAX_CORE: usize = 1023;
+
+/// The ranges of a list such as `0`, `0,2` or `0-3,6`, checked for form
+/// and against [`MAX_CORE`] but not expanded: a list names at most
+/// [`MAX_CORE`]+1 cores, whatever its numbers say.
+pub fn ranges(s: &str) -> Result<Vec<(usize, usize)>> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || anyhow::anyhow!("{part:?} is not a core number or range (e.g. 0,2-3)");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
+        let num = |n: &str| -> Result<usize> {
+            let n = n.trim();
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
             }
-            None => out.push(part.parse().map_err(|_| bad())?),
+            match n.parse::<usize>() {
+                Ok(c) if c <= MAX_CORE => Ok(c),
+                _ => bail!(
+                    "core {n} does not exist: a core list names cores 0 to {MAX_CORE} at most, and this machine has cores 0 to {} (in the list {s:?})",
+                    online() - 1
+                ),
+            }
+        };
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let c = num(part)?;
+                (c, c)
+            }
+        };
+        if a > b {
+            return Err(bad());
         }
+        out.push((a, b));
     }
     if out.is_empty() {
-        bail!("empty core list");
+        bail!("empty core list {s:?}: give cores such as 0 or 0,2-3");
     }
     Ok(out)
+}
+
+/// Checks that every core of a list exists on a machine with `ncpu`
+/// cores, without expanding it.
+pub fn check_list(s: &str, ncpu: usize) -> Result<Vec<(usize, usize)>> {
+    let r = ranges(s)?;
+    if let Some(&(_, hi)) = r.iter().find(|&&(_, hi)| hi >= ncpu) {
+        bail!(
+            "core {hi} does not exist: this machine has cores 0 to {} (in the list {s:?})",
+            ncpu - 1
+        );
+    }
+    Ok(r)
+}
+
+/// Parses a list such as `0`, `0,2` or `0-3,6` for a machine with `ncpu`
+/// cores: checked first, then expanded.
+pub fn parse_list(s: &str, ncpu: usize) -> Result<Vec<usize>> {
+    Ok(check_list(s, ncpu)?
+        .into_iter()
+        .flat_map(|(a, b)| a..=b)
+        .collect())
 }
 
 /// Whether the default placement crosses the queues over the cores: when
@@ -58,7 +99,7 @@ pub fn for_queues(
     crossed: bool,
 ) -> Result<Vec<usize>> {
     let cores = match list {
-        Some(s) => parse_list(s)?,
+        Some(s) => parse_list(s, ncpu)?,
         None if crossed => (0..queues).map(|q| (q + offset) % ncpu).collect(),
         None => (0..queues).map(|q| (2 * q + offset) % ncpu).collect(),
     };
@@ -77,11 +118,34 @@ mod tests {
 
     #[test]
     fn lists() {
-        assert_eq!(parse_list("0").unwrap(), vec![0]);
-        assert_eq!(parse_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
-        assert!(parse_list("x").is_err());
-        assert!(parse_list("3-1").is_err());
-        assert!(parse_list("").is_err());
+        assert_eq!(parse_list("0", 8).unwrap(), vec![0]);
+        assert_eq!(parse_list("0,2-4", 8).unwrap(), vec![0, 2, 3, 4]);
+        assert!(parse_list("x", 8).is_err());
+        assert!(parse_list("3-1", 8).is_err());
+        assert!(parse_list("", 8).is_err());
+        assert!(parse_list("-1", 8).is_err());
+        assert!(parse_list("+1", 8).is_err());
+    }
+
+    #[test]
+    fn huge_ranges_are_refused_before_they_expand() {
+        // These used to allocate 800 GB or overflow the capacity.
+        for s in [
+            "0-99999999999",
+            "0-18446744073709551615",
+            "0-99999999999999999999999",
+        ] {
+            let e = ranges(s).unwrap_err().to_string();
+            assert!(e.contains(s) && e.contains("does not exist"), "{e}");
+        }
+        assert_eq!(ranges("0-1023").unwrap(), vec![(0, 1023)]);
+        let e = check_list("0-1023", 2).unwrap_err().to_string();
+        assert!(
+            e.contains("core 1023 does not exist")
+                && e.contains("cores 0 to 1 (in the list \"0-1023\")"),
+            "{e}"
+        );
+        assert_eq!(check_list("1,0-1", 2).unwrap(), vec![(1, 1), (0, 1)]);
     }
 
     #[test]

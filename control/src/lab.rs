@@ -6,6 +6,12 @@
 //! own and the interface counters can be checked against linerate's. Each
 //! veth has a qdisc, so that a full peer pushes back instead of dropping.
 
+use std::{
+    fs::{File, OpenOptions},
+    io::{Read, Seek, Write},
+    path::PathBuf,
+};
+
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
@@ -93,22 +99,53 @@ impl Lab {
             && iface::exists(Some(&self.ns_b), &self.if_b)
     }
 
-    /// Creates the lab (removing a broken one first).
+    /// `lab up`: leaves a lab that is up as asked alone (saying so), else
+    /// creates it, recreating one that differs (saying how); waits for
+    /// another `lab up`/`lab down` of the same lab, and refuses while a run
+    /// uses the lab.
     pub fn up(&self, mtu: u32, queues: u32) -> Result<()> {
         check_mtu(mtu)?;
-        if queues == 0 || queues > linerate_ebpf::MAX_QUEUES {
-            bail!(
-                "--queues {queues} is out of range: use 1 to {}",
-                linerate_ebpf::MAX_QUEUES
-            );
+        check_queues(queues)?;
+        let _setup = self.setup_lock()?;
+        let why = match self.differs(mtu, queues) {
+            None => {
+                eprintln!(
+                    "linerate: lab {} is up with MTU {mtu} and {queues} queue(s); leaving it",
+                    self.name
+                );
+                return Ok(());
+            }
+            Some(why) => why,
+        };
+        let was_up = linerate_datapath::netns::exists(&self.ns_a)
+            || linerate_datapath::netns::exists(&self.ns_b);
+        let _change = self.change_lock("`lab up`")?;
+        if was_up {
+            eprintln!("linerate: recreating lab {} ({why})", self.name);
         }
-        self.down()?;
+        self.create(mtu, queues)
+    }
+
+    /// `lab down`: waits for another `lab up`/`lab down`, refuses while a
+    /// run uses the lab.
+    pub fn down(&self) -> Result<()> {
+        let _setup = self.setup_lock()?;
+        let _change = self.change_lock("`lab down`")?;
+        self.remove()
+    }
+
+    /// Creates the lab (removing a broken one first); the caller holds
+    /// the locks.
+    pub fn create(&self, mtu: u32, queues: u32) -> Result<()> {
+        check_mtu(mtu)?;
+        check_queues(queues)?;
+        self.remove()?;
         let q = queues.to_string();
         let m = mtu.to_string();
         sh::ip(None, &["netns", "add", &self.ns_a])?;
         sh::ip(None, &["netns", "add", &self.ns_b])
             .inspect_err(|_| {
-                let _ = self.down();
+                let _ = self.remove();
             })
             .context("creating the lab's namespaces")?;
         let result = (|| -> Result<()> {
@@ -186,15 +223,16 @@ impl Lab {
             Ok(())
         })();
         if let Err(e) = result {
-            let _ = self.down();
+            let _ = self.remove();
             return Err(e.context(format!("bringing up lab {:?}", self.name)));
         }
         Ok(())
     }
 
     /// Removes both namespaces (and with them the veth pair and any XDP
-    /// program on it). Succeeds when there is nothing to remove.
-    pub fn down(&self) -> Result<()> {
+    /// program on it). Succeeds when there is nothing to remove. The
+    /// caller holds the locks.
+    fn remove(&self) -> Result<()> {
         for ns in [&self.ns_a, &self.ns_b] {
             if linerate_datapath::netns::exists(ns) {
                 sh::ip(None, &["netns", "del", ns])
@@ -282,9 +320,235 @@ impl Lab {
     }
 }
 
+/// Where linerate keeps its lock files.
+pub const LOCK_DIR: &str = "/run/linerate";
+
+/// A held lock (flock on a file under [`LOCK_DIR`]); released when dropped,
+/// or when the process ends however it ends.
+#[derive(Debug)]
+pub struct Held {
+    file: File,
+    /// A lock file of one run's (an interface's): removed when released,
+    /// so that files of interfaces long gone do not pile up.
+    unlink: Option<PathBuf>,
+}
+
+impl Held {
+    /// Writes this process's pid in the lock file, for the message of
+    /// whoever finds it taken.
+    pub fn mark(&mut self) {
+        mark(&mut self.file);
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Still locked here: whoever opened the file meanwhile finds, once
+        // it has the lock, that the name is no longer its file, and tries
+        // again (see `try_exclusive`).
+        if let Some(p) = self.unlink.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn lock_path(name: &str) -> PathBuf {
+    PathBuf::from(LOCK_DIR).join(name)
+}
+
+fn lock_file(name: &str) -> Result<File> {
+    std::fs::create_dir_all(LOCK_DIR).with_context(|| format!("creating {LOCK_DIR}"))?;
+    let p = lock_path(name);
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&p)
+        .with_context(|| format!("opening the lock file {}", p.display()))
+}
+
+/// The pid written in a lock file by its holder, if any.
+fn holder(f: &mut File) -> String {
+    let mut s = String::new();
+    let _ = f.rewind().and_then(|_| f.read_to_string(&mut s));
+    match s.trim() {
+        "" => "unknown".to_string(),
+        p => p.to_string(),
+    }
+}
+
+/// Writes this process's pid into a lock file it holds.
+fn mark(f: &mut File) {
+    let _ = f
+        .set_len(0)
+        .and_then(|_| f.rewind())
+        .and_then(|_| write!(f, "{}", std::process::id()));
+}
+
+/// Takes the exclusive, non-blocking lock of `name`; `busy(pid)` says
+/// why it cannot be had. With `unlink`, the file goes when the lock is
+/// released; a lock taken on a file that went meanwhile is taken again.
+fn try_exclusive(name: &str, unlink: bool, busy: impl FnOnce(String) -> String) -> Result<Held> {
+    use std::os::unix::fs::MetadataExt;
+    let p = lock_path(name);
+    for _ in 0..100 {
+        let mut f = lock_file(name)?;
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => bail!("{}", busy(holder(&mut f))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", p.display()))
+            }
+        }
+        let same = match (f.metadata(), std::fs::metadata(&p)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if same {
+            mark(&mut f);
+            return Ok(Held {
+                file: f,
+                unlink: unlink.then(|| p.clone()),
+            });
+        }
+    }
+    bail!("could not lock {}: it keeps being replaced", p.display())
+}
+
+impl Lab {
+    /// Serializes whatever sets the lab up or takes it down (`lab up`,
+    /// `lab down`, a run that brings the lab up): a second waits for the
+    /// first instead of racing it. Held briefly.
+    pub fn setup_lock(&self) -> Result<Held> {
+        let f = lock_file(&format!("lab-{}.lock", self.name))?;
+        f.lock()
+            .with_context(|| format!("locking lab {}", self.name))?;
+        Ok(Held {
+            file: f,
+            unlink: None,
+        })
+    }
+
+    fn use_file(&self) -> String {
+        format!("lab-{}.run", self.name)
+    }
+
+    /// The right to recreate or remove the lab: refused while a run uses
+    /// it (every run holds the lab shared for its whole length).
+    pub fn change_lock(&self, what: &str) -> Result<Held> {
+        let name = self.name.clone();
+        let what = what.to_string();
+        try_exclusive(&self.use_file(), false, move |pid| {
+            format!(
+                "lab {name} is in use by a run (pid {pid}): {what} would pull it from under the run; wait for the run to end (or stop it), then try again"
+            )
+        })
+    }
+
+    /// Held by a run for its whole length, so that `lab up`/`lab down`
+    /// refuse to change the lab under it. Taken under [`Lab::setup_lock`];
+    /// the run [`Held::mark`]s it once it is sure to run.
+    pub fn use_lock(&self) -> Result<Held> {
+        let f = lock_file(&self.use_file())?;
+        f.try_lock_shared()
+            .map_err(|e| anyhow::anyhow!("lab {} is being changed ({e}); try again", self.name))?;
+        Ok(Held {
+            file: f,
+            unlink: None,
+        })
+    }
+
+    /// Whether the lab is up as `mtu` and `queues` ask, with nothing of a
+    /// run left on it (no XDP program, NAPI threaded as `lab up` sets it):
+    /// `None` when so, else what differs.
+    pub fn differs(&self, mtu: u32, queues: u32) -> Option<String> {
+        if !self.is_up() {
+            return Some("it was not whole".into());
+        }
+        let mut why = Vec::new();
+        for (ns, ifn) in [(&self.ns_a, &self.if_a), (&self.ns_b, &self.if_b)] {
+            let Ok(i) = iface::info(Some(ns), ifn) else {
+                return Some(format!("{ifn} could not be read"));
+            };
+            if i.mtu != mtu {
+                why.push(format!("{ifn} has MTU {}", i.mtu));
+            }
+            if i.rx_queues != queues || i.tx_queues != queues {
+                why.push(format!(
+                    "{ifn} has {} queue(s)",
+                    i.rx_queues.min(i.tx_queues)
+                ));
+            }
+            if let Some(id) = i.xdp_prog_id {
+                why.push(format!("{ifn} has XDP program {id} attached"));
+            }
+            if sysfs::read(Some(ns), ifn, Attr::Threaded).ok().as_deref() != Some("1") {
+                why.push(format!("{ifn} is not in threaded NAPI"));
+            }
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+}
+
+/// Locks an interface for a run, by identity (its namespace's inode and
+/// its ifindex), so that two runs on one interface refuse before either
+/// changes anything.
+pub fn iface_lock(netns: Option<&str>, iface: &str, identity: (u64, u32)) -> Result<Held> {
+    let (ns_ino, ifindex) = identity;
+    let iface = iface.to_string();
+    let where_ = netns.map_or(String::new(), |n| format!(" (namespace {n})"));
+    try_exclusive(&format!("if-{ns_ino}-{ifindex}.lock"), true, move |pid| {
+        format!(
+            "interface {iface}{where_} is in use by another linerate run (pid {pid}): wait for it to end, or use other interfaces"
+        )
+    })
+}
+
+fn check_queues(queues: u32) -> Result<()> {
+    if queues == 0 || queues > linerate_ebpf::MAX_QUEUES {
+        bail!(
+            "--queues {queues} is out of range: use 1 to {}",
+            linerate_ebpf::MAX_QUEUES
+        );
+    }
+    Ok(())
+}
+
 fn check_mtu(mtu: u32) -> Result<()> {
     if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
         bail!("MTU {mtu} is out of range for the lab: use {MIN_MTU} to {MAX_MTU}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interface_lock_is_one_runs_and_its_file_goes_with_it() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("SKIP: {LOCK_DIR} needs root");
+            return;
+        }
+        // An identity no namespace has.
+        let id = (u64::MAX - 7, 7);
+        let path = lock_path(&format!("if-{}-{}.lock", id.0, id.1));
+        let held = iface_lock(Some("hxu-a"), "hxu-a0", id).unwrap();
+        // flock conflicts between two opens of one process too.
+        let e = iface_lock(Some("hxu-a"), "hxu-a0", id)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("interface hxu-a0 (namespace hxu-a) is in use by another linerate run")
+                && e.contains(&format!("(pid {})", std::process::id())),
+            "{e}"
+        );
+        assert!(path.exists());
+        drop(held);
+        assert!(!path.exists(), "the lock file outlived its lock");
+        drop(iface_lock(None, "hxu-a0", id).unwrap());
+        assert!(!path.exists());
+    }
 }

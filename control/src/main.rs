@@ -34,7 +34,10 @@ use clap::Parser;
 use cli::{Cli, Command, LabAction};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -42,6 +45,27 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// clap's refusal as every other error: one `linerate: error: ...` line
+/// (with clap's usage and hint after it), exit 2; `--help` and `--version`
+/// print as clap prints them.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        // Prints to stdout (help, version) or stderr (help for a missing
+        // subcommand) and exits 0 or 2 as clap decides.
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    eprint!("linerate: error: {text}");
+    ExitCode::from(2)
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {

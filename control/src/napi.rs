@@ -4,7 +4,7 @@
 //! off the sender's.
 
 use nix::{
-    sched::{sched_setaffinity, CpuSet},
+    sched::{sched_getaffinity, sched_setaffinity, CpuSet},
     unistd::Pid,
 };
 
@@ -28,4 +28,14 @@ pub fn threads(iface: &str) -> Vec<i32> {
 pub fn pin_one(pid: i32, core: usize) -> bool {
     let mut set = CpuSet::new();
     set.set(core).is_ok() && sched_setaffinity(Pid::from_raw(pid), &set).is_ok()
+}
+
+/// A thread's CPU affinity, None when it cannot be read (gone).
+pub fn affinity(pid: i32) -> Option<CpuSet> {
+    sched_getaffinity(Pid::from_raw(pid)).ok()
+}
+
+/// Sets a thread's CPU affinity back; a thread that is gone needs nothing.
+pub fn set_affinity(pid: i32, set: &CpuSet) {
+    let _ = sched_setaffinity(Pid::from_raw(pid), set);
 }

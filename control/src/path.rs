@@ -30,6 +30,26 @@ pub struct Side {
     pub info: IfaceInfo,
     /// Its IPv4 address.
     pub ip: Ipv4Addr,
+    /// Identity of its namespace (device and inode of the namespace
+    /// file), to tell a namespace replaced under the same name.
+    pub ns_id: (u64, u64),
+}
+
+/// The identity of a namespace (or of this process's, for None): device
+/// and inode of its nsfs file. Two namespaces of one name at two times
+/// have different inodes.
+pub fn netns_id(netns: Option<&str>) -> Result<(u64, u64)> {
+    let p = match netns {
+        Some(n) => linerate_datapath::netns::path(n)?,
+        None => "/proc/self/ns/net".into(),
+    };
+    let st = nix::sys::stat::stat(&p).with_context(|| {
+        format!(
+            "network namespace {:?} not found (see `ip netns list`)",
+            netns.unwrap_or("of this process")
+        )
+    })?;
+    Ok((st.st_dev, st.st_ino))
 }
 
 /// A checked path.
@@ -50,6 +70,10 @@ pub struct PathPlan {
     /// Whether linerate crossed the queues over too few cores
     /// ([`cores::crossed`]).
     pub crossed: bool,
+    /// The run's locks (the lab, shared; each interface, exclusive),
+    /// held as long as the plan lives.
+    #[allow(dead_code)] // held for what dropping it does
+    pub locks: std::sync::Arc<Vec<crate::lab::Held>>,
 }
 
 impl PathPlan {
@@ -106,6 +130,18 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
             a.inject_loss
         );
     }
+    // The cores must exist on the host that runs the workers: this one,
+    // unless agents run them (a controller's), or this is one side of a
+    // two-host run (the agent's child: its plan checks the cores as it
+    // places its workers, and fails as that side).
+    if a.agents.tx_agent.is_none() && a.role.role.is_none() {
+        let ncpu = cores::online();
+        for (name, list) in [("--tx-cores", &a.tx_cores), ("--rx-cores", &a.rx_cores)] {
+            if let Some(l) = list {
+                cores::check_list(l, ncpu).with_context(|| name.to_string())?;
+            }
+        }
+    }
     if a.tx_iface.is_some() != a.rx_iface.is_some() {
         bail!("give both --tx-iface and --rx-iface, or neither to use the lab");
     }
@@ -125,6 +161,8 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
 pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
     check_args(a)?;
     privilege::require_root(what)?;
+    let mut locks = Vec::new();
+    let mut lab_use = None;
     let (mut tx_side, mut rx_side, lab) = match (&a.tx_iface, &a.rx_iface) {
         (Some(t), Some(r)) => (
             (t.clone(), a.tx_netns.clone()),
@@ -133,7 +171,13 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
         ),
         _ => {
             let lab = Lab::new(&a.lab.name)?;
+            // Bringing the lab up (or changing it) waits for any other
+            // `lab up`/`lab down`; once it is as the run needs, the run
+            // holds it shared, so that neither changes it under the run.
+            let setup = lab.setup_lock()?;
             ensure_lab(&lab, a)?;
+            lab_use = Some(lab.use_lock()?);
+            drop(setup);
             (
                 (lab.if_a.clone(), Some(lab.ns_a.clone())),
                 (lab.if_b.clone(), Some(lab.ns_b.clone())),
@@ -155,15 +199,31 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
             bail!("interface {iface} is down; bring it up with `ip link set dev {iface} up`");
         }
         let ip = iface::ipv4(netns.as_deref(), &iface)?;
+        let ns_id = netns_id(netns.as_deref())?;
         Ok(Side {
             iface,
             netns,
             info,
             ip,
+            ns_id,
         })
     };
     let tx = side(tx_side)?;
     let rx = side(rx_side)?;
+    // One run per interface: a second is refused here, before it changes
+    // anything (NAPI mode, pinning, XDP). One interface may be both ends.
+    let mut seen = Vec::new();
+    for s in [&tx, &rx] {
+        let id = (s.ns_id.1, s.info.ifindex);
+        if !seen.contains(&id) {
+            seen.push(id);
+            locks.push(crate::lab::iface_lock(s.netns.as_deref(), &s.iface, id)?);
+        }
+    }
+    if let Some(mut l) = lab_use {
+        l.mark();
+        locks.push(l);
+    }
     if let (Some(want), None) = (a.mtu, &lab) {
         for s in [&tx, &rx] {
             if s.info.mtu != want {
@@ -206,27 +266,31 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
         tx_cores,
         rx_cores,
         crossed,
+        locks: std::sync::Arc::new(locks),
     })
 }
 
 fn ensure_lab(lab: &Lab, a: &RunArgs) -> Result<()> {
     if !lab.is_up() {
+        let _change = lab.change_lock("bringing it up")?;
         eprintln!(
             "linerate: bringing up lab {} ({} <-> {})",
             lab.name, lab.if_a, lab.if_b
         );
-        return lab.up(a.mtu.unwrap_or(1500), a.queues.max(1));
+        return lab.create(a.mtu.unwrap_or(1500), a.queues.max(1));
     }
     let info = iface::info(Some(&lab.ns_b), &lab.if_b)?;
     if info.rx_queues < a.queues {
+        let _change = lab.change_lock(&format!("recreating it with {} queues", a.queues))?;
         eprintln!(
             "linerate: recreating lab {} with {} queues",
             lab.name, a.queues
         );
-        return lab.up(a.mtu.unwrap_or(info.mtu), a.queues);
+        return lab.create(a.mtu.unwrap_or(info.mtu), a.queues);
     }
     if let Some(mtu) = a.mtu {
         if mtu != info.mtu {
+            let _change = lab.change_lock(&format!("setting its MTU to {mtu}"))?;
             lab.set_mtu(mtu)?;
         }
     }

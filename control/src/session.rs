@@ -54,8 +54,52 @@ pub fn attach_steering(side: &Side, cfg: SteeringConfig) -> Result<Arc<Steering>
     .map(Arc::new)
 }
 
-/// Pins the side's NAPI threads to `cores` (round-robin).
-pub fn pin_napi(side: &Side, cores: &[usize]) -> Vec<(i32, usize)> {
+/// What a run changed on the system, put back when it ends: dropped at
+/// the end of the run, on every error path, after Ctrl-C and on a panic.
+/// NAPI threads' CPU affinity first (the threads may go with the mode),
+/// then each interface's NAPI mode.
+#[derive(Default)]
+pub struct Restore {
+    threaded: Vec<(Option<String>, String, String)>,
+    affinity: Vec<(i32, nix::sched::CpuSet)>,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        for (pid, set) in self.affinity.drain(..).rev() {
+            napi::set_affinity(pid, &set);
+        }
+        for (ns, iface, v) in self.threaded.drain(..).rev() {
+            match crate::sysfs::write(ns.as_deref(), &iface, crate::sysfs::Attr::Threaded, &v) {
+                Ok(()) => {}
+                // NAPI went with the XDP program: softirq is all there is.
+                Err(e) if v == "0" && no_napi(&e) => {}
+                Err(e) => {
+                    eprintln!(
+                        "linerate: warning: could not put NAPI mode {v} back on {iface}: {e:#}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Whether writing `threaded` failed because the interface has no NAPI
+/// (the kernel says EOPNOTSUPP, or EIO on some versions).
+fn no_napi(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| {
+            matches!(
+                io.raw_os_error(),
+                Some(nix::libc::EIO | nix::libc::EOPNOTSUPP)
+            )
+        })
+}
+
+/// Pins the side's NAPI threads to `cores` (round-robin), recording each
+/// thread's affinity in `restore` first.
+pub fn pin_napi(side: &Side, cores: &[usize], restore: &mut Restore) -> Vec<(i32, usize)> {
     let mut threads = napi::threads(&side.iface);
     threads.sort_unstable();
     threads
@@ -63,32 +107,62 @@ pub fn pin_napi(side: &Side, cores: &[usize]) -> Vec<(i32, usize)> {
         .enumerate()
         .filter_map(|(i, pid)| {
             let core = cores[i % cores.len()];
-            napi::pin_one(pid, core).then_some((pid, core))
+            let before = napi::affinity(pid)?;
+            napi::pin_one(pid, core).then(|| {
+                restore.affinity.push((pid, before));
+                (pid, core)
+            })
         })
         .collect()
 }
 
 /// Applies the run's NAPI mode to both ends of the path; `threaded_by_default`
 /// is what `auto` means for this kind of run. Returns the mode set, if any.
+/// Each interface's mode before is recorded in `restore`; an interface
+/// already in the mode is left alone. Called once every check of the run
+/// has passed (the XDP programs attached, the interfaces locked).
 pub fn apply_napi(
     a: &RunArgs,
     path: &crate::path::PathPlan,
     threaded_by_default: bool,
+    restore: &mut Restore,
 ) -> Result<Option<&'static str>> {
+    use crate::sysfs::{read, write, Attr};
     let threaded = match (a.napi, path.lab.is_some()) {
         (NapiArg::Keep, _) | (NapiArg::Auto, false) => return Ok(None),
         (NapiArg::Auto, true) => threaded_by_default,
         (NapiArg::Threaded, _) => true,
         (NapiArg::Softirq, _) => false,
     };
+    let want = if threaded { "1" } else { "0" };
+    let mut done: Vec<(&Option<String>, &String)> = Vec::new();
     for side in [&path.tx, &path.rx] {
-        crate::sysfs::write(
-            side.netns.as_deref(),
-            &side.iface,
-            crate::sysfs::Attr::Threaded,
-            if threaded { "1" } else { "0" },
-        )
-        .with_context(|| format!("setting NAPI mode on {}", side.iface))?;
+        // One interface as both ends (one side of a two-host run).
+        if done.contains(&(&side.netns, &side.iface)) {
+            continue;
+        }
+        done.push((&side.netns, &side.iface));
+        let ns = side.netns.as_deref();
+        let before = read(ns, &side.iface, Attr::Threaded)
+            .with_context(|| format!("reading the NAPI mode of {}", side.iface))?;
+        if before == want {
+            continue;
+        }
+        write(ns, &side.iface, Attr::Threaded, want).map_err(|e| {
+            if no_napi(&e) {
+                anyhow!(
+                    "interface {} has no NAPI to make {} (veth gets NAPI when GRO is on or an XDP program is attached): turn GRO on with `ethtool -K {} gro on`, or leave NAPI as it is with --napi keep",
+                    side.iface,
+                    if threaded { "threaded" } else { "softirq" },
+                    side.iface
+                )
+            } else {
+                e.context(format!("setting NAPI mode on {}", side.iface))
+            }
+        })?;
+        restore
+            .threaded
+            .push((side.netns.clone(), side.iface.clone(), before));
     }
     Ok(Some(if threaded { "threaded" } else { "softirq" }))
 }
@@ -106,9 +180,11 @@ pub fn hard_deadline(
 }
 
 /// Watches the path during a run: an interface that disappears, goes down
-/// or changes its MTU ends the run (with the figures so far).
+/// or changes its MTU, or a namespace that is removed or replaced (by
+/// identity, not by name: `ip netns del` + `add` makes a new namespace of
+/// the same name) ends the run (with the figures so far).
 pub struct PathWatch {
-    sides: Vec<(Option<String>, String)>,
+    sides: Vec<Side>,
     mtu: u32,
     last: std::cell::Cell<Instant>,
     fault: std::cell::RefCell<Option<String>>,
@@ -118,13 +194,41 @@ impl PathWatch {
     /// Watches both ends of `path`.
     pub fn new(path: &crate::path::PathPlan) -> Self {
         Self {
-            sides: [&path.tx, &path.rx]
-                .iter()
-                .map(|s| (s.netns.clone(), s.iface.clone()))
-                .collect(),
+            sides: vec![path.tx.clone(), path.rx.clone()],
             mtu: path.mtu,
             last: std::cell::Cell::new(Instant::now()),
             fault: std::cell::RefCell::new(None),
+        }
+    }
+
+    fn problem(&self, s: &Side) -> Option<String> {
+        let iface = &s.iface;
+        if let Some(ns) = &s.netns {
+            match crate::path::netns_id(Some(ns)) {
+                Err(_) => {
+                    return Some(format!(
+                        "namespace {ns} was removed during the run (lab down or `ip netns del`?)"
+                    ))
+                }
+                Ok(id) if id != s.ns_id => {
+                    return Some(format!(
+                        "namespace {ns} was replaced by another of the same name during the run (lab up, or `ip netns del` and `add`?): {iface} is no longer in it"
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+        match crate::iface::info(s.netns.as_deref(), iface) {
+            Err(_) => Some(format!("interface {iface} disappeared during the run")),
+            Ok(i) if i.ifindex != s.info.ifindex => Some(format!(
+                "interface {iface} was replaced by another of the same name during the run"
+            )),
+            Ok(i) if !i.up => Some(format!("interface {iface} went down during the run")),
+            Ok(i) if i.mtu < self.mtu => Some(format!(
+                "the MTU of {iface} changed from {} to {} during the run",
+                self.mtu, i.mtu
+            )),
+            Ok(_) => None,
         }
     }
 
@@ -137,18 +241,9 @@ impl PathWatch {
             return false;
         }
         self.last.set(Instant::now());
-        for (ns, iface) in &self.sides {
-            let problem = match crate::iface::info(ns.as_deref(), iface) {
-                Err(_) => Some(format!("interface {iface} disappeared during the run")),
-                Ok(i) if !i.up => Some(format!("interface {iface} went down during the run")),
-                Ok(i) if i.mtu < self.mtu => Some(format!(
-                    "the MTU of {iface} changed from {} to {} during the run",
-                    self.mtu, i.mtu
-                )),
-                Ok(_) => None,
-            };
-            if problem.is_some() {
-                *self.fault.borrow_mut() = problem;
+        for s in &self.sides {
+            if let Some(p) = self.problem(s) {
+                *self.fault.borrow_mut() = Some(p);
                 return true;
             }
         }

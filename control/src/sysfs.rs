@@ -105,7 +105,6 @@ fn in_netns_sysfs<T: Send + 'static>(
 }
 
 /// Reads an interface attribute (trimmed).
-#[allow(dead_code)] // used by the run restoring NAPI modes (next commit)
 pub fn read(netns: Option<&str>, iface: &str, attr: Attr) -> Result<String> {
     let p = attr_path(iface, attr)?;
     in_netns_sysfs(netns, move || {

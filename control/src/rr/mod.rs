@@ -46,7 +46,7 @@ use crate::{
     remote::role::Role,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
-        steering_config, sum, wait_until, worker_reports, PathWatch, Snapshot,
+        steering_config, sum, wait_until, worker_reports, PathWatch, Restore, Snapshot,
     },
     stream::result::InterfaceCounters,
 };
@@ -91,7 +91,6 @@ pub fn run_role(
     let (client, server) = (&plan.path.tx, &plan.path.rx);
     let port = r.port;
     let xdp_responder = a.responder == ResponderArg::Xdp;
-    let napi_mode = apply_napi(r, &plan.path, false)?;
     let bypass = r.backend == BackendArg::Xdp;
     let server_steer = if bypass && runs_server {
         Some(attach_steering(
@@ -115,12 +114,17 @@ pub fn run_role(
             None => Default::default(),
         })
     };
+    // Check, then change: the interfaces are locked and the programs
+    // attached (each refuses a foreign one); only now the NAPI mode and
+    // pinning, which `restore` puts back when the run ends.
+    let mut restore = Restore::default();
+    let napi_mode = apply_napi(r, &plan.path, false, &mut restore)?;
     let mut napi_threads = Vec::new();
     if runs_server {
-        napi_threads.extend(pin_napi(server, &plan.path.rx_cores));
+        napi_threads.extend(pin_napi(server, &plan.path.rx_cores, &mut restore));
     }
     if runs_client {
-        napi_threads.extend(pin_napi(client, &plan.path.tx_cores));
+        napi_threads.extend(pin_napi(client, &plan.path.tx_cores, &mut restore));
     }
     let if_c0 = iface::info(client.netns.as_deref(), &client.iface)?.counters;
     let if_s0 = iface::info(server.netns.as_deref(), &server.iface)?.counters;

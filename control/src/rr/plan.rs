@@ -55,6 +55,12 @@ pub fn check_args(a: &RrArgs) -> Result<()> {
     if a.count == Some(0) {
         bail!("--count 0 runs no transaction: give at least 1");
     }
+    if let Some(c) = a.count.filter(|&c| c > crate::cli::MAX_COUNT) {
+        bail!(
+            "--count {c} is out of range: use 1 to 2^48 ({}) per flow",
+            crate::cli::MAX_COUNT
+        );
+    }
     for (name, v) in [("--request", a.request), ("--response", a.response)] {
         if v > linerate_datapath::message::MAX_MESSAGE {
             bail!(
@@ -88,7 +94,9 @@ pub fn plan(a: &RrArgs) -> Result<RrPlan> {
     // Every frame in flight towards a side must fit its RX ring, or the
     // kernel drops it and the transaction times out.
     let flows_per_queue = a.flows.div_ceil(a.run.queues) as usize;
-    let in_flight = flows_per_queue * a.concurrency as usize * request.count.max(response.count);
+    let in_flight = flows_per_queue
+        .saturating_mul(a.concurrency as usize)
+        .saturating_mul(request.count.max(response.count));
     if in_flight > a.run.rx_ring as usize {
         bail!(
             "--concurrency {} with {} flow(s) per queue puts up to {in_flight} frames in flight, more than --rx-ring {} holds: lower --concurrency or --flows, or raise --rx-ring (up to {})",

@@ -47,7 +47,7 @@ use crate::{
     remote::role::Role,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
-        steering_config, sum, wait_until, worker_reports, PathWatch, Snapshot,
+        steering_config, sum, wait_until, worker_reports, PathWatch, Restore, Snapshot,
     },
 };
 
@@ -76,8 +76,11 @@ pub fn run_role(
     let (runs_tx, runs_rx) = role.map_or((true, true), |r| (r.tx(), r.rx()));
     // With --rx-only another tool sends.
     let runs_tx = runs_tx && !a.rx_only;
-    let napi_mode = apply_napi(&a.run, &plan.path, true)?;
     let xdp = a.run.backend == BackendArg::Xdp;
+    // Check, then change: the plan locked the interfaces (a second run is
+    // refused there) and attaching refuses a foreign XDP program (and is
+    // undone when dropped); only then does the NAPI mode change, and
+    // `restore` puts it (and the NAPI threads' affinity) back at the end.
     let steering = if xdp && runs_rx {
         Some(attach_steering(
             &plan.path.rx,
@@ -86,8 +89,10 @@ pub fn run_role(
     } else {
         None
     };
+    let mut restore = Restore::default();
+    let napi_mode = apply_napi(&a.run, &plan.path, true, &mut restore)?;
     let napi_threads = if runs_rx {
-        pin_napi(&plan.path.rx, &plan.path.rx_cores)
+        pin_napi(&plan.path.rx, &plan.path.rx_cores, &mut restore)
     } else {
         Vec::new()
     };
@@ -139,7 +144,9 @@ pub fn run_role(
     // Warm-up, then the measured window.
     // A receiver on its own host knows a counted run is done when all of
     // it arrived (else the sender's host tells it, a little later).
-    let expected = a.count.map(|c| c * u64::from(a.run.queues));
+    // --count is at most 2^48 and --queues 64 (checked): this cannot
+    // overflow, and saturating would only mean "not yet".
+    let expected = a.count.map(|c| c.saturating_mul(u64::from(a.run.queues)));
     let all_arrived = || {
         expected.is_some_and(|n| {
             let got = sum(&rx_workers

@@ -55,12 +55,18 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
         bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
     }
     if let Some(r) = a.rate {
-        if !(r.is_finite() && r > 0.0 && r <= 1e9) {
+        if !(r.is_finite() && (1.0..=1e9).contains(&r)) {
             bail!("--rate {r} is out of range: use a frame rate from 1 to 1e9 frames/s");
         }
     }
     if a.count == Some(0) {
         bail!("--count 0 sends nothing: give at least 1");
+    }
+    if let Some(c) = a.count.filter(|&c| c > crate::cli::MAX_COUNT) {
+        bail!(
+            "--count {c} is out of range: use 1 to 2^48 ({}) per queue",
+            crate::cli::MAX_COUNT
+        );
     }
     if let Some(l) = a.search_rate {
         if !(0.0..100.0).contains(&l) {
@@ -103,6 +109,17 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
         .map(|len| Fragmentation::new(len, payload_per_fragment(mtu)))
         .transpose()
         .map_err(|e| anyhow::anyhow!("--message: {e}"))?;
+    // Senders count frames: a message's frames times --count must fit.
+    if let (Some(c), Some(m)) = (a.count, &message) {
+        let frames = c.checked_mul(m.count as u64);
+        if frames.is_none_or(|f| f > crate::cli::MAX_COUNT) {
+            bail!(
+                "--count {c} messages of {} frames each is more than 2^48 ({}) frames per queue: lower --count or --message",
+                m.count,
+                crate::cli::MAX_COUNT
+            );
+        }
+    }
     FrameSpec::check_size(frame_size, mtu as usize).map_err(|e| {
         anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
     })?;

@@ -1,0 +1,290 @@
+//! NAPI mode and NAPI threads: a run checks everything before it changes
+//! anything, and puts back what it changed when it ends (normally, on an
+//! error, on Ctrl-C). An interface without NAPI gets a clear word.
+
+mod common;
+
+use std::{
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use nix::{
+    sys::signal::{kill, Signal},
+    unistd::Pid,
+};
+
+/// /sys/class/net/IF/threaded, read as a test may: through `ip netns exec`.
+fn threaded(ns: &str, iface: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "cat"])
+        .arg(format!("/sys/class/net/{iface}/threaded"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "reading threaded of {iface}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn long_stream(lab: &Lab, napi: &str) -> Child {
+    Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--napi",
+            napi,
+            "--rate",
+            "1000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "20s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_attached(lab: &Lab) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while !has_xdp(&lab.ns_b(), &lab.if_b()) {
+        assert!(Instant::now() < end, "the run never attached");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Attached comes before the NAPI mode is set: give it time to be.
+    thread::sleep(Duration::from_millis(700));
+}
+
+fn interrupt(child: Child) -> std::process::Output {
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// CPUs a thread may run on (`Cpus_allowed_list`).
+fn allowed(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The pids of `napi/IFACE-*` threads.
+fn napi_threads(iface: &str) -> Vec<i32> {
+    let prefix: String = format!("napi/{iface}-").chars().take(15).collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            comm.starts_with(&prefix).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_refused_second_run_leaves_the_first_runs_napi_mode() {
+    if !root_or_skip("second run's NAPI") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("hxn1", 1500);
+    let first = long_stream(&lab, "threaded");
+    wait_attached(&lab);
+    // The second asks for softirq: it used to set it on both ends, then
+    // fail on the XDP program the first had attached.
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--napi",
+        "softirq",
+        "--count",
+        "10",
+        "--duration",
+        "2s",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is in use by another linerate run")
+            && err.contains(&format!("(pid {})", first.id())),
+        "{err}"
+    );
+    for (ns, ifn) in [(lab.ns_a(), lab.if_a()), (lab.ns_b(), lab.if_b())] {
+        assert_eq!(
+            threaded(&ns, &ifn),
+            "1",
+            "{ifn}: the first run's mode changed"
+        );
+    }
+    let out = interrupt(first);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(json(&out)["fault"].is_null(), "the first run was disturbed");
+}
+
+#[test]
+fn a_run_puts_the_napi_mode_and_threads_back() {
+    if !root_or_skip("NAPI restored") {
+        return;
+    }
+    let _turn = serial();
+    // `lab up` makes NAPI threaded.
+    let lab = Lab::up("hxn2", 1500);
+    let ends = [(lab.ns_a(), lab.if_a()), (lab.ns_b(), lab.if_b())];
+    for (ns, ifn) in &ends {
+        assert_eq!(threaded(ns, ifn), "1");
+    }
+    // A softirq run ends: threaded again (it used to stay softirq).
+    let r = counted_stream(&lab.name, 1000, &["--napi", "softirq"]);
+    assert_eq!(r["frames"]["received"], 1000);
+    assert_eq!(r["setup"]["napi"], "softirq");
+    for (ns, ifn) in &ends {
+        assert_eq!(threaded(ns, ifn), "1", "{ifn} left in softirq");
+    }
+    // Interrupted (Ctrl-C) too.
+    let child = long_stream(&lab, "softirq");
+    wait_attached(&lab);
+    let end = Instant::now() + Duration::from_secs(20);
+    while threaded(&lab.ns_b(), &lab.if_b()) != "0" {
+        assert!(Instant::now() < end, "the run never set softirq");
+        thread::sleep(Duration::from_millis(100));
+    }
+    let out = interrupt(child);
+    assert_eq!(out.status.code(), Some(130));
+    for (ns, ifn) in &ends {
+        assert_eq!(threaded(ns, ifn), "1", "{ifn} left in softirq after Ctrl-C");
+    }
+    // A threaded run pins the receiver's NAPI thread to its core; after
+    // the run the thread may run where it could before.
+    let threads = napi_threads(&lab.if_b());
+    assert!(!threads.is_empty(), "no NAPI thread for {}", lab.if_b());
+    let before: Vec<String> = threads.iter().map(|&p| allowed(p)).collect();
+    let r = counted_stream(&lab.name, 1000, &["--napi", "threaded", "--rx-cores", "1"]);
+    assert_eq!(r["frames"]["received"], 1000);
+    assert!(
+        r["setup"]["napi_threads"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "the run pinned no NAPI thread: {}",
+        r["setup"]
+    );
+    let after: Vec<String> = threads.iter().map(|&p| allowed(p)).collect();
+    assert_eq!(before, after, "NAPI threads left pinned");
+}
+
+/// Namespaces of the test's own, removed on drop.
+struct Netns(Vec<String>);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) {
+    let st = Command::new("ip").args(args).status().unwrap();
+    assert!(st.success(), "ip {args:?}");
+}
+
+#[test]
+fn an_interface_without_napi() {
+    if !root_or_skip("veth without NAPI") {
+        return;
+    }
+    let _turn = serial();
+    // A plain veth pair: GRO off, so no NAPI until XDP is attached.
+    let ns = Netns(vec!["hxn3-a".into(), "hxn3-b".into()]);
+    for n in &ns.0 {
+        let _ = Command::new("ip")
+            .args(["netns", "del", n])
+            .stderr(Stdio::null())
+            .status();
+        ip(&["netns", "add", n]);
+    }
+    ip(&[
+        "-n", "hxn3-a", "link", "add", "hxn3-a0", "type", "veth", "peer", "name", "hxn3-b0",
+        "netns", "hxn3-b",
+    ]);
+    ip(&[
+        "-n",
+        "hxn3-a",
+        "addr",
+        "add",
+        "198.18.3.1/30",
+        "dev",
+        "hxn3-a0",
+    ]);
+    ip(&[
+        "-n",
+        "hxn3-b",
+        "addr",
+        "add",
+        "198.18.3.2/30",
+        "dev",
+        "hxn3-b0",
+    ]);
+    ip(&["-n", "hxn3-a", "link", "set", "hxn3-a0", "up"]);
+    ip(&["-n", "hxn3-b", "link", "set", "hxn3-b0", "up"]);
+    let stream = |napi: &str| {
+        run(&[
+            "stream",
+            "--tx-iface",
+            "hxn3-a0",
+            "--tx-netns",
+            "hxn3-a",
+            "--rx-iface",
+            "hxn3-b0",
+            "--rx-netns",
+            "hxn3-b",
+            "--napi",
+            napi,
+            "--count",
+            "1000",
+            "--rate",
+            "50000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "30s",
+            "--json",
+        ])
+    };
+    // softirq is what an interface without NAPI has: nothing to change.
+    // (It used to fail: "sh: 1: echo: echo: I/O error".)
+    let out = stream("softirq");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert_eq!(r["frames"]["received"], 1000);
+    assert_eq!(r["setup"]["napi"], "softirq");
+    // threaded cannot be: the error says why and what to do.
+    let out = stream("threaded");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("linerate: error: interface hxn3-a0 has no NAPI to make threaded")
+            && err.contains("ethtool -K hxn3-a0 gro on")
+            && err.contains("--napi keep"),
+        "{err}"
+    );
+    // Nothing was left changed.
+    assert_eq!(threaded("hxn3-b", "hxn3-b0"), "0");
+}

@@ -279,6 +279,8 @@ struct Side<'a> {
     end: Option<RunStatus>,
     lost: Option<AgentError>,
     stop_sent: bool,
+    /// This controller asked the side to end at once.
+    stopped_now: bool,
 }
 
 impl Side<'_> {
@@ -310,6 +312,7 @@ impl Side<'_> {
             return;
         }
         self.stop_sent = true;
+        self.stopped_now |= now;
         let path = format!("/v1/runs/{id}/stop{}", if now { "?now=true" } else { "" });
         if let Err(e) = self
             .remote
@@ -328,15 +331,34 @@ impl Side<'_> {
         if let Some(e) = &self.lost {
             return Some(format!("{e} (the agent stopped answering during the run)"));
         }
+        // Any token holder may stop a run: one this controller did not ask
+        // to end says who did.
+        let not_ours = match &self.end {
+            Some(st) if st.state == "stopped" && !self.stopped_now => st.stopped_by.is_some(),
+            Some(st) if st.state == "done" && !self.stop_sent => st.stopped_by.is_some(),
+            _ => false,
+        };
         match &self.end {
+            Some(st) if st.state == "done" && not_ours => Some(format!(
+                "{} {}: the {} side was asked to finish early by {}, not by this controller: its figures end there",
+                self.remote.name,
+                self.remote.url,
+                st.role,
+                st.stopped_by.clone().unwrap_or_default()
+            )),
             Some(st) if st.state == "done" => None,
             Some(st) => Some(format!(
-                "{} {}: the {} side {}: {}",
+                "{} {}: the {} side {}: {}{}",
                 self.remote.name,
                 self.remote.url,
                 st.role,
                 st.state,
-                st.error.clone().unwrap_or_default()
+                st.error.clone().unwrap_or_default(),
+                if not_ours {
+                    " (not by this controller: another client holding the token stopped the run)"
+                } else {
+                    ""
+                }
             )),
             None => Some(format!(
                 "{} {}: the run did not end in time",
@@ -428,6 +450,7 @@ pub fn run(
         end: None,
         lost: None,
         stop_sent: false,
+        stopped_now: false,
     };
     let mut txs = Side {
         remote: &tx,
@@ -435,6 +458,7 @@ pub fn run(
         end: None,
         lost: None,
         stop_sent: false,
+        stopped_now: false,
     };
     let c: Created = rx.post(
         "/v1/runs",
@@ -493,7 +517,7 @@ pub fn run(
     // The cause first: a side the controller stopped because the other
     // failed is no news.
     let stopped_by_us = |s: &Side| {
-        s.lost.is_none() && s.stop_sent && s.end.as_ref().is_some_and(|e| e.state == "stopped")
+        s.lost.is_none() && s.stopped_now && s.end.as_ref().is_some_and(|e| e.state == "stopped")
     };
     let mut errors: Vec<String> = [&txs, &rxs]
         .iter()

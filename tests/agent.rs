@@ -779,3 +779,79 @@ fn a_run_stopped_by_someone_else_says_who() {
     thread::sleep(Duration::from_millis(500));
     no_xdp_left();
 }
+
+/// `threaded` of an interface in a namespace.
+fn napi_threaded(ns: &str, iface: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "cat"])
+        .arg(format!("/sys/class/net/{iface}/threaded"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A run's process killed outright (no clean-up of its own): the agent
+/// puts the NAPI mode it changed back.
+#[test]
+fn a_killed_run_leaves_napi_as_it_was() {
+    let Some(h) = hosts("killed run's NAPI") else {
+        return;
+    };
+    let b = &h.b;
+    let (ns, iface) = (format!("{LAB}-b"), format!("{LAB}-b0"));
+    // The lab's veths run NAPI threaded: the run switches to the other mode.
+    let before = napi_threaded(&ns, &iface);
+    let (mode, during) = match before.as_str() {
+        "1" => ("softirq", "0"),
+        _ => ("threaded", "1"),
+    };
+    let (code, text) = call(
+        &b.url,
+        "POST",
+        "/v1/runs",
+        Some(run_request(&[
+            "--napi",
+            mode,
+            "--warmup",
+            "0s",
+            "--duration",
+            "30s",
+        ])),
+        Some(TOKEN),
+    );
+    assert_eq!(code, 201, "{text}");
+    let id = serde_json::from_str::<Value>(&text).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let end = Instant::now() + Duration::from_secs(20);
+    while napi_threaded(&ns, &iface) != during {
+        assert!(Instant::now() < end, "the run never set NAPI {mode}");
+        thread::sleep(Duration::from_millis(100));
+    }
+    // SIGKILL the agent's child, the run's process.
+    let agent = b.child.id();
+    let children = std::fs::read_to_string(format!("/proc/{agent}/task/{agent}/children")).unwrap();
+    let pids: Vec<i32> = children
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 1, "{children:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pids[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, s) = call(&b.url, "GET", &format!("/v1/runs/{id}"), None, Some(TOKEN));
+        if serde_json::from_str::<Value>(&s).unwrap()["state"] != "running" {
+            break;
+        }
+        assert!(Instant::now() < end, "the killed run still running");
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(napi_threaded(&ns, &iface), before, "NAPI left {mode}");
+    thread::sleep(Duration::from_millis(300));
+    no_xdp_left();
+}

@@ -218,21 +218,7 @@ impl Shared {
                     .into(),
             );
         }
-        // Without interfaces a run takes the lab's.
-        let lab = |side: &str| {
-            (
-                format!("{}-{side}0", run.lab.name),
-                Some(format!("{}-{side}", run.lab.name)),
-            )
-        };
-        let sides = match (&run.tx_iface, &run.rx_iface) {
-            (Some(t), Some(r)) => [
-                (t.clone(), run.tx_netns.clone()),
-                (r.clone(), run.rx_netns.clone()),
-            ],
-            _ => [lab("a"), lab("b")],
-        };
-        sides
+        run_sides(cli)
             .iter()
             .find_map(|(iface, ns)| self.refusal(iface, ns.as_deref()))
     }
@@ -259,6 +245,68 @@ impl Shared {
         let end = Instant::now() + KILL_AFTER + Duration::from_secs(2);
         while Instant::now() < end && self.slot().as_ref().is_some_and(Slot::active) {
             thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The interfaces (and namespaces) a run would use: its --tx-iface and
+/// --rx-iface, or without them the lab's.
+fn run_sides(cli: &Cli) -> Vec<(String, Option<String>)> {
+    let run = match &cli.command {
+        CliCommand::Stream(a) => &a.run,
+        CliCommand::Rr(a) => &a.run,
+        _ => return Vec::new(),
+    };
+    let mut sides = match (&run.tx_iface, &run.rx_iface) {
+        (Some(t), Some(r)) => vec![
+            (t.clone(), run.tx_netns.clone()),
+            (r.clone(), run.rx_netns.clone()),
+        ],
+        _ => ["a", "b"]
+            .iter()
+            .map(|side| {
+                (
+                    format!("{}-{side}0", run.lab.name),
+                    Some(format!("{}-{side}", run.lab.name)),
+                )
+            })
+            .collect(),
+    };
+    sides.dedup();
+    sides
+}
+
+/// The NAPI modes (`threaded`) of the interfaces a run uses, before it.
+type NapiModes = Vec<(String, Option<String>, String)>;
+
+fn napi_modes(sides: &[(String, Option<String>)]) -> NapiModes {
+    sides
+        .iter()
+        .filter_map(|(iface, ns)| {
+            crate::sysfs::read(ns.as_deref(), iface, crate::sysfs::Attr::Threaded)
+                .ok()
+                .map(|v| (iface.clone(), ns.clone(), v))
+        })
+        .collect()
+}
+
+/// Puts back the NAPI modes a run changed and left so: the run restores
+/// them itself when it ends, but not when it was killed.
+fn restore_napi(id: &str, before: &NapiModes) {
+    for (iface, ns, was) in before {
+        let attr = crate::sysfs::Attr::Threaded;
+        match crate::sysfs::read(ns.as_deref(), iface, attr) {
+            Ok(now) if now != *was => {
+                match crate::sysfs::write(ns.as_deref(), iface, attr, was) {
+                    Ok(()) => eprintln!(
+                        "linerate: agent: run {id}: NAPI of {iface} put back to threaded={was} (the run left {now})"
+                    ),
+                    Err(e) => eprintln!(
+                        "linerate: agent: run {id}: putting NAPI of {iface} back to threaded={was} failed: {e:#}"
+                    ),
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -752,10 +800,10 @@ async fn create(
             ),
         );
     }
-    let argv = match child_args(&req) {
+    let (argv, napi) = match child_args(&req) {
         Ok((argv, cli)) => match s.run_refusal(&cli) {
             Some(why) => return error(StatusCode::FORBIDDEN, why),
-            None => argv,
+            None => (argv, napi_modes(&run_sides(&cli))),
         },
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
@@ -817,13 +865,13 @@ async fn create(
         argv.join(" ")
     );
     let (s2, id2) = (s.clone(), id.clone());
-    thread::spawn(move || watch(s2, child, id2));
+    thread::spawn(move || watch(s2, child, id2, napi));
     (StatusCode::CREATED, Json(Created { id })).into_response()
 }
 
 /// Follows a child to its end: its live counters and stderr, its lease,
 /// and its result.
-fn watch(s: Arc<Shared>, mut child: Child, id: String) {
+fn watch(s: Arc<Shared>, mut child: Child, id: String, napi: NapiModes) {
     let mut stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let out = thread::spawn(move || {
@@ -884,6 +932,8 @@ fn watch(s: Arc<Shared>, mut child: Child, id: String) {
     };
     let text = out.join().unwrap_or_default();
     let _ = err.join();
+    // Before the run counts as ended, so that the next finds them as they were.
+    restore_napi(&id, &napi);
     let mut g = s.slot();
     let Some(slot) = g.as_mut().filter(|r| r.id == id) else {
         return;

@@ -300,6 +300,32 @@ fn agent_serves_only_allowed_interfaces() {
         "a run started: {m}"
     );
     assert!(!has_xdp(&lab.ns_b(), &lab.if_b()));
+    // A controller names it too (encoded in its URLs): both "hosts" are
+    // this agent, so the rx side starts and the tx side finds the agent
+    // busy, the 409 naming the run that holds it; the rx side is stopped.
+    let out = Command::new(linerate())
+        .args(["stream", "--tx-agent", u, "--rx-agent", u, "--token-file"])
+        .arg(&agent.token)
+        .args(["--tx-iface", HOSTILE, "--tx-netns", &ns_a])
+        .args(["--rx-iface", &lab.if_b(), "--rx-netns", &ns_b])
+        .args(["--count", "10", "--napi", "keep"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "tx agent {u} answered 409 to the run request: this agent is busy with run "
+        )) && err.contains("(stream rx, started ")
+            && err.contains(" by 127.0.0.1:"),
+        "{err}"
+    );
+    let end = Instant::now() + Duration::from_secs(15);
+    while has_xdp(&lab.ns_b(), &lab.if_b()) {
+        assert!(Instant::now() < end, "the rx side was not stopped");
+        thread::sleep(Duration::from_millis(100));
+    }
     // No shell ran the hostile name: no file `pw` appeared.
     assert!(!cwd.join("pw").exists());
     drop(agent);

@@ -251,6 +251,20 @@ impl Remote {
     }
 }
 
+/// `GET /v1/ifaces/NAME[?netns=NS]`, the names percent-encoded: a name may
+/// hold any character but '/' and whitespace (`q;id>pw;#` is one).
+fn iface_path(iface: &str, netns: Option<&str>) -> String {
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let mut p = format!(
+        "/v1/ifaces/{}",
+        utf8_percent_encode(iface, NON_ALPHANUMERIC)
+    );
+    if let Some(n) = netns {
+        p += &format!("?netns={}", utf8_percent_encode(n, NON_ALPHANUMERIC));
+    }
+    p
+}
+
 /// Removes the options the controller keeps for itself.
 pub fn agent_args(raw: &[String]) -> Vec<String> {
     let mut out = Vec::new();
@@ -406,19 +420,8 @@ pub fn run(
     let token = token::read(run.agents.token_file.as_deref())?;
     let tx = Remote::connect("tx agent", tx_url, &token)?;
     let rx = Remote::connect("rx agent", rx_url, &token)?;
-    let q = |ns: &Option<String>| {
-        ns.as_ref()
-            .map(|n| format!("?netns={n}"))
-            .unwrap_or_default()
-    };
-    let ti: api::Iface = tx.get(
-        &format!("/v1/ifaces/{tx_if}{}", q(tx_ns)),
-        "the interface query",
-    )?;
-    let ri: api::Iface = rx.get(
-        &format!("/v1/ifaces/{rx_if}{}", q(rx_ns)),
-        "the interface query",
-    )?;
+    let ti: api::Iface = tx.get(&iface_path(tx_if, tx_ns.as_deref()), "the interface query")?;
+    let ri: api::Iface = rx.get(&iface_path(rx_if, rx_ns.as_deref()), "the interface query")?;
     if ti.mtu != ri.mtu {
         bail!(
             "the MTUs differ: {tx_if} on the tx host has {}, {rx_if} on the rx host {}: set both to the same (`ip link set dev IF mtu N`)",
@@ -668,6 +671,15 @@ pub fn table(r: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_encoded_in_urls() {
+        assert_eq!(iface_path("eth1", None), "/v1/ifaces/eth1");
+        assert_eq!(
+            iface_path("q;id>pw;#", Some("a b&c=d")),
+            "/v1/ifaces/q%3Bid%3Epw%3B%23?netns=a%20b%26c%3Dd"
+        );
+    }
 
     #[test]
     fn controller_options_stripped() {

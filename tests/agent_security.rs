@@ -513,6 +513,33 @@ fn connections_over_the_cap_are_refused_at_once() {
 }
 
 #[test]
+fn a_body_sent_slowly_gets_408() {
+    if !root_or_skip("slow body") {
+        return;
+    }
+    let agent = Agent::start("ha5", &["--request-timeout", "2s"], &std::env::temp_dir());
+    let mut s = TcpStream::connect(&agent.addr).unwrap();
+    // The head in full, then 10 of the 1000 bytes it announces.
+    write!(
+        s,
+        "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{{\"test\": 1"
+    )
+    .unwrap();
+    let t = Instant::now();
+    let (code, body) = read_answer(&mut s);
+    eprintln!("a slow body answered {code} after {:?}", t.elapsed());
+    assert_eq!(code, 408, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("its body came too slowly"),
+        "{body}"
+    );
+}
+
+#[test]
 fn token_file_must_be_one_private_line() {
     let dir = std::env::temp_dir().join(format!("ha-token-dir-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -54,6 +54,8 @@ const LEASE_MS: std::ops::RangeInclusive<u64> = 500..=120_000;
 const TAIL: usize = 20;
 /// Largest request body (a run request is well under a kilobyte).
 pub const BODY_LIMIT: usize = 64 * 1024;
+/// A body over BODY_LIMIT is read (and dropped) up to this before the 413.
+const DRAIN_LIMIT: usize = 1024 * 1024;
 /// Open files kept free of connections: the runs' pipes, the doctor, logs.
 const FD_RESERVE: u64 = 256;
 
@@ -492,6 +494,7 @@ fn router(shared: Arc<Shared>) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn(oversized))
         .layer(middleware::from_fn_with_state(shared.clone(), auth))
         .layer(middleware::from_fn_with_state(shared.clone(), deadline))
         .layer(middleware::from_fn(json_errors))
@@ -550,6 +553,23 @@ async fn json_errors(req: Request, next: Next) -> Response {
     })
     .unwrap_or_default();
     Response::from_parts(parts, Body::from(body))
+}
+
+/// A body announced over the limit is refused (413) once read, up to
+/// DRAIN_LIMIT, so that the client, still sending it, gets the answer
+/// rather than a broken pipe. After the token check: nobody else makes the
+/// agent read.
+async fn oversized(req: Request, next: Next) -> Response {
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_none_or(|n| n <= BODY_LIMIT as u64) {
+        return next.run(req).await;
+    }
+    let _ = axum::body::to_bytes(req.into_body(), DRAIN_LIMIT).await;
+    error(StatusCode::PAYLOAD_TOO_LARGE, too_large())
 }
 
 fn too_large() -> String {

@@ -508,6 +508,16 @@ fn connections_over_the_cap_are_refused_at_once() {
     );
     assert!(closed_within(&mut over, Duration::from_secs(10)));
     eprintln!("refused over the cap in {:?}", t.elapsed());
+    // A client that sends its request at once reads the 503 too.
+    let agent_ = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(10))
+        .build();
+    match agent_.get(&format!("{}/v1/version", agent.url)).call() {
+        Err(ureq::Error::Status(503, r)) => {
+            assert_eq!(r.content_type(), "application/json");
+        }
+        other => panic!("not a 503: {other:?}"),
+    }
     // The connection held before goes on being served.
     assert_eq!(http(&mut keep, "/v1/version").0, 200);
 }

@@ -56,8 +56,10 @@ const TAIL: usize = 20;
 pub const BODY_LIMIT: usize = 64 * 1024;
 /// A body over BODY_LIMIT is read (and dropped) up to this before the 413.
 const DRAIN_LIMIT: usize = 1024 * 1024;
+/// Connections over the cap that get a second to read their 503.
+const LINGERING: usize = 32;
 /// Open files kept free of connections: the runs' pipes, the doctor, logs.
-const FD_RESERVE: u64 = 256;
+const FD_RESERVE: u64 = 256 + LINGERING as u64;
 
 /// The agent's state: its token, what it may touch, and the one run it
 /// may have.
@@ -410,6 +412,7 @@ async fn accept(
     header_timeout: Duration,
 ) {
     let permits = Arc::new(tokio::sync::Semaphore::new(cap));
+    let lingering = Arc::new(tokio::sync::Semaphore::new(LINGERING));
     let stop = shutdown();
     tokio::pin!(stop);
     loop {
@@ -426,20 +429,7 @@ async fn accept(
             },
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
-            let body = serde_json::to_string(&ApiError {
-                error: format!(
-                    "the agent holds {cap} connections, its limit (--max-connections): try again later"
-                ),
-                holder: None,
-            })
-            .unwrap_or_default();
-            let _ = stream.try_write(
-                format!(
-                    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            );
+            refuse_over_cap(stream, cap, &lingering);
             continue;
         };
         let app = app.clone();
@@ -459,6 +449,43 @@ async fn accept(
             drop(permit);
         });
     }
+}
+
+/// Answers a connection over the cap 503 and closes it. A few at a time
+/// (LINGERING) read what the client sent for up to a second first, so that
+/// it reads the answer rather than a reset; the rest are closed at once.
+fn refuse_over_cap(
+    mut stream: tokio::net::TcpStream,
+    cap: usize,
+    lingering: &Arc<tokio::sync::Semaphore>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = serde_json::to_string(&ApiError {
+        error: format!(
+            "the agent holds {cap} connections, its limit (--max-connections): try again later"
+        ),
+        holder: None,
+    })
+    .unwrap_or_default();
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let Ok(turn) = lingering.clone().try_acquire_owned() else {
+        let _ = stream.try_write(answer.as_bytes());
+        return;
+    };
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(answer.as_bytes()).await?;
+            stream.shutdown().await?;
+            let mut sink = [0u8; 1024];
+            while stream.read(&mut sink).await? > 0 {}
+            std::io::Result::Ok(())
+        })
+        .await;
+        drop(turn);
+    });
 }
 
 async fn shutdown() {

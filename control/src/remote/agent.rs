@@ -5,6 +5,11 @@
 //! asked, or when the agent itself stops. The child's own clean-up (its
 //! Ctrl-C handler, the bpf_link dropped on exit) detaches XDP and closes
 //! the sockets; if the agent dies, the child sees its stdin close and ends.
+//!
+//! It serves only the interfaces it was told to (`--allow-iface`, by default
+//! the lab's), and keeps answering under load: it drives its connections
+//! itself (hyper), with a cap, a timeout for a request head (which also
+//! closes idle keep-alive connections), one per request, and a body limit.
 
 use std::{
     io::{BufRead, BufReader, Read, Write},

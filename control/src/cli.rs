@@ -63,6 +63,75 @@ pub struct AgentServeArgs {
     /// File holding the shared token (mode 600); or set LINERATE_TOKEN.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,
+    /// An interface runs, interface queries and the doctor may use: IF (in
+    /// the agent's own network namespace) or IF@NS (in namespace NS).
+    /// Repeatable; replaces the default, the lab's two interfaces
+    /// (<lab>-a0@<lab>-a and <lab>-b0@<lab>-b, which match <lab>-a0 named
+    /// without a namespace when the agent itself runs in <lab>-a).
+    /// Anything else is refused with 403.
+    #[arg(long = "allow-iface", value_name = "IF[@NS]", value_parser = parse_allowed_iface)]
+    pub allow_iface: Vec<AllowedIface>,
+    /// The lab whose interfaces are allowed when no --allow-iface is given.
+    #[command(flatten)]
+    pub lab: LabName,
+    /// Let run requests pass --force (replace an XDP program someone else
+    /// attached to an allowed interface); refused with 403 without it.
+    #[arg(long)]
+    pub allow_force: bool,
+    /// Connections held at once; more are answered 503 and closed at once
+    /// (lowered to fit the open-file limit).
+    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// A connection that sends no complete request head for this long (a
+    /// half-sent request, or an idle keep-alive connection) is closed.
+    #[arg(long, hide = true, default_value = "10s", value_parser = parse_positive_duration)]
+    pub header_timeout: Duration,
+    /// A request (its body and its answer) that takes longer is answered
+    /// 408.
+    #[arg(long, hide = true, default_value = "60s", value_parser = parse_positive_duration)]
+    pub request_timeout: Duration,
+}
+
+/// One `--allow-iface`: an interface, in a namespace or in the agent's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedIface {
+    /// Interface name.
+    pub iface: String,
+    /// Its namespace; None: the agent's own.
+    pub netns: Option<String>,
+}
+
+impl std::fmt::Display for AllowedIface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.netns {
+            Some(ns) => write!(f, "{}@{ns}", self.iface),
+            None => write!(f, "{}", self.iface),
+        }
+    }
+}
+
+/// IF or IF@NS, both names checked as the kernel and `ip netns` check them.
+pub fn parse_allowed_iface(s: &str) -> Result<AllowedIface, String> {
+    let (iface, netns) = match s.rsplit_once('@') {
+        Some((i, n)) => (i, Some(n)),
+        None => (s, None),
+    };
+    parse_iface(iface)?;
+    if let Some(n) = netns {
+        parse_netns(n)?;
+    }
+    Ok(AllowedIface {
+        iface: iface.to_string(),
+        netns: netns.map(str::to_string),
+    })
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("use a duration longer than 0, e.g. 10s".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Where the two sides of a run go when they run on two hosts.

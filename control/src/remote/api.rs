@@ -102,6 +102,27 @@ pub struct RunStatus {
     pub error: Option<String>,
     /// Exit status of the side's process.
     pub exit_code: Option<i32>,
+    /// The last stop request the agent was sent for this run: from which
+    /// address, and whether it ended the run at once ("a stop request from
+    /// 198.51.100.1:40022 (at once)"). Any token holder may stop a run: a
+    /// controller that sent none knows someone else stopped its run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+}
+
+/// Who holds a busy agent (in a 409 answer).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Holder {
+    /// Run id.
+    pub id: String,
+    /// "stream" or "rr".
+    pub test: String,
+    /// "tx" or "rx".
+    pub role: String,
+    /// When the run was started, ns since the Unix epoch (agent's clock).
+    pub since_unix_ns: u64,
+    /// The address the run request came from.
+    pub by: String,
 }
 
 /// Error answers.
@@ -109,4 +130,7 @@ pub struct RunStatus {
 pub struct ApiError {
     /// What went wrong and how to fix it.
     pub error: String,
+    /// 409: the run that holds the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
 }

@@ -251,6 +251,20 @@ impl Remote {
     }
 }
 
+/// `GET /v1/ifaces/NAME[?netns=NS]`, the names percent-encoded: a name may
+/// hold any character but '/' and whitespace (`q;id>pw;#` is one).
+fn iface_path(iface: &str, netns: Option<&str>) -> String {
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let mut p = format!(
+        "/v1/ifaces/{}",
+        utf8_percent_encode(iface, NON_ALPHANUMERIC)
+    );
+    if let Some(n) = netns {
+        p += &format!("?netns={}", utf8_percent_encode(n, NON_ALPHANUMERIC));
+    }
+    p
+}
+
 /// Removes the options the controller keeps for itself.
 pub fn agent_args(raw: &[String]) -> Vec<String> {
     let mut out = Vec::new();
@@ -279,6 +293,8 @@ struct Side<'a> {
     end: Option<RunStatus>,
     lost: Option<AgentError>,
     stop_sent: bool,
+    /// This controller asked the side to end at once.
+    stopped_now: bool,
 }
 
 impl Side<'_> {
@@ -310,6 +326,7 @@ impl Side<'_> {
             return;
         }
         self.stop_sent = true;
+        self.stopped_now |= now;
         let path = format!("/v1/runs/{id}/stop{}", if now { "?now=true" } else { "" });
         if let Err(e) = self
             .remote
@@ -328,15 +345,34 @@ impl Side<'_> {
         if let Some(e) = &self.lost {
             return Some(format!("{e} (the agent stopped answering during the run)"));
         }
+        // Any token holder may stop a run: one this controller did not ask
+        // to end says who did.
+        let not_ours = match &self.end {
+            Some(st) if st.state == "stopped" && !self.stopped_now => st.stopped_by.is_some(),
+            Some(st) if st.state == "done" && !self.stop_sent => st.stopped_by.is_some(),
+            _ => false,
+        };
         match &self.end {
+            Some(st) if st.state == "done" && not_ours => Some(format!(
+                "{} {}: the {} side was asked to finish early by {}, not by this controller: its figures end there",
+                self.remote.name,
+                self.remote.url,
+                st.role,
+                st.stopped_by.clone().unwrap_or_default()
+            )),
             Some(st) if st.state == "done" => None,
             Some(st) => Some(format!(
-                "{} {}: the {} side {}: {}",
+                "{} {}: the {} side {}: {}{}",
                 self.remote.name,
                 self.remote.url,
                 st.role,
                 st.state,
-                st.error.clone().unwrap_or_default()
+                st.error.clone().unwrap_or_default(),
+                if not_ours {
+                    " (not by this controller: another client holding the token stopped the run)"
+                } else {
+                    ""
+                }
             )),
             None => Some(format!(
                 "{} {}: the run did not end in time",
@@ -384,19 +420,8 @@ pub fn run(
     let token = token::read(run.agents.token_file.as_deref())?;
     let tx = Remote::connect("tx agent", tx_url, &token)?;
     let rx = Remote::connect("rx agent", rx_url, &token)?;
-    let q = |ns: &Option<String>| {
-        ns.as_ref()
-            .map(|n| format!("?netns={n}"))
-            .unwrap_or_default()
-    };
-    let ti: api::Iface = tx.get(
-        &format!("/v1/ifaces/{tx_if}{}", q(tx_ns)),
-        "the interface query",
-    )?;
-    let ri: api::Iface = rx.get(
-        &format!("/v1/ifaces/{rx_if}{}", q(rx_ns)),
-        "the interface query",
-    )?;
+    let ti: api::Iface = tx.get(&iface_path(tx_if, tx_ns.as_deref()), "the interface query")?;
+    let ri: api::Iface = rx.get(&iface_path(rx_if, rx_ns.as_deref()), "the interface query")?;
     if ti.mtu != ri.mtu {
         bail!(
             "the MTUs differ: {tx_if} on the tx host has {}, {rx_if} on the rx host {}: set both to the same (`ip link set dev IF mtu N`)",
@@ -428,6 +453,7 @@ pub fn run(
         end: None,
         lost: None,
         stop_sent: false,
+        stopped_now: false,
     };
     let mut txs = Side {
         remote: &tx,
@@ -435,6 +461,7 @@ pub fn run(
         end: None,
         lost: None,
         stop_sent: false,
+        stopped_now: false,
     };
     let c: Created = rx.post(
         "/v1/runs",
@@ -493,7 +520,7 @@ pub fn run(
     // The cause first: a side the controller stopped because the other
     // failed is no news.
     let stopped_by_us = |s: &Side| {
-        s.lost.is_none() && s.stop_sent && s.end.as_ref().is_some_and(|e| e.state == "stopped")
+        s.lost.is_none() && s.stopped_now && s.end.as_ref().is_some_and(|e| e.state == "stopped")
     };
     let mut errors: Vec<String> = [&txs, &rxs]
         .iter()
@@ -644,6 +671,15 @@ pub fn table(r: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_encoded_in_urls() {
+        assert_eq!(iface_path("eth1", None), "/v1/ifaces/eth1");
+        assert_eq!(
+            iface_path("q;id>pw;#", Some("a b&c=d")),
+            "/v1/ifaces/q%3Bid%3Epw%3B%23?netns=a%20b%26c%3Dd"
+        );
+    }
 
     #[test]
     fn controller_options_stripped() {

@@ -30,6 +30,28 @@ pub enum TokenError {
         /// Its mode.
         mode: u32,
     },
+    /// A directory, a device, a socket...
+    #[error("token file {path} is a directory: give the file holding the token (mode 600)")]
+    Directory {
+        /// The path.
+        path: String,
+    },
+    /// Not a regular file.
+    #[error("token file {path} is not a regular file: give a file holding the token (mode 600)")]
+    NotFile {
+        /// The path.
+        path: String,
+    },
+    /// A second line, a space, a control or non-ASCII character.
+    #[error("the token {from} contains {what} (at byte {at}): a token is one line of printable ASCII without spaces (one trailing newline is fine), e.g. `openssl rand -hex 32`")]
+    Unprintable {
+        /// Where it came from.
+        from: String,
+        /// What it contains.
+        what: &'static str,
+        /// Where.
+        at: usize,
+    },
     /// Empty or too short.
     #[error("the token {from} is shorter than 16 characters: use a long random one, e.g. `openssl rand -hex 32`")]
     Short {
@@ -47,6 +69,12 @@ pub fn read(file: Option<&Path>) -> Result<String, TokenError> {
                 path: path.clone(),
                 source,
             })?;
+            if meta.is_dir() {
+                return Err(TokenError::Directory { path });
+            }
+            if !meta.is_file() {
+                return Err(TokenError::NotFile { path });
+            }
             let mode = meta.permissions().mode() & 0o777;
             if mode & 0o077 != 0 {
                 return Err(TokenError::Open { path, mode });
@@ -55,17 +83,43 @@ pub fn read(file: Option<&Path>) -> Result<String, TokenError> {
                 path: path.clone(),
                 source,
             })?;
-            (text.trim().to_string(), format!("in {path}"))
+            (text, format!("in {path}"))
         }
         None => match std::env::var(TOKEN_ENV) {
-            Ok(t) => (t.trim().to_string(), format!("in {TOKEN_ENV}")),
+            Ok(t) => (t, format!("in {TOKEN_ENV}")),
             Err(_) => return Err(TokenError::Missing),
         },
     };
+    let token = one_line(&token, &from)?.to_string();
     if token.len() < 16 {
         return Err(TokenError::Short { from });
     }
     Ok(token)
+}
+
+/// The token without its one trailing newline; refused when anything but
+/// printable ASCII without spaces is left (a second line would make a
+/// token the agent starts with and no client can send).
+fn one_line<'a>(text: &'a str, from: &str) -> Result<&'a str, TokenError> {
+    let t = text
+        .strip_suffix("\r\n")
+        .or_else(|| text.strip_suffix('\n'))
+        .unwrap_or(text);
+    if let Some((at, c)) = t.char_indices().find(|(_, c)| !c.is_ascii_graphic()) {
+        let what = match c {
+            '\n' | '\r' => "a line break",
+            ' ' => "a space",
+            '\t' => "a tab",
+            c if c.is_control() => "a control character",
+            _ => "a non-ASCII character",
+        };
+        return Err(TokenError::Unprintable {
+            from: from.to_string(),
+            what,
+            at,
+        });
+    }
+    Ok(t)
 }
 
 /// Compares without stopping at the first difference.
@@ -98,5 +152,35 @@ mod tests {
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(read(Some(&f)).unwrap(), "0123456789abcdef0123");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn directory_refused() {
+        let dir = std::env::temp_dir().join(format!("lr-token-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = read(Some(&dir)).unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_line_only() {
+        let ok = |t| one_line(t, "in T").map(str::to_string);
+        assert_eq!(ok("0123456789abcdef\n").unwrap(), "0123456789abcdef");
+        assert_eq!(ok("0123456789abcdef\r\n").unwrap(), "0123456789abcdef");
+        assert_eq!(ok("0123456789abcdef").unwrap(), "0123456789abcdef");
+        for (t, what) in [
+            ("01234567\n89abcdef\n", "a line break"),
+            ("0123456789abcdef\n\n", "a line break"),
+            ("01234567 89abcdef", "a space"),
+            (" 0123456789abcdef", "a space"),
+            ("01234567\t89abcdef", "a tab"),
+            ("01234567\u{1}89abcdef", "a control character"),
+            ("01234567é89abcdef", "a non-ASCII character"),
+        ] {
+            let e = ok(t).unwrap_err().to_string();
+            assert!(e.contains(what), "{t:?}: {e}");
+        }
     }
 }

@@ -64,6 +64,10 @@ fn generate(ns: &str, iface: &str, size: usize, repeat: u32) -> linerate_ebpf::G
         let mut gen = Generator::load(GeneratorConfig {
             ifindex: idx,
             message: None,
+            count: None,
+            rate: None,
+            burst: 0,
+            epoch_ns: 0,
         })
         .unwrap();
         let mut left = repeat;
@@ -247,6 +251,10 @@ fn call_cost() {
         let mut gen = Generator::load(GeneratorConfig {
             ifindex: idx,
             message: None,
+            count: None,
+            rate: None,
+            burst: 0,
+            epoch_ns: 0,
         })
         .unwrap();
         for repeat in [1u32, 8, 64, 1024, 65536] {

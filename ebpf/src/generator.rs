@@ -6,6 +6,8 @@
 //! per flow what it stamped and redirected; what the driver then dropped
 //! at a full peer shows only in the driver's own counters.
 
+use std::os::fd::AsFd;
+
 use libbpf_rs::{ErrorKind, MapCore, MapFlags, MapHandle, Object, ObjectBuilder, ProgramInput};
 
 use crate::EbpfError;
@@ -23,24 +25,30 @@ pub const MAX_LIVE_FRAME: usize = 3408;
 pub const GEN_MAX_FLOWS: usize = 4096;
 
 /// `struct gen_config` in gen.bpf.c: (field, offset, size), in order.
-pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 4] = [
+pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 8] = [
     ("ifindex", 0, 4),
     ("msg_len", 4, 4),
     ("frag_count", 8, 4),
     ("per_fragment", 12, 4),
+    ("count", 16, 8),
+    ("interval_fp", 24, 8),
+    ("burst", 32, 8),
+    ("epoch_ns", 40, 8),
 ];
 /// Size of `struct gen_config`.
-pub(crate) const GEN_CONFIG_SIZE: usize = 16;
+pub(crate) const GEN_CONFIG_SIZE: usize = 48;
 /// `struct gen_flow` in gen.bpf.c.
-pub(crate) const GEN_FLOW_LAYOUT: [(&str, usize, usize); 5] = [
+pub(crate) const GEN_FLOW_LAYOUT: [(&str, usize, usize); 7] = [
     ("seq", 0, 8),
     ("redirected", 8, 8),
     ("redirect_failed", 16, 8),
     ("msg_id", 24, 4),
     ("frag_index", 28, 4),
+    ("next_due_fp", 32, 8),
+    ("skipped", 40, 8),
 ];
 /// Size of `struct gen_flow`.
-pub(crate) const GEN_FLOW_SIZE: usize = 32;
+pub(crate) const GEN_FLOW_SIZE: usize = 48;
 
 /// How the generator cuts messages into fragments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,26 +61,57 @@ pub struct GenMessage {
     pub per_fragment: u32,
 }
 
-/// What the generator sends where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the generator sends where, and how fast.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GeneratorConfig {
     /// The sending interface (in the calling thread's network namespace).
     pub ifindex: u32,
     /// Messages instead of plain frames.
     pub message: Option<GenMessage>,
+    /// Frames per flow, then every repetition is skipped (None: no limit).
+    pub count: Option<u64>,
+    /// Frames per second per flow (None: as fast as the kernel sends).
+    pub rate: Option<f64>,
+    /// Frames a flow that fell behind its rate may send at once to catch
+    /// up (a token bucket's depth).
+    pub burst: u64,
+    /// CLOCK_MONOTONIC ns that paced time counts from.
+    pub epoch_ns: u64,
 }
 
 impl GeneratorConfig {
+    /// ns between frames, in 1/256 ns.
+    fn interval_fp(&self) -> u64 {
+        self.rate
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .map_or(0, |r| ((256e9 / r).round() as u64).max(1))
+    }
+
     fn encode(&self) -> [u8; GEN_CONFIG_SIZE] {
         let m = self.message.unwrap_or(GenMessage {
             msg_len: 0,
             frag_count: 0,
             per_fragment: 0,
         });
-        let fields = [self.ifindex, m.msg_len, m.frag_count, m.per_fragment];
+        let fields: [u64; 8] = [
+            u64::from(self.ifindex),
+            u64::from(m.msg_len),
+            u64::from(m.frag_count),
+            u64::from(m.per_fragment),
+            self.count.unwrap_or(0),
+            self.interval_fp(),
+            self.burst,
+            self.epoch_ns,
+        ];
         let mut v = [0u8; GEN_CONFIG_SIZE];
         for ((_, off, len), x) in GEN_CONFIG_LAYOUT.iter().zip(fields) {
-            v[*off..off + len].copy_from_slice(&x.to_ne_bytes());
+            let bytes = x.to_ne_bytes();
+            let bytes = if cfg!(target_endian = "little") {
+                &bytes[..*len]
+            } else {
+                &bytes[8 - len..]
+            };
+            v[*off..off + len].copy_from_slice(bytes);
         }
         v
     }
@@ -91,6 +130,8 @@ pub struct GenFlowCounters {
     pub msg_id: u32,
     /// The next fragment of the current message.
     pub frag_index: u32,
+    /// Repetitions not sent: not due yet (pacing), or past the count.
+    pub skipped: u64,
 }
 
 impl GenFlowCounters {
@@ -101,7 +142,11 @@ impl GenFlowCounters {
         let at = |i: usize| {
             let (_, off, len) = GEN_FLOW_LAYOUT[i];
             let mut w = [0u8; 8];
-            w[..len].copy_from_slice(&b[off..off + len]);
+            if cfg!(target_endian = "little") {
+                w[..len].copy_from_slice(&b[off..off + len]);
+            } else {
+                w[8 - len..].copy_from_slice(&b[off..off + len]);
+            }
             u64::from_ne_bytes(w)
         };
         Some(Self {
@@ -110,6 +155,7 @@ impl GenFlowCounters {
             redirect_failed: at(2),
             msg_id: at(3) as u32,
             frag_index: at(4) as u32,
+            skipped: at(6),
         })
     }
 }
@@ -119,6 +165,8 @@ impl GenFlowCounters {
 #[derive(Debug)]
 pub struct Generator {
     object: Object,
+    cfg: GeneratorConfig,
+    config: MapHandle,
     flows: MapHandle,
 }
 
@@ -136,10 +184,54 @@ impl Generator {
     /// Loads the program and configures it (in the calling thread's
     /// network namespace, where `cfg.ifindex` lives).
     pub fn load(cfg: GeneratorConfig) -> Result<Self, EbpfError> {
-        let object = ObjectBuilder::default()
+        let mut gen = Self::open(None, cfg)?;
+        gen.configure(cfg)?;
+        Ok(gen)
+    }
+
+    fn configure(&mut self, cfg: GeneratorConfig) -> Result<(), EbpfError> {
+        self.config
+            .update(&0u32.to_ne_bytes(), &cfg.encode(), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("gen_config", e))?;
+        self.cfg = cfg;
+        Ok(())
+    }
+
+    /// Sets the frames per flow after which every repetition is skipped
+    /// (for every instance sharing the maps): how a run ends on a message
+    /// boundary.
+    pub fn set_count(&mut self, count: u64) -> Result<(), EbpfError> {
+        self.configure(GeneratorConfig {
+            count: Some(count),
+            ..self.cfg
+        })
+    }
+
+    /// A second instance of the program that shares this one's maps (its
+    /// configuration and flows): another thread on the same core runs it
+    /// while this one's call is in its grace periods, so that the core
+    /// never waits for them. Programs on one core never run at once, so
+    /// the flows' counters stay exact.
+    pub fn twin(&self) -> Result<Self, EbpfError> {
+        Self::open(Some(self), self.cfg)
+    }
+
+    fn open(share: Option<&Self>, cfg: GeneratorConfig) -> Result<Self, EbpfError> {
+        let load = |e: libbpf_rs::Error| EbpfError::Load(e.to_string());
+        let mut open = ObjectBuilder::default()
             .open_memory(GEN_OBJECT)
-            .and_then(|open| open.load())
-            .map_err(|e| EbpfError::Load(e.to_string()))?;
+            .map_err(load)?;
+        if let Some(other) = share {
+            for mut m in open.maps_mut() {
+                let fd = match m.name().to_str() {
+                    Some("gen_config") => other.config.as_fd(),
+                    Some("gen_flows") => other.flows.as_fd(),
+                    _ => continue,
+                };
+                m.reuse_fd(fd).map_err(load)?;
+            }
+        }
+        let object = open.load().map_err(load)?;
         let map = |name: &'static str| -> Result<MapHandle, EbpfError> {
             let m = object
                 .maps()
@@ -148,11 +240,13 @@ impl Generator {
             MapHandle::try_from(&m).map_err(|e| EbpfError::map(name, e))
         };
         let config = map("gen_config")?;
-        config
-            .update(&0u32.to_ne_bytes(), &cfg.encode(), MapFlags::ANY)
-            .map_err(|e| EbpfError::map("gen_config", e))?;
         let flows = map("gen_flows")?;
-        let mut gen = Self { object, flows };
+        let mut gen = Self {
+            object,
+            cfg,
+            config,
+            flows,
+        };
         // The program must be there.
         gen.with_prog(|_| Ok(()))?;
         Ok(gen)

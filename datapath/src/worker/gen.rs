@@ -3,27 +3,46 @@
 //! mode) instead of an AF_XDP socket. Frames leave as xdp_frames through
 //! the sending interface's ndo_xdp_xmit: no skb, no copy, no UMEM.
 //!
-//! The generator runs repetitions in chunks: as many as the pacer allows
-//! (a token bucket over the run: rate x elapsed), at most [`MAX_CHUNK`]
-//! so that a stop is seen within a few milliseconds. A message stream's
-//! chunks are whole messages, so that the run stops between messages.
+//! One BPF_PROG_RUN call costs two RCU grace periods (~27 ms on kernel
+//! 6.18, measured: tests/generator.rs `call_cost`), in which the calling
+//! thread sleeps. So each flow has two runner threads on its core, each
+//! with its own instance of the program over the same maps
+//! ([`Generator::twin`]): while one waits out its grace periods, the other
+//! sends. Pacing (a token bucket) and the count are kept by the program
+//! itself, per flow, so calls can be long ([`CALL_REPEAT`] repetitions, a
+//! few to tens of ms): a repetition not due yet is skipped (XDP_DROP), and
+//! so is every one past the count, which ends on a message boundary. The
+//! worker's own thread only reads the flow's counters from the program's
+//! map, publishes them every [`PUBLISH_EVERY`], and stops the runners.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    thread,
+    time::Duration,
+};
 
-use linerate_ebpf::{GenMessage, GenRun, Generator, GeneratorConfig};
+use linerate_ebpf::{GenFlowCounters, GenMessage, Generator, GeneratorConfig};
 
-use super::{spawn_with, tx::TxSummary, Placement, StopSignal, Worker, WorkerError};
+use super::{place, spawn_with, tx::TxSummary, Placement, StopSignal, Worker, WorkerError};
 use crate::{
+    clock::monotonic_ns,
     frame::{FrameSpec, HEADER_OFFSET, MIN_LEN},
     header::MESSAGE_HEADER_LEN,
     message::Fragmentation,
-    pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
     xsk::BindMode,
 };
 
-/// The most repetitions one call runs (about 12 ms at 5 Mpps).
-pub const MAX_CHUNK: usize = 1 << 16;
+/// Repetitions per call: ~50 ms of sending at 5 Mpps, less when paced
+/// (a skipped repetition costs less than a sent one).
+pub(super) const CALL_REPEAT: u32 = 1 << 18;
+/// How often the worker publishes the flow's counters.
+pub(super) const PUBLISH_EVERY: Duration = Duration::from_millis(1);
+/// Frames a paced flow that fell behind may send at once.
+pub(super) const BURST: u64 = 32;
 
 /// Everything a generator worker needs.
 #[derive(Debug, Clone)]
@@ -80,89 +99,116 @@ impl MessageBytes {
     }
 }
 
-/// Starts a generator; returns once its program is loaded.
+/// Starts a generator; returns once its programs are loaded.
 pub fn spawn_gen(name: String, cfg: GenWorkerConfig) -> Result<Worker<TxSummary>, WorkerError> {
     let setup_cfg = cfg.clone();
     spawn_with(
         name,
         cfg.placement.clone(),
         move || {
-            let ifindex = nix::net::if_::if_nametoindex(setup_cfg.iface.as_str()).map_err(|e| {
+            let c = &setup_cfg;
+            let ifindex = nix::net::if_::if_nametoindex(c.iface.as_str()).map_err(|e| {
                 WorkerError::Hook(format!(
                     "interface {:?} not found in this namespace ({e})",
-                    setup_cfg.iface
+                    c.iface
                 ))
             })?;
-            let kind = setup_cfg.frame.kind;
-            let template = FrameSpec {
-                kind,
-                ..setup_cfg.frame
-            }
-            .template()?;
+            let template = c.frame.template()?;
+            let frags = c.message.map_or(1, |m| m.count as u64);
             let gen = Generator::load(GeneratorConfig {
                 ifindex,
-                message: setup_cfg.message.map(|m| GenMessage {
+                message: c.message.map(|m| GenMessage {
                     msg_len: m.msg_len as u32,
                     frag_count: m.count as u32,
                     per_fragment: m.per_fragment as u32,
                 }),
+                count: c.count.map(|n| n.saturating_mul(frags)),
+                rate: c.rate.map(|r| r * frags as f64),
+                burst: BURST,
+                epoch_ns: monotonic_ns(),
             })
             .map_err(|e| WorkerError::Hook(e.to_string()))?;
-            Ok(((gen, template, ifindex), BindMode::Generator, None, false))
+            let twin = gen.twin().map_err(|e| WorkerError::Hook(e.to_string()))?;
+            Ok((
+                (gen, twin, template, ifindex),
+                BindMode::Generator,
+                None,
+                false,
+            ))
         },
-        move |(gen, template, ifindex), counters| run(gen, &template, ifindex, &cfg, counters),
+        move |(gen, twin, template, ifindex), counters| {
+            run([gen, twin], template, ifindex, &cfg, counters)
+        },
     )
 }
 
-fn run(
+/// A runner: calls the program until told to stop.
+fn runner(
     mut gen: Generator,
-    template: &[u8],
+    template: Arc<Vec<u8>>,
+    ifindex: u32,
+    placement: Placement,
+    stop: Arc<AtomicBool>,
+    calls: Arc<AtomicU64>,
+) -> Result<(), WorkerError> {
+    place(&placement)?;
+    while !stop.load(Ordering::Relaxed) {
+        calls.fetch_add(1, Ordering::Relaxed);
+        // Interrupted by a signal: the stop flag says whether to go on.
+        gen.run(&template, ifindex, CALL_REPEAT)
+            .map_err(|e| WorkerError::Hook(e.to_string()))?;
+    }
+    Ok(())
+}
+
+fn run(
+    gens: [Generator; 2],
+    template: Vec<u8>,
     ifindex: u32,
     cfg: &GenWorkerConfig,
     counters: &WorkerCounters,
 ) -> Result<TxSummary, WorkerError> {
     let flow = cfg.frame.flow;
     let frags = cfg.message.map_or(1, |m| m.count as u64);
-    let pacer = Pacer::new(
-        cfg.rate.map(|r| r * frags as f64),
-        cfg.count.map(|c| c * frags),
-    );
+    let total = cfg.count.map(|n| n.saturating_mul(frags));
     let bytes = cfg.message.as_ref().map(MessageBytes::new);
     let (frame_len, payload_len) = (cfg.frame.len() as u64, cfg.frame.payload_len() as u64);
-    let max_chunk = (MAX_CHUNK as u64 / frags).max(1) * frags;
-    let start = Instant::now();
-    let mut c = CounterSnapshot::default();
-    let read = |gen: &Generator| gen.flow(flow).map_err(|e| WorkerError::Hook(e.to_string()));
-    let mut seq = read(&gen)?.seq;
-    let first = seq;
-    loop {
-        let now = Instant::now();
-        if cfg.stop.should_stop(now) || pacer.done(seq - first) {
-            break;
-        }
-        let allowed = pacer.allowed(seq - first, now - start, max_chunk as usize) as u64;
-        // Whole messages only.
-        let want = allowed / frags * frags;
-        if want == 0 {
-            c.idle_loops += 1;
-            let nap = pacer.until_next(seq - first, now - start);
-            if nap > Duration::from_micros(20) {
-                std::thread::sleep(nap.min(Duration::from_millis(1)));
-            } else {
-                std::hint::spin_loop();
+    let read = |g: &Generator| g.flow(flow).map_err(|e| WorkerError::Hook(e.to_string()));
+    let reader = gens[0]
+        .twin()
+        .map_err(|e| WorkerError::Hook(e.to_string()))?;
+    let first = read(&reader)?;
+    let halt = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicU64::new(0));
+    let template = Arc::new(template);
+    let mut runners = Vec::with_capacity(2);
+    for (i, gen) in gens.into_iter().enumerate() {
+        let (t, h, n, p) = (
+            template.clone(),
+            halt.clone(),
+            calls.clone(),
+            cfg.placement.clone(),
+        );
+        let spawned = thread::Builder::new()
+            .name(format!("lr-gen{flow}-{i}"))
+            .spawn(move || runner(gen, t, ifindex, p, h, n));
+        match spawned {
+            Ok(j) => runners.push(j),
+            Err(e) => {
+                halt.store(true, Ordering::Relaxed);
+                return Err(WorkerError::Hook(format!(
+                    "spawning a generator thread failed: {e}"
+                )));
             }
-            continue;
         }
-        c.syscalls += 1;
-        let r = gen
-            .run(template, ifindex, want as u32)
-            .map_err(|e| WorkerError::Hook(e.to_string()))?;
-        let f = read(&gen)?;
-        seq = f.seq;
-        let sent = f.redirected;
+    }
+    let account = |f: &GenFlowCounters, c: &mut CounterSnapshot| {
+        let sent = f.redirected - first.redirected;
         c.frames = sent;
-        c.queued = f.seq - first;
-        c.bad = f.redirect_failed;
+        c.queued = f.seq - first.seq;
+        c.bad = f.redirect_failed - first.redirect_failed;
+        c.idle_loops = f.skipped - first.skipped;
+        c.syscalls = calls.load(Ordering::Relaxed);
         match &bytes {
             None => {
                 c.bytes = sent * frame_len;
@@ -174,14 +220,53 @@ fn run(
                 c.message_bytes = c.messages * cfg.message.map_or(0, |m| m.msg_len as u64);
             }
         }
+    };
+    let mut c = CounterSnapshot::default();
+    let mut failed = None;
+    let mut reader = reader;
+    let mut stop_at: Option<u64> = None;
+    loop {
+        thread::sleep(PUBLISH_EVERY);
+        let f = read(&reader)?;
+        account(&f, &mut c);
         counters.publish(&c);
-        if r == GenRun::Interrupted {
-            // A signal: the caller's handler sets the stop flag.
-            continue;
+        let sent = f.seq - first.seq;
+        if total.is_some_and(|t| sent >= t) || stop_at.is_some_and(|s| f.seq >= s) {
+            break;
+        }
+        if let Some(j) = runners.iter().position(|j| j.is_finished()) {
+            failed = Some(runners.swap_remove(j));
+            break;
+        }
+        let now = std::time::Instant::now();
+        if cfg.stop.should_stop(now) {
+            // Stop between messages, never inside one (unless the hard
+            // deadline has come): the program ends the current message
+            // and skips the rest.
+            if frags == 1 || now >= cfg.stop.deadline {
+                break;
+            }
+            if stop_at.is_none() {
+                let at = f.seq.div_ceil(frags) * frags;
+                reader
+                    .set_count(at)
+                    .map_err(|e| WorkerError::Hook(e.to_string()))?;
+                stop_at = Some(at);
+            }
         }
     }
+    halt.store(true, Ordering::Relaxed);
+    let mut result = Ok(());
+    for j in runners.into_iter().chain(failed) {
+        match j.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => result = Err(e),
+            Err(_) => result = Err(WorkerError::Vanished),
+        }
+    }
+    account(&read(&reader)?, &mut c);
     counters.publish(&c);
-    Ok(TxSummary::kernel(c))
+    result.map(|()| TxSummary::kernel(c))
 }
 
 #[cfg(test)]

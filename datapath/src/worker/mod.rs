@@ -21,7 +21,7 @@ use std::{
 use crossbeam::channel::{bounded, Receiver};
 
 pub use flows::{FlowAccounting, FlowTable, RxSummary, MAX_FLOWS};
-pub use gen::{spawn_gen, GenWorkerConfig, MAX_CHUNK};
+pub use gen::{spawn_gen, GenWorkerConfig};
 pub use rr::{spawn_client, spawn_responder, RrSummary, RrWorkerConfig};
 pub use rx::{spawn_rx, OnBound, RxWorkerConfig};
 pub use transactions::{ClientConfig, MAX_LATENCY_NS};

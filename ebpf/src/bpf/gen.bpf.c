@@ -14,6 +14,12 @@
  * The kernel initialises a page's data from the template only when the
  * page is first allocated, so every field that differs between frames is
  * written on every run.
+ *
+ * Pacing and counts live here too, because one BPF_PROG_RUN call costs
+ * two RCU grace periods (~27 ms on kernel 6.18) and so cannot be made
+ * short: a call runs many repetitions, and a repetition whose frame is not
+ * due yet (or past the flow's count) is dropped before it is stamped
+ * (XDP_DROP recycles the page at once) and counted as skipped.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -41,6 +47,10 @@ struct gen_config {
 	__u32 msg_len;	    /* bytes per message */
 	__u32 frag_count;   /* fragments per message; 0: plain stream frames */
 	__u32 per_fragment; /* message bytes in a full fragment */
+	__u64 count;	    /* frames per flow, then skip; 0: no limit */
+	__u64 interval_fp;  /* ns between a flow's frames, x256; 0: unpaced */
+	__u64 burst;	    /* frames a late flow may catch up at once */
+	__u64 epoch_ns;	    /* pacing counts time from here (CLOCK_MONOTONIC) */
 };
 
 /* Keep in step with `GEN_FLOW_LAYOUT` in ebpf/src/generator.rs. One
@@ -52,6 +62,8 @@ struct gen_flow {
 	__u64 redirect_failed; /* frames the redirect refused */
 	__u32 msg_id;	       /* message being sent */
 	__u32 frag_index;      /* its next fragment */
+	__u64 next_due_fp;     /* when the next frame is due, ns x256 */
+	__u64 skipped;	       /* repetitions not sent: not due, or past count */
 };
 
 struct {
@@ -121,9 +133,35 @@ int linerate_gen(struct xdp_md *ctx)
 
 	if (!f)
 		return XDP_ABORTED;
+	if (cfg->count && f->seq >= cfg->count) {
+		f->skipped++;
+		return XDP_DROP;
+	}
+
+	__u64 now = bpf_ktime_get_ns();
+
+	if (cfg->interval_fp) {
+		/* A token bucket: the next frame is due one interval after the
+		 * last, and a flow that fell behind (a descheduled thread, the
+		 * gap between calls) catches up at most `burst` frames. */
+		__u64 now_fp = (now - cfg->epoch_ns) << 8;
+		__u64 floor = cfg->burst * cfg->interval_fp;
+		__u64 due = f->next_due_fp;
+
+		if (!due) /* the first frame: an empty bucket */
+			due = now_fp;
+		floor = now_fp > floor ? now_fp - floor : 0;
+		if (due < floor)
+			due = floor;
+		if (now_fp < due) {
+			f->skipped++;
+			return XDP_DROP;
+		}
+		f->next_due_fp = due + cfg->interval_fp;
+	}
 
 	put48(lr + LR_SEQ_OFFSET, f->seq);
-	put48(lr + LR_TIME_OFFSET, bpf_ktime_get_ns());
+	put48(lr + LR_TIME_OFFSET, now);
 	f->seq++;
 
 	if (cfg->frag_count) {

@@ -10,7 +10,7 @@ use libbpf_rs::btf::{
 
 use crate::{
     generator::{GEN_CONFIG_LAYOUT, GEN_CONFIG_SIZE, GEN_FLOW_LAYOUT, GEN_FLOW_SIZE, GEN_OBJECT},
-    program::{CONFIG_LAYOUT, CONFIG_SIZE, OBJECT},
+    program::{CONFIG_LAYOUT, CONFIG_SIZE, OBJECT, RX_FLOW_LAYOUT, RX_FLOW_SIZE},
     stats::{STATS_FIELDS, STATS_SIZE},
 };
 
@@ -89,4 +89,9 @@ fn generator_layouts_match_the_program() {
         &GEN_CONFIG_LAYOUT,
     );
     check(GEN_OBJECT, "gen_flow", GEN_FLOW_SIZE, &GEN_FLOW_LAYOUT);
+}
+
+#[test]
+fn rx_flow_layout_matches_the_program() {
+    check(OBJECT, "rx_flow", RX_FLOW_SIZE, &RX_FLOW_LAYOUT);
 }

@@ -23,5 +23,5 @@ pub use error::EbpfError;
 pub use generator::{
     GenFlowCounters, GenMessage, GenRun, Generator, GeneratorConfig, GEN_MAX_FLOWS, MAX_LIVE_FRAME,
 };
-pub use program::{Steering, SteeringConfig, MAX_QUEUES};
+pub use program::{RxFlowCounters, Steering, SteeringConfig, MAX_QUEUES, RX_MAX_FLOWS};
 pub use stats::SteerStats;

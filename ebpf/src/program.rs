@@ -35,25 +35,79 @@ pub struct SteeringConfig {
 
 /// `struct steer_config` in steer.bpf.c: (field, offset, size), in order.
 /// A test checks it against the program's BTF.
-pub(crate) const CONFIG_LAYOUT: [(&str, usize, usize); 5] = [
+pub(crate) const CONFIG_LAYOUT: [(&str, usize, usize); 6] = [
     ("port_lo", 0, 2),
     ("port_hi", 2, 2),
     ("enabled", 4, 4),
     ("respond", 8, 4),
     ("drop_ppm", 12, 4),
+    ("count_only", 16, 4),
 ];
 /// Size of `struct steer_config`.
-pub(crate) const CONFIG_SIZE: usize = 16;
+pub(crate) const CONFIG_SIZE: usize = 20;
+/// `struct rx_flow` in steer.bpf.c: (field, offset, size), in order.
+pub(crate) const RX_FLOW_LAYOUT: [(&str, usize, usize); 7] = [
+    ("next", 0, 8),
+    ("seen", 8, 8),
+    ("received", 16, 8),
+    ("lost", 24, 8),
+    ("reordered", 32, 8),
+    ("duplicates", 40, 8),
+    ("bytes", 48, 8),
+];
+/// Size of `struct rx_flow`.
+pub(crate) const RX_FLOW_SIZE: usize = 56;
+/// Flows the XDP-only receiver accounts (flow ids 0 to 4095).
+pub const RX_MAX_FLOWS: u16 = 4096;
+
+/// One flow as the XDP-only receiver accounted it (the rules of
+/// datapath's `SequenceTracker`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RxFlowCounters {
+    /// Frames received, duplicates included.
+    pub received: u64,
+    /// Sequence numbers missing.
+    pub lost: u64,
+    /// Frames that came after a later one.
+    pub reordered: u64,
+    /// Frames received twice.
+    pub duplicates: u64,
+    /// Frame bytes (without FCS).
+    pub bytes: u64,
+    /// The next sequence number the flow expects.
+    pub next: u64,
+}
+
+impl RxFlowCounters {
+    fn decode(b: &[u8]) -> Option<Self> {
+        if b.len() < RX_FLOW_SIZE {
+            return None;
+        }
+        let word = |i: usize| {
+            let (_, off, _) = RX_FLOW_LAYOUT[i];
+            u64::from_ne_bytes(b[off..off + 8].try_into().unwrap())
+        };
+        Some(Self {
+            next: word(0),
+            received: word(2),
+            lost: word(3),
+            reordered: word(4),
+            duplicates: word(5),
+            bytes: word(6),
+        })
+    }
+}
 
 impl SteeringConfig {
     /// The value of the program's `config` map: `struct steer_config`.
-    fn encode(&self) -> [u8; CONFIG_SIZE] {
-        let fields: [&[u8]; 5] = [
+    fn encode(&self, count_only: bool) -> [u8; CONFIG_SIZE] {
+        let fields: [&[u8]; 6] = [
             &self.port_lo.to_ne_bytes(),
             &self.port_hi.to_ne_bytes(),
             &1u32.to_ne_bytes(),
             &u32::from(self.respond).to_ne_bytes(),
             &self.drop_ppm.to_ne_bytes(),
+            &u32::from(count_only).to_ne_bytes(),
         ];
         let mut value = [0u8; CONFIG_SIZE];
         for ((_, off, len), bytes) in CONFIG_LAYOUT.iter().zip(fields) {
@@ -74,8 +128,11 @@ pub struct Steering {
     ifindex: u32,
     mode: AttachMode,
     fallback_reason: Option<String>,
+    cfg: SteeringConfig,
+    config: MapHandle,
     xsks: MapHandle,
     stats: MapHandle,
+    rx_flows: MapHandle,
     _object: Object,
 }
 
@@ -99,8 +156,9 @@ impl Steering {
         let xsks = map("xsks")?;
         let stats = map("stats")?;
         let config = map("config")?;
+        let rx_flows = map("rx_flows")?;
         config
-            .update(&0u32.to_ne_bytes(), &cfg.encode(), MapFlags::ANY)
+            .update(&0u32.to_ne_bytes(), &cfg.encode(false), MapFlags::ANY)
             .map_err(|e| EbpfError::map("config", e))?;
 
         let prog = object
@@ -121,8 +179,11 @@ impl Steering {
                         ifindex,
                         mode,
                         fallback_reason,
+                        cfg,
+                        config,
                         xsks,
                         stats,
+                        rx_flows,
                         _object: object,
                     });
                 }
@@ -178,6 +239,31 @@ impl Steering {
         self.xsks
             .delete(&queue.to_ne_bytes())
             .map_err(|e| EbpfError::map("xsks", e))
+    }
+
+    /// Makes the program the XDP-only receiver (or not): test frames are
+    /// accounted per flow in the program and dropped, with no copy to
+    /// user space ([`Self::rx_flows`] reads the accounting).
+    pub fn set_count_only(&self, on: bool) -> Result<(), EbpfError> {
+        self.config
+            .update(&0u32.to_ne_bytes(), &self.cfg.encode(on), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("config", e))
+    }
+
+    /// The XDP-only receiver's accounting of every flow it saw.
+    pub fn rx_flows(&self) -> Result<Vec<(u16, RxFlowCounters)>, EbpfError> {
+        let mut out = Vec::new();
+        for flow in 0..RX_MAX_FLOWS {
+            let v = self
+                .rx_flows
+                .lookup(&u32::from(flow).to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| EbpfError::map("rx_flows", e))?
+                .unwrap_or_default();
+            if let Some(c) = RxFlowCounters::decode(&v).filter(|c| c.received > 0) {
+                out.push((flow, c));
+            }
+        }
+        Ok(out)
     }
 
     /// The program's counters, summed over CPUs, since it was loaded.

@@ -15,11 +15,15 @@ pub struct SteerStats {
     pub responded: u64,
     /// Test frames dropped on purpose (loss injection).
     pub dropped: u64,
+    /// Test frames counted per flow and dropped (the XDP-only receiver).
+    pub counted: u64,
+    /// Frames on the test ports without a linerate header (XDP-only receiver).
+    pub foreign: u64,
 }
 
 /// The fields of `struct steer_stats` in the C program, in order, each a
 /// `__u64` (a test checks them against the program's BTF).
-pub(crate) const STATS_FIELDS: [&str; 7] = [
+pub(crate) const STATS_FIELDS: [&str; 9] = [
     "seen",
     "redirected",
     "redirect_failed",
@@ -27,6 +31,8 @@ pub(crate) const STATS_FIELDS: [&str; 7] = [
     "malformed",
     "responded",
     "dropped",
+    "counted",
+    "foreign",
 ];
 /// Size of `struct steer_stats` in the C program.
 pub(crate) const STATS_SIZE: usize = STATS_FIELDS.len() * 8;
@@ -46,6 +52,8 @@ impl SteerStats {
             malformed: word(4),
             responded: word(5),
             dropped: word(6),
+            counted: word(7),
+            foreign: word(8),
         })
     }
 
@@ -67,6 +75,8 @@ impl SteerStats {
             malformed: self.malformed.saturating_sub(earlier.malformed),
             responded: self.responded.saturating_sub(earlier.responded),
             dropped: self.dropped.saturating_sub(earlier.dropped),
+            counted: self.counted.saturating_sub(earlier.counted),
+            foreign: self.foreign.saturating_sub(earlier.foreign),
         }
     }
 }
@@ -82,6 +92,8 @@ impl std::ops::Add for SteerStats {
             malformed: self.malformed + o.malformed,
             responded: self.responded + o.responded,
             dropped: self.dropped + o.dropped,
+            counted: self.counted + o.counted,
+            foreign: self.foreign + o.foreign,
         }
     }
 }
@@ -108,6 +120,8 @@ mod tests {
                 passed: 4,
                 malformed: 0,
                 responded: 0,
+                counted: 0,
+                foreign: 0,
                 dropped: 0
             }
         );

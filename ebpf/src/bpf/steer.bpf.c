@@ -30,6 +30,8 @@ struct steer_stats {
 	__u64 malformed;
 	__u64 responded;
 	__u64 dropped;
+	__u64 counted; /* test frames counted and dropped here (count-only) */
+	__u64 foreign; /* frames on the test ports without our header (count-only) */
 };
 
 /* Keep in step with `CONFIG_LAYOUT` in ebpf/src/program.rs (checked
@@ -40,6 +42,7 @@ struct steer_config {
 	__u32 enabled;
 	__u32 respond; /* answer single-frame requests with XDP_TX */
 	__u32 drop_ppm; /* drop this many test frames per million (fault injection) */
+	__u32 count_only; /* count test frames per flow and drop them: the XDP-only receiver */
 };
 
 /* The linerate header (datapath/src/header.rs), as far as the responder
@@ -50,6 +53,28 @@ struct steer_config {
 #define LR_KIND_RESPONSE 3
 #define LR_HEADER_LEN 34 /* base 18 + fragment 16 */
 #define LR_COUNT_OFFSET 26
+#define LR_BASE_LEN 18
+#define LR_FLOW_OFFSET 4
+#define LR_SEQ_OFFSET 6
+#define MAX_FLOWS 4096
+#define SEQ_WINDOW 64 /* as datapath/src/sequence.rs */
+
+/* One flow's accounting in the XDP-only receiver: the same rules as
+ * `SequenceTracker` in datapath/src/sequence.rs (a gap counts as lost, a
+ * late frame within 64 of the newest closes one lost slot and counts as
+ * reordered, one seen before counts as a duplicate). A flow's frames come
+ * through one receive queue, whose NAPI runs on one CPU at a time, so the
+ * entry is never updated by two CPUs at once. Keep in step with
+ * `RX_FLOW_LAYOUT` in ebpf/src/program.rs (checked through BTF). */
+struct rx_flow {
+	__u64 next;	/* next sequence number expected */
+	__u64 seen;	/* bit i: sequence next - 1 - i received */
+	__u64 received; /* frames, duplicates included */
+	__u64 lost;
+	__u64 reordered;
+	__u64 duplicates;
+	__u64 bytes; /* frame bytes without FCS, every buffer */
+};
 
 struct vlan_hdr {
 	__be16 tci;
@@ -77,6 +102,13 @@ struct {
 	__type(value, struct steer_config);
 } config SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_FLOWS);
+	__type(key, __u32);
+	__type(value, struct rx_flow);
+} rx_flows SEC(".maps");
+
 static __always_inline int pass(struct steer_stats *s)
 {
 	s->passed++;
@@ -87,6 +119,62 @@ static __always_inline int malformed(struct steer_stats *s)
 {
 	s->malformed++;
 	return pass(s);
+}
+
+static __always_inline __u64 get48(__u8 *p)
+{
+	return (__u64)p[0] << 40 | (__u64)p[1] << 32 | (__u64)p[2] << 24 |
+	       (__u64)p[3] << 16 | (__u64)p[4] << 8 | (__u64)p[5];
+}
+
+/* The XDP-only receiver: accounts a test frame to its flow and drops it,
+ * with no copy to user space. */
+static __always_inline int count_frame(struct xdp_md *ctx, struct steer_stats *s, __u8 *lr,
+				       void *end)
+{
+	if ((void *)(lr + LR_BASE_LEN) > end || lr[0] != (LR_MAGIC >> 8) ||
+	    lr[1] != (LR_MAGIC & 0xff) || lr[2] != LR_VERSION) {
+		s->foreign++;
+		return XDP_DROP;
+	}
+	__u32 flow = (__u32)lr[LR_FLOW_OFFSET] << 8 | lr[LR_FLOW_OFFSET + 1];
+	__u64 seq = get48(lr + LR_SEQ_OFFSET);
+	struct rx_flow *f = bpf_map_lookup_elem(&rx_flows, &flow);
+
+	if (!f) {
+		s->foreign++;
+		return XDP_DROP;
+	}
+	f->received++;
+	f->bytes += bpf_xdp_get_buff_len(ctx);
+	s->counted++;
+	if (seq >= f->next) {
+		__u64 gap = seq - f->next;
+
+		f->lost += gap;
+		f->seen = gap + 1 >= 64 ? 1 : (f->seen << (gap + 1)) | 1;
+		f->next = seq + 1;
+		return XDP_DROP;
+	}
+	__u64 behind = f->next - 1 - seq;
+
+	if (behind >= SEQ_WINDOW) {
+		f->reordered++;
+		if (f->lost)
+			f->lost--;
+		return XDP_DROP;
+	}
+	__u64 bit = 1ULL << behind;
+
+	if (f->seen & bit) {
+		f->duplicates++;
+	} else {
+		f->seen |= bit;
+		f->reordered++;
+		if (f->lost)
+			f->lost--;
+	}
+	return XDP_DROP;
 }
 
 /* Turns a single-frame request into its response in place: addresses and
@@ -190,6 +278,9 @@ int linerate_steer(struct xdp_md *ctx)
 		s->dropped++;
 		return XDP_DROP;
 	}
+
+	if (cfg->count_only)
+		return count_frame(ctx, s, (void *)(udp + 1), end);
 
 	if (cfg->respond && ip4) {
 		__u8 *lr = (void *)(udp + 1);

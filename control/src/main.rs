@@ -161,9 +161,35 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
         emit(&text)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Where points run: given now, or (--resume) saved with the sweep.
+    let mut given = Vec::new();
+    for (flag, v) in [
+        ("--tx-iface", &a.tx_iface),
+        ("--rx-iface", &a.rx_iface),
+        ("--tx-netns", &a.tx_netns),
+        ("--rx-netns", &a.rx_netns),
+        ("--lab", &a.lab),
+        ("--tx-agent", &a.agents.tx_agent),
+        ("--rx-agent", &a.agents.rx_agent),
+        (
+            "--token-file",
+            &a.agents
+                .token_file
+                .as_ref()
+                .map(|p| p.display().to_string()),
+        ),
+    ] {
+        if let Some(v) = v {
+            given.push((flag, v.clone()));
+        }
+    }
     let (text, label, dir, opts) = match &a.resume {
         Some(dir) => {
-            let (text, opts) = sweep::resume_inputs(dir)?;
+            let (text, mut opts) = sweep::resume_inputs(dir)?;
+            // Never ignored: options given with --resume replace the saved.
+            if let Some(note) = opts.override_path(&given) {
+                eprintln!("linerate: {note}");
+            }
             (
                 text,
                 dir.join(sweep::SPEC).display().to_string(),
@@ -187,27 +213,10 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
                 ),
             };
             let name = sweep::spec::SweepSpec::parse(&text, &label)?.name;
-            let mut extra = Vec::new();
-            for (flag, v) in [
-                ("--tx-iface", &a.tx_iface),
-                ("--rx-iface", &a.rx_iface),
-                ("--tx-netns", &a.tx_netns),
-                ("--rx-netns", &a.rx_netns),
-                ("--lab", &a.lab),
-                ("--tx-agent", &a.agents.tx_agent),
-                ("--rx-agent", &a.agents.rx_agent),
-                (
-                    "--token-file",
-                    &a.agents
-                        .token_file
-                        .as_ref()
-                        .map(|p| p.display().to_string()),
-                ),
-            ] {
-                if let Some(v) = v {
-                    extra.extend([flag.to_string(), v.clone()]);
-                }
-            }
+            let extra = given
+                .iter()
+                .flat_map(|(f, v)| [f.to_string(), v.clone()])
+                .collect();
             let dir = a.out.clone().unwrap_or_else(|| sweep::default_dir(&name));
             (
                 text,
@@ -220,13 +229,16 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
             )
         }
     };
+    // Counted from the axes before anything is expanded or run.
+    let spec = sweep::spec::SweepSpec::parse(&text, &label)?;
+    sweep::Size::of(&spec, opts.quick)?.check(&label, a.max_points)?;
     // A controller of agents needs no privileges of its own.
-    if a.agents.tx_agent.is_none() {
+    if !opts.extra.iter().any(|o| o == "--tx-agent") {
         privilege::require_root("linerate sweep")?;
     }
     eprintln!("linerate: sweep results go to {}", dir.display());
     let interrupted = on_signal()?;
-    let text = sweep::run(&text, &label, &dir, &opts, &interrupted)?;
+    let text = sweep::run(&text, &label, &dir, &opts, a.resume.is_some(), &interrupted)?;
     emit(&format!(
         "{text}report: {}\n",
         dir.join("report.md").display()

@@ -317,6 +317,10 @@ fn a_torn_last_line_is_cut_and_its_point_runs_again() {
     }
     let _turn = serial();
     let _lab = Lab::up("hr5", 1500);
+    // Should the saved lab ever be used, it goes away with the test.
+    let _gone = Lab {
+        name: "hrgone".into(),
+    };
     let dir = fixture_copy("torn");
     let results = dir.join("results.jsonl");
     // Saved on another lab, which does not exist: --lab on resume wins.

@@ -238,9 +238,22 @@ pub fn load(
         lines.push((start, &bytes[start..], false));
     }
     let count = lines.len();
+    // The line of each finished run: a second result for it is not a
+    // record the sweep wrote.
+    let mut finished = std::collections::HashMap::new();
     for (n, (offset, raw, ended)) in lines.into_iter().enumerate() {
         let text = std::str::from_utf8(raw).map_err(|e| e.to_string());
-        let parsed = text.and_then(|t| record(t, points));
+        let parsed = text.and_then(|t| record(t, points)).and_then(|r| {
+            match finished.get(&(r.part, r.point, r.repeat)) {
+                Some(first) if r.result.is_some() => Err(format!(
+                    "a second result for repeat {} of point {} of part {} (line {first} has the first)",
+                    r.repeat,
+                    r.point,
+                    r.part + 1
+                )),
+                _ => Ok(r),
+            }
+        });
         let last = n + 1 == count;
         // A record cut short is never valid JSON; a whole one ends in '\n'.
         let torn = last
@@ -250,6 +263,9 @@ pub fn load(
                 }));
         match (parsed, mode) {
             (Ok(mut r), _) if ended => {
+                if r.result.is_some() {
+                    finished.insert((r.part, r.point, r.repeat), n + 1);
+                }
                 each(&mut r);
                 out.records.push(r);
             }
@@ -379,6 +395,10 @@ mod tests {
             (
                 r#"{"part":0,"point":1,"repeat":0,"values":{}}"#.to_string(),
                 "neither a result nor an error",
+            ),
+            (
+                rec(0, 0),
+                "a second result for repeat 0 of point 0 of part 1 (line 1 has the first)",
             ),
             (
                 // A torn record with the next one appended to it.

@@ -116,7 +116,7 @@ fn an_interrupted_sweep_resumes_without_rerunning() {
         return;
     }
     let _turn = serial();
-    let _lab = Lab::up("tsw", 1500);
+    let _lab = Lab::up("hrsw", 1500);
     let dir = tmp("resume");
     let results = dir.join("results.jsonl");
     let mut child = Command::new(linerate())
@@ -124,7 +124,7 @@ fn an_interrupted_sweep_resumes_without_rerunning() {
             "sweep",
             fixture("small-sweep.toml").to_str().unwrap(),
             "--lab",
-            "tsw",
+            "hrsw",
             "--out",
         ])
         .arg(&dir)
@@ -179,7 +179,7 @@ fn quick_presets_produce_complete_reports() {
         return;
     }
     let _turn = serial();
-    let _lab = Lab::up("tswp", 1500);
+    let _lab = Lab::up("hrswp", 1500);
     for preset in ["bs2000", "rpc", "service-demand", "fc-modes"] {
         let dir = tmp(preset);
         let out = run(&[
@@ -187,7 +187,7 @@ fn quick_presets_produce_complete_reports() {
             preset,
             "--quick",
             "--lab",
-            "tswp",
+            "hrswp",
             "--out",
             dir.to_str().unwrap(),
         ]);

@@ -1,8 +1,13 @@
 //! Sweeps: bad files refused before anything runs, an interrupted sweep
 //! resumed without rerunning finished points, reports rendered from fixed
-//! results, and the four presets' quick runs producing complete reports.
+//! results, and the four presets' quick runs producing complete reports;
+//! results never lost or torn (a full disk, a torn last line, garbage
+//! lines), options given with --resume never ignored, huge sweeps refused
+//! before they are expanded.
 
 mod common;
+#[path = "support/tmpfs.rs"]
+mod tmpfs;
 
 use std::{
     fs,
@@ -216,4 +221,279 @@ fn quick_presets_produce_complete_reports() {
         );
         let _ = fs::remove_dir_all(dir);
     }
+}
+
+/// A copy of the fixture sweep (12 finished runs) to resume or report.
+fn fixture_copy(name: &str) -> PathBuf {
+    let dir = tmp(name);
+    fs::create_dir_all(&dir).unwrap();
+    for f in ["spec.toml", "results.jsonl", "options.json"] {
+        fs::copy(fixture("sweep-small").join(f), dir.join(f)).unwrap();
+    }
+    dir
+}
+
+/// (point, repeat) of every finished run, sorted; every line must parse.
+fn finished(results: &Path) -> Vec<(u64, u64)> {
+    let text = fs::read_to_string(results).unwrap();
+    assert!(text.is_empty() || text.ends_with('\n'), "a torn last line");
+    let mut done: Vec<(u64, u64)> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .unwrap_or_else(|e| panic!("a line that is not JSON ({e}): {l}"))
+        })
+        .filter(|r| r.get("result").is_some())
+        .map(|r| (r["point"].as_u64().unwrap(), r["repeat"].as_u64().unwrap()))
+        .collect();
+    done.sort();
+    done
+}
+
+fn all_twelve() -> Vec<(u64, u64)> {
+    (0..6).flat_map(|p| (0..2).map(move |r| (p, r))).collect()
+}
+
+#[test]
+fn a_full_disk_loses_no_result_and_resume_completes() {
+    if !root_or_skip("sweep on a full disk") {
+        return;
+    }
+    let _turn = serial();
+    let _lab = Lab::up("hr4", 1500);
+    // 12 records of about 4 KB each do not fit in the 32 KB left.
+    let disk = tmpfs::Tmpfs::mount("hrdisk", 512 * 1024);
+    let filler = disk.fill(32 * 1024);
+    let dir = disk.path("sweep");
+    let results = dir.join("results.jsonl");
+    let out = run(&[
+        "sweep",
+        fixture("small-sweep.toml").to_str().unwrap(),
+        "--lab",
+        "hr4",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("6 point(s) x 2 repeat(s) = 12 run(s), about"),
+        "the size and time are said first: {err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "writing {} failed: No space left on device",
+            results.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("--resume"), "{err}");
+    // Whole records only: the file ends with '\n' and every line parses.
+    let kept = finished(&results);
+    assert!(!kept.is_empty() && kept.len() < 12, "{kept:?}");
+    let before = fs::read_to_string(&results).unwrap();
+    // Space again: the sweep finishes, every run exactly once.
+    fs::remove_file(filler).unwrap();
+    let out = run(&["sweep", "--resume", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read_to_string(&results).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "finished records kept as they were"
+    );
+    assert_eq!(finished(&results), all_twelve());
+    let report = fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("12 run(s) finished"), "{report}");
+}
+
+#[test]
+fn a_torn_last_line_is_cut_and_its_point_runs_again() {
+    if !root_or_skip("sweep torn line") {
+        return;
+    }
+    let _turn = serial();
+    let _lab = Lab::up("hr5", 1500);
+    // Should the saved lab ever be used, it goes away with the test.
+    let _gone = Lab {
+        name: "hrgone".into(),
+    };
+    let dir = fixture_copy("torn");
+    let results = dir.join("results.jsonl");
+    // Saved on another lab, which does not exist: --lab on resume wins.
+    fs::write(
+        dir.join("options.json"),
+        r#"{"quick": false, "extra": ["--lab", "hrgone"]}"#,
+    )
+    .unwrap();
+    let text = fs::read_to_string(&results).unwrap();
+    let last = text.trim_end().rfind('\n').unwrap() + 1;
+    let torn = &text[..last + 100];
+    fs::write(&results, torn).unwrap();
+    let out = run(&["sweep", "--resume", dir.to_str().unwrap(), "--lab", "hr5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} ends with an incomplete record at byte {last}",
+            results.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("resuming with `--lab hr5` instead of the saved `--lab hrgone`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("11 already done; the other 1 take about"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("results.jsonl.torn-1")).unwrap(),
+        &torn[last..]
+    );
+    assert!(fs::read_to_string(&results)
+        .unwrap()
+        .starts_with(&text[..last]));
+    assert_eq!(finished(&results), all_twelve());
+    let saved = fs::read_to_string(dir.join("options.json")).unwrap();
+    assert!(
+        saved.contains("hr5") && !saved.contains("hrgone"),
+        "{saved}"
+    );
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_garbage_line_is_reported_not_skipped() {
+    if !root_or_skip("sweep garbage line") {
+        return;
+    }
+    let dir = fixture_copy("garbage");
+    let results = dir.join("results.jsonl");
+    let text = fs::read_to_string(&results).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(4, "garbage");
+    let bad = lines.join("\n") + "\n";
+    fs::write(&results, &bad).unwrap();
+    let out = run(&["sweep", "--resume", dir.to_str().unwrap(), "--lab", "hr6"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{}:5: not a sweep record", results.display())),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(&results).unwrap(),
+        bad,
+        "nothing ran or changed"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("options.json")).unwrap(),
+        fs::read_to_string(fixture("sweep-small/options.json")).unwrap()
+    );
+    // A report leaves it out, and says so.
+    let out = run(&["report", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains(":5: not a sweep record"), "{err}");
+    let report = fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("12 run(s) finished"), "{report}");
+    assert!(
+        report.contains("1 line(s) of results.jsonl are not records"),
+        "{report}"
+    );
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn resume_needs_the_saved_options_and_a_new_sweep_a_new_directory() {
+    if !root_or_skip("sweep resume options") {
+        return;
+    }
+    let dir = fixture_copy("noopts");
+    fs::remove_file(dir.join("options.json")).unwrap();
+    let results = fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let out = run(&["sweep", "--resume", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("holds spec.toml but no readable options.json")
+            && err.contains("not resumed on a default lab"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("results.jsonl")).unwrap(),
+        results
+    );
+    // A new sweep into a sweep's directory would mix two sweeps' records.
+    let out = run(&[
+        "sweep",
+        fixture("small-sweep.toml").to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("already holds a sweep"), "{err}");
+    assert_eq!(
+        fs::read_to_string(dir.join("results.jsonl")).unwrap(),
+        results
+    );
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_huge_sweep_is_refused_before_it_is_expanded() {
+    // 10,000 x 1,000 values: 10 million points, refused from the count.
+    let dir = tmp("huge");
+    fs::create_dir_all(&dir).unwrap();
+    let values = |n: usize| {
+        (0..n)
+            .map(|i| (64 + i).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let file = dir.join("huge.toml");
+    fs::write(
+        &file,
+        format!(
+            "name = \"huge\"\nkind = \"stream\"\n[[axis]]\nname = \"message\"\nvalues = [{}]\n[[axis]]\nname = \"port\"\nvalues = [{}]\n",
+            values(10_000),
+            values(1_000)
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let mut child = Command::new(linerate())
+        .args(["sweep", file.to_str().unwrap(), "--out"])
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Expanding it would take minutes and gigabytes; counting takes none.
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("a 10-million-point sweep was not refused within 60 s");
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "10000000 points (10000000 per part) x 1 repeat(s) is more than the 10000 points"
+        ) && err.contains("--max-points 10000000"),
+        "{err}"
+    );
+    assert!(!out_dir.exists(), "nothing written");
+    let _ = fs::remove_dir_all(dir);
 }

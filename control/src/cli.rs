@@ -261,7 +261,8 @@ pub struct SweepArgs {
     /// Output directory [default: sweeps/NAME-DATE].
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
-    /// Resume an interrupted sweep in DIR, skipping finished points.
+    /// Resume an interrupted sweep in DIR, skipping finished points; path
+    /// options given with it (--lab, --tx-iface...) replace the saved ones.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick"])]
     pub resume: Option<std::path::PathBuf>,
     /// Sending interface for every point (default: the lab).
@@ -281,6 +282,10 @@ pub struct SweepArgs {
     pub lab: Option<String>,
     #[command(flatten)]
     pub agents: AgentArgs,
+    /// Refuse a sweep of more points than this, counted before anything is
+    /// expanded (a guard against a sweep file that would run for weeks).
+    #[arg(long, value_name = "N", default_value_t = crate::sweep::MAX_POINTS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_points: u64,
 }
 
 /// XDP attach mode choice.

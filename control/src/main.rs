@@ -9,6 +9,7 @@ mod environment;
 mod iface;
 mod lab;
 mod napi;
+mod output;
 mod overhead;
 mod path;
 mod privilege;
@@ -69,22 +70,29 @@ fn usage_error(e: &clap::Error) -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    // A result with nowhere to go is refused before anything runs (an
+    // agent writes nothing to stdout).
+    if !matches!(cli.command, Command::Agent(_)) {
+        output::check()?;
+    }
     match cli.command {
         Command::Lab { action } => lab_cmd(action),
         Command::Doctor(a) => {
             let r = doctor::run(&a)?;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                emit(&(serde_json::to_string_pretty(&r)? + "\n"))?;
             } else {
-                print!("{}", doctor::render(&r));
+                emit(&doctor::render(&r))?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(a) => sweep_cmd(a),
         Command::Report { dir } => {
             let text = sweep::report::write(&dir)?;
-            print!("{text}");
-            println!("report: {}", dir.join("report.md").display());
+            emit(&format!(
+                "{text}report: {}\n",
+                dir.join("report.md").display()
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Overhead { files, json } => {
@@ -100,12 +108,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let fit = overhead::fit(&points)
                 .context("the fit needs results at two or more different message sizes")?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&fit)?);
+                emit(&(serde_json::to_string_pretty(&fit)? + "\n"))?;
             } else {
-                println!(
-                    "per-message overhead {:.2} us, asymptotic rate {:.1} MB/s (r^2 {:.4}, {} points)",
+                emit(&format!(
+                    "per-message overhead {:.2} us, asymptotic rate {:.1} MB/s (r^2 {:.4}, {} points)\n",
                     fit.overhead_us, fit.asymptotic_mb_s, fit.r_squared, fit.points
-                );
+                ))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -170,14 +178,42 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
     if a.list {
+        let mut text = String::new();
         for (name, what, _) in sweep::presets::PRESETS {
-            println!("{name:<15} {what}");
+            text += &format!("{name:<15} {what}\n");
         }
+        emit(&text)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    // Where points run: given now, or (--resume) saved with the sweep.
+    let mut given = Vec::new();
+    for (flag, v) in [
+        ("--tx-iface", &a.tx_iface),
+        ("--rx-iface", &a.rx_iface),
+        ("--tx-netns", &a.tx_netns),
+        ("--rx-netns", &a.rx_netns),
+        ("--lab", &a.lab),
+        ("--tx-agent", &a.agents.tx_agent),
+        ("--rx-agent", &a.agents.rx_agent),
+        (
+            "--token-file",
+            &a.agents
+                .token_file
+                .as_ref()
+                .map(|p| p.display().to_string()),
+        ),
+    ] {
+        if let Some(v) = v {
+            given.push((flag, v.clone()));
+        }
     }
     let (text, label, dir, opts) = match &a.resume {
         Some(dir) => {
-            let (text, opts) = sweep::resume_inputs(dir)?;
+            let (text, mut opts) = sweep::resume_inputs(dir)?;
+            // Never ignored: options given with --resume replace the saved.
+            if let Some(note) = opts.override_path(&given) {
+                eprintln!("linerate: {note}");
+            }
             (
                 text,
                 dir.join(sweep::SPEC).display().to_string(),
@@ -201,27 +237,10 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
                 ),
             };
             let name = sweep::spec::SweepSpec::parse(&text, &label)?.name;
-            let mut extra = Vec::new();
-            for (flag, v) in [
-                ("--tx-iface", &a.tx_iface),
-                ("--rx-iface", &a.rx_iface),
-                ("--tx-netns", &a.tx_netns),
-                ("--rx-netns", &a.rx_netns),
-                ("--lab", &a.lab),
-                ("--tx-agent", &a.agents.tx_agent),
-                ("--rx-agent", &a.agents.rx_agent),
-                (
-                    "--token-file",
-                    &a.agents
-                        .token_file
-                        .as_ref()
-                        .map(|p| p.display().to_string()),
-                ),
-            ] {
-                if let Some(v) = v {
-                    extra.extend([flag.to_string(), v.clone()]);
-                }
-            }
+            let extra = given
+                .iter()
+                .flat_map(|(f, v)| [f.to_string(), v.clone()])
+                .collect();
             let dir = a.out.clone().unwrap_or_else(|| sweep::default_dir(&name));
             (
                 text,
@@ -234,15 +253,20 @@ fn sweep_cmd(a: cli::SweepArgs) -> Result<ExitCode> {
             )
         }
     };
+    // Counted from the axes before anything is expanded or run.
+    let spec = sweep::spec::SweepSpec::parse(&text, &label)?;
+    sweep::Size::of(&spec, opts.quick)?.check(&label, a.max_points)?;
     // A controller of agents needs no privileges of its own.
-    if a.agents.tx_agent.is_none() {
+    if !opts.extra.iter().any(|o| o == "--tx-agent") {
         privilege::require_root("linerate sweep")?;
     }
     eprintln!("linerate: sweep results go to {}", dir.display());
     let interrupted = on_signal()?;
-    let text = sweep::run(&text, &label, &dir, &opts, &interrupted)?;
-    print!("{text}");
-    println!("report: {}", dir.join("report.md").display());
+    let text = sweep::run(&text, &label, &dir, &opts, a.resume.is_some(), &interrupted)?;
+    emit(&format!(
+        "{text}report: {}\n",
+        dir.join("report.md").display()
+    ))?;
     Ok(if interrupted.load(Ordering::Relaxed) {
         ExitCode::from(130)
     } else {
@@ -264,18 +288,26 @@ fn report(
     } else {
         table()
     };
-    // A reader that went away (`| head`, an agent that died) is not an
-    // error of the run: the figures had nowhere to go, nothing else changes.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    let written = emit(&text);
     if let Some(f) = fault {
         eprintln!("linerate: error: {f}; the run ended early, the figures above are those measured until then");
+        written?;
         return Ok(ExitCode::from(3));
     }
+    written?;
     Ok(if interrupted {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Writes a result to stdout, whole or with an error naming where it was
+/// going. A reader that went away (`| head`, an agent that died) is not an
+/// error of the run: the figures had nowhere to go, nothing else changes.
+fn emit(text: &str) -> Result<()> {
+    output::print(text)?;
+    Ok(())
 }
 
 /// Ctrl-C and SIGTERM set the returned flag: the run ends early and
@@ -310,34 +342,34 @@ fn lab_cmd(action: LabAction) -> Result<ExitCode> {
                     let _ = l.down();
                     return Err(e);
                 }
-                println!(
-                    "management: {} <-> {} ({}), {} <-> {} ({})",
+                emit(&format!(
+                    "management: {} <-> {} ({}), {} <-> {} ({})\n",
                     lab::MGMT_A.0,
                     lab::MGMT_A.1,
                     l.ns_a,
                     lab::MGMT_B.0,
                     lab::MGMT_B.1,
                     l.ns_b
-                );
+                ))?;
             }
-            println!(
-                "lab {} up: {} ({}, {}) <-> {} ({}, {}), MTU {mtu}, {queues} queue(s)",
+            emit(&format!(
+                "lab {} up: {} ({}, {}) <-> {} ({}, {}), MTU {mtu}, {queues} queue(s)\n",
                 l.name, l.if_a, l.ns_a, l.ip_a, l.if_b, l.ns_b, l.ip_b
-            );
+            ))?;
         }
         LabAction::Down { lab } => {
             privilege::require_root("linerate lab down")?;
             let l = lab::Lab::new(&lab.name)?;
             l.down()?;
-            println!("lab {} down", l.name);
+            emit(&format!("lab {} down\n", l.name))?;
         }
         LabAction::Status { lab, json } => {
             let s = lab::Lab::new(&lab.name)?.status();
             if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+                emit(&(serde_json::to_string_pretty(&s)? + "\n"))?;
             } else if s.up {
-                println!(
-                    "lab {} up: {} ({}) <-> {} ({}), MTU {}, {} queue(s), XDP programs: {:?}",
+                emit(&format!(
+                    "lab {} up: {} ({}) <-> {} ({}), MTU {}, {} queue(s), XDP programs: {:?}\n",
                     s.lab.name,
                     s.lab.if_a,
                     s.lab.ns_a,
@@ -346,9 +378,9 @@ fn lab_cmd(action: LabAction) -> Result<ExitCode> {
                     s.mtu.map_or("?".into(), |m| m.to_string()),
                     s.queues.map_or("?".into(), |m| m.to_string()),
                     s.xdp
-                );
+                ))?;
             } else {
-                println!("lab {} is down", s.lab.name);
+                emit(&format!("lab {} is down\n", s.lab.name))?;
             }
         }
     }

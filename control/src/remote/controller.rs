@@ -547,11 +547,12 @@ pub fn run(
 /// when a side failed (the figures there are printed first), 130 when
 /// interrupted.
 pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
-    if json_out {
-        println!("{}", serde_json::to_string_pretty(&o.result)?);
+    let text = if json_out {
+        format!("{}\n", serde_json::to_string_pretty(&o.result)?)
     } else {
-        print!("{}", table(&o.result));
-    }
+        table(&o.result)
+    };
+    crate::output::print(&text)?;
     if let Some(e) = &o.error {
         eprintln!("linerate: error: {e}; figures measured until then are above");
         return Ok(ExitCode::from(3));

@@ -133,6 +133,16 @@ pub enum PointArgs {
     Rr(Box<RrArgs>),
 }
 
+impl PointArgs {
+    /// The options every run shares (where, how long).
+    pub fn run(&self) -> &crate::cli::RunArgs {
+        match self {
+            Self::Stream(a) => &a.run,
+            Self::Rr(a) => &a.run,
+        }
+    }
+}
+
 /// Parses and checks a point's arguments (no system access): clap's errors
 /// for unknown options or bad values, the command's own range checks.
 pub fn parse(kind: Kind, argv: &[String]) -> Result<PointArgs, String> {

@@ -7,16 +7,17 @@ pub mod presets;
 pub mod report;
 pub mod spec;
 pub mod stats;
+pub mod store;
 
 use std::{
     collections::HashSet,
-    fs::{self, OpenOptions},
-    io::{BufRead, BufReader, Write},
+    fs,
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
+    time::{Duration, Instant},
 };
 
 use anyhow::{bail, Context, Result};
@@ -62,17 +63,128 @@ pub struct Record {
     pub error: Option<String>,
 }
 
-/// Reads the records of a sweep directory (a torn last line is skipped).
-pub fn read_records(dir: &Path) -> Result<Vec<Record>> {
-    let path = dir.join(RESULTS);
-    let Ok(f) = fs::File::open(&path) else {
-        return Ok(Vec::new());
-    };
-    Ok(BufReader::new(f)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str(&l).ok())
-        .collect())
+/// The size of a sweep, counted from its axes' lengths (nothing expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Size {
+    /// Points of each part.
+    pub per_part: Vec<u64>,
+    /// Points in all.
+    pub points: u64,
+    /// Repeats of each point.
+    pub repeats: u32,
+}
+
+/// Points per sweep unless --max-points says otherwise.
+pub const MAX_POINTS: u64 = 10_000;
+
+impl Size {
+    /// Counts the points of `spec` (one repeat each with `quick`).
+    pub fn of(spec: &SweepSpec, quick: bool) -> Result<Self> {
+        let too_many = || {
+            anyhow::anyhow!(
+                "the sweep has more than {} points: use fewer axis values",
+                u64::MAX
+            )
+        };
+        let per_part = spec
+            .parts
+            .iter()
+            .map(|part| {
+                part.axes
+                    .iter()
+                    .try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64))
+                    .ok_or_else(too_many)
+            })
+            .collect::<Result<Vec<u64>>>()?;
+        let points = per_part
+            .iter()
+            .try_fold(0u64, |n, p| n.checked_add(*p))
+            .ok_or_else(too_many)?;
+        Ok(Self {
+            per_part,
+            points,
+            repeats: if quick { 1 } else { spec.repeats },
+        })
+    }
+
+    /// Refuses more than `max` points, before anything is expanded.
+    pub fn check(&self, file: &str, max: u64) -> Result<()> {
+        if self.points > max {
+            let parts: Vec<String> = self.per_part.iter().map(u64::to_string).collect();
+            bail!(
+                "{file}: {} points ({} per part) x {} repeat(s) is more than the {max} points a sweep runs without asking: give --max-points {} to run them all, or use fewer axis values",
+                self.points,
+                parts.join(" + "),
+                self.repeats,
+                self.points
+            );
+        }
+        Ok(())
+    }
+
+    /// Runs in all.
+    pub fn runs(&self) -> u64 {
+        self.points.saturating_mul(u64::from(self.repeats))
+    }
+}
+
+/// Set-up of a run on top of its warm-up and duration: the XDP program,
+/// sockets and UMEM, the run's own checks (a quick lab point took 1.3 s
+/// for its 0.7 s of warm-up and duration on a 2-core VM).
+pub const SETUP: Duration = Duration::from_millis(600);
+
+/// The time runs of these lengths (warm-up + duration each) take, with
+/// their set-up.
+pub fn estimate(runs: impl IntoIterator<Item = Duration>) -> Duration {
+    runs.into_iter().map(|r| r + SETUP).sum()
+}
+
+/// "6 points x 2 repeats = 12 runs, about 1m 24s (...)".
+pub fn announce(size: &Size, done: u64, time: Duration) -> String {
+    let time = humantime::format_duration(Duration::from_secs(time.as_secs_f64().ceil() as u64));
+    let runs = size.runs();
+    let head = format!(
+        "{} point(s) x {} repeat(s) = {runs} run(s)",
+        size.points, size.repeats
+    );
+    let how = format!(
+        "warm-up + duration of each run + about {} of set-up",
+        humantime::format_duration(SETUP)
+    );
+    if done == 0 {
+        format!("{head}, about {time} ({how})")
+    } else {
+        format!(
+            "{head}, {done} already done; the other {} take about {time} ({how})",
+            runs.saturating_sub(done)
+        )
+    }
+}
+
+/// When the report is rewritten during a sweep: after the first point,
+/// then at most every few seconds (and never taking more than a tenth of
+/// the time), and always at the end.
+#[derive(Debug, Default)]
+pub struct Pace {
+    last: Option<Instant>,
+    cost: Duration,
+}
+
+impl Pace {
+    /// The shortest time between two rewrites.
+    pub const EVERY: Duration = Duration::from_secs(5);
+
+    /// Whether a rewrite is due at `now`.
+    pub fn due(&self, now: Instant) -> bool {
+        self.last
+            .is_none_or(|l| now.duration_since(l) >= Self::EVERY.max(self.cost * 10))
+    }
+
+    /// A rewrite started at `start` and ended at `end`.
+    pub fn done(&mut self, start: Instant, end: Instant) {
+        self.last = Some(end);
+        self.cost = end.duration_since(start);
+    }
 }
 
 /// A new output directory name: sweeps/NAME-DATE.
@@ -85,17 +197,19 @@ pub fn default_dir(name: &str) -> PathBuf {
     PathBuf::from("sweeps").join(format!("{name}-{stamp}"))
 }
 
-/// Runs a sweep into `dir` (new, or an interrupted one to resume); returns
-/// the terminal rendering of its report.
+/// Runs a sweep into `dir` (new, or with `resume` an interrupted one);
+/// returns the terminal rendering of its report.
 pub fn run(
     text: &str,
     file: &str,
     dir: &Path,
     opts: &SweepOptions,
+    resume: bool,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<String> {
     let spec = SweepSpec::parse(text, file)?;
-    let repeats = if opts.quick { 1 } else { spec.repeats };
+    let size = Size::of(&spec, opts.quick)?;
+    let repeats = size.repeats;
     // Every point is expanded and checked before anything runs.
     let mut plan = Vec::new();
     for (pi, part) in spec.parts.iter().enumerate() {
@@ -116,26 +230,72 @@ pub fn run(
             plan.push((p, parsed, a));
         }
     }
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    fs::write(dir.join(SPEC), text)?;
-    fs::write(dir.join(OPTIONS), serde_json::to_string_pretty(opts)?)?;
-    let done: HashSet<(usize, usize, u32)> = read_records(dir)?
-        .into_iter()
+    let resume_hint = || {
+        format!(
+            "the finished points are kept whole: `linerate sweep --resume {}` runs the rest",
+            dir.display()
+        )
+    };
+    let options = serde_json::to_string_pretty(opts)?;
+    if !resume {
+        if let Some(f) = [SPEC, OPTIONS, RESULTS]
+            .iter()
+            .find(|f| dir.join(f).exists())
+        {
+            bail!(
+                "{} already holds a sweep ({f}): resume it with `linerate sweep --resume {}`, or give another --out",
+                dir.display(),
+                dir.display()
+            );
+        }
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        // How it runs, then what: a directory with a spec.toml can be
+        // resumed as it was started, whenever the sweep is stopped.
+        store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
+        store::write_atomic(&dir.join(SPEC), text.as_bytes())?;
+    }
+    let mut out = store::Results::open(&dir.join(RESULTS))?;
+    let mut slim = report::Slim::new(&spec);
+    let loaded = store::load(
+        &dir.join(RESULTS),
+        &size.per_part,
+        store::Mode::Resume,
+        |r| slim.take(r),
+    )?;
+    for w in &loaded.warnings {
+        eprintln!("linerate: warning: {w}");
+    }
+    // Options given with --resume replace the saved ones, for the next
+    // --resume too.
+    if fs::read_to_string(dir.join(OPTIONS)).ok().as_deref() != Some(options.as_str()) {
+        store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
+    }
+    let mut records = loaded.records;
+    let done: HashSet<(usize, usize, u32)> = records
+        .iter()
         .filter(|r| r.result.is_some())
         .map(|r| (r.part, r.point, r.repeat))
         .collect();
-    let total = (plan.len() as u64) * u64::from(repeats);
-    let bar = ProgressBar::new(total).with_style(
+    let left: Vec<Duration> = plan
+        .iter()
+        .flat_map(|(p, args, _)| {
+            let d = args.run().warmup + args.run().duration;
+            let done = &done;
+            (0..repeats)
+                .filter(move |r| !done.contains(&(p.part, p.index, *r)))
+                .map(move |_| d)
+        })
+        .collect();
+    let already = size.runs().saturating_sub(left.len() as u64);
+    eprintln!("linerate: {}", announce(&size, already, estimate(left)));
+    let bar = ProgressBar::new(size.runs()).with_style(
         ProgressStyle::with_template(
             "{spinner} [{elapsed_precise} eta {eta}] {bar:30} point {pos}/{len} {msg}",
         )
         .expect("valid template"),
     );
-    let mut out = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join(RESULTS))
-        .with_context(|| format!("opening {}", dir.join(RESULTS).display()))?;
+    let mut pace = Pace::default();
+    let report = |records: &[Record]| report::render(dir, &spec, records, opts.quick, 0);
     for (p, args, argv) in &plan {
         for repeat in 0..repeats {
             if done.contains(&(p.part, p.index, repeat)) {
@@ -177,17 +337,30 @@ pub fn run(
                     }
                 }
             };
-            writeln!(out, "{}", serde_json::to_string(&record)?)?;
-            out.flush()?;
-            // The report (and points.csv) always reflect what finished.
-            if let Err(e) = report::write(dir) {
-                bar.println(format!("linerate: writing the report failed: {e:#}"));
+            if let Err(e) = out.append(&record) {
+                bar.finish_and_clear();
+                // What finished is reported, if there is room for it.
+                let _ = report(&records);
+                bail!("{e}; {}", resume_hint());
+            }
+            let mut record = record;
+            slim.take(&mut record);
+            records.push(record);
+            // The report (and points.csv) follow what finished, rewritten
+            // every few seconds rather than after every point: a rewrite
+            // reads every record.
+            let now = Instant::now();
+            if pace.due(now) {
+                if let Err(e) = report(&records) {
+                    bar.println(format!("linerate: writing the report failed: {e:#}"));
+                }
+                pace.done(now, Instant::now());
             }
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
-    let text = report::write(dir)?;
+    let text = report(&records)?;
     if interrupted.load(Ordering::Relaxed) {
         eprintln!(
             "linerate: sweep interrupted; finished points are in {}; resume with `linerate sweep --resume {}`",
@@ -223,7 +396,9 @@ fn run_point(args: &PointArgs, argv: &[String], interrupted: &Arc<AtomicBool>) -
     })
 }
 
-/// The sweep file and options of an existing sweep directory.
+/// The sweep file and options of an existing sweep directory; one
+/// without its options is refused (resuming it on a default lab would run
+/// on the wrong path).
 pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
     let text = fs::read_to_string(dir.join(SPEC)).with_context(|| {
         format!(
@@ -231,12 +406,210 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
             dir.display()
         )
     })?;
-    let opts = match fs::read_to_string(dir.join(OPTIONS)) {
-        Ok(o) => serde_json::from_str(&o)?,
-        Err(_) => SweepOptions::default(),
-    };
     if text.trim().is_empty() {
         bail!("{} is empty", dir.join(SPEC).display());
     }
+    let path = dir.join(OPTIONS);
+    let o = fs::read_to_string(&path).map_err(|e| {
+        anyhow::anyhow!(
+            "{} holds {SPEC} but no readable {OPTIONS} ({e}): how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `linerate sweep {} --out NEW_DIR` and the options it needs",
+            dir.display(),
+            dir.join(SPEC).display()
+        )
+    })?;
+    let opts = serde_json::from_str(&o).with_context(|| {
+        format!(
+            "{} is not the options of a sweep (it is written as the sweep starts)",
+            path.display()
+        )
+    })?;
     Ok((text, opts))
+}
+
+/// The options that say where points run: (flag, options it replaces).
+const PATH_OPTIONS: [(&str, &[&str]); 8] = [
+    (
+        "--lab",
+        &[
+            "--lab",
+            "--tx-iface",
+            "--rx-iface",
+            "--tx-netns",
+            "--rx-netns",
+        ],
+    ),
+    ("--tx-iface", &["--tx-iface", "--lab"]),
+    ("--rx-iface", &["--rx-iface", "--lab"]),
+    ("--tx-netns", &["--tx-netns", "--lab"]),
+    ("--rx-netns", &["--rx-netns", "--lab"]),
+    ("--tx-agent", &["--tx-agent"]),
+    ("--rx-agent", &["--rx-agent"]),
+    ("--token-file", &["--token-file"]),
+];
+
+impl SweepOptions {
+    /// Puts the path options given with --resume in place of the saved
+    /// ones (--lab replaces saved interfaces, an interface a saved --lab);
+    /// returns the note saying so, None when none was given.
+    pub fn override_path(&mut self, given: &[(&str, String)]) -> Option<String> {
+        if given.is_empty() {
+            return None;
+        }
+        let replaced: HashSet<&str> = given
+            .iter()
+            .flat_map(|(flag, _)| {
+                PATH_OPTIONS
+                    .iter()
+                    .filter(move |(f, _)| f == flag)
+                    .flat_map(|(_, r)| r.iter().copied())
+            })
+            .collect();
+        let mut kept = Vec::new();
+        let mut dropped = Vec::new();
+        let mut it = self.extra.iter();
+        while let Some(flag) = it.next() {
+            let pair: Vec<String> = std::iter::once(flag.clone())
+                .chain(
+                    PATH_OPTIONS
+                        .iter()
+                        .any(|(f, _)| f == flag)
+                        .then(|| it.next().cloned())
+                        .flatten(),
+                )
+                .collect();
+            if replaced.contains(flag.as_str()) {
+                dropped.extend(pair);
+            } else {
+                kept.extend(pair);
+            }
+        }
+        let now: Vec<String> = given
+            .iter()
+            .flat_map(|(f, v)| [f.to_string(), v.clone()])
+            .collect();
+        kept.extend(now.iter().cloned());
+        self.extra = kept;
+        let saved = if dropped.is_empty() {
+            "saved default (the lab lr, when no interface is saved)".to_string()
+        } else {
+            format!("saved `{}`", dropped.join(" "))
+        };
+        Some(format!(
+            "resuming with `{}` instead of the {saved}; {OPTIONS} now says so for the next --resume",
+            now.join(" ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(axes: &[usize], repeats: u32) -> SweepSpec {
+        let mut t = format!("name = \"t\"\nkind = \"stream\"\nrepeats = {repeats}\n");
+        for (i, n) in axes.iter().enumerate() {
+            let v: Vec<String> = (0..*n).map(|x| (64 + x).to_string()).collect();
+            t += &format!("[[axis]]\nname = \"a{i}\"\nvalues = [{}]\n", v.join(","));
+        }
+        SweepSpec::parse(&t, "t.toml").unwrap()
+    }
+
+    #[test]
+    fn points_are_counted_without_expanding_and_capped() {
+        let s = spec(&[3, 4], 2);
+        let n = Size::of(&s, false).unwrap();
+        assert_eq!((n.per_part.clone(), n.points, n.runs()), (vec![12], 12, 24));
+        assert_eq!(Size::of(&s, true).unwrap().runs(), 12);
+        n.check("t.toml", 12).unwrap();
+        let e = n.check("t.toml", 11).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "t.toml: 12 points (12 per part) x 2 repeat(s) is more than the 11 points"
+            ) && e.contains("--max-points 12"),
+            "{e}"
+        );
+        // 10,000 x 1,000 values: counted, not built.
+        let big = spec(&[10_000, 1_000], 1);
+        let t = Instant::now();
+        let n = Size::of(&big, false).unwrap();
+        assert_eq!(n.points, 10_000_000);
+        assert!(n.check("big.toml", MAX_POINTS).is_err());
+        assert!(t.elapsed() < Duration::from_secs(5));
+        // Products past u64 are an error, not a wrap.
+        let mut huge = spec(&[2], 1);
+        let axis = huge.parts[0].axes[0].clone();
+        huge.parts[0].axes = (0..70)
+            .map(|i| spec::Axis {
+                name: format!("x{i}"),
+                ..axis.clone()
+            })
+            .collect();
+        assert!(Size::of(&huge, false)
+            .unwrap_err()
+            .to_string()
+            .contains("more than"));
+    }
+
+    #[test]
+    fn the_estimate_adds_set_up_to_each_run() {
+        let s = Size::of(&spec(&[6], 2), false).unwrap();
+        let runs = vec![Duration::from_secs(6); 12];
+        let t = estimate(runs);
+        assert_eq!(t, 12 * (Duration::from_secs(6) + SETUP));
+        assert_eq!(
+            announce(&s, 0, t),
+            "6 point(s) x 2 repeat(s) = 12 run(s), about 1m 20s (warm-up + duration of each run + about 600ms of set-up)"
+        );
+        assert!(announce(&s, 5, estimate(vec![Duration::from_secs(6); 7]))
+            .contains("5 already done; the other 7 take about 47s"));
+    }
+
+    #[test]
+    fn the_report_is_rewritten_at_most_every_few_seconds() {
+        let mut p = Pace::default();
+        let t0 = Instant::now();
+        assert!(p.due(t0), "after the first point");
+        p.done(t0, t0 + Duration::from_millis(10));
+        assert!(!p.due(t0 + Duration::from_secs(1)));
+        assert!(p.due(t0 + Duration::from_secs(6)));
+        // A rewrite that takes 2 s waits 20 s.
+        p.done(t0, t0 + Duration::from_secs(2));
+        assert!(!p.due(t0 + Duration::from_secs(12)));
+        assert!(p.due(t0 + Duration::from_secs(23)));
+    }
+
+    #[test]
+    fn path_options_given_on_resume_replace_the_saved_ones() {
+        let mut o = SweepOptions {
+            quick: true,
+            extra: ["--lab", "a", "--tx-agent", "http://x"]
+                .map(String::from)
+                .to_vec(),
+        };
+        let note = o.override_path(&[("--lab", "b".into())]).unwrap();
+        assert_eq!(o.extra, ["--tx-agent", "http://x", "--lab", "b"]);
+        assert!(
+            note.starts_with("resuming with `--lab b` instead of the saved `--lab a`"),
+            "{note}"
+        );
+        let note = o
+            .override_path(&[("--tx-iface", "p".into()), ("--rx-iface", "q".into())])
+            .unwrap();
+        assert_eq!(
+            o.extra,
+            [
+                "--tx-agent",
+                "http://x",
+                "--tx-iface",
+                "p",
+                "--rx-iface",
+                "q"
+            ]
+        );
+        assert!(note.contains("instead of the saved `--lab b`"), "{note}");
+        let mut o = SweepOptions::default();
+        let note = o.override_path(&[("--lab", "c".into())]).unwrap();
+        assert!(note.contains("instead of the saved default"), "{note}");
+        assert_eq!(o.override_path(&[]), None);
+    }
 }

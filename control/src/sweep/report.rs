@@ -3,7 +3,7 @@
 //! documents lay them out, and SVG figures; the same tables for the
 //! terminal; points.csv with every point's medians.
 
-use std::{fmt::Write as _, fs, path::Path};
+use std::{collections::HashMap, fmt::Write as _, fs, path::Path};
 
 use anyhow::{Context, Result};
 use plotters::prelude::*;
@@ -12,10 +12,10 @@ use toml::Value as Tv;
 
 use super::{
     expand::{points, Point},
-    read_records,
     spec::{show, FigureSpec, FitSpec, Part, SweepSpec, TableSpec},
     stats::Spread,
-    Record, SPEC,
+    store::{self, write_atomic},
+    Record, RESULTS, SPEC,
 };
 
 /// A figure read from a result by a dotted path; a few are derived.
@@ -41,18 +41,122 @@ pub fn metric(r: &Value, path: &str) -> Option<f64> {
     }
 }
 
-struct Data<'a> {
-    spec: &'a SweepSpec,
-    records: &'a [Record],
+/// The figures a report of `spec` reads from a result, as dotted paths.
+fn needed(spec: &SweepSpec) -> Vec<String> {
+    let derived = [
+        "test",
+        "params.concurrency",
+        "params.flows",
+        "params.request",
+        "params.response",
+        "params.backend",
+        "transactions.per_s",
+        "receiver.messages_per_s",
+    ];
+    let mut paths: Vec<String> = derived
+        .iter()
+        .chain(COLS.iter())
+        .map(|p| p.to_string())
+        .collect();
+    for part in &spec.parts {
+        paths.extend(part.tables.iter().flat_map(|t| t.metrics.iter().cloned()));
+        paths.extend(part.figures.iter().map(|f| f.y.clone()));
+    }
+    paths.extend(spec.references.iter().filter_map(|r| r.ours.clone()));
+    paths.extend(
+        spec.goals
+            .iter()
+            .flat_map(|g| std::iter::once(g.metric.clone()).chain(g.cpu.clone())),
+    );
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
-impl Data<'_> {
-    fn results(&self, p: &Point) -> Vec<&Value> {
-        self.records
-            .iter()
-            .filter(|r| r.part == p.part && r.point == p.index)
-            .filter_map(|r| r.result.as_ref())
-            .collect()
+/// Keeps of every result but the first (whose environment and set-up the
+/// report shows) only the figures the report reads: a sweep holds its
+/// records in memory, and 10,000 of them whole take hundreds of MB.
+pub struct Slim {
+    paths: Vec<String>,
+    first: bool,
+}
+
+impl Slim {
+    /// For the records of `spec`, in file order.
+    pub fn new(spec: &SweepSpec) -> Self {
+        Self {
+            paths: needed(spec),
+            first: true,
+        }
+    }
+
+    /// Slims the next record.
+    pub fn take(&mut self, r: &mut Record) {
+        if let Some(v) = &mut r.result {
+            if std::mem::take(&mut self.first) {
+                return;
+            }
+            *v = slimmed(v, &self.paths);
+        }
+    }
+}
+
+/// A result with only `paths`.
+fn slimmed(v: &Value, paths: &[String]) -> Value {
+    let mut out = Value::Object(serde_json::Map::new());
+    for p in paths {
+        let Some(x) = v.pointer(&format!("/{}", p.replace('.', "/"))) else {
+            continue;
+        };
+        let mut at = &mut out;
+        let keys: Vec<&str> = p.split('.').collect();
+        for (i, k) in keys.iter().enumerate() {
+            let Value::Object(m) = at else { break };
+            if i + 1 == keys.len() {
+                m.insert((*k).to_string(), x.clone());
+                break;
+            }
+            at = m
+                .entry((*k).to_string())
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        }
+    }
+    out
+}
+
+struct Data<'a> {
+    spec: &'a SweepSpec,
+    /// Every point of every part, expanded once.
+    points: Vec<Vec<Point>>,
+    /// The results of each (part, point): one pass over the records, not
+    /// one per cell.
+    results: HashMap<(usize, usize), Vec<&'a Value>>,
+}
+
+impl<'a> Data<'a> {
+    fn new(spec: &'a SweepSpec, records: &'a [Record]) -> Self {
+        let mut results: HashMap<(usize, usize), Vec<&Value>> = HashMap::new();
+        for r in records {
+            if let Some(v) = &r.result {
+                results.entry((r.part, r.point)).or_default().push(v);
+            }
+        }
+        Self {
+            spec,
+            points: spec
+                .parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| points(i, p))
+                .collect(),
+            results,
+        }
+    }
+
+    fn results(&self, p: &Point) -> &[&Value] {
+        self.results
+            .get(&(p.part, p.index))
+            .map_or(&[], Vec::as_slice)
     }
 
     fn spread(&self, p: &Point, path: &str) -> Option<Spread> {
@@ -64,8 +168,28 @@ impl Data<'_> {
         Spread::of(&v)
     }
 
-    fn find(&self, part: usize, want: &[(&str, &Tv)], filter: &toml::Table) -> Option<Point> {
-        points(part, &self.spec.parts[part]).into_iter().find(|p| {
+    fn find(&self, part: usize, want: &[(&str, &Tv)], filter: &toml::Table) -> Option<&Point> {
+        // Every axis given a value: the point's index, without a search
+        // (a table of a 10,000-point sweep looks up 10,000 cells).
+        let axes = &self.spec.parts[part].axes;
+        if want.iter().all(|(a, _)| axes.iter().any(|x| x.name == *a)) {
+            let mut index = Some(0usize);
+            for axis in axes {
+                let w = want.iter().find(|(a, _)| *a == axis.name).map(|(_, v)| *v);
+                let f = filter.get(&axis.name);
+                let v = match (w, f) {
+                    (Some(w), Some(f)) if w != f => return None,
+                    (w, f) => w.or(f),
+                };
+                index = index
+                    .zip(v.and_then(|v| axis.values.iter().position(|x| x == v)))
+                    .map(|(i, pos)| i * axis.values.len() + pos);
+            }
+            if let Some(i) = index {
+                return self.points[part].get(i);
+            }
+        }
+        self.points[part].iter().find(|p| {
             want.iter().all(|(a, v)| p.value(a) == Some(v))
                 && filter
                     .iter()
@@ -143,7 +267,7 @@ fn table(d: &Data, pi: usize, t: &TableSpec) -> String {
                 Some(p) => t
                     .metrics
                     .iter()
-                    .map(|m| cell(d.spread(&p, m)))
+                    .map(|m| cell(d.spread(p, m)))
                     .collect::<Vec<_>>()
                     .join(" / "),
                 None => "n/a".into(),
@@ -182,10 +306,7 @@ fn figure(d: &Data, pi: usize, f: &FigureSpec, path: &Path) -> Result<bool> {
             if let (Some(si), Some(ax)) = (s, &f.series) {
                 want.push((ax.as_str(), &part.axis(ax).expect("checked").values[*si]));
             }
-            if let Some(y) = d
-                .find(pi, &want, &f.filter)
-                .and_then(|p| d.spread(&p, &f.y))
-            {
+            if let Some(y) = d.find(pi, &want, &f.filter).and_then(|p| d.spread(p, &f.y)) {
                 pts.push((x, y.median));
             }
         }
@@ -203,7 +324,8 @@ fn figure(d: &Data, pi: usize, f: &FigureSpec, path: &Path) -> Result<bool> {
         .iter()
         .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
     let y1 = all.iter().fold(0.0f64, |a, p| a.max(p.1)) * 1.1 + 1e-9;
-    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (800, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut b = ChartBuilder::on(&root);
     b.caption(&f.title, ("sans-serif", 20))
@@ -245,6 +367,8 @@ fn figure(d: &Data, pi: usize, f: &FigureSpec, path: &Path) -> Result<bool> {
         draw!(b.build_cartesian_2d(x0..x1 + (x1 - x0).max(1.0) * 0.02, 0.0..y1)?);
     }
     root.present()?;
+    drop(root);
+    write_atomic(path, svg.as_bytes())?;
     Ok(true)
 }
 
@@ -272,7 +396,7 @@ fn fit(d: &Data, pi: usize, f: &FitSpec) -> String {
             }
             if let Some(t) = d
                 .find(pi, &want, &f.filter)
-                .and_then(|p| d.spread(&p, "derived.us_per_message"))
+                .and_then(|p| d.spread(p, "derived.us_per_message"))
             {
                 pts.push((x, t.median / 1e6));
             }
@@ -395,7 +519,7 @@ fn references(d: &Data) -> String {
             (0..d.spec.parts.len())
                 .find_map(|pi| {
                     let p = d.find(pi, &want, &toml::Table::new())?;
-                    d.spread(&p, path)
+                    d.spread(p, path)
                 })
                 .map_or("n/a".into(), |s| format!("{} ({path})", cell(Some(s))))
         });
@@ -428,27 +552,29 @@ fn goals(d: &Data) -> String {
     o
 }
 
+/// The figures of points.csv.
+const COLS: [&str; 10] = [
+    "receiver.payload_mb_s",
+    "receiver.message_mb_s",
+    "receiver.frames_per_s",
+    "frames.loss_pct",
+    "cpu.total.cpu_pct",
+    "cpu.total.service_demand_ms_per_mb",
+    "transactions.per_s",
+    "latency.mean_us",
+    "latency.p99_us",
+    "cpu.total.us_per_transaction",
+];
+
 fn csv(d: &Data) -> String {
-    const COLS: [&str; 10] = [
-        "receiver.payload_mb_s",
-        "receiver.message_mb_s",
-        "receiver.frames_per_s",
-        "frames.loss_pct",
-        "cpu.total.cpu_pct",
-        "cpu.total.service_demand_ms_per_mb",
-        "transactions.per_s",
-        "latency.mean_us",
-        "latency.p99_us",
-        "cpu.total.us_per_transaction",
-    ];
     let mut o = format!("part,point,values,repeats,{}\n", COLS.join(","));
-    for (pi, part) in d.spec.parts.iter().enumerate() {
-        for p in points(pi, part) {
-            let n = d.results(&p).len();
+    for (pi, points) in d.points.iter().enumerate() {
+        for p in points {
+            let n = d.results(p).len();
             let cells: Vec<String> = COLS
                 .iter()
                 .map(|c| {
-                    d.spread(&p, c)
+                    d.spread(p, c)
                         .map_or(String::new(), |s| format!("{:.6}", s.median))
                 })
                 .collect();
@@ -465,8 +591,9 @@ fn csv(d: &Data) -> String {
     o
 }
 
-/// Writes report.md, the SVG figures and points.csv into `dir`; returns
-/// the tables for the terminal.
+/// Writes report.md, the SVG figures and points.csv into `dir` from its
+/// files (lines of results.jsonl that are not records are left out, with
+/// a warning); returns the tables for the terminal.
 pub fn write(dir: &Path) -> Result<String> {
     let text = fs::read_to_string(dir.join(SPEC)).with_context(|| {
         format!(
@@ -475,30 +602,49 @@ pub fn write(dir: &Path) -> Result<String> {
         )
     })?;
     let spec = SweepSpec::parse(&text, &dir.join(SPEC).display().to_string())?;
-    let records = read_records(dir)?;
-    let d = Data {
-        spec: &spec,
-        records: &records,
-    };
-    let finished = records.iter().filter(|r| r.result.is_some()).count();
-    let failed = records.iter().filter(|r| r.error.is_some()).count();
-    let total: usize = spec
-        .parts
-        .iter()
-        .enumerate()
-        .map(|(i, p)| points(i, p).len())
-        .sum();
+    let size = super::Size::of(&spec, false)?;
+    let mut slim = Slim::new(&spec);
+    let loaded = store::load(
+        &dir.join(RESULTS),
+        &size.per_part,
+        store::Mode::Report,
+        |r| slim.take(r),
+    )?;
+    for w in &loaded.warnings {
+        eprintln!("linerate: warning: {w}");
+    }
     let quick = fs::read_to_string(dir.join(super::OPTIONS))
         .ok()
         .and_then(|t| serde_json::from_str::<super::SweepOptions>(&t).ok())
         .is_some_and(|o| o.quick);
+    render(dir, &spec, &loaded.records, quick, loaded.skipped)
+}
+
+/// Writes report.md, the SVG figures and points.csv of `records` into
+/// `dir`, each file replaced whole; returns the tables for the terminal.
+pub fn render(
+    dir: &Path,
+    spec: &SweepSpec,
+    records: &[Record],
+    quick: bool,
+    skipped: usize,
+) -> Result<String> {
+    let d = Data::new(spec, records);
+    let finished = records.iter().filter(|r| r.result.is_some()).count();
+    let failed = records.iter().filter(|r| r.error.is_some()).count();
+    let total = super::Size::of(spec, quick)?.points;
+    let skipped = if skipped > 0 {
+        format!(" {skipped} line(s) of results.jsonl are not records of this sweep and were left out (see the warnings of `linerate report`).")
+    } else {
+        String::new()
+    };
     let mut md = format!(
-        "# {}\n\nSweep `{}`: {} point(s); {finished} run(s) finished, {failed} failed. Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
+        "# {}\n\nSweep `{}`: {} point(s); {finished} run(s) finished, {failed} failed.{skipped} Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
         if spec.title.is_empty() { &spec.name } else { &spec.title },
         spec.name,
         total,
-        parameters(&spec, quick),
-        machine(&records)
+        parameters(spec, quick),
+        machine(records)
     );
     let mut term = String::new();
     let refs = references(&d);
@@ -544,7 +690,48 @@ pub fn write(dir: &Path) -> Result<String> {
         }
     }
     md.push_str("## Raw results\n\nEvery run: [results.jsonl](results.jsonl) (one JSON object per line, as `--json` prints it). Medians per point: [points.csv](points.csv). The sweep file: [spec.toml](spec.toml).\n");
-    fs::write(dir.join("report.md"), md)?;
-    fs::write(dir.join("points.csv"), csv(&d))?;
+    write_atomic(&dir.join("report.md"), md.as_bytes())?;
+    write_atomic(&dir.join("points.csv"), csv(&d).as_bytes())?;
     Ok(term)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slim_records_render_the_same_report() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sweep-small");
+        let text = fs::read_to_string(fixture.join("spec.toml")).unwrap();
+        let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
+        let loaded =
+            store::load(&fixture.join(RESULTS), &[6], store::Mode::Report, |_| {}).unwrap();
+        let full = loaded.records;
+        let mut slim_ = full.clone();
+        let mut s = Slim::new(&spec);
+        slim_.iter_mut().for_each(|r| s.take(r));
+        let size = |r: &[Record]| serde_json::to_string(r).unwrap().len();
+        assert!(
+            size(&slim_) * 4 < size(&full),
+            "{} of {}",
+            size(&slim_),
+            size(&full)
+        );
+        let dir = std::env::temp_dir().join(format!("linerate-slim-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let mut out = Vec::new();
+        for (i, r) in [&full, &slim_].iter().enumerate() {
+            let d = dir.join(i.to_string());
+            fs::create_dir_all(&d).unwrap();
+            let term = render(&d, &spec, r, false, 0).unwrap();
+            out.push((
+                term,
+                fs::read_to_string(d.join("report.md")).unwrap(),
+                fs::read_to_string(d.join("points.csv")).unwrap(),
+                fs::read_to_string(d.join("figure-1.svg")).unwrap(),
+            ));
+        }
+        assert_eq!(out[0], out[1]);
+        let _ = fs::remove_dir_all(dir);
+    }
 }

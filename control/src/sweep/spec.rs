@@ -112,6 +112,9 @@ pub struct FitSpec {
     pub filter: toml::Table,
 }
 
+/// The most repeats a sweep may ask for.
+pub const MAX_REPEATS: u32 = 100;
+
 fn one() -> u32 {
     1
 }
@@ -274,10 +277,13 @@ impl SweepSpec {
                 ),
             ));
         }
-        if spec.repeats == 0 || spec.repeats > 100 {
+        if spec.repeats == 0 || spec.repeats > MAX_REPEATS {
             return Err(err(
                 "repeats",
-                format!("repeats = {} is out of range: use 1 to 100", spec.repeats),
+                format!(
+                    "repeats = {} is out of range: use 1 to {MAX_REPEATS}",
+                    spec.repeats
+                ),
             ));
         }
         for part in &spec.parts {

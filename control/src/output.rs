@@ -1,0 +1,132 @@
+//! Results on stdout: written whole and checked, or an error that names
+//! where they were going. A reader that went away on purpose (`| head`) is
+//! not an error; a full disk, `/dev/full` or a closed stdout are.
+
+use std::{
+    fs::File,
+    io::{self, Write},
+    os::fd::AsFd,
+};
+
+/// A result that could not be written to stdout.
+#[derive(Debug, thiserror::Error)]
+#[error("writing the result to stdout{} failed: {error}{}", target.as_ref().map(|t| format!(" ({t})")).unwrap_or_default(), hint(error))]
+pub struct OutputError {
+    /// Where stdout leads (a file's path, `pipe:[N]`), when known.
+    pub target: Option<String>,
+    /// What the kernel said.
+    pub error: io::Error,
+}
+
+fn hint(e: &io::Error) -> &'static str {
+    use nix::errno::Errno;
+    match e.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EBADF) => {
+            ": stdout is closed; give the command somewhere to write (e.g. > FILE)"
+        }
+        Some(Errno::ENOSPC) => ": free some space, or write the result elsewhere",
+        _ => "",
+    }
+}
+
+/// How a write ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// Every byte is out.
+    All,
+    /// The reader went away (EPIPE): the figures had nowhere to go, which
+    /// is the reader's choice (`| head`), not an error of the run.
+    ReaderGone,
+}
+
+/// Where fd 1 leads, as /proc/self/fd/1 tells it.
+fn target() -> Option<String> {
+    std::fs::read_link("/proc/self/fd/1")
+        .ok()
+        .map(|p| p.display().to_string())
+}
+
+fn fail(error: io::Error) -> OutputError {
+    OutputError {
+        target: target(),
+        error,
+    }
+}
+
+/// Whether fd 1 was closed when linerate started. Rust's runtime opens
+/// /dev/null read-write on a closed fd 1 (so that no file of ours lands
+/// there); a shell's or a spawner's `> /dev/null` opens it write-only.
+fn closed_at_start() -> bool {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let rdwr = fcntl(1, FcntlArg::F_GETFL)
+        .is_ok_and(|f| OFlag::from_bits_truncate(f) & OFlag::O_ACCMODE == OFlag::O_RDWR);
+    rdwr && target().as_deref() == Some("/dev/null")
+}
+
+/// Our own handle on fd 1: Rust's `stdout()` treats a closed fd 1 (EBADF)
+/// as a sink that swallows everything, this one does not.
+fn handle() -> Result<File, OutputError> {
+    // Anything printed through std's buffer goes first.
+    let _ = io::stdout().flush();
+    if closed_at_start() {
+        return Err(OutputError {
+            target: None,
+            error: io::Error::from_raw_os_error(nix::errno::Errno::EBADF as i32),
+        });
+    }
+    io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+        .map_err(fail)
+}
+
+/// Fails when stdout is closed, before a run whose result would have
+/// nowhere to go.
+pub fn check() -> Result<(), OutputError> {
+    handle().map(drop)
+}
+
+/// Writes `text` to stdout whole, then, when stdout is a regular file,
+/// flushes it to the disk (so that a full disk shows here, not later).
+pub fn print(text: &str) -> Result<Written, OutputError> {
+    let mut f = handle()?;
+    match f.write_all(text.as_bytes()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(Written::ReaderGone),
+        Err(e) => return Err(fail(e)),
+    }
+    if f.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        f.sync_data().map_err(fail)?;
+    }
+    Ok(Written::All)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_target_and_the_fix() {
+        let e = OutputError {
+            target: Some("/dev/full".into()),
+            error: io::Error::from_raw_os_error(nix::errno::Errno::ENOSPC as i32),
+        };
+        let s = e.to_string();
+        assert!(
+            s.starts_with(
+                "writing the result to stdout (/dev/full) failed: No space left on device"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.ends_with("free some space, or write the result elsewhere"),
+            "{s}"
+        );
+        let e = OutputError {
+            target: None,
+            error: io::Error::from_raw_os_error(nix::errno::Errno::EBADF as i32),
+        };
+        assert!(e.to_string().contains("stdout is closed"), "{e}");
+    }
+}

@@ -1,0 +1,463 @@
+//! A sweep directory on disk: files replaced whole (write a temporary
+//! file, flush it, rename it), results appended one whole record at a time
+//! and flushed, and on reading, a torn last record cut (and kept aside)
+//! while a bad record elsewhere is reported with its file and line.
+
+use std::{
+    fs::{self, File, OpenOptions},
+    io::{self, Write},
+    path::{Path, PathBuf},
+};
+
+use super::Record;
+
+/// A sweep directory that cannot be written or read as it should.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file could not be written.
+    #[error("writing {} failed: {error}{}", path.display(), space_hint(error))]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the kernel said.
+        error: io::Error,
+    },
+    /// A file could not be read.
+    #[error("reading {} failed: {error}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the kernel said.
+        error: io::Error,
+    },
+    /// A line of results.jsonl that is not a record of this sweep.
+    #[error("{}:{line}: {what}: fix or delete that line (results.jsonl holds one record per line, as the sweep writes them), then run again", path.display())]
+    BadRecord {
+        /// results.jsonl.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong with it.
+        what: String,
+    },
+}
+
+fn space_hint(e: &io::Error) -> &'static str {
+    if e.raw_os_error() == Some(nix::errno::Errno::ENOSPC as i32) {
+        ": free some space"
+    } else {
+        ""
+    }
+}
+
+fn write_err(path: &Path) -> impl Fn(io::Error) -> StoreError + '_ {
+    move |error| StoreError::Write {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// Replaces `path` with `bytes` whole: a reader (or a crash) sees the old
+/// file or the new one, never a part of it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(error) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::Write {
+            path: path.to_path_buf(),
+            error,
+        });
+    }
+    sync_dir(path);
+    Ok(())
+}
+
+/// Makes a rename or a new file in `path`'s directory durable.
+fn sync_dir(path: &Path) {
+    if let Some(d) = path.parent() {
+        let d = if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d
+        };
+        if let Ok(f) = File::open(d) {
+            let _ = f.sync_all();
+        }
+    }
+}
+
+/// results.jsonl, open for appending.
+pub struct Results {
+    path: PathBuf,
+    file: File,
+}
+
+impl Results {
+    /// Opens (creating) `path` for appending.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(write_err(path))?;
+        file.sync_all().map_err(write_err(path))?;
+        sync_dir(path);
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Appends one record as one line, whole or not at all: one write of
+    /// the line, then a flush to the disk; on a failure the file is cut
+    /// back to where it was.
+    pub fn append(&mut self, record: &Record) -> Result<(), StoreError> {
+        let mut line = serde_json::to_string(record).map_err(|e| StoreError::Write {
+            path: self.path.clone(),
+            error: io::Error::other(e),
+        })?;
+        line.push('\n');
+        let before = self.file.metadata().map_err(write_err(&self.path))?.len();
+        let written = self
+            .file
+            .write_all(line.as_bytes())
+            .and_then(|()| self.file.sync_data());
+        if let Err(error) = written {
+            // A torn line is worse than none: the point runs again.
+            let cut = self
+                .file
+                .set_len(before)
+                .and_then(|()| self.file.sync_data());
+            let error = match cut {
+                Ok(()) => error,
+                Err(c) => io::Error::new(
+                    error.kind(),
+                    format!(
+                        "{error} (and cutting the partial record failed: {c}; --resume cuts it)"
+                    ),
+                ),
+            };
+            return Err(StoreError::Write {
+                path: self.path.clone(),
+                error,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What to do with records that do not hold up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Before a sweep resumes: cut a torn last record (kept aside in
+    /// results.jsonl.torn-N), refuse any other bad line.
+    Resume,
+    /// For a report: leave bad lines out, with a warning (nothing is
+    /// changed; a sweep may still be writing).
+    Report,
+}
+
+/// The records of a results file, and what was wrong with it.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The records, in file order.
+    pub records: Vec<Record>,
+    /// Warnings for stderr (a cut tail, lines left out).
+    pub warnings: Vec<String>,
+    /// Lines left out (Mode::Report).
+    pub skipped: usize,
+}
+
+/// Checks a line against the sweep: `points[part]` points in each part.
+fn record(line: &str, points: &[u64]) -> Result<Record, String> {
+    let r: Record = serde_json::from_str(line).map_err(|e| format!("not a sweep record ({e})"))?;
+    let Some(n) = points.get(r.part) else {
+        return Err(format!(
+            "a record of part {} but the sweep has {} part(s)",
+            r.part + 1,
+            points.len()
+        ));
+    };
+    if r.point as u64 >= *n {
+        return Err(format!(
+            "a record of point {} of part {} but that part has {n} point(s)",
+            r.point,
+            r.part + 1
+        ));
+    }
+    if r.repeat >= super::spec::MAX_REPEATS {
+        return Err(format!("a record of repeat {}", r.repeat));
+    }
+    match (&r.result, &r.error) {
+        (Some(v), None) if v.is_object() => Ok(r),
+        (Some(_), None) => Err("a result that is not a JSON object".into()),
+        (None, Some(_)) => Ok(r),
+        _ => Err("a record with neither a result nor an error (or both)".into()),
+    }
+}
+
+/// Reads results.jsonl at `path` (none yet: no records) for a sweep whose
+/// parts have `points` points each; `each` sees every record as it is
+/// read (to slim it).
+pub fn load(
+    path: &Path,
+    points: &[u64],
+    mode: Mode,
+    mut each: impl FnMut(&mut Record),
+) -> Result<Loaded, StoreError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Loaded::default()),
+        Err(error) => {
+            return Err(StoreError::Read {
+                path: path.to_path_buf(),
+                error,
+            })
+        }
+    };
+    let mut out = Loaded::default();
+    // (start offset, line) of every line, the last one maybe without '\n'.
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'\n' {
+            lines.push((start, &bytes[start..i], true));
+            start = i + 1;
+        }
+    }
+    if start < bytes.len() {
+        lines.push((start, &bytes[start..], false));
+    }
+    let count = lines.len();
+    // The line of each finished run: a second result for it is not a
+    // record the sweep wrote.
+    let mut finished = std::collections::HashMap::new();
+    for (n, (offset, raw, ended)) in lines.into_iter().enumerate() {
+        let text = std::str::from_utf8(raw).map_err(|e| e.to_string());
+        let parsed = text.and_then(|t| record(t, points)).and_then(|r| {
+            match finished.get(&(r.part, r.point, r.repeat)) {
+                Some(first) if r.result.is_some() => Err(format!(
+                    "a second result for repeat {} of point {} of part {} (line {first} has the first)",
+                    r.repeat,
+                    r.point,
+                    r.part + 1
+                )),
+                _ => Ok(r),
+            }
+        });
+        let last = n + 1 == count;
+        // A record cut short is never valid JSON; a whole one ends in '\n'.
+        let torn = last
+            && (!ended
+                || std::str::from_utf8(raw).map_or(true, |t| {
+                    serde_json::from_str::<serde_json::Value>(t).is_err()
+                }));
+        match (parsed, mode) {
+            (Ok(mut r), _) if ended => {
+                if r.result.is_some() {
+                    finished.insert((r.part, r.point, r.repeat), n + 1);
+                }
+                each(&mut r);
+                out.records.push(r);
+            }
+            (_, Mode::Resume) if torn => {
+                let aside = cut_tail(path, offset as u64, &bytes[offset..])?;
+                out.warnings.push(format!(
+                    "{} ends with an incomplete record at byte {offset} (a write cut short by a crash or a full disk): cut, its point runs again; the {} cut byte(s) are in {}",
+                    path.display(),
+                    bytes.len() - offset,
+                    aside.display()
+                ));
+            }
+            (_, Mode::Report) if torn => {
+                out.skipped += 1;
+                out.warnings.push(format!(
+                    "{} ends with an incomplete record at byte {offset} (a sweep still writing, or a write cut short): left out; `linerate sweep --resume` cuts it",
+                    path.display()
+                ));
+            }
+            (Ok(_), _) => unreachable!("only the last line can lack its newline"),
+            (Err(what), Mode::Resume) => {
+                return Err(StoreError::BadRecord {
+                    path: path.to_path_buf(),
+                    line: n + 1,
+                    what,
+                })
+            }
+            (Err(what), Mode::Report) => {
+                out.skipped += 1;
+                out.warnings.push(format!(
+                    "{}:{}: {what}: left out of the report",
+                    path.display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Keeps `tail` aside in results.jsonl.torn-N and cuts `path` at `at`.
+fn cut_tail(path: &Path, at: u64, tail: &[u8]) -> Result<PathBuf, StoreError> {
+    let name = path.file_name().map_or_else(
+        || "results.jsonl".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let aside = (1..)
+        .map(|i| path.with_file_name(format!("{name}.torn-{i}")))
+        .find(|p| !p.exists())
+        .expect("a free name");
+    write_atomic(&aside, tail)?;
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(write_err(path))?;
+    f.set_len(at)
+        .and_then(|()| f.sync_data())
+        .map_err(write_err(path))?;
+    Ok(aside)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(point: usize, repeat: u32) -> String {
+        serde_json::to_string(&Record {
+            part: 0,
+            point,
+            repeat,
+            values: serde_json::Map::new(),
+            result: Some(serde_json::json!({"test": "stream"})),
+            error: None,
+        })
+        .unwrap()
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("linerate-store-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_kept_aside() {
+        let d = tmp("torn");
+        let p = d.join("results.jsonl");
+        let whole = format!("{}\n{}\n", rec(0, 0), rec(1, 0));
+        let torn = &rec(2, 0)[..20];
+        fs::write(&p, format!("{whole}{torn}")).unwrap();
+        // A report leaves it out and changes nothing.
+        let l = load(&p, &[3], Mode::Report, |_| {}).unwrap();
+        assert_eq!((l.records.len(), l.skipped), (2, 1));
+        assert_eq!(fs::read_to_string(&p).unwrap(), format!("{whole}{torn}"));
+        // Resuming cuts it, names the byte, keeps the bytes.
+        let l = load(&p, &[3], Mode::Resume, |_| {}).unwrap();
+        assert_eq!(l.records.len(), 2);
+        assert!(
+            l.warnings[0].contains(&format!("at byte {}", whole.len())),
+            "{:?}",
+            l.warnings
+        );
+        assert_eq!(fs::read_to_string(&p).unwrap(), whole);
+        assert_eq!(
+            fs::read_to_string(d.join("results.jsonl.torn-1")).unwrap(),
+            torn
+        );
+        // A last line with its newline but not JSON (torn, then a newline
+        // written after a crash) is cut too.
+        fs::write(&p, format!("{whole}{{\"part\":0,\n")).unwrap();
+        let l = load(&p, &[3], Mode::Resume, |_| {}).unwrap();
+        assert_eq!(l.records.len(), 2);
+        assert!(d.join("results.jsonl.torn-2").exists());
+        assert_eq!(fs::read_to_string(&p).unwrap(), whole);
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn bad_lines_elsewhere_are_reported_with_their_line() {
+        let d = tmp("bad");
+        let p = d.join("results.jsonl");
+        for (middle, what) in [
+            ("garbage".to_string(), "not a sweep record"),
+            (rec(7, 0), "point 7 of part 1 but that part has 3 point(s)"),
+            (String::new(), "not a sweep record"),
+            (
+                r#"{"part":0,"point":1,"repeat":0,"values":{}}"#.to_string(),
+                "neither a result nor an error",
+            ),
+            (
+                rec(0, 0),
+                "a second result for repeat 0 of point 0 of part 1 (line 1 has the first)",
+            ),
+            (
+                // A torn record with the next one appended to it.
+                format!("{}{}", &rec(1, 0)[..30], rec(1, 1)),
+                "not a sweep record",
+            ),
+        ] {
+            fs::write(&p, format!("{}\n{middle}\n{}\n", rec(0, 0), rec(2, 0))).unwrap();
+            let e = load(&p, &[3], Mode::Resume, |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("{}:2: ", p.display())), "{e}");
+            assert!(e.contains(what), "{what:?} missing from {e}");
+            let l = load(&p, &[3], Mode::Report, |_| {}).unwrap();
+            assert_eq!((l.records.len(), l.skipped), (2, 1));
+            assert!(l.warnings[0].contains(":2: "), "{:?}", l.warnings);
+        }
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_failed_append_leaves_no_partial_line() {
+        let d = tmp("append");
+        let p = d.join("results.jsonl");
+        let mut r = Results::open(&p).unwrap();
+        let one = serde_json::from_str::<Record>(&rec(0, 0)).unwrap();
+        r.append(&one).unwrap();
+        r.append(&one).unwrap();
+        assert_eq!(
+            fs::read_to_string(&p).unwrap(),
+            format!("{}\n{}\n", rec(0, 0), rec(0, 0))
+        );
+        // /dev/full takes nothing: the error names the file.
+        let mut full = Results {
+            path: "/dev/full".into(),
+            file: OpenOptions::new().write(true).open("/dev/full").unwrap(),
+        };
+        let e = full.append(&one).unwrap_err().to_string();
+        assert!(
+            e.starts_with("writing /dev/full failed: No space left"),
+            "{e}"
+        );
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn files_are_replaced_whole() {
+        let d = tmp("atomic");
+        let p = d.join("spec.toml");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(
+            fs::read_dir(&d).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+        let e = write_atomic(&d.join("no/such/dir"), b"x").unwrap_err();
+        assert!(e.to_string().contains("no/such/dir"), "{e}");
+        let _ = fs::remove_dir_all(d);
+    }
+}

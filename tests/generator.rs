@@ -183,6 +183,7 @@ fn the_generator_worker_sends_whole_messages_a_kernel_socket_accepts() {
     let t0 = Instant::now();
     let sum = w.join().unwrap();
     eprintln!("worker ran {:?}: {:?}", t0.elapsed(), sum.counters);
+    assert_eq!(sum.counters.queued, frames, "frames stamped");
     assert_eq!(sum.counters.frames, frames, "frames redirected");
     assert_eq!(sum.counters.messages, MESSAGES);
     assert_eq!(sum.counters.message_bytes, MESSAGES * 3000);

@@ -181,13 +181,26 @@ fn run(
     let halt = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU64::new(0));
     let template = Arc::new(template);
+    // Both runners on one core, always: the program updates the flow's
+    // entry without atomics, which is exact only because programs on one
+    // core never run at once. Without a core given, the core this thread
+    // is on.
+    let core = match cfg.placement.core {
+        Some(c) => c,
+        None => nix::sched::sched_getcpu()
+            .map_err(|e| WorkerError::Hook(format!("finding this thread's core: {e}")))?,
+    };
+    let placement = Placement {
+        core: Some(core),
+        ..cfg.placement.clone()
+    };
     let mut runners = Vec::with_capacity(2);
     for (i, gen) in gens.into_iter().enumerate() {
         let (t, h, n, p) = (
             template.clone(),
             halt.clone(),
             calls.clone(),
-            cfg.placement.clone(),
+            placement.clone(),
         );
         let spawned = thread::Builder::new()
             .name(format!("lr-gen{flow}-{i}"))

@@ -347,3 +347,80 @@ fn the_xdp_only_receiver_counts_generated_frames() {
     assert_eq!(f.received - f.duplicates + f.lost, f.next);
     assert_eq!(f.duplicates, 0);
 }
+
+/// The generator worker, unpaced, into the XDP-only receiver for a few
+/// seconds (run by hand: `cargo test --release --test generator
+/// measure_xdp_only -- --ignored --nocapture`; LINERATE_GEN_SIZE sets the
+/// frame size, default 64).
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn measure_xdp_only() {
+    use std::{
+        sync::{atomic::AtomicBool, Arc},
+        time::{Duration, Instant},
+    };
+
+    use linerate_datapath::worker::{spawn_gen, GenWorkerConfig, Placement, StopSignal};
+    use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
+
+    let _g = serial();
+    let size: usize = std::env::var("LINERATE_GEN_SIZE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64);
+    let lab = Lab::up("gen5", 1500);
+    let (ns_b, if_b) = (lab.ns_b(), lab.if_b());
+    let steering = thread::spawn(move || {
+        netns::enter(&ns_b).unwrap();
+        let s = Steering::attach(
+            &if_b,
+            SteeringConfig {
+                port_lo: 7471,
+                port_hi: 7471,
+                policy: AttachPolicy::Native,
+                force: false,
+                respond: false,
+                drop_ppm: 0,
+            },
+        )
+        .unwrap();
+        s.set_count_only(true).unwrap();
+        s
+    })
+    .join()
+    .unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let w = spawn_gen(
+        "lr-gen-m".into(),
+        GenWorkerConfig {
+            iface: lab.if_a(),
+            frame: spec(size, 0, Kind::Stream),
+            message: None,
+            rate: None,
+            count: None,
+            placement: Placement {
+                core: Some(0),
+                netns: Some(lab.ns_a()),
+            },
+            stop: StopSignal {
+                flag: flag.clone(),
+                deadline: Instant::now() + Duration::from_secs(30),
+            },
+        },
+    )
+    .unwrap();
+    thread::sleep(Duration::from_secs(1));
+    let (c0, f0) = (w.counters.snapshot(), steering.rx_flows().unwrap());
+    let t0 = Instant::now();
+    thread::sleep(Duration::from_secs(3));
+    let (c1, f1) = (w.counters.snapshot(), steering.rx_flows().unwrap());
+    let dt = t0.elapsed().as_secs_f64();
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    w.join().unwrap();
+    let got = |f: &Vec<(u16, linerate_ebpf::RxFlowCounters)>| f.first().map_or(0, |x| x.1.received);
+    eprintln!(
+        "{size} B: generated {:.2} Mpps, XDP-only receiver counted {:.2} Mpps",
+        (c1.frames - c0.frames) as f64 / dt / 1e6,
+        (got(&f1) - got(&f0)) as f64 / dt / 1e6
+    );
+}

@@ -540,10 +540,12 @@ pub fn parse_netns(s: &str) -> Result<String, String> {
 }
 
 fn parse_umem_chunk(s: &str) -> Result<u32, String> {
+    use linerate_datapath::geometry::UMEM_CHUNKS;
     match s.parse::<u32>() {
-        Ok(c @ (2048 | 4096)) => Ok(c),
+        Ok(c) if UMEM_CHUNKS.contains(&c) => Ok(c),
         _ => Err(format!(
-            "{s:?} is not a UMEM chunk size the kernel takes for frames: use 2048 or 4096"
+            "{s:?} is not a UMEM chunk size the kernel takes for frames: use {} or {}",
+            UMEM_CHUNKS[0], UMEM_CHUNKS[1]
         )),
     }
 }

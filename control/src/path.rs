@@ -297,17 +297,17 @@ fn ensure_lab(lab: &Lab, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The UMEM chunk for frames up to `max_frame` bytes (FCS excluded):
-/// `--umem-chunk`, or the better one for that size.
-pub fn umem_chunk(a: &RunArgs, max_frame: usize) -> Result<u32> {
-    use linerate_datapath::xsk::{chunk_data, chunk_size_for, CHUNK_SIZE};
-    match a.umem_chunk {
-        None => Ok(chunk_size_for(max_frame)),
-        Some(c) if c != CHUNK_SIZE && max_frame > chunk_data(c) => bail!(
-            "--umem-chunk {c} holds frames up to {} bytes and this run's are up to {max_frame}: \
-             use --umem-chunk {CHUNK_SIZE}, or leave it out",
-            chunk_data(c)
-        ),
-        Some(c) => Ok(c),
-    }
+/// The UMEM chunk for descriptors up to `max_descriptor` bytes (frames
+/// without FCS): `--umem-chunk`, or the better one for that size.
+pub fn umem_chunk(a: &RunArgs, max_descriptor: usize) -> Result<u32> {
+    linerate_datapath::geometry::Geometry::umem_chunk(max_descriptor, a.umem_chunk).map_err(|e| {
+        anyhow::anyhow!(
+            "--umem-chunk {} holds frames up to {} bytes and this run's are up to {}: \
+             use --umem-chunk {}, or leave it out",
+            e.chunk,
+            e.holds,
+            e.largest,
+            e.instead
+        )
+    })
 }

@@ -20,6 +20,7 @@ use anyhow::{anyhow, Context, Result};
 use hdrhistogram::Histogram;
 use linerate_datapath::{
     frame::{Endpoint, FrameSpec},
+    geometry::Geometry,
     header::Kind,
     kernel::{
         rr::KernelRrConfig,
@@ -36,7 +37,7 @@ use linerate_datapath::{
 use linerate_ebpf::Steering;
 
 pub use output::print_table;
-use plan::{frame_size, RrPlan};
+use plan::RrPlan;
 use result::*;
 
 use crate::{
@@ -67,7 +68,7 @@ fn spec(from: Endpoint, to: Endpoint, cut: &Fragmentation, kind: Kind) -> FrameS
     FrameSpec {
         src: from,
         dst: to,
-        frame_size: frame_size(cut),
+        frame_size: Geometry::fragment_frame(cut),
         flow: 0,
         kind,
     }

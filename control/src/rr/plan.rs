@@ -1,17 +1,11 @@
 //! Checking `linerate rr` arguments.
 
 use anyhow::{bail, Result};
-use linerate_datapath::{
-    frame::{FCS_LEN, HEADER_OFFSET, MIN_FRAME_SIZE},
-    header::MESSAGE_HEADER_LEN,
-    message::Fragmentation,
-    worker::MAX_FLOWS,
-};
+use linerate_datapath::{geometry::Geometry, message::Fragmentation, worker::MAX_FLOWS};
 
 use crate::{
     cli::{ResponderArg, RrArgs},
     path::PathPlan,
-    stream::plan::payload_per_fragment,
 };
 
 /// A checked rr run.
@@ -29,12 +23,6 @@ pub struct RrPlan {
     pub multi_buffer: bool,
     /// UMEM chunk size, for the larger of the two frames.
     pub chunk_size: u32,
-}
-
-/// Frame size (FCS included) of the largest fragment of `cut`.
-pub fn frame_size(cut: &Fragmentation) -> usize {
-    (HEADER_OFFSET + MESSAGE_HEADER_LEN + cut.per_fragment.min(cut.msg_len) + FCS_LEN)
-        .max(MIN_FRAME_SIZE)
 }
 
 /// Checks arguments that need no system access.
@@ -82,9 +70,10 @@ pub fn check_args(a: &RrArgs) -> Result<()> {
 pub fn plan(a: &RrArgs) -> Result<RrPlan> {
     check_args(a)?;
     let path = crate::path::plan(&a.run, "linerate rr", |_| false)?;
-    let per = payload_per_fragment(path.mtu);
-    let request = Fragmentation::new(a.request, per)?;
-    let response = Fragmentation::new(a.response, per)?;
+    let geometry = Geometry::for_mtu(path.mtu);
+    let per = geometry.payload_per_fragment();
+    let request = geometry.fragments(a.request)?;
+    let response = geometry.fragments(a.response)?;
     if a.responder == ResponderArg::Xdp && (request.count > 1 || a.request != a.response) {
         bail!(
             "--responder xdp echoes single-frame requests: give --request equal to --response and at most {per} bytes (MTU {})",
@@ -106,12 +95,13 @@ pub fn plan(a: &RrArgs) -> Result<RrPlan> {
             crate::path::MAX_RING
         );
     }
-    let max_frame = frame_size(&request).max(frame_size(&response)) - FCS_LEN;
+    let largest = Geometry::fragment_frame(&request).max(Geometry::fragment_frame(&response));
+    let max_descriptor = Geometry::descriptor_len(largest);
     Ok(RrPlan {
         args: a.clone(),
         path,
-        multi_buffer: max_frame > linerate_datapath::xsk::CHUNK_DATA,
-        chunk_size: crate::path::umem_chunk(&a.run, max_frame)?,
+        multi_buffer: Geometry::multi_buffer(max_descriptor),
+        chunk_size: crate::path::umem_chunk(&a.run, max_descriptor)?,
         request,
         response,
     })

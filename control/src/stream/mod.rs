@@ -20,8 +20,9 @@ use std::{
 
 use anyhow::{anyhow, Context, Result};
 use linerate_datapath::{
-    frame::{Endpoint, FrameSpec, FCS_LEN, HEADER_OFFSET},
-    header::{Kind, HEADER_LEN},
+    frame::{Endpoint, FrameSpec},
+    geometry::Geometry,
+    header::Kind,
     kernel::{
         tcp::{spawn_tcp_rx, spawn_tcp_tx},
         udp::{spawn_udp_rx, spawn_udp_tx},
@@ -350,9 +351,7 @@ pub fn run_role(
             descs_per_frame: plan.descs_per_frame(),
             umem_chunk: (a.run.backend == BackendArg::Xdp).then_some(plan.chunk_size),
             umem_huge_pages: (a.run.backend == BackendArg::Xdp).then_some(huge_pages),
-            payload_per_frame: plan.frame_size
-                - linerate_datapath::frame::FCS_LEN
-                - linerate_datapath::frame::HEADER_OFFSET,
+            payload_per_frame: Geometry::udp_payload(plan.frame_size),
             placement: crate::session::placement(
                 &a.run,
                 ("sender", "receiver"),
@@ -395,7 +394,7 @@ fn kernel_message(plan: &Plan) -> (Fragmentation, bool) {
     match plan.message {
         Some(m) => (m, false),
         None => {
-            let payload = plan.frame_size - FCS_LEN - HEADER_OFFSET - HEADER_LEN;
+            let payload = Geometry::data_after_header(plan.frame_size);
             (
                 Fragmentation::new(payload, payload.max(1)).expect("a frame's payload is small"),
                 true,

@@ -2,12 +2,7 @@
 //! frame size, messages, whether multi-buffer is needed.
 
 use anyhow::{bail, Result};
-use linerate_datapath::{
-    frame::{FrameSpec, ETH_LEN, FCS_LEN, IPV4_LEN, UDP_LEN},
-    header::MESSAGE_HEADER_LEN,
-    message::Fragmentation,
-    xsk::CHUNK_DATA,
-};
+use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
     cli::{BackendArg, StreamArgs},
@@ -39,13 +34,8 @@ pub struct Plan {
 impl Plan {
     /// Descriptors per frame.
     pub fn descs_per_frame(&self) -> usize {
-        (self.frame_size - FCS_LEN).div_ceil(CHUNK_DATA)
+        Geometry::buffers_per_frame(self.frame_size)
     }
-}
-
-/// Message bytes one frame carries at `mtu`.
-pub fn payload_per_fragment(mtu: u32) -> usize {
-    mtu as usize - IPV4_LEN - UDP_LEN - MESSAGE_HEADER_LEN
 }
 
 /// Checks arguments that need no system access.
@@ -93,20 +83,20 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
     // Crossing the queues over the cores pays with large frames and costs
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
     // at 9018 B, 0.6x at 64 B).
-    let frame_size = |mtu: u32| a.size.unwrap_or(mtu as usize + 18);
+    let frame_size = |mtu: u32| a.size.unwrap_or(Geometry::for_mtu(mtu).max_frame());
     let path = crate::path::plan(&a.run, "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
-    let mtu = path.mtu;
-    let frame_size = frame_size(mtu);
+    let geometry = Geometry::for_mtu(path.mtu);
+    let frame_size = frame_size(path.mtu);
     // TCP carries messages only; by default as large as a full frame's
     // UDP payload, so that defaults compare like with like.
     let message_len = match (a.run.backend, a.message) {
-        (BackendArg::Tcp, None) => Some(mtu as usize - IPV4_LEN - UDP_LEN),
+        (BackendArg::Tcp, None) => Some(geometry.max_udp_payload()),
         (_, m) => m,
     };
     let message = message_len
-        .map(|len| Fragmentation::new(len, payload_per_fragment(mtu)))
+        .map(|len| geometry.fragments(len))
         .transpose()
         .map_err(|e| anyhow::anyhow!("--message: {e}"))?;
     // Senders count frames: a message's frames times --count must fit.
@@ -120,20 +110,21 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
             );
         }
     }
-    FrameSpec::check_size(frame_size, mtu as usize).map_err(|e| {
+    geometry.check_frame(frame_size).map_err(|e| {
         anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
     })?;
-    let max_frame = if a.rx_only {
-        (frame_size - FCS_LEN).max(mtu as usize + ETH_LEN)
+    // With --rx-only another tool sends: whatever the link carries.
+    let max_descriptor = if a.rx_only {
+        Geometry::descriptor_len(frame_size).max(geometry.max_descriptor())
     } else {
-        frame_size - FCS_LEN
+        Geometry::descriptor_len(frame_size)
     };
     Ok(Plan {
         args: a.clone(),
         path,
         frame_size,
-        multi_buffer: max_frame > CHUNK_DATA,
-        chunk_size: crate::path::umem_chunk(&a.run, max_frame)?,
+        multi_buffer: Geometry::multi_buffer(max_descriptor),
+        chunk_size: crate::path::umem_chunk(&a.run, max_descriptor)?,
         message,
     })
 }

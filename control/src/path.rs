@@ -21,7 +21,7 @@ pub const MAX_RING: u32 = 16384;
 
 /// One end of the path.
 #[derive(Debug, Clone)]
-pub struct Side {
+pub struct PathEnd {
     /// Interface.
     pub iface: String,
     /// Its namespace (None: the current one).
@@ -56,9 +56,9 @@ pub fn netns_id(netns: Option<&str>) -> Result<(u64, u64)> {
 #[derive(Debug, Clone)]
 pub struct PathPlan {
     /// Sending side (rr: the client).
-    pub tx: Side,
+    pub tx: PathEnd,
     /// Receiving side (rr: the responder).
-    pub rx: Side,
+    pub rx: PathEnd,
     /// The lab, when the run uses it.
     pub lab: Option<Lab>,
     /// MTU of the link.
@@ -193,14 +193,14 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
             bail!("network namespace {ns:?} not found (see `ip netns list`)");
         }
     }
-    let side = |(iface, netns): (String, Option<String>)| -> Result<Side> {
+    let side = |(iface, netns): (String, Option<String>)| -> Result<PathEnd> {
         let info = iface::info(netns.as_deref(), &iface)?;
         if !info.up {
             bail!("interface {iface} is down; bring it up with `ip link set dev {iface} up`");
         }
         let ip = iface::ipv4(netns.as_deref(), &iface)?;
         let ns_id = netns_id(netns.as_deref())?;
-        Ok(Side {
+        Ok(PathEnd {
             iface,
             netns,
             info,

@@ -19,7 +19,7 @@ use crate::{
     cli::{NapiArg, RunArgs, XdpModeArg},
     cpu::CpuSample,
     napi,
-    path::Side,
+    path::PathEnd,
 };
 
 /// The steering configuration for UDP ports `lo..=hi` on a run.
@@ -40,7 +40,7 @@ pub fn steering_config(a: &RunArgs, lo: u16, hi: u16, respond: bool) -> Steering
 
 /// Loads and attaches the steering program from inside the side's
 /// namespace (interface indexes are per namespace).
-pub fn attach_steering(side: &Side, cfg: SteeringConfig) -> Result<Arc<Steering>> {
+pub fn attach_steering(side: &PathEnd, cfg: SteeringConfig) -> Result<Arc<Steering>> {
     let iface = side.iface.clone();
     let netns = side.netns.clone();
     thread::spawn(move || -> Result<Steering> {
@@ -99,7 +99,7 @@ fn no_napi(e: &anyhow::Error) -> bool {
 
 /// Pins the side's NAPI threads to `cores` (round-robin), recording each
 /// thread's affinity in `restore` first.
-pub fn pin_napi(side: &Side, cores: &[usize], restore: &mut Restore) -> Vec<(i32, usize)> {
+pub fn pin_napi(side: &PathEnd, cores: &[usize], restore: &mut Restore) -> Vec<(i32, usize)> {
     let mut threads = napi::threads(&side.iface);
     threads.sort_unstable();
     threads
@@ -184,7 +184,7 @@ pub fn hard_deadline(
 /// identity, not by name: `ip netns del` + `add` makes a new namespace of
 /// the same name) ends the run (with the figures so far).
 pub struct PathWatch {
-    sides: Vec<Side>,
+    sides: Vec<PathEnd>,
     mtu: u32,
     last: std::cell::Cell<Instant>,
     fault: std::cell::RefCell<Option<String>>,
@@ -201,7 +201,7 @@ impl PathWatch {
         }
     }
 
-    fn problem(&self, s: &Side) -> Option<String> {
+    fn problem(&self, s: &PathEnd) -> Option<String> {
         let iface = &s.iface;
         if let Some(ns) = &s.netns {
             match crate::path::netns_id(Some(ns)) {
@@ -267,7 +267,7 @@ impl PathWatch {
 
 /// A side's interface counters, or zeros when it is gone (the run's fault
 /// says why).
-pub fn counters_or_zero(side: &Side) -> crate::iface::IfCounters {
+pub fn counters_or_zero(side: &PathEnd) -> crate::iface::IfCounters {
     crate::iface::info(side.netns.as_deref(), &side.iface)
         .map(|i| i.counters)
         .unwrap_or_default()

@@ -43,7 +43,7 @@ use result::*;
 use crate::{
     cli::{BackendArg, ResponderArg},
     environment, iface,
-    path::Side,
+    path::PathEnd,
     remote::role::Role,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
@@ -56,7 +56,7 @@ use crate::{
 /// client's host to say it is done.
 const PEER_GRACE: Duration = Duration::from_secs(10);
 
-fn endpoint(side: &Side, port: u16) -> Endpoint {
+fn endpoint(side: &PathEnd, port: u16) -> Endpoint {
     Endpoint {
         mac: side.info.mac,
         ip: side.ip,
@@ -143,7 +143,7 @@ pub fn run_role(
     } else {
         ZeroCopy::Auto
     };
-    let socket = |side: &Side, q: u32| SocketOptions {
+    let socket = |side: &PathEnd, q: u32| SocketOptions {
         iface: side.iface.clone(),
         queue: q,
         ring_size: r.rx_ring,
@@ -160,7 +160,7 @@ pub fn run_role(
     };
     let kernel =
         |q: u32, side_cores: &[usize], netns: Option<String>, stop: &StopSignal| KernelRrConfig {
-            server: SocketAddrV4::new(server.ip, port + q as u16),
+            responder: SocketAddrV4::new(server.ip, port + q as u16),
             client_ip: client.ip,
             request: plan.request,
             response: plan.response,
@@ -209,7 +209,7 @@ pub fn run_role(
                             Kind::Response,
                         ),
                         send: plan.response,
-                        server_port: port,
+                        responder_port: port,
                     },
                 ),
             }
@@ -268,7 +268,7 @@ pub fn run_role(
                         Kind::Request,
                     ),
                     send: plan.request,
-                    server_port: port,
+                    responder_port: port,
                 },
                 client_cfg,
             ),

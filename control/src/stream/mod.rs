@@ -39,7 +39,7 @@ use linerate_datapath::{
 use linerate_ebpf::Steering;
 
 pub use output::print_table;
-use plan::Plan;
+use plan::StreamPlan;
 use result::*;
 
 use crate::{
@@ -62,14 +62,14 @@ const DRAIN_QUIET: Duration = Duration::from_millis(150);
 
 /// Runs a planned stream. `interrupted` is set by Ctrl-C/SIGTERM: the run
 /// then ends early and reports what it measured.
-pub fn run(plan: &Plan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
+pub fn run(plan: &StreamPlan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
     run_role(plan, interrupted, None)
 }
 
 /// Runs a planned stream, or with `role` only one side of it (the other
 /// runs on another host): the result then holds this side's figures.
 pub fn run_role(
-    plan: &Plan,
+    plan: &StreamPlan,
     interrupted: &Arc<AtomicBool>,
     role: Option<&Role>,
 ) -> Result<StreamResult> {
@@ -384,13 +384,13 @@ pub fn run_role(
 }
 
 /// The UDP/TCP port receiver `q` listens on with a kernel backend.
-fn kernel_port(plan: &Plan, q: u32) -> u16 {
+fn kernel_port(plan: &StreamPlan, q: u32) -> u16 {
     plan.args.run.port + q as u16
 }
 
 /// How kernel backends cut messages: UDP datagrams are fragments (or, with
 /// no --message, stream frames of the frame's UDP payload).
-fn kernel_message(plan: &Plan) -> (Fragmentation, bool) {
+fn kernel_message(plan: &StreamPlan) -> (Fragmentation, bool) {
     match plan.message {
         Some(m) => (m, false),
         None => {
@@ -405,7 +405,7 @@ fn kernel_message(plan: &Plan) -> (Fragmentation, bool) {
 
 /// Starts receiver `q` of the run's backend.
 fn spawn_receiver(
-    plan: &Plan,
+    plan: &StreamPlan,
     q: u32,
     stop: &StopSignal,
     steering: Option<&Arc<Steering>>,
@@ -453,7 +453,7 @@ fn spawn_receiver(
     )
 }
 
-fn zero_copy(plan: &Plan) -> ZeroCopy {
+fn zero_copy(plan: &StreamPlan) -> ZeroCopy {
     if plan.args.run.zero_copy {
         ZeroCopy::Require
     } else {
@@ -463,7 +463,7 @@ fn zero_copy(plan: &Plan) -> ZeroCopy {
 
 /// Starts sender `q` of the run's backend.
 fn spawn_sender(
-    plan: &Plan,
+    plan: &StreamPlan,
     q: u32,
     stop: &StopSignal,
     wait: linerate_datapath::worker::WaitMode,

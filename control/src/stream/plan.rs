@@ -15,7 +15,7 @@ pub const CROSS_MIN_FRAME: usize = 1024;
 
 /// A checked stream run.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct StreamPlan {
     /// The arguments.
     pub args: StreamArgs,
     /// Interfaces and cores.
@@ -31,7 +31,7 @@ pub struct Plan {
     pub message: Option<Fragmentation>,
 }
 
-impl Plan {
+impl StreamPlan {
     /// Descriptors per frame.
     pub fn descs_per_frame(&self) -> usize {
         Geometry::buffers_per_frame(self.frame_size)
@@ -78,7 +78,7 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
 }
 
 /// Checks everything and brings up the lab if the run needs it.
-pub fn plan(a: &StreamArgs) -> Result<Plan> {
+pub fn plan(a: &StreamArgs) -> Result<StreamPlan> {
     check_args(a)?;
     // Crossing the queues over the cores pays with large frames and costs
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
@@ -119,7 +119,7 @@ pub fn plan(a: &StreamArgs) -> Result<Plan> {
     } else {
         Geometry::descriptor_len(frame_size)
     };
-    Ok(Plan {
+    Ok(StreamPlan {
         args: a.clone(),
         path,
         frame_size,

@@ -15,7 +15,7 @@ use std::{
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{plan::Plan, result::StreamResult};
+use super::{plan::StreamPlan, result::StreamResult};
 
 /// Trials after the first, at most.
 const MAX_TRIALS: usize = 10;
@@ -57,7 +57,11 @@ pub struct SearchResult {
 }
 
 /// Runs the search.
-pub fn run(plan: &Plan, threshold: f64, interrupted: &Arc<AtomicBool>) -> Result<SearchResult> {
+pub fn run(
+    plan: &StreamPlan,
+    threshold: f64,
+    interrupted: &Arc<AtomicBool>,
+) -> Result<SearchResult> {
     let queues = f64::from(plan.args.run.queues);
     let mut out = SearchResult {
         test: "stream-search",

@@ -294,7 +294,8 @@ pub enum XdpModeArg {
     Generic,
 }
 
-/// Data path choice.
+/// Data path choice: the names of the engines (`engine::backend` maps
+/// each to its engine, whose name in the results is the same).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum BackendArg {
     /// AF_XDP sockets fed by the XDP program.
@@ -303,17 +304,6 @@ pub enum BackendArg {
     Udp,
     /// Kernel TCP connections.
     Tcp,
-}
-
-impl BackendArg {
-    /// The name used in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Xdp => "xdp",
-            Self::Udp => "udp",
-            Self::Tcp => "tcp",
-        }
-    }
 }
 
 /// NAPI mode on the command line.

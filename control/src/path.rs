@@ -97,7 +97,8 @@ impl PathPlan {
     }
 }
 
-/// Checks the shared arguments that need no system access.
+/// Checks the shared arguments that need no system access (those that
+/// depend on the engine: `engine::check_run_args`).
 pub fn check_args(a: &RunArgs) -> Result<()> {
     let max_q = linerate_ebpf::MAX_QUEUES;
     if a.queues == 0 || a.queues > max_q {
@@ -117,12 +118,6 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
     }
     if a.duration.as_secs() > 24 * 3600 || a.warmup.as_secs() > 3600 {
         bail!("--duration is limited to 24h and --warmup to 1h");
-    }
-    if (a.gso || a.gro) && a.backend != crate::cli::BackendArg::Udp {
-        bail!("--gso and --gro are UDP offloads: use them with --backend udp");
-    }
-    if a.inject_loss > 0.0 && a.backend != crate::cli::BackendArg::Xdp {
-        bail!("--inject-loss works in the XDP program: use it with --backend xdp");
     }
     if !(0.0..=100.0).contains(&a.inject_loss) {
         bail!(
@@ -310,4 +305,41 @@ pub fn umem_chunk(a: &RunArgs, max_descriptor: usize) -> Result<u32> {
             e.instead
         )
     })
+}
+
+#[cfg(test)]
+impl PathPlan {
+    /// The lab's path at `mtu` as a plan (lr-a0 in lr-a sends from core 0,
+    /// lr-b0 in lr-b receives on core 1), for tests that need no system.
+    pub fn for_test(mtu: u32) -> Self {
+        let end = |name: &str, ns: &str, last: u8| PathEnd {
+            iface: name.into(),
+            netns: Some(ns.into()),
+            info: IfaceInfo {
+                name: name.into(),
+                ifindex: 2,
+                mtu,
+                max_mtu: None,
+                mac: [2, 0, 0, 0, 0, last],
+                rx_queues: 1,
+                tx_queues: 1,
+                kind: Some("veth".into()),
+                xdp_prog_id: None,
+                counters: Default::default(),
+                up: true,
+            },
+            ip: Ipv4Addr::new(198, 18, 0, last),
+            ns_id: (0, u64::from(last)),
+        };
+        Self {
+            tx: end("lr-a0", "lr-a", 1),
+            rx: end("lr-b0", "lr-b", 2),
+            lab: None,
+            mtu,
+            tx_cores: vec![0],
+            rx_cores: vec![1],
+            crossed: false,
+            locks: std::sync::Arc::new(Vec::new()),
+        }
+    }
 }

@@ -15,13 +15,12 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Result};
-use linerate_datapath::worker::Worker;
-use linerate_ebpf::Steering;
 use serde_json::json;
 
 use crate::{
     cli::{RoleArg, RoleArgs},
     path::PathPlan,
+    session::{Live, Peer},
 };
 
 /// What starts a live-counter line on stderr.
@@ -33,7 +32,7 @@ const LIVE_EVERY: Duration = Duration::from_millis(250);
 pub struct Role {
     side: RoleArg,
     /// The agreed start, as an instant of this process.
-    pub start: Instant,
+    start: Instant,
     stop: Arc<AtomicBool>,
     last_live: Cell<Instant>,
 }
@@ -41,7 +40,7 @@ pub struct Role {
 impl Role {
     /// The role the hidden options ask for; watches stdin from now on
     /// (`stop`: finish normally; end of input: set `interrupted`).
-    pub fn start(a: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {
+    pub fn from_args(a: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {
         let Some(side) = a.role else {
             return Ok(None);
         };
@@ -80,44 +79,42 @@ impl Role {
             last_live: Cell::new(Instant::now() - LIVE_EVERY),
         }))
     }
+}
 
-    /// Runs the sending side (rr: the client).
-    pub fn tx(&self) -> bool {
+/// The run sees the agent's side of it through [`Peer`].
+impl Peer for Role {
+    fn runs_tx(&self) -> bool {
         self.side == RoleArg::Tx
     }
 
-    /// Runs the receiving side (rr: the responder).
-    pub fn rx(&self) -> bool {
-        self.side == RoleArg::Rx
+    fn start(&self) -> Instant {
+        self.start
     }
 
-    /// Whether the agent asked this side to finish.
-    pub fn stop_asked(&self) -> bool {
+    fn stop_asked(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
     /// Writes the live counters, at most every LIVE_EVERY.
-    pub fn tick<S, T>(&self, a: &[Worker<S>], b: &[Worker<T>], steering: Option<&Steering>) {
+    fn live(&self, read: &dyn Fn() -> Live) {
         if self.last_live.get().elapsed() < LIVE_EVERY {
             return;
         }
         self.last_live.set(Instant::now());
-        let (ra, rb) = ("tx", "rx");
-        let workers: Vec<_> =
-            a.iter()
+        let live = read();
+        let group = |role: &'static str, counters: Vec<_>| {
+            counters
+                .into_iter()
                 .enumerate()
-                .map(|(q, w)| json!({"role": ra, "queue": q, "counters": w.counters.snapshot()}))
-                .chain(b.iter().enumerate().map(
-                    |(q, w)| json!({"role": rb, "queue": q, "counters": w.counters.snapshot()}),
-                ))
-                .collect();
-        let xdp = steering.and_then(|s| s.stats().ok());
+                .map(move |(q, c)| json!({"role": role, "queue": q, "counters": c}))
+        };
+        let workers: Vec<_> = group("tx", live.tx).chain(group("rx", live.rx)).collect();
         // The agent reads these; if it is gone, the run ends on its own
         // (stdin closes), so a failed write is not worth a panic.
         let _ = writeln!(
             std::io::stderr(),
             "{LIVE_PREFIX}{}",
-            json!({"workers": workers, "xdp": xdp})
+            json!({"workers": workers, "xdp": live.xdp})
         );
     }
 }

@@ -5,6 +5,7 @@ use linerate_datapath::{geometry::Geometry, message::Fragmentation, worker::MAX_
 
 use crate::{
     cli::{ResponderArg, RrArgs},
+    engine::{self, names_that, Engine},
     path::PathPlan,
 };
 
@@ -13,6 +14,8 @@ use crate::{
 pub struct RrPlan {
     /// The arguments.
     pub args: RrArgs,
+    /// The engine of the clients and responders.
+    pub engine: &'static dyn Engine,
     /// Interfaces and cores: tx is the client, rx the responder.
     pub path: PathPlan,
     /// How requests are cut.
@@ -28,6 +31,15 @@ pub struct RrPlan {
 /// Checks arguments that need no system access.
 pub fn check_args(a: &RrArgs) -> Result<()> {
     crate::path::check_args(&a.run)?;
+    engine::check_run_args(&a.run)?;
+    let engine = engine::backend(a.run.backend);
+    if engine.can().rr_responder.is_none() {
+        bail!(
+            "the {} engine runs no request/response: use --backend {}",
+            engine.name(),
+            names_that(|c| c.rr_responder.is_some())
+        );
+    }
     if a.flows == 0 || a.flows as usize > MAX_FLOWS {
         bail!("--flows {} is out of range: use 1 to {MAX_FLOWS}", a.flows);
     }
@@ -57,8 +69,11 @@ pub fn check_args(a: &RrArgs) -> Result<()> {
             );
         }
     }
-    if a.responder == ResponderArg::Xdp && a.run.backend != crate::cli::BackendArg::Xdp {
-        bail!("--responder xdp answers in the XDP program: use it with --backend xdp");
+    if a.responder == ResponderArg::Xdp && !engine.can().steering {
+        bail!(
+            "--responder xdp answers in the XDP program: use it with --backend {}",
+            names_that(|c| c.steering)
+        );
     }
     if a.responder == ResponderArg::Xdp && a.run.queues != 1 {
         bail!("--responder xdp answers on whatever queue XDP_TX picks: use --queues 1");
@@ -97,8 +112,17 @@ pub fn plan(a: &RrArgs) -> Result<RrPlan> {
     }
     let largest = Geometry::fragment_frame(&request).max(Geometry::fragment_frame(&response));
     let max_descriptor = Geometry::descriptor_len(largest);
+    let engine = engine::backend(a.run.backend);
+    if Geometry::multi_buffer(max_descriptor) && !engine.can().multi_buffer {
+        bail!(
+            "the {} engine carries no multi-buffer frames ({max_descriptor} bytes here): lower --request and --response or the MTU, or use --backend {}",
+            engine.name(),
+            names_that(|c| c.multi_buffer)
+        );
+    }
     Ok(RrPlan {
         args: a.clone(),
+        engine,
         path,
         multi_buffer: Geometry::multi_buffer(max_descriptor),
         chunk_size: crate::path::umem_chunk(&a.run, max_descriptor)?,

@@ -1,11 +1,12 @@
-//! Turning `linerate stream` arguments into a checked plan: the path, the
-//! frame size, messages, whether multi-buffer is needed.
+//! Turning `linerate stream` arguments into a checked plan: the engines,
+//! the path, the frame size, messages, whether multi-buffer is needed.
 
 use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::{BackendArg, StreamArgs},
+    cli::StreamArgs,
+    engine::{self, names_that, Engine},
     path::PathPlan,
 };
 
@@ -18,6 +19,10 @@ pub const CROSS_MIN_FRAME: usize = 1024;
 pub struct StreamPlan {
     /// The arguments.
     pub args: StreamArgs,
+    /// The senders' engine.
+    pub sender: &'static dyn Engine,
+    /// The receivers' engine.
+    pub receiver: &'static dyn Engine,
     /// Interfaces and cores.
     pub path: PathPlan,
     /// Frame size, FCS included.
@@ -38,9 +43,16 @@ impl StreamPlan {
     }
 }
 
+/// The engines of the senders and of the receivers.
+pub fn engines(a: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
+    let backend = engine::backend(a.run.backend);
+    (backend, backend)
+}
+
 /// Checks arguments that need no system access.
 pub fn check_args(a: &StreamArgs) -> Result<()> {
     crate::path::check_args(&a.run)?;
+    engine::check_run_args(&a.run)?;
     if a.run.duration.is_zero() && a.count.is_none() {
         bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
     }
@@ -68,11 +80,76 @@ pub fn check_args(a: &StreamArgs) -> Result<()> {
             bail!("--search-rate runs on one host for now: drop --tx-agent/--rx-agent, or search with repeated paced runs");
         }
     }
-    if a.rx_only && a.run.backend != BackendArg::Xdp {
-        bail!("--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend xdp");
+    check_engines(a)
+}
+
+/// Checks what the run asks of its engines against what they can do.
+fn check_engines(a: &StreamArgs) -> Result<()> {
+    let (sender, receiver) = engines(a);
+    let (send, receive) = (sender.can(), receiver.can());
+    if !send.stream_sender {
+        bail!(
+            "the {} engine sends no streams: use --backend {}",
+            sender.name(),
+            names_that(|c| c.stream_sender)
+        );
     }
-    if a.run.backend == BackendArg::Tcp && a.size.is_some() {
-        bail!("--backend tcp carries messages on a byte stream, not frames: give --message instead of --size");
+    if !receive.stream_receiver {
+        bail!(
+            "the {} engine receives no streams: use --backend {}",
+            receiver.name(),
+            names_that(|c| c.stream_receiver)
+        );
+    }
+    if a.rx_only && !receive.counts_foreign {
+        bail!(
+            "--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend {}",
+            names_that(|c| c.counts_foreign)
+        );
+    }
+    if a.size.is_some() && !send.frames {
+        bail!(
+            "--backend {} carries messages on a byte stream, not frames: give --message instead of --size",
+            sender.name()
+        );
+    }
+    if a.message.is_some() && !send.messages {
+        bail!(
+            "--message: the {} engine sends no messages; use --backend {}",
+            sender.name(),
+            names_that(|c| c.messages)
+        );
+    }
+    if a.rate.is_some() && !send.pacing {
+        bail!(
+            "--rate: the {} engine does not pace; use --backend {}",
+            sender.name(),
+            names_that(|c| c.pacing)
+        );
+    }
+    Ok(())
+}
+
+/// Checks the frames the plan needs against what the engines carry.
+fn check_frames(a: &StreamArgs, frame_size: usize, max_descriptor: usize) -> Result<()> {
+    let (sender, receiver) = engines(a);
+    if let Some(max) = sender.can().max_frame.filter(|&m| frame_size > m) {
+        bail!(
+            "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames or lower the MTU",
+            sender.name()
+        );
+    }
+    for (engine, descriptor) in [
+        (sender, Geometry::descriptor_len(frame_size)),
+        (receiver, max_descriptor),
+    ] {
+        if Geometry::multi_buffer(descriptor) && !engine.can().multi_buffer {
+            bail!(
+                "the {} engine carries no multi-buffer frames ({descriptor} bytes here): send smaller frames, or use --backend {}",
+                engine.name(),
+                names_that(|c| c.multi_buffer)
+            );
+        }
     }
     Ok(())
 }
@@ -89,11 +166,13 @@ pub fn plan(a: &StreamArgs) -> Result<StreamPlan> {
     })?;
     let geometry = Geometry::for_mtu(path.mtu);
     let frame_size = frame_size(path.mtu);
-    // TCP carries messages only; by default as large as a full frame's
-    // UDP payload, so that defaults compare like with like.
-    let message_len = match (a.run.backend, a.message) {
-        (BackendArg::Tcp, None) => Some(geometry.max_udp_payload()),
-        (_, m) => m,
+    let (sender, receiver) = engines(a);
+    // An engine without frames (TCP) carries messages only; by default as
+    // large as a full frame's UDP payload, so that defaults compare like
+    // with like.
+    let message_len = match a.message {
+        None if !sender.can().frames => Some(geometry.max_udp_payload()),
+        m => m,
     };
     let message = message_len
         .map(|len| geometry.fragments(len))
@@ -119,8 +198,11 @@ pub fn plan(a: &StreamArgs) -> Result<StreamPlan> {
     } else {
         Geometry::descriptor_len(frame_size)
     };
+    check_frames(a, frame_size, max_descriptor)?;
     Ok(StreamPlan {
         args: a.clone(),
+        sender,
+        receiver,
         path,
         frame_size,
         multi_buffer: Geometry::multi_buffer(max_descriptor),

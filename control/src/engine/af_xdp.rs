@@ -1,0 +1,204 @@
+//! AF_XDP sockets fed by linerate's XDP steering program: kernel bypass,
+//! frames of any size the link carries (multi-buffer above one UMEM
+//! chunk), every role of stream and rr.
+
+use std::sync::Arc;
+
+use linerate_datapath::{
+    frame::{Endpoint, FrameSpec},
+    geometry::Geometry,
+    header::Kind,
+    message::Fragmentation,
+    worker::{
+        spawn_client, spawn_responder, spawn_rx, spawn_tx, ClientConfig, OnBound, RrSummary,
+        RrWorkerConfig, RxSummary, RxWorkerConfig, TxSummary, TxWorkerConfig, Worker, WorkerError,
+    },
+    xsk::SocketOptions,
+};
+use linerate_ebpf::Steering;
+
+use super::{Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
+use crate::path::PathEnd;
+
+/// The AF_XDP engine.
+pub(super) struct AfXdp;
+
+const CAN: Capabilities = Capabilities {
+    stream_sender: true,
+    stream_receiver: true,
+    rr_responder: Some("af-xdp"),
+    frames: true,
+    messages: true,
+    max_frame: None,
+    multi_buffer: true,
+    pacing: true,
+    wait_modes: true,
+    steering: true,
+    umem: true,
+    udp_offloads: false,
+    counts_foreign: true,
+};
+
+impl Engine for AfXdp {
+    fn name(&self) -> &'static str {
+        "xdp"
+    }
+
+    fn can(&self) -> &'static Capabilities {
+        &CAN
+    }
+
+    fn spawn_sender(
+        &self,
+        cfg: &SenderConfig<'_>,
+        q: u32,
+    ) -> Result<Worker<TxSummary>, WorkerError> {
+        let from = cfg.workers.end;
+        let frame = FrameSpec {
+            src: endpoint(from, cfg.port.wrapping_add(1 + q as u16).max(1024)),
+            dst: endpoint(cfg.to, cfg.port),
+            frame_size: cfg.frame_size,
+            flow: q as u16,
+            kind: if cfg.message.is_some() {
+                Kind::Message
+            } else {
+                Kind::Stream
+            },
+        };
+        spawn_tx(
+            format!("lr-tx{q}"),
+            TxWorkerConfig {
+                socket: socket(from, q, cfg.io.tx_ring, &cfg.io),
+                frame,
+                message: cfg.message,
+                batch: cfg.io.batch,
+                wait: cfg.workers.wait,
+                rate: cfg.rate,
+                count: cfg.count,
+                placement: cfg.workers.placement(q),
+                stop: cfg.workers.stop.clone(),
+            },
+        )
+    }
+
+    fn spawn_receiver(
+        &self,
+        cfg: &ReceiverConfig<'_>,
+        q: u32,
+    ) -> Result<Worker<RxSummary>, WorkerError> {
+        spawn_rx(
+            format!("lr-rx{q}"),
+            RxWorkerConfig {
+                socket: socket(cfg.workers.end, q, cfg.io.rx_ring, &cfg.io),
+                batch: cfg.io.batch,
+                wait: cfg.workers.wait,
+                placement: cfg.workers.placement(q),
+                stop: cfg.workers.stop.clone(),
+                on_bound: register(cfg.workers.steering, q),
+                count_foreign: cfg.count_foreign,
+            },
+        )
+    }
+
+    fn spawn_client(
+        &self,
+        cfg: &RrConfig<'_>,
+        q: u32,
+        clients: ClientConfig,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        let (client, responder) = (cfg.client.end, cfg.responder.end);
+        let frame = rr_frame(
+            endpoint(client, cfg.port + 1),
+            endpoint(responder, cfg.port),
+            Kind::Request,
+            &cfg.request,
+        );
+        spawn_client(
+            format!("lr-cli{q}"),
+            rr_worker(cfg, &cfg.client, q, frame, cfg.request),
+            clients,
+        )
+    }
+
+    fn spawn_responder(
+        &self,
+        cfg: &RrConfig<'_>,
+        q: u32,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        let (client, responder) = (cfg.client.end, cfg.responder.end);
+        let frame = rr_frame(
+            endpoint(responder, cfg.port),
+            endpoint(client, cfg.port + 1),
+            Kind::Response,
+            &cfg.response,
+        );
+        spawn_responder(
+            format!("lr-rsp{q}"),
+            rr_worker(cfg, &cfg.responder, q, frame, cfg.response),
+        )
+    }
+}
+
+fn endpoint(end: &PathEnd, port: u16) -> Endpoint {
+    Endpoint {
+        mac: end.info.mac,
+        ip: end.ip,
+        port,
+    }
+}
+
+/// The socket of queue `q` on `end`, with a ring of `ring` descriptors.
+fn socket(end: &PathEnd, q: u32, ring: u32, io: &Io) -> SocketOptions {
+    SocketOptions {
+        iface: end.iface.clone(),
+        queue: q,
+        ring_size: ring,
+        zero_copy: io.zero_copy,
+        multi_buffer: io.multi_buffer,
+        chunk_size: io.umem_chunk,
+    }
+}
+
+/// Registers the bound socket of queue `q` with the end's steering program.
+fn register(steering: Option<&Arc<Steering>>, q: u32) -> OnBound {
+    let steering = steering.cloned();
+    Box::new(move |fd| match &steering {
+        Some(s) => s.register_socket(q, fd).map_err(|e| e.to_string()),
+        None => Ok(()),
+    })
+}
+
+/// The frames of an rr message from `src` to `dst`, as large as the
+/// largest fragment of `cut`.
+fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> FrameSpec {
+    FrameSpec {
+        src,
+        dst,
+        frame_size: Geometry::fragment_frame(cut),
+        flow: 0,
+        kind,
+    }
+}
+
+/// An rr worker of `side` (the client or the responder) that sends
+/// `frame`s carrying messages cut as `send`.
+fn rr_worker(
+    cfg: &RrConfig<'_>,
+    side: &SideWorkers<'_>,
+    q: u32,
+    frame: FrameSpec,
+    send: Fragmentation,
+) -> RrWorkerConfig {
+    RrWorkerConfig {
+        socket: socket(side.end, q, cfg.io.rx_ring, &cfg.io),
+        tx_ring: cfg.io.tx_ring,
+        batch: cfg.io.batch,
+        wait: side.wait,
+        placement: side.placement(q),
+        stop: side.stop.clone(),
+        on_bound: register(side.steering, q),
+        frame,
+        send,
+        responder_port: cfg.port,
+    }
+}

@@ -1,0 +1,304 @@
+//! An rr run's result from what it measured: a pure function, no I/O.
+
+use anyhow::{anyhow, Result};
+use hdrhistogram::Histogram;
+use linerate_datapath::worker::{RrSummary, MAX_LATENCY_NS};
+
+use super::{
+    plan::RrPlan,
+    result::{Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions, XdpCounters},
+    ROLES,
+};
+use crate::{
+    cli::ResponderArg,
+    session::{placement, Measured},
+};
+
+/// The result of `plan`'s run, from what it measured.
+pub fn result(plan: &RrPlan, m: &Measured<RrSummary, RrSummary>) -> Result<RrResult> {
+    let a = &plan.args;
+    let run = &a.run;
+    let path = &plan.path;
+    let window = &m.window;
+    let xdp_responder = a.responder == ResponderArg::Xdp;
+    let completed = window.tx().transactions;
+    let clients = m.tx.total(|s| s.counters);
+    let responders = m.rx.total(|s| s.counters);
+    let per_s = window.per_s(completed);
+    let mb_s = per_s * (a.request + a.response) as f64 / 1e6;
+    let mut latency =
+        Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
+    for s in &m.tx.summaries {
+        latency
+            .add(&s.latency)
+            .map_err(|e| anyhow!("merging histograms: {e}"))?;
+    }
+    let mut workers = m.tx.reports(
+        "client",
+        |s| (s.counters, s.xsk),
+        &window.start.tx,
+        &window.end.tx,
+    );
+    workers.extend(m.rx.reports(
+        "responder",
+        |s| (s.counters, s.xsk),
+        &window.start.rx,
+        &window.end.rx,
+    ));
+    let engine = plan.engine;
+    let client_wait = path.tx_wait(run, true);
+    Ok(RrResult {
+        test: "rr",
+        version: env!("CARGO_PKG_VERSION"),
+        params: RrParams {
+            request: a.request,
+            response: a.response,
+            concurrency: a.concurrency,
+            flows: a.flows,
+            queues: run.queues,
+            timeout_ms: a.timeout.as_secs_f64() * 1000.0,
+            count: a.count,
+            responder: if xdp_responder {
+                "xdp"
+            } else {
+                engine.can().rr_responder.unwrap_or(engine.name())
+            }
+            .into(),
+            backend: engine.name(),
+            warmup_s: run.warmup.as_secs_f64(),
+            duration_s: run.duration.as_secs_f64(),
+            mtu: path.mtu,
+            client_wait: format!("{client_wait:?}").to_lowercase(),
+            responder_wait: format!("{:?}", run.rx_wait).to_lowercase(),
+            client_cores: path.tx_cores.clone(),
+            responder_cores: path.rx_cores.clone(),
+            client_iface: path.tx.iface.clone(),
+            client_netns: path.tx.netns.clone(),
+            responder_iface: path.rx.iface.clone(),
+            responder_netns: path.rx.netns.clone(),
+            reverse: run.reverse,
+        },
+        environment: m.environment.clone(),
+        setup: RrSetup {
+            client_bind_mode: m
+                .tx
+                .ready
+                .first()
+                .map_or("none (other host)", |r| r.mode.as_str())
+                .into(),
+            responder_bind_mode: m.rx.ready.first().map(|r| r.mode.as_str().into()),
+            zero_copy_refused: m
+                .tx
+                .ready
+                .iter()
+                .chain(&m.rx.ready)
+                .find_map(|r| r.fallback_reason.clone()),
+            xdp_mode: m.xdp_mode.clone(),
+            request_frames: plan.request.count,
+            response_frames: plan.response.count,
+            placement: placement(run, ROLES, path, m.napi, &m.napi_threads, client_wait),
+            napi_threads: m.napi_threads.clone(),
+            napi: m.napi.map(str::to_string),
+            driver: path.rx.info.kind.clone(),
+        },
+        window_s: window.seconds,
+        interrupted: m.interrupted,
+        fault: m.fault.clone(),
+        transactions: Transactions {
+            completed,
+            per_s,
+            total: clients.transactions,
+            timeouts: clients.timeouts,
+            late: clients.late,
+            answered: if xdp_responder {
+                m.steering.rx.responded
+            } else {
+                responders.messages
+            },
+        },
+        latency: Latency::from_histogram(&latency),
+        cpu: RrCpu {
+            client: SideCpu::new(&window.cpu, &path.tx_cores, per_s, mb_s),
+            responder: SideCpu::new(&window.cpu, &path.rx_cores, per_s, mb_s),
+            total: SideCpu::new(&window.cpu, &[], per_s, mb_s),
+            per_core: window.cpu.clone(),
+        },
+        workers,
+        xdp: XdpCounters {
+            client: m.steering.tx,
+            responder: m.steering.rx,
+        },
+        interfaces: m.interfaces.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use linerate_datapath::{
+        geometry::Geometry, stats::CounterSnapshot, worker::Ready, xsk::BindMode,
+    };
+
+    use super::*;
+    use crate::{
+        cli::{Cli, Command},
+        cpu::CoreUse,
+        path::PathPlan,
+        session::{Ends, Finished, Window},
+    };
+
+    fn plan(args: &[&str]) -> RrPlan {
+        let argv = ["linerate", "rr"].iter().chain(args);
+        let Command::Rr(a) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!("an rr command")
+        };
+        let geometry = Geometry::for_mtu(1500);
+        RrPlan {
+            engine: crate::engine::backend(a.run.backend),
+            request: geometry.fragments(a.request).unwrap(),
+            response: geometry.fragments(a.response).unwrap(),
+            args: *a,
+            path: PathPlan::for_test(1500),
+            multi_buffer: false,
+            chunk_size: 2048,
+        }
+    }
+
+    fn transactions(n: u64) -> CounterSnapshot {
+        CounterSnapshot {
+            transactions: n,
+            messages: n,
+            ..Default::default()
+        }
+    }
+
+    /// A client that completed `total` transactions of `us` microseconds
+    /// each, `timeouts` of them retried.
+    fn client(total: u64, us: u64, timeouts: u64) -> RrSummary {
+        let mut latency = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).unwrap();
+        latency.record_n(us * 1000, total).unwrap();
+        RrSummary {
+            counters: CounterSnapshot {
+                timeouts,
+                ..transactions(total)
+            },
+            latency,
+            xsk: Default::default(),
+        }
+    }
+
+    fn ready() -> Ready {
+        Ready {
+            mode: BindMode::Copy,
+            fallback_reason: None,
+            huge_pages: false,
+            core: Some(0),
+            tid: 1,
+        }
+    }
+
+    fn measured() -> Measured<RrSummary, RrSummary> {
+        let window = Window {
+            seconds: 2.0,
+            cpu: vec![
+                CoreUse {
+                    core: 0,
+                    busy: 100.0,
+                    ..Default::default()
+                },
+                CoreUse {
+                    core: 1,
+                    busy: 50.0,
+                    ..Default::default()
+                },
+            ],
+            start: Ends {
+                tx: vec![transactions(1_000), transactions(2_000)],
+                rx: vec![transactions(3_000)],
+            },
+            end: Ends {
+                tx: vec![transactions(101_000), transactions(102_000)],
+                rx: vec![transactions(203_000)],
+            },
+            link: Ends::default(),
+        };
+        let tx = Finished {
+            ready: vec![ready(), ready()],
+            summaries: vec![client(120_000, 10, 2), client(110_000, 20, 0)],
+        };
+        let rx = Finished {
+            ready: vec![ready()],
+            summaries: vec![client(230_002, 1, 0)],
+        };
+        Measured::for_test(window, tx, rx)
+    }
+
+    #[test]
+    fn transactions_latency_and_cpu() {
+        let r = result(
+            &plan(&["--request", "100", "--response", "1000"]),
+            &measured(),
+        )
+        .unwrap();
+        // 200,000 transactions in the window's 2 s, both clients together.
+        assert_eq!(r.transactions.completed, 200_000);
+        assert_eq!(r.transactions.per_s, 100_000.0);
+        assert_eq!(r.transactions.total, 230_000);
+        assert_eq!(r.transactions.timeouts, 2);
+        assert_eq!(r.transactions.answered, 230_002);
+        // Both clients' histograms, merged.
+        assert_eq!(r.latency.count, 230_000);
+        assert!((r.latency.min_us - 10.0).abs() < 0.01);
+        assert!((r.latency.max_us - 20.0).abs() < 0.02);
+        // 1.5 cores busy for 100,000 transactions/s: 15 us each.
+        let total = r.cpu.total.us_per_transaction.unwrap();
+        assert!((total - 15.0).abs() < 1e-9, "{total}");
+        assert_eq!(r.cpu.client.cpu.cpu_pct, 100.0);
+        // 1100 bytes a transaction: 110 MB/s, for 1.5 cores (1500 ms a second).
+        let demand = r.cpu.total.cpu.service_demand_ms_per_mb.unwrap();
+        assert!((demand - 1500.0 / 110.0).abs() < 1e-9, "{demand}");
+        let roles: Vec<_> = r
+            .workers
+            .iter()
+            .map(|w| (w.role, w.window.transactions))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("client", 100_000),
+                ("client", 100_000),
+                ("responder", 200_000)
+            ]
+        );
+        assert_eq!(
+            (r.params.responder.as_str(), r.params.backend),
+            ("af-xdp", "xdp")
+        );
+    }
+
+    #[test]
+    fn who_answered() {
+        let mut m = measured();
+        m.rx = Finished::default();
+        m.steering.rx.responded = 42;
+        let r = result(&plan(&["--responder", "xdp"]), &m).unwrap();
+        assert_eq!(r.params.responder, "xdp");
+        assert_eq!(r.transactions.answered, 42);
+        assert_eq!(r.setup.responder_bind_mode, None);
+        for (backend, who) in [("udp", "udp socket"), ("tcp", "tcp socket")] {
+            let r = result(&plan(&["--backend", backend]), &measured()).unwrap();
+            assert_eq!(
+                (r.params.responder.as_str(), r.params.backend),
+                (who, backend)
+            );
+        }
+        let mut one_side = measured();
+        one_side.tx = Finished::default();
+        one_side.window.start.tx.clear();
+        one_side.window.end.tx.clear();
+        let r = result(&plan(&[]), &one_side).unwrap();
+        assert_eq!(r.setup.client_bind_mode, "none (other host)");
+        assert_eq!(r.transactions.completed, 0);
+        assert_eq!(r.latency.count, 0);
+    }
+}

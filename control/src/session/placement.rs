@@ -1,0 +1,60 @@
+//! The run's placement in words, for its result.
+
+use linerate_datapath::worker::WaitMode;
+
+use super::Roles;
+use crate::{
+    cli::{NapiArg, RunArgs},
+    path::PathPlan,
+};
+
+/// What the run's placement is, in words: the workers' cores (chosen by
+/// linerate or given), the NAPI mode and where its threads were pinned.
+/// `tx_wait` is how the tx end's workers waited.
+pub fn placement(
+    a: &RunArgs,
+    roles: Roles,
+    path: &PathPlan,
+    napi: Option<&str>,
+    napi_threads: &[(i32, usize)],
+    tx_wait: WaitMode,
+) -> String {
+    let who = if path.crossed {
+        "chosen by linerate: too few cores to keep the roles apart, so each core sends one queue and receives another"
+    } else if a.tx_cores.is_none() && a.rx_cores.is_none() {
+        "chosen by linerate: one core per role, apart"
+    } else {
+        "as given"
+    };
+    let who = match (a.tx_wait, tx_wait) {
+        (None, WaitMode::Wait) => {
+            format!(
+                "{who}; {}s block, as they share cores with receive work",
+                roles.tx
+            )
+        }
+        _ => who.to_string(),
+    };
+    let napi = match (napi, a.napi) {
+        (None, _) => "NAPI left as configured".to_string(),
+        (Some(m), NapiArg::Auto) => format!("NAPI {m} (auto)"),
+        (Some(m), _) => format!("NAPI {m} (as given)"),
+    };
+    let pinned = if napi_threads.is_empty() {
+        String::new()
+    } else {
+        let cores: Vec<String> = napi_threads
+            .iter()
+            .map(|(pid, core)| format!("{pid} on core {core}"))
+            .collect();
+        format!(
+            ", NAPI threads pinned beside the {}: {}",
+            roles.rx,
+            cores.join(", ")
+        )
+    };
+    format!(
+        "{} cores {:?}, {} cores {:?} ({who}); {napi}{pinned}",
+        roles.tx, path.tx_cores, roles.rx, path.rx_cores
+    )
+}

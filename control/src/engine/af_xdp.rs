@@ -51,14 +51,14 @@ impl Engine for AfXdp {
     fn spawn_sender(
         &self,
         cfg: &SenderConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<TxSummary>, WorkerError> {
         let from = cfg.workers.end;
         let frame = FrameSpec {
-            src: endpoint(from, cfg.port.wrapping_add(1 + q as u16).max(1024)),
+            src: endpoint(from, cfg.port.wrapping_add(1 + queue as u16).max(1024)),
             dst: endpoint(cfg.to, cfg.port),
             frame_size: cfg.frame_size,
-            flow: q as u16,
+            flow: queue as u16,
             kind: if cfg.message.is_some() {
                 Kind::Message
             } else {
@@ -66,16 +66,16 @@ impl Engine for AfXdp {
             },
         };
         spawn_tx(
-            format!("lr-tx{q}"),
+            format!("lr-tx{queue}"),
             TxWorkerConfig {
-                socket: socket(from, q, cfg.io.tx_ring, &cfg.io),
+                socket: socket(from, queue, cfg.io.tx_ring, &cfg.io),
                 frame,
                 message: cfg.message,
                 batch: cfg.io.batch,
                 wait: cfg.workers.wait,
                 rate: cfg.rate,
                 count: cfg.count,
-                placement: cfg.workers.placement(q),
+                placement: cfg.workers.placement(queue),
                 stop: cfg.workers.stop.clone(),
             },
         )
@@ -84,17 +84,17 @@ impl Engine for AfXdp {
     fn spawn_receiver(
         &self,
         cfg: &ReceiverConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<RxSummary>, WorkerError> {
         spawn_rx(
-            format!("lr-rx{q}"),
+            format!("lr-rx{queue}"),
             RxWorkerConfig {
-                socket: socket(cfg.workers.end, q, cfg.io.rx_ring, &cfg.io),
+                socket: socket(cfg.workers.end, queue, cfg.io.rx_ring, &cfg.io),
                 batch: cfg.io.batch,
                 wait: cfg.workers.wait,
-                placement: cfg.workers.placement(q),
+                placement: cfg.workers.placement(queue),
                 stop: cfg.workers.stop.clone(),
-                on_bound: register(cfg.workers.steering, q),
+                on_bound: register(cfg.workers.steering, queue),
                 count_foreign: cfg.count_foreign,
             },
         )
@@ -103,7 +103,7 @@ impl Engine for AfXdp {
     fn spawn_client(
         &self,
         cfg: &RrConfig<'_>,
-        q: u32,
+        queue: u32,
         clients: ClientConfig,
     ) -> Result<Worker<RrSummary>, WorkerError> {
         let (client, responder) = (cfg.client.end, cfg.responder.end);
@@ -114,8 +114,8 @@ impl Engine for AfXdp {
             &cfg.request,
         );
         spawn_client(
-            format!("lr-cli{q}"),
-            rr_worker(cfg, &cfg.client, q, frame, cfg.request),
+            format!("lr-cli{queue}"),
+            rr_worker(cfg, &cfg.client, queue, frame, cfg.request),
             clients,
         )
     }
@@ -123,7 +123,7 @@ impl Engine for AfXdp {
     fn spawn_responder(
         &self,
         cfg: &RrConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<RrSummary>, WorkerError> {
         let (client, responder) = (cfg.client.end, cfg.responder.end);
         let frame = rr_frame(
@@ -133,8 +133,8 @@ impl Engine for AfXdp {
             &cfg.response,
         );
         spawn_responder(
-            format!("lr-rsp{q}"),
-            rr_worker(cfg, &cfg.responder, q, frame, cfg.response),
+            format!("lr-rsp{queue}"),
+            rr_worker(cfg, &cfg.responder, queue, frame, cfg.response),
         )
     }
 }
@@ -148,10 +148,10 @@ fn endpoint(end: &PathEnd, port: u16) -> Endpoint {
 }
 
 /// The socket of queue `q` on `end`, with a ring of `ring` descriptors.
-fn socket(end: &PathEnd, q: u32, ring: u32, io: &Io) -> SocketOptions {
+fn socket(end: &PathEnd, queue: u32, ring: u32, io: &Io) -> SocketOptions {
     SocketOptions {
         iface: end.iface.clone(),
-        queue: q,
+        queue,
         ring_size: ring,
         zero_copy: io.zero_copy,
         multi_buffer: io.multi_buffer,
@@ -160,10 +160,12 @@ fn socket(end: &PathEnd, q: u32, ring: u32, io: &Io) -> SocketOptions {
 }
 
 /// Registers the bound socket of queue `q` with the end's steering program.
-fn register(steering: Option<&Arc<Steering>>, q: u32) -> OnBound {
+fn register(steering: Option<&Arc<Steering>>, queue: u32) -> OnBound {
     let steering = steering.cloned();
     Box::new(move |fd| match &steering {
-        Some(s) => s.register_socket(q, fd).map_err(|e| e.to_string()),
+        Some(program) => program
+            .register_socket(queue, fd)
+            .map_err(|e| e.to_string()),
         None => Ok(()),
     })
 }
@@ -185,18 +187,18 @@ fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> Fr
 fn rr_worker(
     cfg: &RrConfig<'_>,
     side: &SideWorkers<'_>,
-    q: u32,
+    queue: u32,
     frame: FrameSpec,
     send: Fragmentation,
 ) -> RrWorkerConfig {
     RrWorkerConfig {
-        socket: socket(side.end, q, cfg.io.rx_ring, &cfg.io),
+        socket: socket(side.end, queue, cfg.io.rx_ring, &cfg.io),
         tx_ring: cfg.io.tx_ring,
         batch: cfg.io.batch,
         wait: side.wait,
-        placement: side.placement(q),
+        placement: side.placement(queue),
         stop: side.stop.clone(),
-        on_bound: register(side.steering, q),
+        on_bound: register(side.steering, queue),
         frame,
         send,
         responder_port: cfg.port,

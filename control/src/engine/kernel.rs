@@ -16,16 +16,16 @@ use super::{ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
 const MAX_DATAGRAM: usize = 65_536;
 
 /// The port receiver (responder) `q` listens on.
-fn port(port: u16, q: u32) -> u16 {
-    port + q as u16
+fn port(port: u16, queue: u32) -> u16 {
+    port + queue as u16
 }
 
 /// Stream sender `q`: datagrams are a message's fragments, or, with no
 /// messages, stream frames of the frame's UDP payload (each an
 /// unfragmented "message").
-pub(super) fn sender(cfg: &SenderConfig<'_>, q: u32) -> KernelStreamConfig {
+pub(super) fn sender(cfg: &SenderConfig<'_>, queue: u32) -> KernelStreamConfig {
     let (message, frames) = match cfg.message {
-        Some(m) => (m, false),
+        Some(cut) => (cut, false),
         None => {
             let payload = Geometry::data_after_header(cfg.frame_size);
             (
@@ -35,9 +35,9 @@ pub(super) fn sender(cfg: &SenderConfig<'_>, q: u32) -> KernelStreamConfig {
         }
     };
     KernelStreamConfig {
-        flow: q as u16,
+        flow: queue as u16,
         src: SocketAddrV4::new(cfg.workers.end.ip, 0),
-        dst: SocketAddrV4::new(cfg.to.ip, port(cfg.port, q)),
+        dst: SocketAddrV4::new(cfg.to.ip, port(cfg.port, queue)),
         message,
         frames,
         batch: cfg.io.batch,
@@ -45,35 +45,35 @@ pub(super) fn sender(cfg: &SenderConfig<'_>, q: u32) -> KernelStreamConfig {
         rate: cfg.rate,
         count: cfg.count,
         gso: cfg.gso,
-        placement: cfg.workers.placement(q),
+        placement: cfg.workers.placement(queue),
         stop: cfg.workers.stop.clone(),
     }
 }
 
 /// Stream receiver `q`.
-pub(super) fn receiver(cfg: &ReceiverConfig<'_>, q: u32) -> KernelReceiverConfig {
+pub(super) fn receiver(cfg: &ReceiverConfig<'_>, queue: u32) -> KernelReceiverConfig {
     KernelReceiverConfig {
-        bind: SocketAddrV4::new(cfg.workers.end.ip, port(cfg.port, q)),
+        bind: SocketAddrV4::new(cfg.workers.end.ip, port(cfg.port, queue)),
         flows: 1,
         batch: cfg.io.batch,
         wait: cfg.workers.wait,
         gro: cfg.gro,
         max_datagram: MAX_DATAGRAM,
-        placement: cfg.workers.placement(q),
+        placement: cfg.workers.placement(queue),
         stop: cfg.workers.stop.clone(),
     }
 }
 
 /// rr worker `q` of `side` (the client or the responder).
-pub(super) fn rr(cfg: &RrConfig<'_>, side: &SideWorkers<'_>, q: u32) -> KernelRrConfig {
+pub(super) fn rr(cfg: &RrConfig<'_>, side: &SideWorkers<'_>, queue: u32) -> KernelRrConfig {
     KernelRrConfig {
-        responder: SocketAddrV4::new(cfg.responder.end.ip, port(cfg.port, q)),
+        responder: SocketAddrV4::new(cfg.responder.end.ip, port(cfg.port, queue)),
         client_ip: cfg.client.end.ip,
         request: cfg.request,
         response: cfg.response,
         batch: cfg.io.batch,
         wait: side.wait,
-        placement: side.placement(q),
+        placement: side.placement(queue),
         stop: side.stop.clone(),
     }
 }

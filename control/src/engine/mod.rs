@@ -102,14 +102,14 @@ pub struct Io {
 
 impl Io {
     /// From the run's options and the plan's UMEM choice.
-    pub fn new(a: &RunArgs, umem_chunk: u32, multi_buffer: bool) -> Self {
+    pub fn new(args: &RunArgs, umem_chunk: u32, multi_buffer: bool) -> Self {
         Self {
-            batch: a.batch,
-            tx_ring: a.ring,
-            rx_ring: a.rx_ring,
+            batch: args.batch,
+            tx_ring: args.ring,
+            rx_ring: args.rx_ring,
             umem_chunk,
             multi_buffer,
-            zero_copy: if a.zero_copy {
+            zero_copy: if args.zero_copy {
                 ZeroCopy::Require
             } else {
                 ZeroCopy::Auto
@@ -137,9 +137,9 @@ pub struct SideWorkers<'a> {
 
 impl SideWorkers<'_> {
     /// Where worker `q` runs: its core, in the end's namespace.
-    pub fn placement(&self, q: u32) -> Placement {
+    pub fn placement(&self, queue: u32) -> Placement {
         Placement {
-            core: Some(self.cores[q as usize]),
+            core: Some(self.cores[queue as usize]),
             netns: self.end.netns.clone(),
         }
     }
@@ -213,9 +213,9 @@ pub trait Engine: Sync {
     fn spawn_sender(
         &self,
         cfg: &SenderConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<TxSummary>, WorkerError> {
-        let _ = (cfg, q);
+        let _ = (cfg, queue);
         Err(self.cannot("stream senders"))
     }
 
@@ -223,9 +223,9 @@ pub trait Engine: Sync {
     fn spawn_receiver(
         &self,
         cfg: &ReceiverConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<RxSummary>, WorkerError> {
-        let _ = (cfg, q);
+        let _ = (cfg, queue);
         Err(self.cannot("stream receivers"))
     }
 
@@ -233,10 +233,10 @@ pub trait Engine: Sync {
     fn spawn_client(
         &self,
         cfg: &RrConfig<'_>,
-        q: u32,
+        queue: u32,
         clients: ClientConfig,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        let _ = (cfg, q, clients);
+        let _ = (cfg, queue, clients);
         Err(self.cannot("rr clients"))
     }
 
@@ -244,9 +244,9 @@ pub trait Engine: Sync {
     fn spawn_responder(
         &self,
         cfg: &RrConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        let _ = (cfg, q);
+        let _ = (cfg, queue);
         Err(self.cannot("rr responders"))
     }
 
@@ -263,8 +263,8 @@ impl std::fmt::Debug for dyn Engine {
 }
 
 /// The engine `--backend` names: the registry of engines.
-pub fn backend(b: BackendArg) -> &'static dyn Engine {
-    match b {
+pub fn backend(arg: BackendArg) -> &'static dyn Engine {
+    match arg {
         BackendArg::Xdp => &af_xdp::AfXdp,
         BackendArg::Udp => &udp::Udp,
         BackendArg::Tcp => &tcp::Tcp,
@@ -273,7 +273,7 @@ pub fn backend(b: BackendArg) -> &'static dyn Engine {
 
 /// Every engine `--backend` can name.
 pub fn all() -> impl Iterator<Item = &'static dyn Engine> {
-    BackendArg::value_variants().iter().map(|b| backend(*b))
+    BackendArg::value_variants().iter().map(|arg| backend(*arg))
 }
 
 /// The names of the engines that can do `what`, for a refusal:
@@ -288,26 +288,26 @@ pub fn names_that(what: impl Fn(&Capabilities) -> bool) -> String {
 }
 
 /// Checks the options every run shares that depend on the engine.
-pub fn check_run_args(a: &RunArgs) -> Result<()> {
-    let engine = backend(a.backend);
+pub fn check_run_args(args: &RunArgs) -> Result<()> {
+    let engine = backend(args.backend);
     let can = engine.can();
-    if (a.gso || a.gro) && !can.udp_offloads {
+    if (args.gso || args.gro) && !can.udp_offloads {
         bail!(
             "--gso and --gro are UDP offloads: use them with --backend {}",
             names_that(|c| c.udp_offloads)
         );
     }
-    if a.inject_loss > 0.0 && !can.steering {
+    if args.inject_loss > 0.0 && !can.steering {
         bail!(
             "--inject-loss works in the XDP program: use it with --backend {}",
-            names_that(|c| c.steering)
+            names_that(|can| can.steering)
         );
     }
-    if a.tx_wait.is_some() && !can.wait_modes {
+    if args.tx_wait.is_some() && !can.wait_modes {
         bail!(
             "--tx-wait: the {} engine does not wait on rings; use --backend {}",
             engine.name(),
-            names_that(|c| c.wait_modes)
+            names_that(|can| can.wait_modes)
         );
     }
     Ok(())
@@ -319,17 +319,20 @@ mod tests {
 
     #[test]
     fn every_backend_names_its_engine() {
-        for b in BackendArg::value_variants() {
-            let name = b.to_possible_value().unwrap().get_name().to_string();
-            assert_eq!(backend(*b).name(), name);
+        for arg in BackendArg::value_variants() {
+            let name = arg.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(backend(*arg).name(), name);
         }
     }
 
     #[test]
     fn refusals_name_the_engines_that_can() {
-        assert_eq!(names_that(|c| c.steering), "xdp");
-        assert_eq!(names_that(|c| c.udp_offloads), "udp");
-        assert_eq!(names_that(|c| c.rr_responder.is_some()), "xdp, udp or tcp");
+        assert_eq!(names_that(|can| can.steering), "xdp");
+        assert_eq!(names_that(|can| can.udp_offloads), "udp");
+        assert_eq!(
+            names_that(|can| can.rr_responder.is_some()),
+            "xdp, udp or tcp"
+        );
         assert_eq!(names_that(|_| false), "none");
     }
 
@@ -342,10 +345,10 @@ mod tests {
         assert_eq!(tcp.rr_responder, Some("tcp socket"));
         let udp = backend(BackendArg::Udp).can();
         assert!(udp.udp_offloads && udp.frames && !udp.counts_foreign);
-        for e in all() {
-            let c = e.can();
-            assert!(c.stream_sender && c.stream_receiver && c.rr_responder.is_some());
-            assert!(c.pacing && c.wait_modes && c.multi_buffer && c.max_frame.is_none());
+        for engine in all() {
+            let can = engine.can();
+            assert!(can.stream_sender && can.stream_receiver && can.rr_responder.is_some());
+            assert!(can.pacing && can.wait_modes && can.multi_buffer && can.max_frame.is_none());
         }
     }
 }

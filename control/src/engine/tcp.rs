@@ -40,28 +40,28 @@ impl Engine for Tcp {
     fn spawn_sender(
         &self,
         cfg: &SenderConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<TxSummary>, WorkerError> {
-        spawn_tcp_tx(format!("lr-tcp-tx{q}"), kernel::sender(cfg, q))
+        spawn_tcp_tx(format!("lr-tcp-tx{queue}"), kernel::sender(cfg, queue))
     }
 
     fn spawn_receiver(
         &self,
         cfg: &ReceiverConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<RxSummary>, WorkerError> {
-        spawn_tcp_rx(format!("lr-tcp-rx{q}"), kernel::receiver(cfg, q))
+        spawn_tcp_rx(format!("lr-tcp-rx{queue}"), kernel::receiver(cfg, queue))
     }
 
     fn spawn_client(
         &self,
         cfg: &RrConfig<'_>,
-        q: u32,
+        queue: u32,
         clients: ClientConfig,
     ) -> Result<Worker<RrSummary>, WorkerError> {
         rr::spawn_client(
-            format!("lr-tcp-cli{q}"),
-            kernel::rr(cfg, &cfg.client, q),
+            format!("lr-tcp-cli{queue}"),
+            kernel::rr(cfg, &cfg.client, queue),
             clients,
         )
     }
@@ -69,8 +69,11 @@ impl Engine for Tcp {
     fn spawn_responder(
         &self,
         cfg: &RrConfig<'_>,
-        q: u32,
+        queue: u32,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        rr::spawn_responder(format!("lr-tcp-rsp{q}"), kernel::rr(cfg, &cfg.responder, q))
+        rr::spawn_responder(
+            format!("lr-tcp-rsp{queue}"),
+            kernel::rr(cfg, &cfg.responder, queue),
+        )
     }
 }

@@ -40,11 +40,11 @@ pub struct Role {
 impl Role {
     /// The role the hidden options ask for; watches stdin from now on
     /// (`stop`: finish normally; end of input: set `interrupted`).
-    pub fn from_args(a: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {
-        let Some(side) = a.role else {
+    pub fn from_args(args: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {
+        let Some(side) = args.role else {
             return Ok(None);
         };
-        let start = match a.start_at {
+        let start = match args.start_at {
             Some(ns) => {
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
@@ -64,7 +64,7 @@ impl Role {
             let stdin = std::io::stdin();
             for line in stdin.lock().lines() {
                 match line {
-                    Ok(l) if l.trim() == "stop" => flag.store(true, Ordering::Relaxed),
+                    Ok(line) if line.trim() == "stop" => flag.store(true, Ordering::Relaxed),
                     Ok(_) => {}
                     Err(_) => break,
                 }
@@ -122,11 +122,11 @@ impl Peer for Role {
 /// Points the other end of a one-side path at the peer host's interface:
 /// the agent gives this host's interface as both ends, the peer's MAC and
 /// address come from the other agent.
-pub fn patch_path(path: &mut PathPlan, a: &RoleArgs) -> Result<()> {
-    let Some(side) = a.role else {
+pub fn patch_path(path: &mut PathPlan, args: &RoleArgs) -> Result<()> {
+    let Some(side) = args.role else {
         return Ok(());
     };
-    let (Some(mac), Some(ip)) = (&a.peer_mac, a.peer_ip) else {
+    let (Some(mac), Some(ip)) = (&args.peer_mac, args.peer_ip) else {
         bail!("--role needs --peer-mac and --peer-ip");
     };
     let mac = crate::iface::parse_mac(mac)

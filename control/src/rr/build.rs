@@ -15,31 +15,31 @@ use crate::{
 };
 
 /// The result of `plan`'s run, from what it measured.
-pub fn result(plan: &RrPlan, m: &Measured<RrSummary, RrSummary>) -> Result<RrResult> {
-    let a = &plan.args;
-    let run = &a.run;
+pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Result<RrResult> {
+    let args = &plan.args;
+    let run = &args.run;
     let path = &plan.path;
-    let window = &m.window;
-    let xdp_responder = a.responder == ResponderArg::Xdp;
+    let window = &measured.window;
+    let xdp_responder = args.responder == ResponderArg::Xdp;
     let completed = window.tx().transactions;
-    let clients = m.tx.total(|s| s.counters);
-    let responders = m.rx.total(|s| s.counters);
+    let clients = measured.tx.total(|s| s.counters);
+    let responders = measured.rx.total(|s| s.counters);
     let per_s = window.per_s(completed);
-    let mb_s = per_s * (a.request + a.response) as f64 / 1e6;
+    let mb_s = per_s * (args.request + args.response) as f64 / 1e6;
     let mut latency =
         Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
-    for s in &m.tx.summaries {
+    for client in &measured.tx.summaries {
         latency
-            .add(&s.latency)
+            .add(&client.latency)
             .map_err(|e| anyhow!("merging histograms: {e}"))?;
     }
-    let mut workers = m.tx.reports(
+    let mut workers = measured.tx.reports(
         "client",
         |s| (s.counters, s.xsk),
         &window.start.tx,
         &window.end.tx,
     );
-    workers.extend(m.rx.reports(
+    workers.extend(measured.rx.reports(
         "responder",
         |s| (s.counters, s.xsk),
         &window.start.rx,
@@ -51,13 +51,13 @@ pub fn result(plan: &RrPlan, m: &Measured<RrSummary, RrSummary>) -> Result<RrRes
         test: "rr",
         version: env!("CARGO_PKG_VERSION"),
         params: RrParams {
-            request: a.request,
-            response: a.response,
-            concurrency: a.concurrency,
-            flows: a.flows,
+            request: args.request,
+            response: args.response,
+            concurrency: args.concurrency,
+            flows: args.flows,
             queues: run.queues,
-            timeout_ms: a.timeout.as_secs_f64() * 1000.0,
-            count: a.count,
+            timeout_ms: args.timeout.as_secs_f64() * 1000.0,
+            count: args.count,
             responder: if xdp_responder {
                 "xdp"
             } else {
@@ -78,32 +78,39 @@ pub fn result(plan: &RrPlan, m: &Measured<RrSummary, RrSummary>) -> Result<RrRes
             responder_netns: path.rx.netns.clone(),
             reverse: run.reverse,
         },
-        environment: m.environment.clone(),
+        environment: measured.environment.clone(),
         setup: RrSetup {
-            client_bind_mode: m
+            client_bind_mode: measured
                 .tx
                 .ready
                 .first()
                 .map_or("none (other host)", |r| r.mode.as_str())
                 .into(),
-            responder_bind_mode: m.rx.ready.first().map(|r| r.mode.as_str().into()),
-            zero_copy_refused: m
+            responder_bind_mode: measured.rx.ready.first().map(|r| r.mode.as_str().into()),
+            zero_copy_refused: measured
                 .tx
                 .ready
                 .iter()
-                .chain(&m.rx.ready)
+                .chain(&measured.rx.ready)
                 .find_map(|r| r.fallback_reason.clone()),
-            xdp_mode: m.xdp_mode.clone(),
+            xdp_mode: measured.xdp_mode.clone(),
             request_frames: plan.request.count,
             response_frames: plan.response.count,
-            placement: placement(run, ROLES, path, m.napi, &m.napi_threads, client_wait),
-            napi_threads: m.napi_threads.clone(),
-            napi: m.napi.map(str::to_string),
+            placement: placement(
+                run,
+                ROLES,
+                path,
+                measured.napi,
+                &measured.napi_threads,
+                client_wait,
+            ),
+            napi_threads: measured.napi_threads.clone(),
+            napi: measured.napi.map(str::to_string),
             driver: path.rx.info.kind.clone(),
         },
         window_s: window.seconds,
-        interrupted: m.interrupted,
-        fault: m.fault.clone(),
+        interrupted: measured.interrupted,
+        fault: measured.fault.clone(),
         transactions: Transactions {
             completed,
             per_s,
@@ -111,7 +118,7 @@ pub fn result(plan: &RrPlan, m: &Measured<RrSummary, RrSummary>) -> Result<RrRes
             timeouts: clients.timeouts,
             late: clients.late,
             answered: if xdp_responder {
-                m.steering.rx.responded
+                measured.steering.rx.responded
             } else {
                 responders.messages
             },
@@ -125,10 +132,10 @@ pub fn result(plan: &RrPlan, m: &Measured<RrSummary, RrSummary>) -> Result<RrRes
         },
         workers,
         xdp: XdpCounters {
-            client: m.steering.tx,
-            responder: m.steering.rx,
+            client: measured.steering.tx,
+            responder: measured.steering.rx,
         },
-        interfaces: m.interfaces.clone(),
+        interfaces: measured.interfaces.clone(),
     })
 }
 
@@ -164,10 +171,10 @@ mod tests {
         }
     }
 
-    fn transactions(n: u64) -> CounterSnapshot {
+    fn transactions(count: u64) -> CounterSnapshot {
         CounterSnapshot {
-            transactions: n,
-            messages: n,
+            transactions: count,
+            messages: count,
             ..Default::default()
         }
     }
@@ -235,29 +242,29 @@ mod tests {
 
     #[test]
     fn transactions_latency_and_cpu() {
-        let r = result(
+        let out = result(
             &plan(&["--request", "100", "--response", "1000"]),
             &measured(),
         )
         .unwrap();
         // 200,000 transactions in the window's 2 s, both clients together.
-        assert_eq!(r.transactions.completed, 200_000);
-        assert_eq!(r.transactions.per_s, 100_000.0);
-        assert_eq!(r.transactions.total, 230_000);
-        assert_eq!(r.transactions.timeouts, 2);
-        assert_eq!(r.transactions.answered, 230_002);
+        assert_eq!(out.transactions.completed, 200_000);
+        assert_eq!(out.transactions.per_s, 100_000.0);
+        assert_eq!(out.transactions.total, 230_000);
+        assert_eq!(out.transactions.timeouts, 2);
+        assert_eq!(out.transactions.answered, 230_002);
         // Both clients' histograms, merged.
-        assert_eq!(r.latency.count, 230_000);
-        assert!((r.latency.min_us - 10.0).abs() < 0.01);
-        assert!((r.latency.max_us - 20.0).abs() < 0.02);
+        assert_eq!(out.latency.count, 230_000);
+        assert!((out.latency.min_us - 10.0).abs() < 0.01);
+        assert!((out.latency.max_us - 20.0).abs() < 0.02);
         // 1.5 cores busy for 100,000 transactions/s: 15 us each.
-        let total = r.cpu.total.us_per_transaction.unwrap();
+        let total = out.cpu.total.us_per_transaction.unwrap();
         assert!((total - 15.0).abs() < 1e-9, "{total}");
-        assert_eq!(r.cpu.client.cpu.cpu_pct, 100.0);
+        assert_eq!(out.cpu.client.cpu.cpu_pct, 100.0);
         // 1100 bytes a transaction: 110 MB/s, for 1.5 cores (1500 ms a second).
-        let demand = r.cpu.total.cpu.service_demand_ms_per_mb.unwrap();
+        let demand = out.cpu.total.cpu.service_demand_ms_per_mb.unwrap();
         assert!((demand - 1500.0 / 110.0).abs() < 1e-9, "{demand}");
-        let roles: Vec<_> = r
+        let roles: Vec<_> = out
             .workers
             .iter()
             .map(|w| (w.role, w.window.transactions))
@@ -271,24 +278,24 @@ mod tests {
             ]
         );
         assert_eq!(
-            (r.params.responder.as_str(), r.params.backend),
+            (out.params.responder.as_str(), out.params.backend),
             ("af-xdp", "xdp")
         );
     }
 
     #[test]
     fn who_answered() {
-        let mut m = measured();
-        m.rx = Finished::default();
-        m.steering.rx.responded = 42;
-        let r = result(&plan(&["--responder", "xdp"]), &m).unwrap();
-        assert_eq!(r.params.responder, "xdp");
-        assert_eq!(r.transactions.answered, 42);
-        assert_eq!(r.setup.responder_bind_mode, None);
+        let mut xdp_answers = measured();
+        xdp_answers.rx = Finished::default();
+        xdp_answers.steering.rx.responded = 42;
+        let out = result(&plan(&["--responder", "xdp"]), &xdp_answers).unwrap();
+        assert_eq!(out.params.responder, "xdp");
+        assert_eq!(out.transactions.answered, 42);
+        assert_eq!(out.setup.responder_bind_mode, None);
         for (backend, who) in [("udp", "udp socket"), ("tcp", "tcp socket")] {
-            let r = result(&plan(&["--backend", backend]), &measured()).unwrap();
+            let out = result(&plan(&["--backend", backend]), &measured()).unwrap();
             assert_eq!(
-                (r.params.responder.as_str(), r.params.backend),
+                (out.params.responder.as_str(), out.params.backend),
                 (who, backend)
             );
         }
@@ -296,9 +303,9 @@ mod tests {
         one_side.tx = Finished::default();
         one_side.window.start.tx.clear();
         one_side.window.end.tx.clear();
-        let r = result(&plan(&[]), &one_side).unwrap();
-        assert_eq!(r.setup.client_bind_mode, "none (other host)");
-        assert_eq!(r.transactions.completed, 0);
-        assert_eq!(r.latency.count, 0);
+        let out = result(&plan(&[]), &one_side).unwrap();
+        assert_eq!(out.setup.client_bind_mode, "none (other host)");
+        assert_eq!(out.transactions.completed, 0);
+        assert_eq!(out.latency.count, 0);
     }
 }

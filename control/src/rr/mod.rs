@@ -48,11 +48,11 @@ pub fn run_side(
     interrupted: &Arc<AtomicBool>,
     peer: Option<&dyn Peer>,
 ) -> Result<RrResult> {
-    let a = &plan.args;
-    let run = &a.run;
+    let args = &plan.args;
+    let run = &args.run;
     let path = &plan.path;
     let port = run.port;
-    let xdp_responder = a.responder == ResponderArg::Xdp;
+    let xdp_responder = args.responder == ResponderArg::Xdp;
     let steers = plan.engine.can().steering;
     let session = Session::prepare(
         Prepare {
@@ -63,7 +63,7 @@ pub fn run_side(
             // the responders' takes requests (or answers them itself).
             steering: Ends {
                 tx: steers.then(|| {
-                    steering_config(run, port + 1, port.saturating_add(a.flows as u16), false)
+                    steering_config(run, port + 1, port.saturating_add(args.flows as u16), false)
                 }),
                 rx: steers.then(|| steering_config(run, port, port, xdp_responder)),
             },
@@ -98,14 +98,14 @@ pub fn run_side(
     let in_window = session.in_window();
     let spawn_client = |q: u32| {
         // Flow f runs on queue f mod queues.
-        let flows = (0..a.flows as u16)
+        let flows = (0..args.flows as u16)
             .filter(|f| u32::from(*f) % run.queues == q)
             .collect();
         let clients = ClientConfig {
             flows,
-            concurrency: a.concurrency,
-            timeout: a.timeout,
-            count: a.count,
+            concurrency: args.concurrency,
+            timeout: args.timeout,
+            count: args.count,
             measuring: in_window.clone(),
         };
         plan.engine.spawn_client(&cfg, q, clients)

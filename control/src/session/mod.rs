@@ -192,9 +192,9 @@ pub struct Session<'a> {
 }
 
 /// The program's counters, or zeros when there is none.
-fn steer_stats(s: &Option<Arc<Steering>>) -> Result<SteerStats> {
-    Ok(match s {
-        Some(s) => s.stats()?,
+fn steer_stats(program: &Option<Arc<Steering>>) -> Result<SteerStats> {
+    Ok(match program {
+        Some(program) => program.stats()?,
         None => SteerStats::default(),
     })
 }
@@ -204,28 +204,28 @@ impl<'a> Session<'a> {
     /// counters at the start. `peer`: the other host, when this is one
     /// side of a two-host run.
     pub fn prepare(
-        p: Prepare<'a>,
+        asked: Prepare<'a>,
         peer: Option<&'a dyn Peer>,
         interrupted: &'a AtomicBool,
     ) -> Result<Self> {
-        let (args, path, here) = (p.args, p.path, p.here);
+        let (args, path, here) = (asked.args, asked.path, asked.here);
         // The rx end first (rr: the responder's program answers requests).
         let attach = |end, cfg: Option<SteeringConfig>, runs_here: bool| {
             cfg.filter(|_| runs_here)
                 .map(|c| attach_steering(end, c))
                 .transpose()
         };
-        let rx = attach(&path.rx, p.steering.rx, here.rx)?;
-        let tx = attach(&path.tx, p.steering.tx, here.tx)?;
+        let rx = attach(&path.rx, asked.steering.rx, here.rx)?;
+        let tx = attach(&path.tx, asked.steering.tx, here.tx)?;
         let steering = Ends { tx, rx };
         // Check, then change: only now the NAPI mode and pinning.
         let mut restore = Restore::default();
-        let napi = apply_napi(args, path, p.threaded_by_default, &mut restore)?;
+        let napi = apply_napi(args, path, asked.threaded_by_default, &mut restore)?;
         let mut napi_threads = Vec::new();
-        if here.rx && p.pin_napi.rx {
+        if here.rx && asked.pin_napi.rx {
             napi_threads.extend(pin_napi(&path.rx, &path.rx_cores, &mut restore));
         }
-        if here.tx && p.pin_napi.tx {
+        if here.tx && asked.pin_napi.tx {
             napi_threads.extend(pin_napi(&path.tx, &path.tx_cores, &mut restore));
         }
         let info = |end: &crate::path::PathEnd| {
@@ -306,7 +306,7 @@ impl<'a> Session<'a> {
         if let Some(spawn) = spawn_rx.filter(|_| self.here.rx) {
             for q in 0..queues {
                 match spawn(q) {
-                    Ok(w) => crew.rx.push(w),
+                    Ok(worker) => crew.rx.push(worker),
                     Err(e) => {
                         self.abandon(crew);
                         return Err(anyhow!(e)).with_context(|| {
@@ -328,7 +328,7 @@ impl<'a> Session<'a> {
         }
         for q in 0..queues {
             match spawn_tx(q) {
-                Ok(w) => crew.tx.push(w),
+                Ok(worker) => crew.tx.push(worker),
                 Err(e) => {
                     self.abandon(crew);
                     return Err(anyhow!(e)).with_context(|| {
@@ -344,11 +344,11 @@ impl<'a> Session<'a> {
     fn abandon<T, R>(&self, crew: Crew<T, R>) {
         self.stop.tx.flag.store(true, Ordering::Relaxed);
         self.stop.rx.flag.store(true, Ordering::Relaxed);
-        for w in crew.tx {
-            let _ = w.join();
+        for worker in crew.tx {
+            let _ = worker.join();
         }
-        for w in crew.rx {
-            let _ = w.join();
+        for worker in crew.rx {
+            let _ = worker.join();
         }
     }
 

@@ -12,7 +12,7 @@ use crate::{
 /// linerate or given), the NAPI mode and where its threads were pinned.
 /// `tx_wait` is how the tx end's workers waited.
 pub fn placement(
-    a: &RunArgs,
+    args: &RunArgs,
     roles: Roles,
     path: &PathPlan,
     napi: Option<&str>,
@@ -21,12 +21,12 @@ pub fn placement(
 ) -> String {
     let who = if path.crossed {
         "chosen by linerate: too few cores to keep the roles apart, so each core sends one queue and receives another"
-    } else if a.tx_cores.is_none() && a.rx_cores.is_none() {
+    } else if args.tx_cores.is_none() && args.rx_cores.is_none() {
         "chosen by linerate: one core per role, apart"
     } else {
         "as given"
     };
-    let who = match (a.tx_wait, tx_wait) {
+    let who = match (args.tx_wait, tx_wait) {
         (None, WaitMode::Wait) => {
             format!(
                 "{who}; {}s block, as they share cores with receive work",
@@ -35,10 +35,10 @@ pub fn placement(
         }
         _ => who.to_string(),
     };
-    let napi = match (napi, a.napi) {
+    let napi = match (napi, args.napi) {
         (None, _) => "NAPI left as configured".to_string(),
-        (Some(m), NapiArg::Auto) => format!("NAPI {m} (auto)"),
-        (Some(m), _) => format!("NAPI {m} (as given)"),
+        (Some(mode), NapiArg::Auto) => format!("NAPI {mode} (auto)"),
+        (Some(mode), _) => format!("NAPI {mode} (as given)"),
     };
     let pinned = if napi_threads.is_empty() {
         String::new()

@@ -14,18 +14,18 @@ use crate::{
 };
 
 /// The steering configuration for UDP ports `lo..=hi` on a run.
-pub fn steering_config(a: &RunArgs, lo: u16, hi: u16, respond: bool) -> SteeringConfig {
+pub fn steering_config(args: &RunArgs, lo: u16, hi: u16, respond: bool) -> SteeringConfig {
     SteeringConfig {
         port_lo: lo,
         port_hi: hi,
-        policy: match a.xdp_mode {
+        policy: match args.xdp_mode {
             XdpModeArg::Auto => AttachPolicy::Auto,
             XdpModeArg::Native => AttachPolicy::Native,
             XdpModeArg::Generic => AttachPolicy::Generic,
         },
-        force: a.force,
+        force: args.force,
         respond,
-        drop_ppm: (a.inject_loss * 10_000.0).round() as u32,
+        drop_ppm: (args.inject_loss * 10_000.0).round() as u32,
     }
 }
 
@@ -60,14 +60,14 @@ impl Drop for Restore {
         for (pid, set) in self.affinity.drain(..).rev() {
             napi::set_affinity(pid, &set);
         }
-        for (ns, iface, v) in self.threaded.drain(..).rev() {
-            match crate::sysfs::write(ns.as_deref(), &iface, crate::sysfs::Attr::Threaded, &v) {
+        for (ns, iface, value) in self.threaded.drain(..).rev() {
+            match crate::sysfs::write(ns.as_deref(), &iface, crate::sysfs::Attr::Threaded, &value) {
                 Ok(()) => {}
                 // NAPI went with the XDP program: softirq is all there is.
-                Err(e) if v == "0" && no_napi(&e) => {}
+                Err(e) if value == "0" && no_napi(&e) => {}
                 Err(e) => {
                     eprintln!(
-                        "linerate: warning: could not put NAPI mode {v} back on {iface}: {e:#}"
+                        "linerate: warning: could not put NAPI mode {value} back on {iface}: {e:#}"
                     );
                 }
             }
@@ -77,8 +77,9 @@ impl Drop for Restore {
 
 /// Whether writing `threaded` failed because the interface has no NAPI
 /// (the kernel says EOPNOTSUPP, or EIO on some versions).
-fn no_napi(e: &anyhow::Error) -> bool {
-    e.chain()
+fn no_napi(error: &anyhow::Error) -> bool {
+    error
+        .chain()
         .filter_map(|c| c.downcast_ref::<std::io::Error>())
         .any(|io| {
             matches!(
@@ -113,13 +114,13 @@ pub fn pin_napi(side: &PathEnd, cores: &[usize], restore: &mut Restore) -> Vec<(
 /// already in the mode is left alone. Called once every check of the run
 /// has passed (the XDP programs attached, the interfaces locked).
 pub fn apply_napi(
-    a: &RunArgs,
+    args: &RunArgs,
     path: &PathPlan,
     threaded_by_default: bool,
     restore: &mut Restore,
 ) -> Result<Option<&'static str>> {
     use crate::sysfs::{read, write, Attr};
-    let threaded = match (a.napi, path.lab.is_some()) {
+    let threaded = match (args.napi, path.lab.is_some()) {
         (NapiArg::Keep, _) | (NapiArg::Auto, false) => return Ok(None),
         (NapiArg::Auto, true) => threaded_by_default,
         (NapiArg::Threaded, _) => true,

@@ -29,16 +29,16 @@ impl PathWatch {
         }
     }
 
-    fn problem(&self, s: &PathEnd) -> Option<String> {
-        let iface = &s.iface;
-        if let Some(ns) = &s.netns {
+    fn problem(&self, end: &PathEnd) -> Option<String> {
+        let iface = &end.iface;
+        if let Some(ns) = &end.netns {
             match crate::path::netns_id(Some(ns)) {
                 Err(_) => {
                     return Some(format!(
                         "namespace {ns} was removed during the run (lab down or `ip netns del`?)"
                     ))
                 }
-                Ok(id) if id != s.ns_id => {
+                Ok(id) if id != end.ns_id => {
                     return Some(format!(
                         "namespace {ns} was replaced by another of the same name during the run (lab up, or `ip netns del` and `add`?): {iface} is no longer in it"
                     ))
@@ -46,15 +46,15 @@ impl PathWatch {
                 Ok(_) => {}
             }
         }
-        match crate::iface::info(s.netns.as_deref(), iface) {
+        match crate::iface::info(end.netns.as_deref(), iface) {
             Err(_) => Some(format!("interface {iface} disappeared during the run")),
-            Ok(i) if i.ifindex != s.info.ifindex => Some(format!(
+            Ok(info) if info.ifindex != end.info.ifindex => Some(format!(
                 "interface {iface} was replaced by another of the same name during the run"
             )),
-            Ok(i) if !i.up => Some(format!("interface {iface} went down during the run")),
-            Ok(i) if i.mtu < self.mtu => Some(format!(
+            Ok(info) if !info.up => Some(format!("interface {iface} went down during the run")),
+            Ok(info) if info.mtu < self.mtu => Some(format!(
                 "the MTU of {iface} changed from {} to {} during the run",
-                self.mtu, i.mtu
+                self.mtu, info.mtu
             )),
             Ok(_) => None,
         }
@@ -69,9 +69,9 @@ impl PathWatch {
             return false;
         }
         self.last.set(Instant::now());
-        for s in &self.sides {
-            if let Some(p) = self.problem(s) {
-                *self.fault.borrow_mut() = Some(p);
+        for end in &self.sides {
+            if let Some(problem) = self.problem(end) {
+                *self.fault.borrow_mut() = Some(problem);
                 return true;
             }
         }
@@ -81,8 +81,8 @@ impl PathWatch {
     /// Looks now, whenever it last looked (at the end of a run: a worker
     /// that ended because its interface went away leaves the window early).
     pub fn check_now(&self) -> bool {
-        if let Some(t) = Instant::now().checked_sub(Duration::from_secs(1)) {
-            self.last.set(t);
+        if let Some(then) = Instant::now().checked_sub(Duration::from_secs(1)) {
+            self.last.set(then);
         }
         self.fault()
     }
@@ -97,6 +97,6 @@ impl PathWatch {
 /// says why).
 pub fn counters_or_zero(side: &PathEnd) -> IfCounters {
     crate::iface::info(side.netns.as_deref(), &side.iface)
-        .map(|i| i.counters)
+        .map(|info| info.counters)
         .unwrap_or_default()
 }

@@ -95,8 +95,9 @@ impl Window {
 }
 
 /// Field-wise sum of counters.
-pub fn sum(v: &[CounterSnapshot]) -> CounterSnapshot {
-    v.iter().fold(CounterSnapshot::default(), |a, b| a.add(b))
+pub fn sum(each: &[CounterSnapshot]) -> CounterSnapshot {
+    each.iter()
+        .fold(CounterSnapshot::default(), |a, b| a.add(b))
 }
 
 /// What one end's workers left: what each reported when bound, and its
@@ -169,17 +170,17 @@ impl<S> Finished<S> {
 mod tests {
     use super::*;
 
-    fn frames(n: u64) -> CounterSnapshot {
+    fn frames(count: u64) -> CounterSnapshot {
         CounterSnapshot {
-            frames: n,
-            bytes: n * 1514,
+            frames: count,
+            bytes: count * 1514,
             ..Default::default()
         }
     }
 
     #[test]
     fn a_window_from_its_edges() {
-        let w = Window {
+        let window = Window {
             seconds: 0.5,
             start: Ends {
                 tx: vec![frames(100), frames(200)],
@@ -191,10 +192,10 @@ mod tests {
             },
             ..Default::default()
         };
-        assert_eq!(w.tx().frames, 1000);
-        assert_eq!(w.tx().bytes, 1000 * 1514);
-        assert_eq!(w.rx().frames, 910);
-        assert_eq!(w.per_s(1000), 2000.0);
+        assert_eq!(window.tx().frames, 1000);
+        assert_eq!(window.tx().bytes, 1000 * 1514);
+        assert_eq!(window.rx().frames, 910);
+        assert_eq!(window.per_s(1000), 2000.0);
         assert_eq!(Window::default().per_s(1000), 0.0);
     }
 }

@@ -24,11 +24,11 @@ fn percent(part: u64, whole: u64) -> f64 {
 }
 
 /// The result of `plan`'s run, from what it measured.
-pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamResult {
-    let a = &plan.args;
-    let run = &a.run;
+pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
+    let args = &plan.args;
+    let run = &args.run;
     let path = &plan.path;
-    let window = &m.window;
+    let window = &measured.window;
     let messages = plan.message.is_some();
     let mut sender = SideFigures::from_window(
         &window.tx(),
@@ -48,8 +48,8 @@ pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamRe
     receiver.link_packets_per_s = window.per_s(window.link.rx.rx_packets);
     let total_cpu = crate::cpu::figures(&window.cpu, &[], receiver.counted_mb_s());
 
-    let sent = m.tx.total(|s| s.counters);
-    let received = m.rx.total(|s| s.counters);
+    let sent = measured.tx.total(|s| s.counters);
+    let received = measured.rx.total(|s| s.counters);
     let lost = sent.frames.saturating_sub(received.frames);
     let frames = FrameAccounting {
         sent: sent.frames,
@@ -60,7 +60,7 @@ pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamRe
         reordered: received.reordered,
         duplicates: received.duplicates,
         bad: received.bad,
-        unfinished: m.tx.summaries.iter().map(|s| s.unfinished).sum(),
+        unfinished: measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
         messages: plan.message.map(|cut| {
             let lost = sent.messages.saturating_sub(received.messages);
             MessageAccounting {
@@ -75,23 +75,23 @@ pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamRe
         }),
     };
 
-    let mut workers = m.tx.reports(
+    let mut workers = measured.tx.reports(
         "tx",
         |s| (s.counters, s.xsk),
         &window.start.tx,
         &window.end.tx,
     );
-    workers.extend(m.rx.reports(
+    workers.extend(measured.rx.reports(
         "rx",
         |s| (s.counters, s.xsk),
         &window.start.rx,
         &window.end.rx,
     ));
-    let ready = || m.tx.ready.iter().chain(&m.rx.ready);
+    let ready = || measured.tx.ready.iter().chain(&measured.rx.ready);
     let refused = ready().find_map(|r| r.fallback_reason.clone());
     let huge_pages = ready().any(|r| r.huge_pages);
     let umem = plan.sender.can().umem || plan.receiver.can().umem;
-    let tx_wait = path.tx_wait(run, m.here.rx);
+    let tx_wait = path.tx_wait(run, measured.here.rx);
     StreamResult {
         test: "stream",
         version: env!("CARGO_PKG_VERSION"),
@@ -104,8 +104,8 @@ pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamRe
             queues: run.queues,
             warmup_s: run.warmup.as_secs_f64(),
             duration_s: run.duration.as_secs_f64(),
-            count: a.count,
-            rate_pps: a.rate,
+            count: args.count,
+            rate_pps: args.rate,
             tx_wait: format!("{tx_wait:?}").to_lowercase(),
             rx_wait: format!("{:?}", run.rx_wait).to_lowercase(),
             batch: run.batch,
@@ -120,14 +120,14 @@ pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamRe
             rx_netns: path.rx.netns.clone(),
             lab: path.lab.as_ref().map(|l| l.name.clone()),
         },
-        environment: m.environment.clone(),
+        environment: measured.environment.clone(),
         setup: Setup {
-            tx_bind_mode: m
+            tx_bind_mode: measured
                 .tx
                 .ready
                 .first()
                 .map_or(
-                    if a.rx_only {
+                    if args.rx_only {
                         "none (--rx-only)"
                     } else {
                         "none (other host)"
@@ -135,27 +135,34 @@ pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamRe
                     |r| r.mode.as_str(),
                 )
                 .to_string(),
-            rx_bind_mode: m
+            rx_bind_mode: measured
                 .rx
                 .ready
                 .first()
                 .map_or("none (other host)", |r| r.mode.as_str())
                 .to_string(),
             zero_copy_refused: refused,
-            xdp_mode: m.xdp_mode.clone(),
-            xdp_fallback_reason: m.xdp_fallback_reason.clone(),
+            xdp_mode: measured.xdp_mode.clone(),
+            xdp_fallback_reason: measured.xdp_fallback_reason.clone(),
             descs_per_frame: plan.descs_per_frame(),
             umem_chunk: umem.then_some(plan.chunk_size),
             umem_huge_pages: umem.then_some(huge_pages),
             payload_per_frame: Geometry::udp_payload(plan.frame_size),
-            placement: placement(run, ROLES, path, m.napi, &m.napi_threads, tx_wait),
-            napi_threads: m.napi_threads.clone(),
-            napi: m.napi.map(str::to_string),
+            placement: placement(
+                run,
+                ROLES,
+                path,
+                measured.napi,
+                &measured.napi_threads,
+                tx_wait,
+            ),
+            napi_threads: measured.napi_threads.clone(),
+            napi: measured.napi.map(str::to_string),
             driver: path.rx.info.kind.clone(),
         },
         window_s: window.seconds,
-        interrupted: m.interrupted,
-        fault: m.fault.clone(),
+        interrupted: measured.interrupted,
+        fault: measured.fault.clone(),
         sender,
         receiver,
         frames,
@@ -164,8 +171,8 @@ pub fn result(plan: &StreamPlan, m: &Measured<TxSummary, RxSummary>) -> StreamRe
             total: total_cpu,
         },
         workers,
-        xdp: m.steering.rx,
-        interfaces: m.interfaces.clone(),
+        xdp: measured.steering.rx,
+        interfaces: measured.interfaces.clone(),
     }
 }
 
@@ -208,13 +215,13 @@ mod tests {
 
     /// `n` frames of 1518 bytes (1514 in the descriptor, 1472 of payload),
     /// in messages of `per_message` frames.
-    fn frames(n: u64, per_message: u64) -> CounterSnapshot {
+    fn frames(count: u64, per_message: u64) -> CounterSnapshot {
         CounterSnapshot {
-            frames: n,
-            bytes: n * 1514,
-            payload_bytes: n * 1472,
-            messages: n / per_message,
-            message_bytes: n / per_message * 1000,
+            frames: count,
+            bytes: count * 1514,
+            payload_bytes: count * 1472,
+            messages: count / per_message,
+            message_bytes: count / per_message * 1000,
             ..Default::default()
         }
     }
@@ -279,72 +286,75 @@ mod tests {
 
     #[test]
     fn rates_and_loss_from_two_snapshots() {
-        let r = result(
+        let out = result(
             &plan(&[]),
             &measured((1_000, 900), (401_000, 400_900), 500_000, 495_000),
         );
         // 400,000 frames in half a second, each side.
-        assert_eq!(r.sender.frames, 400_000);
-        assert_eq!(r.sender.frames_per_s, 800_000.0);
-        assert_eq!(r.receiver.frames_per_s, 800_000.0);
-        assert!((r.receiver.payload_mb_s - 800_000.0 * 1472.0 / 1e6).abs() < 1e-6);
+        assert_eq!(out.sender.frames, 400_000);
+        assert_eq!(out.sender.frames_per_s, 800_000.0);
+        assert_eq!(out.receiver.frames_per_s, 800_000.0);
+        assert!((out.receiver.payload_mb_s - 800_000.0 * 1472.0 / 1e6).abs() < 1e-6);
         // Wire: 1514 + FCS + preamble and gap = 1538 bytes a frame.
-        assert!((r.receiver.wire_mb_s - 800_000.0 * 1538.0 / 1e6).abs() < 1e-6);
+        assert!((out.receiver.wire_mb_s - 800_000.0 * 1538.0 / 1e6).abs() < 1e-6);
         // The whole run's accounting, not the window's.
-        assert_eq!((r.frames.sent, r.frames.received), (500_000, 495_000));
-        assert_eq!(r.frames.lost, 5_000);
-        assert!((r.frames.loss_pct - 1.0).abs() < 1e-12);
-        assert_eq!(r.frames.unfinished, 3);
-        assert!(r.frames.messages.is_none());
+        assert_eq!((out.frames.sent, out.frames.received), (500_000, 495_000));
+        assert_eq!(out.frames.lost, 5_000);
+        assert!((out.frames.loss_pct - 1.0).abs() < 1e-12);
+        assert_eq!(out.frames.unfinished, 3);
+        assert!(out.frames.messages.is_none());
         // CPU: the receiver's core, and both.
-        assert_eq!(r.receiver.cpu.cpu_pct, 50.0);
-        assert_eq!(r.cpu.total.cpu_pct, 75.0);
+        assert_eq!(out.receiver.cpu.cpu_pct, 50.0);
+        assert_eq!(out.cpu.total.cpu_pct, 75.0);
         // One report per worker, its window from the two snapshots.
-        let roles: Vec<_> = r
+        let roles: Vec<_> = out
             .workers
             .iter()
             .map(|w| (w.role, w.window.frames))
             .collect();
         assert_eq!(roles, [("tx", 400_000), ("rx", 400_000)]);
-        assert_eq!(r.params.frame_size, 1518);
-        assert_eq!(r.params.backend, "xdp");
-        assert_eq!(r.setup.payload_per_frame, 1472);
-        assert_eq!(r.setup.umem_chunk, Some(2048));
-        assert_eq!(r.setup.tx_bind_mode, "copy");
+        assert_eq!(out.params.frame_size, 1518);
+        assert_eq!(out.params.backend, "xdp");
+        assert_eq!(out.setup.payload_per_frame, 1472);
+        assert_eq!(out.setup.umem_chunk, Some(2048));
+        assert_eq!(out.setup.tx_bind_mode, "copy");
         assert_eq!(
-            r.setup.zero_copy_refused.as_deref(),
+            out.setup.zero_copy_refused.as_deref(),
             Some("no zero-copy on veth")
         );
     }
 
     #[test]
     fn messages_kernel_engines_and_one_side() {
-        let p = plan(&["--message", "1000", "--backend", "udp"]);
-        let mut m = measured((0, 0), (600, 600), 900, 600);
-        m.tx = Finished::default();
-        m.here = Ends {
+        let udp = plan(&["--message", "1000", "--backend", "udp"]);
+        let mut one_side = measured((0, 0), (600, 600), 900, 600);
+        one_side.tx = Finished::default();
+        one_side.here = Ends {
             tx: false,
             rx: true,
         };
-        let r = result(&p, &m);
-        let msg = r.frames.messages.expect("a message stream");
+        let out = result(&udp, &one_side);
+        let msg = out.frames.messages.expect("a message stream");
         assert_eq!((msg.message_bytes, msg.frames_per_message), (1000, 1));
         // This host ran no senders: it counts what arrived.
         assert_eq!((msg.sent, msg.received, msg.lost), (0, 600, 0));
-        assert_eq!(r.setup.tx_bind_mode, "none (other host)");
-        assert_eq!(r.setup.umem_chunk, None);
-        assert_eq!(r.params.backend, "udp");
-        assert_eq!(r.receiver.messages_per_s, Some(1200.0));
+        assert_eq!(out.setup.tx_bind_mode, "none (other host)");
+        assert_eq!(out.setup.umem_chunk, None);
+        assert_eq!(out.params.backend, "udp");
+        assert_eq!(out.receiver.messages_per_s, Some(1200.0));
         let rx_only = plan(&["--rx-only"]);
-        assert_eq!(result(&rx_only, &m).setup.tx_bind_mode, "none (--rx-only)");
+        assert_eq!(
+            result(&rx_only, &one_side).setup.tx_bind_mode,
+            "none (--rx-only)"
+        );
     }
 
     #[test]
     fn an_empty_window() {
-        let mut m = measured((0, 0), (0, 0), 0, 0);
-        m.window.seconds = 0.0;
-        let r = result(&plan(&[]), &m);
-        assert_eq!(r.sender.frames_per_s, 0.0);
-        assert_eq!(r.frames.loss_pct, 0.0);
+        let mut empty = measured((0, 0), (0, 0), 0, 0);
+        empty.window.seconds = 0.0;
+        let out = result(&plan(&[]), &empty);
+        assert_eq!(out.sender.frames_per_s, 0.0);
+        assert_eq!(out.frames.loss_pct, 0.0);
     }
 }

@@ -43,12 +43,12 @@ pub fn run_side(
     interrupted: &Arc<AtomicBool>,
     peer: Option<&dyn Peer>,
 ) -> Result<StreamResult> {
-    let a = &plan.args;
-    let run = &a.run;
+    let args = &plan.args;
+    let run = &args.run;
     let path = &plan.path;
     let mut here = Ends::here(peer);
     // With --rx-only another tool sends.
-    here.tx &= !a.rx_only;
+    here.tx &= !args.rx_only;
     let session = Session::prepare(
         Prepare {
             args: run,
@@ -83,7 +83,7 @@ pub fn run_side(
         },
         port: run.port,
         gro: run.gro,
-        count_foreign: a.rx_only,
+        count_foreign: args.rx_only,
         io,
     };
     let senders = SenderConfig {
@@ -98,8 +98,8 @@ pub fn run_side(
         port: run.port,
         frame_size: plan.frame_size,
         message: plan.message,
-        rate: a.rate,
-        count: a.count,
+        rate: args.rate,
+        count: args.count,
         gso: run.gso,
         io,
     };
@@ -113,7 +113,7 @@ pub fn run_side(
     // it arrived (else the sender's host tells it, a little later).
     // --count is at most 2^48 and --queues 64 (checked): this cannot
     // overflow, and saturating would only mean "not yet".
-    let expected = a.count.map(|c| c.saturating_mul(u64::from(run.queues)));
+    let expected = args.count.map(|c| c.saturating_mul(u64::from(run.queues)));
     let arrived = || {
         expected.is_some_and(|n| {
             let got = crew.rx_now();

@@ -14,10 +14,14 @@
 //! engine reads its capabilities ([`check_run_args`], and the commands'
 //! own checks).
 //!
+//! Which engine plays which role is decided here too ([`for_stream`],
+//! [`for_rr`]): today `--backend` names one engine for both ends.
+//!
 //! Adding an engine touches four files: its own file here (capabilities
 //! and the spawn functions of the roles it plays), this file (its `mod`
-//! line and its arm in [`backend`]), `cli.rs` (its name under
-//! `--backend`), and `README.md` (the options it takes).
+//! line, its arm in [`backend`], and in [`for_stream`] if it plays one
+//! end only), `cli.rs` (its name), and `README.md` (the options it
+//! takes).
 
 mod af_xdp;
 mod kernel;
@@ -39,7 +43,7 @@ use linerate_datapath::{
 use linerate_ebpf::Steering;
 
 use crate::{
-    cli::{BackendArg, RunArgs},
+    cli::{BackendArg, RrArgs, RunArgs, StreamArgs},
     path::PathEnd,
 };
 
@@ -269,6 +273,17 @@ pub fn backend(arg: BackendArg) -> &'static dyn Engine {
         BackendArg::Udp => &udp::Udp,
         BackendArg::Tcp => &tcp::Tcp,
     }
+}
+
+/// The engines of a stream's senders and of its receivers.
+pub fn for_stream(args: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
+    let engine = backend(args.run.backend);
+    (engine, engine)
+}
+
+/// The engine of an rr run's clients and responders.
+pub fn for_rr(args: &RrArgs) -> &'static dyn Engine {
+    backend(args.run.backend)
 }
 
 /// Every engine `--backend` can name.

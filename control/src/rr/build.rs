@@ -161,7 +161,7 @@ mod tests {
         };
         let geometry = Geometry::for_mtu(1500);
         RrPlan {
-            engine: crate::engine::backend(a.run.backend),
+            engine: crate::engine::for_rr(&a),
             request: geometry.fragments(a.request).unwrap(),
             response: geometry.fragments(a.response).unwrap(),
             args: *a,

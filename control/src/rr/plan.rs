@@ -32,7 +32,7 @@ pub struct RrPlan {
 pub fn check_args(args: &RrArgs) -> Result<()> {
     crate::path::check_args(&args.run)?;
     engine::check_run_args(&args.run)?;
-    let engine = engine::backend(args.run.backend);
+    let engine = engine::for_rr(args);
     if engine.can().rr_responder.is_none() {
         bail!(
             "the {} engine runs no request/response: use --backend {}",
@@ -115,7 +115,7 @@ pub fn plan(args: &RrArgs) -> Result<RrPlan> {
     }
     let largest = Geometry::fragment_frame(&request).max(Geometry::fragment_frame(&response));
     let max_descriptor = Geometry::descriptor_len(largest);
-    let engine = engine::backend(args.run.backend);
+    let engine = engine::for_rr(args);
     if Geometry::multi_buffer(max_descriptor) && !engine.can().multi_buffer {
         bail!(
             "the {} engine carries no multi-buffer frames ({max_descriptor} bytes here): lower --request and --response or the MTU, or use --backend {}",

@@ -198,7 +198,7 @@ mod tests {
         let Command::Stream(a) = Cli::try_parse_from(argv).unwrap().command else {
             unreachable!("a stream command")
         };
-        let (sender, receiver) = super::super::plan::engines(&a);
+        let (sender, receiver) = crate::engine::for_stream(&a);
         let geometry = Geometry::for_mtu(1500);
         let message = a.message.map(|m| geometry.fragments(m).unwrap());
         StreamPlan {

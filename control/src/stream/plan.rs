@@ -43,12 +43,6 @@ impl StreamPlan {
     }
 }
 
-/// The engines of the senders and of the receivers.
-pub fn engines(args: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
-    let backend = engine::backend(args.run.backend);
-    (backend, backend)
-}
-
 /// Checks arguments that need no system access.
 pub fn check_args(args: &StreamArgs) -> Result<()> {
     crate::path::check_args(&args.run)?;
@@ -85,7 +79,7 @@ pub fn check_args(args: &StreamArgs) -> Result<()> {
 
 /// Checks what the run asks of its engines against what they can do.
 fn check_engines(args: &StreamArgs) -> Result<()> {
-    let (sender, receiver) = engines(args);
+    let (sender, receiver) = engine::for_stream(args);
     let (send, receive) = (sender.can(), receiver.can());
     if !send.stream_sender {
         bail!(
@@ -132,7 +126,7 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
 
 /// Checks the frames the plan needs against what the engines carry.
 fn check_frames(args: &StreamArgs, frame_size: usize, max_descriptor: usize) -> Result<()> {
-    let (sender, receiver) = engines(args);
+    let (sender, receiver) = engine::for_stream(args);
     if let Some(max) = sender.can().max_frame.filter(|&m| frame_size > m) {
         bail!(
             "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames or lower the MTU",
@@ -166,7 +160,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     })?;
     let geometry = Geometry::for_mtu(path.mtu);
     let frame_size = frame_size(path.mtu);
-    let (sender, receiver) = engines(args);
+    let (sender, receiver) = engine::for_stream(args);
     // An engine without frames (TCP) carries messages only; by default as
     // large as a full frame's UDP payload, so that defaults compare like
     // with like.

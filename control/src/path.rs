@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use anyhow::{bail, Context, Result};
-use linerate_datapath::worker::WaitMode;
+use linerate_datapath::{frame::Endpoint, worker::WaitMode};
 
 use crate::{
     cli::RunArgs,
@@ -33,6 +33,17 @@ pub struct PathEnd {
     /// Identity of its namespace (device and inode of the namespace
     /// file), to tell a namespace replaced under the same name.
     pub ns_id: (u64, u64),
+}
+
+impl PathEnd {
+    /// This end as a test frame's source or destination, on UDP `port`.
+    pub fn endpoint(&self, port: u16) -> Endpoint {
+        Endpoint {
+            mac: self.info.mac,
+            ip: self.ip,
+            port,
+        }
+    }
 }
 
 /// The identity of a namespace (or of this process's, for None): device

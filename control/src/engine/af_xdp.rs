@@ -53,23 +53,11 @@ impl Engine for AfXdp {
         cfg: &SenderConfig<'_>,
         queue: u32,
     ) -> Result<Worker<TxSummary>, WorkerError> {
-        let from = cfg.workers.end;
-        let frame = FrameSpec {
-            src: endpoint(from, cfg.port.wrapping_add(1 + queue as u16).max(1024)),
-            dst: endpoint(cfg.to, cfg.port),
-            frame_size: cfg.frame_size,
-            flow: queue as u16,
-            kind: if cfg.message.is_some() {
-                Kind::Message
-            } else {
-                Kind::Stream
-            },
-        };
         spawn_tx(
             format!("lr-tx{queue}"),
             TxWorkerConfig {
-                socket: socket(from, queue, cfg.io.tx_ring, &cfg.io),
-                frame,
+                socket: socket(cfg.workers.end, queue, cfg.io.tx_ring, &cfg.io),
+                frame: cfg.frame(queue),
                 message: cfg.message,
                 batch: cfg.io.batch,
                 wait: cfg.workers.wait,
@@ -108,8 +96,8 @@ impl Engine for AfXdp {
     ) -> Result<Worker<RrSummary>, WorkerError> {
         let (client, responder) = (cfg.client.end, cfg.responder.end);
         let frame = rr_frame(
-            endpoint(client, cfg.port + 1),
-            endpoint(responder, cfg.port),
+            client.endpoint(cfg.port + 1),
+            responder.endpoint(cfg.port),
             Kind::Request,
             &cfg.request,
         );
@@ -127,8 +115,8 @@ impl Engine for AfXdp {
     ) -> Result<Worker<RrSummary>, WorkerError> {
         let (client, responder) = (cfg.client.end, cfg.responder.end);
         let frame = rr_frame(
-            endpoint(responder, cfg.port),
-            endpoint(client, cfg.port + 1),
+            responder.endpoint(cfg.port),
+            client.endpoint(cfg.port + 1),
             Kind::Response,
             &cfg.response,
         );
@@ -136,14 +124,6 @@ impl Engine for AfXdp {
             format!("lr-rsp{queue}"),
             rr_worker(cfg, &cfg.responder, queue, frame, cfg.response),
         )
-    }
-}
-
-fn endpoint(end: &PathEnd, port: u16) -> Endpoint {
-    Endpoint {
-        mac: end.info.mac,
-        ip: end.ip,
-        port,
     }
 }
 

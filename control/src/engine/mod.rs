@@ -33,6 +33,8 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use linerate_datapath::{
+    frame::FrameSpec,
+    header::Kind,
     message::Fragmentation,
     worker::{
         ClientConfig, Placement, RrSummary, RxSummary, StopSignal, TxSummary, WaitMode, Worker,
@@ -169,6 +171,27 @@ pub struct SenderConfig<'a> {
     pub gso: bool,
     /// Rings, UMEM, batch.
     pub io: Io,
+}
+
+impl SenderConfig<'_> {
+    /// The frames sender `queue` sends (its flow): from the port above the
+    /// receivers' (a port of its own per queue) to theirs.
+    pub fn frame(&self, queue: u32) -> FrameSpec {
+        FrameSpec {
+            src: self
+                .workers
+                .end
+                .endpoint(self.port.wrapping_add(1 + queue as u16).max(1024)),
+            dst: self.to.endpoint(self.port),
+            frame_size: self.frame_size,
+            flow: queue as u16,
+            kind: if self.message.is_some() {
+                Kind::Message
+            } else {
+                Kind::Stream
+            },
+        }
+    }
 }
 
 /// Where a stream's receivers listen.

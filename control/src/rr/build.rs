@@ -7,7 +7,7 @@ use linerate_datapath::worker::{RrSummary, MAX_LATENCY_NS};
 use super::{
     plan::RrPlan,
     result::{Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions, XdpCounters},
-    ROLES,
+    NAMES,
 };
 use crate::{
     cli::ResponderArg,
@@ -98,7 +98,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
             response_frames: plan.response.count,
             placement: placement(
                 run,
-                ROLES,
+                NAMES,
                 path,
                 measured.napi,
                 &measured.napi_threads,

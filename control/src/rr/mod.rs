@@ -24,11 +24,11 @@ use result::RrResult;
 use crate::{
     cli::ResponderArg,
     engine::{Io, RrConfig, SideWorkers},
-    session::{steering_config, Drain, Ends, Peer, Prepare, Roles, Session},
+    session::{steering_config, Drain, Ends, Peer, Prepare, Session, WorkerNames},
 };
 
 /// What rr calls the workers of each end.
-const ROLES: Roles = Roles {
+const NAMES: WorkerNames = WorkerNames {
     tx: "client",
     rx: "responder",
 };
@@ -114,7 +114,7 @@ pub fn run_side(
     // The XDP responder answers in the program: no workers on that end.
     let responders: Option<&dyn Fn(u32) -> Result<Worker<RrSummary>, WorkerError>> =
         (!xdp_responder).then_some(&spawn_responder);
-    let crew = session.start(ROLES, responders, &spawn_client)?;
+    let crew = session.start(NAMES, responders, &spawn_client)?;
 
     let here = session.here();
     let clients_done = || here.tx && crew.tx.iter().all(Worker::is_finished);

@@ -91,7 +91,7 @@ impl Ends<bool> {
 
 /// What a command calls the workers of each end, in messages.
 #[derive(Debug, Clone, Copy)]
-pub struct Roles {
+pub struct WorkerNames {
     /// "sender", "client".
     pub tx: &'static str,
     /// "receiver", "responder".
@@ -294,7 +294,7 @@ impl<'a> Session<'a> {
     /// that fails to start stops those started.
     pub fn start<T, R>(
         &self,
-        roles: Roles,
+        names: WorkerNames,
         spawn_rx: Option<&dyn Fn(u32) -> Result<Worker<R>, WorkerError>>,
         spawn_tx: &dyn Fn(u32) -> Result<Worker<T>, WorkerError>,
     ) -> Result<Crew<T, R>> {
@@ -310,7 +310,7 @@ impl<'a> Session<'a> {
                     Err(e) => {
                         self.abandon(crew);
                         return Err(anyhow!(e)).with_context(|| {
-                            format!("starting {} on {} queue {q}", roles.rx, self.path.rx.iface)
+                            format!("starting {} on {} queue {q}", names.rx, self.path.rx.iface)
                         });
                     }
                 }
@@ -332,7 +332,7 @@ impl<'a> Session<'a> {
                 Err(e) => {
                     self.abandon(crew);
                     return Err(anyhow!(e)).with_context(|| {
-                        format!("starting {} on {} queue {q}", roles.tx, self.path.tx.iface)
+                        format!("starting {} on {} queue {q}", names.tx, self.path.tx.iface)
                     });
                 }
             }

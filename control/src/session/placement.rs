@@ -2,7 +2,7 @@
 
 use linerate_datapath::worker::WaitMode;
 
-use super::Roles;
+use super::WorkerNames;
 use crate::{
     cli::{NapiArg, RunArgs},
     path::PathPlan,
@@ -13,14 +13,14 @@ use crate::{
 /// `tx_wait` is how the tx end's workers waited.
 pub fn placement(
     args: &RunArgs,
-    roles: Roles,
+    names: WorkerNames,
     path: &PathPlan,
     napi: Option<&str>,
     napi_threads: &[(i32, usize)],
     tx_wait: WaitMode,
 ) -> String {
     let who = if path.crossed {
-        "chosen by linerate: too few cores to keep the roles apart, so each core sends one queue and receives another"
+        "chosen by linerate: too few cores to keep the names apart, so each core sends one queue and receives another"
     } else if args.tx_cores.is_none() && args.rx_cores.is_none() {
         "chosen by linerate: one core per role, apart"
     } else {
@@ -30,7 +30,7 @@ pub fn placement(
         (None, WaitMode::Wait) => {
             format!(
                 "{who}; {}s block, as they share cores with receive work",
-                roles.tx
+                names.tx
             )
         }
         _ => who.to_string(),
@@ -49,12 +49,12 @@ pub fn placement(
             .collect();
         format!(
             ", NAPI threads pinned beside the {}: {}",
-            roles.rx,
+            names.rx,
             cores.join(", ")
         )
     };
     format!(
         "{} cores {:?}, {} cores {:?} ({who}); {napi}{pinned}",
-        roles.tx, path.tx_cores, roles.rx, path.rx_cores
+        names.tx, path.tx_cores, names.rx, path.rx_cores
     )
 }

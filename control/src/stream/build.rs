@@ -10,7 +10,7 @@ use super::{
     result::{
         CpuReport, FrameAccounting, MessageAccounting, Params, Setup, SideFigures, StreamResult,
     },
-    ROLES,
+    NAMES,
 };
 use crate::session::{placement, Measured};
 
@@ -150,7 +150,7 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             payload_per_frame: Geometry::udp_payload(plan.frame_size),
             placement: placement(
                 run,
-                ROLES,
+                NAMES,
                 path,
                 measured.napi,
                 &measured.napi_threads,

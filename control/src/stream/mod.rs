@@ -20,11 +20,11 @@ use result::StreamResult;
 
 use crate::{
     engine::{Io, ReceiverConfig, SenderConfig, SideWorkers},
-    session::{steering_config, Drain, Ends, Peer, Prepare, Roles, Session},
+    session::{steering_config, Drain, Ends, Peer, Prepare, Session, WorkerNames},
 };
 
 /// What a stream calls the workers of each end.
-const ROLES: Roles = Roles {
+const NAMES: WorkerNames = WorkerNames {
     tx: "sender",
     rx: "receiver",
 };
@@ -104,7 +104,7 @@ pub fn run_side(
         io,
     };
     let crew = session.start(
-        ROLES,
+        NAMES,
         Some(&|q| plan.receiver.spawn_receiver(&receivers, q)),
         &|q| plan.sender.spawn_sender(&senders, q),
     )?;

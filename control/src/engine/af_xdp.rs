@@ -44,7 +44,7 @@ impl Engine for AfXdp {
         "xdp"
     }
 
-    fn can(&self) -> &'static Capabilities {
+    fn can(&self) -> &Capabilities {
         &CAN
     }
 

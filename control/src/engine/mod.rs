@@ -234,7 +234,7 @@ pub trait Engine: Sync {
     fn name(&self) -> &'static str;
 
     /// What it can do.
-    fn can(&self) -> &'static Capabilities;
+    fn can(&self) -> &Capabilities;
 
     /// Starts stream sender `q`.
     fn spawn_sender(
@@ -293,8 +293,8 @@ impl std::fmt::Debug for dyn Engine {
 pub fn backend(arg: BackendArg) -> &'static dyn Engine {
     match arg {
         BackendArg::Xdp => &af_xdp::AfXdp,
-        BackendArg::Udp => &udp::Udp,
-        BackendArg::Tcp => &tcp::Tcp,
+        BackendArg::Udp => &udp::UDP,
+        BackendArg::Tcp => &tcp::TCP,
     }
 }
 

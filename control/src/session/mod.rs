@@ -54,7 +54,7 @@ pub use window::{Finished, Window};
 use crate::{
     cli::RunArgs,
     iface::IfCounters,
-    path::PathPlan,
+    path::{PathEnd, PathPlan},
     stream::result::{Environment, InterfaceCounters},
 };
 use system::{apply_napi, attach_steering, pin_napi, Restore};
@@ -228,7 +228,7 @@ impl<'a> Session<'a> {
         if here.tx && asked.pin_napi.tx {
             napi_threads.extend(pin_napi(&path.tx, &path.tx_cores, &mut restore));
         }
-        let info = |end: &crate::path::PathEnd| {
+        let info = |end: &PathEnd| {
             crate::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
         };
         let interfaces_at_start = Ends {

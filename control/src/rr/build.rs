@@ -149,9 +149,8 @@ mod tests {
     use super::*;
     use crate::{
         cli::{Cli, Command},
-        cpu::CoreUse,
         path::PathPlan,
-        session::{Ends, Finished, Window},
+        session::{busy_cores, Ends, Finished, Window},
     };
 
     fn plan(args: &[&str]) -> RrPlan {
@@ -207,18 +206,7 @@ mod tests {
     fn measured() -> Measured<RrSummary, RrSummary> {
         let window = Window {
             seconds: 2.0,
-            cpu: vec![
-                CoreUse {
-                    core: 0,
-                    busy: 100.0,
-                    ..Default::default()
-                },
-                CoreUse {
-                    core: 1,
-                    busy: 50.0,
-                    ..Default::default()
-                },
-            ],
+            cpu: busy_cores(&[100.0, 50.0]),
             start: Ends {
                 tx: vec![transactions(1_000), transactions(2_000)],
                 rx: vec![transactions(3_000)],

@@ -49,6 +49,8 @@ use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
 pub use peer::{Live, Peer};
 pub use placement::placement;
 pub use system::steering_config;
+#[cfg(test)]
+pub use window::busy_cores;
 pub use window::{Finished, Window};
 
 use crate::{

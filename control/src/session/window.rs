@@ -166,6 +166,19 @@ impl<S> Finished<S> {
     }
 }
 
+/// Cores 0, 1, ... busy for these percentages of a window (tests).
+#[cfg(test)]
+pub fn busy_cores(busy: &[f64]) -> Vec<CoreUse> {
+    busy.iter()
+        .enumerate()
+        .map(|(core, &busy)| CoreUse {
+            core,
+            busy,
+            ..Default::default()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

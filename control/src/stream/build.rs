@@ -188,9 +188,8 @@ mod tests {
     use super::*;
     use crate::{
         cli::{Cli, Command},
-        cpu::CoreUse,
         path::PathPlan,
-        session::{Ends, Finished, Window},
+        session::{busy_cores, Ends, Finished, Window},
     };
 
     fn plan(args: &[&str]) -> StreamPlan {
@@ -244,18 +243,7 @@ mod tests {
     ) -> Measured<TxSummary, RxSummary> {
         let window = Window {
             seconds: 0.5,
-            cpu: vec![
-                CoreUse {
-                    core: 0,
-                    busy: 100.0,
-                    ..Default::default()
-                },
-                CoreUse {
-                    core: 1,
-                    busy: 50.0,
-                    ..Default::default()
-                },
-            ],
+            cpu: busy_cores(&[100.0, 50.0]),
             start: Ends {
                 tx: vec![frames(start.0, 1)],
                 rx: vec![frames(start.1, 1)],

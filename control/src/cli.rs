@@ -111,14 +111,14 @@ impl std::fmt::Display for AllowedIface {
 }
 
 /// IF or IF@NS, both names checked as the kernel and `ip netns` check them.
-pub fn parse_allowed_iface(s: &str) -> Result<AllowedIface, String> {
-    let (iface, netns) = match s.rsplit_once('@') {
-        Some((i, n)) => (i, Some(n)),
-        None => (s, None),
+pub fn parse_allowed_iface(text: &str) -> Result<AllowedIface, String> {
+    let (iface, netns) = match text.rsplit_once('@') {
+        Some((name, ns)) => (name, Some(ns)),
+        None => (text, None),
     };
     parse_iface(iface)?;
-    if let Some(n) = netns {
-        parse_netns(n)?;
+    if let Some(ns) = netns {
+        parse_netns(ns)?;
     }
     Ok(AllowedIface {
         iface: iface.to_string(),
@@ -126,9 +126,9 @@ pub fn parse_allowed_iface(s: &str) -> Result<AllowedIface, String> {
     })
 }
 
-fn parse_positive_duration(s: &str) -> Result<Duration, String> {
-    match humantime::parse_duration(s) {
-        Ok(d) if !d.is_zero() => Ok(d),
+fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(duration) if !duration.is_zero() => Ok(duration),
         Ok(_) => Err("use a duration longer than 0, e.g. 10s".into()),
         Err(e) => Err(e.to_string()),
     }
@@ -299,7 +299,8 @@ pub enum XdpModeArg {
     Generic,
 }
 
-/// Data path choice.
+/// Data path choice: the names of the engines (`engine::backend` maps
+/// each to its engine, whose name in the results is the same).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum BackendArg {
     /// AF_XDP sockets fed by the XDP program.
@@ -308,17 +309,6 @@ pub enum BackendArg {
     Udp,
     /// Kernel TCP connections.
     Tcp,
-}
-
-impl BackendArg {
-    /// The name used in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Xdp => "xdp",
-            Self::Udp => "udp",
-            Self::Tcp => "tcp",
-        }
-    }
 }
 
 /// NAPI mode on the command line.
@@ -345,8 +335,8 @@ pub enum WaitArg {
 }
 
 impl From<WaitArg> for WaitMode {
-    fn from(w: WaitArg) -> Self {
-        match w {
+    fn from(wait: WaitArg) -> Self {
+        match wait {
             WaitArg::Busy => WaitMode::Busy,
             WaitArg::Wait => WaitMode::Wait,
         }
@@ -531,24 +521,26 @@ pub struct RrArgs {
 }
 
 /// An interface name, checked as the kernel checks it.
-pub fn parse_iface(s: &str) -> Result<String, String> {
-    linerate_datapath::names::check_iface(s)
-        .map(|()| s.to_string())
+pub fn parse_iface(text: &str) -> Result<String, String> {
+    linerate_datapath::names::check_iface(text)
+        .map(|()| text.to_string())
         .map_err(|e| e.to_string())
 }
 
 /// A network namespace name (never a path).
-pub fn parse_netns(s: &str) -> Result<String, String> {
-    linerate_datapath::names::check_netns(s)
-        .map(|()| s.to_string())
+pub fn parse_netns(text: &str) -> Result<String, String> {
+    linerate_datapath::names::check_netns(text)
+        .map(|()| text.to_string())
         .map_err(|e| e.to_string())
 }
 
-fn parse_umem_chunk(s: &str) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(c @ (2048 | 4096)) => Ok(c),
+fn parse_umem_chunk(text: &str) -> Result<u32, String> {
+    use linerate_datapath::geometry::UMEM_CHUNKS;
+    match text.parse::<u32>() {
+        Ok(chunk) if UMEM_CHUNKS.contains(&chunk) => Ok(chunk),
         _ => Err(format!(
-            "{s:?} is not a UMEM chunk size the kernel takes for frames: use 2048 or 4096"
+            "{text:?} is not a UMEM chunk size the kernel takes for frames: use {} or {}",
+            UMEM_CHUNKS[0], UMEM_CHUNKS[1]
         )),
     }
 }
@@ -560,21 +552,21 @@ pub const MAX_COUNT: u64 = 1 << 48;
 
 /// A --count: a whole number up to [`MAX_COUNT`] (0 is refused by the
 /// command's own check, which says why).
-pub fn parse_count(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if n <= MAX_COUNT => Ok(n),
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(count) if count <= MAX_COUNT => Ok(count),
         _ => Err(format!(
-            "{s:?} is out of range: give a whole number from 1 to 2^48 ({MAX_COUNT}) per queue"
+            "{text:?} is out of range: give a whole number from 1 to 2^48 ({MAX_COUNT}) per queue"
         )),
     }
 }
 
 /// A --rate: frames (or messages) per second per queue, 1 to 1e9.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && (1.0..=1e9).contains(&r) => Ok(r),
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if rate.is_finite() && (1.0..=1e9).contains(&rate) => Ok(rate),
         _ => Err(format!(
-            "{s:?} is out of range: use a rate from 1 to 1e9 per second per queue"
+            "{text:?} is out of range: use a rate from 1 to 1e9 per second per queue"
         )),
     }
 }
@@ -582,8 +574,8 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 /// A core list (`0`, `0,2`, `0-3,6`): its form and its bounds are checked
 /// here, before any range is expanded; whether the cores exist on the host
 /// that runs the workers is checked by the command (`cores::check_list`).
-pub fn parse_cores(s: &str) -> Result<String, String> {
-    crate::cores::ranges(s)
-        .map(|_| s.to_string())
+pub fn parse_cores(text: &str) -> Result<String, String> {
+    crate::cores::ranges(text)
+        .map(|_| text.to_string())
         .map_err(|e| e.to_string())
 }

@@ -5,6 +5,7 @@ mod cli;
 mod cores;
 mod cpu;
 mod doctor;
+mod engine;
 mod environment;
 mod iface;
 mod lab;
@@ -139,8 +140,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let interrupted = on_signal()?;
             let mut plan = rr::plan::plan(&a)?;
             remote::role::patch_path(&mut plan.path, &a.run.role)?;
-            let role = remote::role::Role::start(&a.run.role, &interrupted)?;
-            let result = rr::run_role(&plan, &interrupted, role.as_ref())?;
+            let role = remote::role::Role::from_args(&a.run.role, &interrupted)?;
+            let peer = role.as_ref().map(|r| r as &dyn session::Peer);
+            let result = rr::run_side(&plan, &interrupted, peer)?;
             let table = || rr::print_table(&result);
             report(
                 &result,
@@ -162,8 +164,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let interrupted = on_signal()?;
             let mut plan = stream::plan::plan(&a)?;
             remote::role::patch_path(&mut plan.path, &a.run.role)?;
-            let role = remote::role::Role::start(&a.run.role, &interrupted)?;
-            let result = stream::run_role(&plan, &interrupted, role.as_ref())?;
+            let role = remote::role::Role::from_args(&a.run.role, &interrupted)?;
+            let peer = role.as_ref().map(|r| r as &dyn session::Peer);
+            let result = stream::run_side(&plan, &interrupted, peer)?;
             let table = || stream::print_table(&result);
             report(
                 &result,

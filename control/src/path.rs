@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use anyhow::{bail, Context, Result};
-use linerate_datapath::worker::WaitMode;
+use linerate_datapath::{frame::Endpoint, worker::WaitMode};
 
 use crate::{
     cli::RunArgs,
@@ -21,7 +21,7 @@ pub const MAX_RING: u32 = 16384;
 
 /// One end of the path.
 #[derive(Debug, Clone)]
-pub struct Side {
+pub struct PathEnd {
     /// Interface.
     pub iface: String,
     /// Its namespace (None: the current one).
@@ -35,15 +35,26 @@ pub struct Side {
     pub ns_id: (u64, u64),
 }
 
+impl PathEnd {
+    /// This end as a test frame's source or destination, on UDP `port`.
+    pub fn endpoint(&self, port: u16) -> Endpoint {
+        Endpoint {
+            mac: self.info.mac,
+            ip: self.ip,
+            port,
+        }
+    }
+}
+
 /// The identity of a namespace (or of this process's, for None): device
 /// and inode of its nsfs file. Two namespaces of one name at two times
 /// have different inodes.
 pub fn netns_id(netns: Option<&str>) -> Result<(u64, u64)> {
-    let p = match netns {
-        Some(n) => linerate_datapath::netns::path(n)?,
+    let file = match netns {
+        Some(name) => linerate_datapath::netns::path(name)?,
         None => "/proc/self/ns/net".into(),
     };
-    let st = nix::sys::stat::stat(&p).with_context(|| {
+    let st = nix::sys::stat::stat(&file).with_context(|| {
         format!(
             "network namespace {:?} not found (see `ip netns list`)",
             netns.unwrap_or("of this process")
@@ -56,9 +67,9 @@ pub fn netns_id(netns: Option<&str>) -> Result<(u64, u64)> {
 #[derive(Debug, Clone)]
 pub struct PathPlan {
     /// Sending side (rr: the client).
-    pub tx: Side,
+    pub tx: PathEnd,
     /// Receiving side (rr: the responder).
-    pub rx: Side,
+    pub rx: PathEnd,
     /// The lab, when the run uses it.
     pub lab: Option<Lab>,
     /// MTU of the link.
@@ -88,67 +99,65 @@ impl PathPlan {
     /// starves the receiver and its NAPI thread: measured 0.4x). A host
     /// that runs no receivers (one side of a run across two hosts) has no
     /// receive work on any core.
-    pub fn tx_wait(&self, a: &RunArgs, receivers_here: bool) -> WaitMode {
-        match a.tx_wait {
-            Some(w) => w.into(),
+    pub fn tx_wait(&self, args: &RunArgs, receivers_here: bool) -> WaitMode {
+        match args.tx_wait {
+            Some(wait) => wait.into(),
             None if receivers_here && self.shared_cores() => WaitMode::Wait,
             None => WaitMode::Busy,
         }
     }
 }
 
-/// Checks the shared arguments that need no system access.
-pub fn check_args(a: &RunArgs) -> Result<()> {
+/// Checks the shared arguments that need no system access (those that
+/// depend on the engine: `engine::check_run_args`).
+pub fn check_args(args: &RunArgs) -> Result<()> {
     let max_q = linerate_ebpf::MAX_QUEUES;
-    if a.queues == 0 || a.queues > max_q {
-        bail!("--queues {} is out of range: use 1 to {max_q}", a.queues);
+    if args.queues == 0 || args.queues > max_q {
+        bail!("--queues {} is out of range: use 1 to {max_q}", args.queues);
     }
-    for (name, ring) in [("--ring", a.ring), ("--rx-ring", a.rx_ring)] {
+    for (name, ring) in [("--ring", args.ring), ("--rx-ring", args.rx_ring)] {
         if !(64..=MAX_RING).contains(&ring) || !ring.is_power_of_two() {
             bail!("{name} {ring} is invalid: use a power of two from 64 to {MAX_RING}");
         }
     }
-    if a.batch == 0 || a.batch > a.ring as usize {
+    if args.batch == 0 || args.batch > args.ring as usize {
         bail!(
             "--batch {} is out of range: use 1 to --ring ({})",
-            a.batch,
-            a.ring
+            args.batch,
+            args.ring
         );
     }
-    if a.duration.as_secs() > 24 * 3600 || a.warmup.as_secs() > 3600 {
+    if args.duration.as_secs() > 24 * 3600 || args.warmup.as_secs() > 3600 {
         bail!("--duration is limited to 24h and --warmup to 1h");
     }
-    if (a.gso || a.gro) && a.backend != crate::cli::BackendArg::Udp {
-        bail!("--gso and --gro are UDP offloads: use them with --backend udp");
-    }
-    if a.inject_loss > 0.0 && a.backend != crate::cli::BackendArg::Xdp {
-        bail!("--inject-loss works in the XDP program: use it with --backend xdp");
-    }
-    if !(0.0..=100.0).contains(&a.inject_loss) {
+    if !(0.0..=100.0).contains(&args.inject_loss) {
         bail!(
             "--inject-loss {} is out of range: use 0 to 100 (percent)",
-            a.inject_loss
+            args.inject_loss
         );
     }
     // The cores must exist on the host that runs the workers: this one,
     // unless agents run them (a controller's), or this is one side of a
     // two-host run (the agent's child: its plan checks the cores as it
     // places its workers, and fails as that side).
-    if a.agents.tx_agent.is_none() && a.role.role.is_none() {
+    if args.agents.tx_agent.is_none() && args.role.role.is_none() {
         let ncpu = cores::online();
-        for (name, list) in [("--tx-cores", &a.tx_cores), ("--rx-cores", &a.rx_cores)] {
-            if let Some(l) = list {
-                cores::check_list(l, ncpu).with_context(|| name.to_string())?;
+        for (name, list) in [
+            ("--tx-cores", &args.tx_cores),
+            ("--rx-cores", &args.rx_cores),
+        ] {
+            if let Some(list) = list {
+                cores::check_list(list, ncpu).with_context(|| name.to_string())?;
             }
         }
     }
-    if a.tx_iface.is_some() != a.rx_iface.is_some() {
+    if args.tx_iface.is_some() != args.rx_iface.is_some() {
         bail!("give both --tx-iface and --rx-iface, or neither to use the lab");
     }
-    if a.port == 0 || a.port > 65535 - 1024 {
+    if args.port == 0 || args.port > 65535 - 1024 {
         bail!(
             "--port {} is invalid: use 1 to 64511 (the ports above it are the senders')",
-            a.port
+            args.port
         );
     }
     Ok(())
@@ -158,24 +167,24 @@ pub fn check_args(a: &RunArgs) -> Result<()> {
 /// names the command in the privilege error; `may_cross(mtu)` says whether
 /// the default placement may cross the queues over too few cores
 /// ([`cores::crossed`]) for this run.
-pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
-    check_args(a)?;
+pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
+    check_args(args)?;
     privilege::require_root(what)?;
     let mut locks = Vec::new();
     let mut lab_use = None;
-    let (mut tx_side, mut rx_side, lab) = match (&a.tx_iface, &a.rx_iface) {
-        (Some(t), Some(r)) => (
-            (t.clone(), a.tx_netns.clone()),
-            (r.clone(), a.rx_netns.clone()),
+    let (mut tx_side, mut rx_side, lab) = match (&args.tx_iface, &args.rx_iface) {
+        (Some(tx), Some(rx)) => (
+            (tx.clone(), args.tx_netns.clone()),
+            (rx.clone(), args.rx_netns.clone()),
             None,
         ),
         _ => {
-            let lab = Lab::new(&a.lab.name)?;
+            let lab = Lab::new(&args.lab.name)?;
             // Bringing the lab up (or changing it) waits for any other
             // `lab up`/`lab down`; once it is as the run needs, the run
             // holds it shared, so that neither changes it under the run.
             let setup = lab.setup_lock()?;
-            ensure_lab(&lab, a)?;
+            ensure_lab(&lab, args)?;
             lab_use = Some(lab.use_lock()?);
             drop(setup);
             (
@@ -185,7 +194,7 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
             )
         }
     };
-    if a.reverse {
+    if args.reverse {
         std::mem::swap(&mut tx_side, &mut rx_side);
     }
     for ns in [&tx_side.1, &rx_side.1].into_iter().flatten() {
@@ -193,14 +202,14 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
             bail!("network namespace {ns:?} not found (see `ip netns list`)");
         }
     }
-    let side = |(iface, netns): (String, Option<String>)| -> Result<Side> {
+    let side = |(iface, netns): (String, Option<String>)| -> Result<PathEnd> {
         let info = iface::info(netns.as_deref(), &iface)?;
         if !info.up {
             bail!("interface {iface} is down; bring it up with `ip link set dev {iface} up`");
         }
         let ip = iface::ipv4(netns.as_deref(), &iface)?;
         let ns_id = netns_id(netns.as_deref())?;
-        Ok(Side {
+        Ok(PathEnd {
             iface,
             netns,
             info,
@@ -213,34 +222,38 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
     // One run per interface: a second is refused here, before it changes
     // anything (NAPI mode, pinning, XDP). One interface may be both ends.
     let mut seen = Vec::new();
-    for s in [&tx, &rx] {
-        let id = (s.ns_id.1, s.info.ifindex);
+    for end in [&tx, &rx] {
+        let id = (end.ns_id.1, end.info.ifindex);
         if !seen.contains(&id) {
             seen.push(id);
-            locks.push(crate::lab::iface_lock(s.netns.as_deref(), &s.iface, id)?);
+            locks.push(crate::lab::iface_lock(
+                end.netns.as_deref(),
+                &end.iface,
+                id,
+            )?);
         }
     }
     if let Some(mut l) = lab_use {
         l.mark();
         locks.push(l);
     }
-    if let (Some(want), None) = (a.mtu, &lab) {
-        for s in [&tx, &rx] {
-            if s.info.mtu != want {
+    if let (Some(want), None) = (args.mtu, &lab) {
+        for end in [&tx, &rx] {
+            if end.info.mtu != want {
                 bail!(
                     "interface {} has MTU {}, not {want}; set it with `ip link set dev {} mtu {want}` (linerate changes MTUs only in its lab)",
-                    s.iface, s.info.mtu, s.iface
+                    end.iface, end.info.mtu, end.iface
                 );
             }
         }
     }
-    for s in [&tx, &rx] {
-        let have = s.info.rx_queues.min(s.info.tx_queues);
-        if a.queues > have {
+    for end in [&tx, &rx] {
+        let have = end.info.rx_queues.min(end.info.tx_queues);
+        if args.queues > have {
             bail!(
                 "--queues {} exceeds the {have} queues of {}; use fewer queues{}",
-                a.queues,
-                s.iface,
+                args.queues,
+                end.iface,
                 if lab.is_some() {
                     ""
                 } else {
@@ -250,14 +263,16 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
         }
     }
     let ncpu = cores::online();
-    let q = a.queues as usize;
+    let queues = args.queues as usize;
     let mtu = tx.info.mtu.min(rx.info.mtu);
-    let crossed =
-        a.tx_cores.is_none() && a.rx_cores.is_none() && cores::crossed(q, ncpu) && may_cross(mtu);
-    let tx_cores =
-        cores::for_queues(a.tx_cores.as_deref(), q, ncpu, 0, crossed).context("--tx-cores")?;
-    let rx_cores =
-        cores::for_queues(a.rx_cores.as_deref(), q, ncpu, 1, crossed).context("--rx-cores")?;
+    let crossed = args.tx_cores.is_none()
+        && args.rx_cores.is_none()
+        && cores::crossed(queues, ncpu)
+        && may_cross(mtu);
+    let tx_cores = cores::for_queues(args.tx_cores.as_deref(), queues, ncpu, 0, crossed)
+        .context("--tx-cores")?;
+    let rx_cores = cores::for_queues(args.rx_cores.as_deref(), queues, ncpu, 1, crossed)
+        .context("--rx-cores")?;
     Ok(PathPlan {
         mtu,
         tx,
@@ -270,25 +285,25 @@ pub fn plan(a: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<
     })
 }
 
-fn ensure_lab(lab: &Lab, a: &RunArgs) -> Result<()> {
+fn ensure_lab(lab: &Lab, args: &RunArgs) -> Result<()> {
     if !lab.is_up() {
         let _change = lab.change_lock("bringing it up")?;
         eprintln!(
             "linerate: bringing up lab {} ({} <-> {})",
             lab.name, lab.if_a, lab.if_b
         );
-        return lab.create(a.mtu.unwrap_or(1500), a.queues.max(1));
+        return lab.create(args.mtu.unwrap_or(1500), args.queues.max(1));
     }
     let info = iface::info(Some(&lab.ns_b), &lab.if_b)?;
-    if info.rx_queues < a.queues {
-        let _change = lab.change_lock(&format!("recreating it with {} queues", a.queues))?;
+    if info.rx_queues < args.queues {
+        let _change = lab.change_lock(&format!("recreating it with {} queues", args.queues))?;
         eprintln!(
             "linerate: recreating lab {} with {} queues",
-            lab.name, a.queues
+            lab.name, args.queues
         );
-        return lab.create(a.mtu.unwrap_or(info.mtu), a.queues);
+        return lab.create(args.mtu.unwrap_or(info.mtu), args.queues);
     }
-    if let Some(mtu) = a.mtu {
+    if let Some(mtu) = args.mtu {
         if mtu != info.mtu {
             let _change = lab.change_lock(&format!("setting its MTU to {mtu}"))?;
             lab.set_mtu(mtu)?;
@@ -297,17 +312,56 @@ fn ensure_lab(lab: &Lab, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The UMEM chunk for frames up to `max_frame` bytes (FCS excluded):
-/// `--umem-chunk`, or the better one for that size.
-pub fn umem_chunk(a: &RunArgs, max_frame: usize) -> Result<u32> {
-    use linerate_datapath::xsk::{chunk_data, chunk_size_for, CHUNK_SIZE};
-    match a.umem_chunk {
-        None => Ok(chunk_size_for(max_frame)),
-        Some(c) if c != CHUNK_SIZE && max_frame > chunk_data(c) => bail!(
-            "--umem-chunk {c} holds frames up to {} bytes and this run's are up to {max_frame}: \
-             use --umem-chunk {CHUNK_SIZE}, or leave it out",
-            chunk_data(c)
-        ),
-        Some(c) => Ok(c),
+/// The UMEM chunk for descriptors up to `max_descriptor` bytes (frames
+/// without FCS): `--umem-chunk`, or the better one for that size.
+pub fn umem_chunk(args: &RunArgs, max_descriptor: usize) -> Result<u32> {
+    linerate_datapath::geometry::Geometry::umem_chunk(max_descriptor, args.umem_chunk).map_err(
+        |e| {
+            anyhow::anyhow!(
+                "--umem-chunk {} holds frames up to {} bytes and this run's are up to {}: \
+             use --umem-chunk {}, or leave it out",
+                e.chunk,
+                e.holds,
+                e.largest,
+                e.instead
+            )
+        },
+    )
+}
+
+#[cfg(test)]
+impl PathPlan {
+    /// The lab's path at `mtu` as a plan (lr-a0 in lr-a sends from core 0,
+    /// lr-b0 in lr-b receives on core 1), for tests that need no system.
+    pub fn for_test(mtu: u32) -> Self {
+        let end = |name: &str, ns: &str, last: u8| PathEnd {
+            iface: name.into(),
+            netns: Some(ns.into()),
+            info: IfaceInfo {
+                name: name.into(),
+                ifindex: 2,
+                mtu,
+                max_mtu: None,
+                mac: [2, 0, 0, 0, 0, last],
+                rx_queues: 1,
+                tx_queues: 1,
+                kind: Some("veth".into()),
+                xdp_prog_id: None,
+                counters: Default::default(),
+                up: true,
+            },
+            ip: Ipv4Addr::new(198, 18, 0, last),
+            ns_id: (0, u64::from(last)),
+        };
+        Self {
+            tx: end("lr-a0", "lr-a", 1),
+            rx: end("lr-b0", "lr-b", 2),
+            lab: None,
+            mtu,
+            tx_cores: vec![0],
+            rx_cores: vec![1],
+            crossed: false,
+            locks: std::sync::Arc::new(Vec::new()),
+        }
     }
 }

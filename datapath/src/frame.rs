@@ -59,7 +59,7 @@ pub struct FrameSpec {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
     /// Frame size outside what the link carries.
-    #[error("frame size {size} is out of range: it must be between {min} and {max} bytes (MTU {mtu} + 18)")]
+    #[error("frame size {size} is out of range: it must be between {min} and {max} bytes (MTU {mtu} + {L2_OVERHEAD})")]
     SizeOutOfRange {
         /// Requested size.
         size: usize,

@@ -14,8 +14,12 @@ use crate::{
     },
     header::{HEADER_LEN, MESSAGE_HEADER_LEN},
     message::{Fragmentation, MessageError},
-    xsk::{chunk_data, chunk_size_for, CHUNK_DATA, CHUNK_SIZE},
+    xsk::{chunk_data, chunk_size_for, CHUNK_DATA, CHUNK_SIZE, SMALL_CHUNK_SIZE},
 };
+
+/// The UMEM chunk sizes the kernel takes for frames, smallest first; the
+/// largest is the one multi-buffer frames are cut for.
+pub const UMEM_CHUNKS: [u32; 2] = [SMALL_CHUNK_SIZE, CHUNK_SIZE];
 
 /// The geometry of test frames on a link of a given MTU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +40,8 @@ pub struct ChunkError {
     pub holds: usize,
     /// The run's longest descriptor.
     pub largest: usize,
+    /// The chunk size that holds them.
+    pub instead: u32,
 }
 
 impl Geometry {
@@ -87,8 +93,15 @@ impl Geometry {
 
     /// Frame size (FCS included) of the largest fragment of `cut`.
     pub fn fragment_frame(cut: &Fragmentation) -> usize {
-        (HEADER_OFFSET + MESSAGE_HEADER_LEN + cut.per_fragment.min(cut.msg_len) + FCS_LEN)
-            .max(MIN_FRAME_SIZE)
+        (Self::fragment_len(cut.per_fragment.min(cut.msg_len)) + FCS_LEN).max(MIN_FRAME_SIZE)
+    }
+
+    /// Header and data bytes of the fragment that carries `piece` bytes of
+    /// its message (Ethernet header to the end of the data): what its IP
+    /// and UDP lengths count.
+    #[inline]
+    pub const fn fragment_len(piece: usize) -> usize {
+        HEADER_OFFSET + MESSAGE_HEADER_LEN + piece
     }
 
     /// Bytes handed to the socket for a frame of `frame_size`.
@@ -136,6 +149,7 @@ impl Geometry {
                 chunk: c,
                 holds: chunk_data(c),
                 largest: max_descriptor,
+                instead: CHUNK_SIZE,
             }),
             Some(c) => Ok(c),
         }
@@ -181,6 +195,10 @@ mod tests {
         assert_eq!(Geometry::fragment_frame(&cut), 1518);
         // The null RPC's frame carries the headers alone: 42 + 34 + FCS.
         assert_eq!(Geometry::fragment_frame(&g.fragments(0).unwrap()), 80);
+        assert_eq!(Geometry::fragment_len(1), 42 + MESSAGE_HEADER_LEN + 1);
+        // One byte per fragment: every frame carries the headers and a byte.
+        let tiny = Fragmentation::new(3, 1).unwrap();
+        assert_eq!((tiny.count, Geometry::fragment_frame(&tiny)), (3, 81));
     }
 
     #[test]
@@ -191,7 +209,8 @@ mod tests {
         assert_eq!(Geometry::umem_chunk(9014, Some(4096)), Ok(4096));
         assert_eq!(Geometry::umem_chunk(1514, Some(4096)), Ok(4096));
         let e = Geometry::umem_chunk(3000, Some(2048)).unwrap_err();
-        assert_eq!((e.holds, e.largest), (1792, 3000));
+        assert_eq!((e.holds, e.largest, e.instead), (1792, 3000, 4096));
+        assert_eq!(UMEM_CHUNKS, [2048, 4096]);
         assert!(e.to_string().contains("use 4096-byte chunks"), "{e}");
         assert!(!Geometry::multi_buffer(3840));
         assert!(Geometry::multi_buffer(3841));

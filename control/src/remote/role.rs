@@ -15,13 +15,12 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Result};
-use linerate_datapath::worker::Worker;
-use linerate_ebpf::Steering;
 use serde_json::json;
 
 use crate::{
     cli::{RoleArg, RoleArgs},
     path::PathPlan,
+    session::{Live, Peer},
 };
 
 /// What starts a live-counter line on stderr.
@@ -33,7 +32,7 @@ const LIVE_EVERY: Duration = Duration::from_millis(250);
 pub struct Role {
     side: RoleArg,
     /// The agreed start, as an instant of this process.
-    pub start: Instant,
+    start: Instant,
     stop: Arc<AtomicBool>,
     last_live: Cell<Instant>,
 }
@@ -41,11 +40,11 @@ pub struct Role {
 impl Role {
     /// The role the hidden options ask for; watches stdin from now on
     /// (`stop`: finish normally; end of input: set `interrupted`).
-    pub fn start(a: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {
-        let Some(side) = a.role else {
+    pub fn from_args(args: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {
+        let Some(side) = args.role else {
             return Ok(None);
         };
-        let start = match a.start_at {
+        let start = match args.start_at {
             Some(ns) => {
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
@@ -65,7 +64,7 @@ impl Role {
             let stdin = std::io::stdin();
             for line in stdin.lock().lines() {
                 match line {
-                    Ok(l) if l.trim() == "stop" => flag.store(true, Ordering::Relaxed),
+                    Ok(line) if line.trim() == "stop" => flag.store(true, Ordering::Relaxed),
                     Ok(_) => {}
                     Err(_) => break,
                 }
@@ -80,44 +79,42 @@ impl Role {
             last_live: Cell::new(Instant::now() - LIVE_EVERY),
         }))
     }
+}
 
-    /// Runs the sending side (rr: the client).
-    pub fn tx(&self) -> bool {
+/// The run sees the agent's side of it through [`Peer`].
+impl Peer for Role {
+    fn runs_tx(&self) -> bool {
         self.side == RoleArg::Tx
     }
 
-    /// Runs the receiving side (rr: the responder).
-    pub fn rx(&self) -> bool {
-        self.side == RoleArg::Rx
+    fn start(&self) -> Instant {
+        self.start
     }
 
-    /// Whether the agent asked this side to finish.
-    pub fn stop_asked(&self) -> bool {
+    fn stop_asked(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
     /// Writes the live counters, at most every LIVE_EVERY.
-    pub fn tick<S, T>(&self, a: &[Worker<S>], b: &[Worker<T>], steering: Option<&Steering>) {
+    fn live(&self, read: &dyn Fn() -> Live) {
         if self.last_live.get().elapsed() < LIVE_EVERY {
             return;
         }
         self.last_live.set(Instant::now());
-        let (ra, rb) = ("tx", "rx");
-        let workers: Vec<_> =
-            a.iter()
+        let live = read();
+        let group = |role: &'static str, counters: Vec<_>| {
+            counters
+                .into_iter()
                 .enumerate()
-                .map(|(q, w)| json!({"role": ra, "queue": q, "counters": w.counters.snapshot()}))
-                .chain(b.iter().enumerate().map(
-                    |(q, w)| json!({"role": rb, "queue": q, "counters": w.counters.snapshot()}),
-                ))
-                .collect();
-        let xdp = steering.and_then(|s| s.stats().ok());
+                .map(move |(q, c)| json!({"role": role, "queue": q, "counters": c}))
+        };
+        let workers: Vec<_> = group("tx", live.tx).chain(group("rx", live.rx)).collect();
         // The agent reads these; if it is gone, the run ends on its own
         // (stdin closes), so a failed write is not worth a panic.
         let _ = writeln!(
             std::io::stderr(),
             "{LIVE_PREFIX}{}",
-            json!({"workers": workers, "xdp": xdp})
+            json!({"workers": workers, "xdp": live.xdp})
         );
     }
 }
@@ -125,11 +122,11 @@ impl Role {
 /// Points the other end of a one-side path at the peer host's interface:
 /// the agent gives this host's interface as both ends, the peer's MAC and
 /// address come from the other agent.
-pub fn patch_path(path: &mut PathPlan, a: &RoleArgs) -> Result<()> {
-    let Some(side) = a.role else {
+pub fn patch_path(path: &mut PathPlan, args: &RoleArgs) -> Result<()> {
+    let Some(side) = args.role else {
         return Ok(());
     };
-    let (Some(mac), Some(ip)) = (&a.peer_mac, a.peer_ip) else {
+    let (Some(mac), Some(ip)) = (&args.peer_mac, args.peer_ip) else {
         bail!("--role needs --peer-mac and --peer-ip");
     };
     let mac = crate::iface::parse_mac(mac)

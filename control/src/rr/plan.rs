@@ -1,17 +1,12 @@
 //! Checking `linerate rr` arguments.
 
 use anyhow::{bail, Result};
-use linerate_datapath::{
-    frame::{FCS_LEN, HEADER_OFFSET, MIN_FRAME_SIZE},
-    header::MESSAGE_HEADER_LEN,
-    message::Fragmentation,
-    worker::MAX_FLOWS,
-};
+use linerate_datapath::{geometry::Geometry, message::Fragmentation, worker::MAX_FLOWS};
 
 use crate::{
     cli::{ResponderArg, RrArgs},
+    engine::{self, names_that, Engine},
     path::PathPlan,
-    stream::plan::payload_per_fragment,
 };
 
 /// A checked rr run.
@@ -19,6 +14,8 @@ use crate::{
 pub struct RrPlan {
     /// The arguments.
     pub args: RrArgs,
+    /// The engine of the clients and responders.
+    pub engine: &'static dyn Engine,
     /// Interfaces and cores: tx is the client, rx the responder.
     pub path: PathPlan,
     /// How requests are cut.
@@ -31,61 +28,71 @@ pub struct RrPlan {
     pub chunk_size: u32,
 }
 
-/// Frame size (FCS included) of the largest fragment of `cut`.
-pub fn frame_size(cut: &Fragmentation) -> usize {
-    (HEADER_OFFSET + MESSAGE_HEADER_LEN + cut.per_fragment.min(cut.msg_len) + FCS_LEN)
-        .max(MIN_FRAME_SIZE)
-}
-
 /// Checks arguments that need no system access.
-pub fn check_args(a: &RrArgs) -> Result<()> {
-    crate::path::check_args(&a.run)?;
-    if a.flows == 0 || a.flows as usize > MAX_FLOWS {
-        bail!("--flows {} is out of range: use 1 to {MAX_FLOWS}", a.flows);
+pub fn check_args(args: &RrArgs) -> Result<()> {
+    crate::path::check_args(&args.run)?;
+    engine::check_run_args(&args.run)?;
+    let engine = engine::for_rr(args);
+    if engine.can().rr_responder.is_none() {
+        bail!(
+            "the {} engine runs no request/response: use --backend {}",
+            engine.name(),
+            names_that(|c| c.rr_responder.is_some())
+        );
     }
-    if a.concurrency == 0 {
+    if args.flows == 0 || args.flows as usize > MAX_FLOWS {
+        bail!(
+            "--flows {} is out of range: use 1 to {MAX_FLOWS}",
+            args.flows
+        );
+    }
+    if args.concurrency == 0 {
         bail!("--concurrency 0 runs no transaction: use 1 or more");
     }
-    if a.timeout.is_zero() {
+    if args.timeout.is_zero() {
         bail!("--timeout 0 would time every transaction out: give e.g. 10ms");
     }
-    if a.run.duration.is_zero() && a.count.is_none() {
+    if args.run.duration.is_zero() && args.count.is_none() {
         bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
     }
-    if a.count == Some(0) {
+    if args.count == Some(0) {
         bail!("--count 0 runs no transaction: give at least 1");
     }
-    if let Some(c) = a.count.filter(|&c| c > crate::cli::MAX_COUNT) {
+    if let Some(count) = args.count.filter(|&count| count > crate::cli::MAX_COUNT) {
         bail!(
-            "--count {c} is out of range: use 1 to 2^48 ({}) per flow",
+            "--count {count} is out of range: use 1 to 2^48 ({}) per flow",
             crate::cli::MAX_COUNT
         );
     }
-    for (name, v) in [("--request", a.request), ("--response", a.response)] {
-        if v > linerate_datapath::message::MAX_MESSAGE {
+    for (name, value) in [("--request", args.request), ("--response", args.response)] {
+        if value > linerate_datapath::message::MAX_MESSAGE {
             bail!(
-                "{name} {v} is out of range: use 0 to {} bytes",
+                "{name} {value} is out of range: use 0 to {} bytes",
                 linerate_datapath::message::MAX_MESSAGE
             );
         }
     }
-    if a.responder == ResponderArg::Xdp && a.run.backend != crate::cli::BackendArg::Xdp {
-        bail!("--responder xdp answers in the XDP program: use it with --backend xdp");
+    if args.responder == ResponderArg::Xdp && !engine.can().steering {
+        bail!(
+            "--responder xdp answers in the XDP program: use it with --backend {}",
+            names_that(|c| c.steering)
+        );
     }
-    if a.responder == ResponderArg::Xdp && a.run.queues != 1 {
+    if args.responder == ResponderArg::Xdp && args.run.queues != 1 {
         bail!("--responder xdp answers on whatever queue XDP_TX picks: use --queues 1");
     }
     Ok(())
 }
 
 /// Checks everything and brings up the lab if needed.
-pub fn plan(a: &RrArgs) -> Result<RrPlan> {
-    check_args(a)?;
-    let path = crate::path::plan(&a.run, "linerate rr", |_| false)?;
-    let per = payload_per_fragment(path.mtu);
-    let request = Fragmentation::new(a.request, per)?;
-    let response = Fragmentation::new(a.response, per)?;
-    if a.responder == ResponderArg::Xdp && (request.count > 1 || a.request != a.response) {
+pub fn plan(args: &RrArgs) -> Result<RrPlan> {
+    check_args(args)?;
+    let path = crate::path::plan(&args.run, "linerate rr", |_| false)?;
+    let geometry = Geometry::for_mtu(path.mtu);
+    let per = geometry.payload_per_fragment();
+    let request = geometry.fragments(args.request)?;
+    let response = geometry.fragments(args.response)?;
+    if args.responder == ResponderArg::Xdp && (request.count > 1 || args.request != args.response) {
         bail!(
             "--responder xdp echoes single-frame requests: give --request equal to --response and at most {per} bytes (MTU {})",
             path.mtu
@@ -93,25 +100,35 @@ pub fn plan(a: &RrArgs) -> Result<RrPlan> {
     }
     // Every frame in flight towards a side must fit its RX ring, or the
     // kernel drops it and the transaction times out.
-    let flows_per_queue = a.flows.div_ceil(a.run.queues) as usize;
+    let flows_per_queue = args.flows.div_ceil(args.run.queues) as usize;
     let in_flight = flows_per_queue
-        .saturating_mul(a.concurrency as usize)
+        .saturating_mul(args.concurrency as usize)
         .saturating_mul(request.count.max(response.count));
-    if in_flight > a.run.rx_ring as usize {
+    if in_flight > args.run.rx_ring as usize {
         bail!(
             "--concurrency {} with {} flow(s) per queue puts up to {in_flight} frames in flight, more than --rx-ring {} holds: lower --concurrency or --flows, or raise --rx-ring (up to {})",
-            a.concurrency,
+            args.concurrency,
             flows_per_queue,
-            a.run.rx_ring,
+            args.run.rx_ring,
             crate::path::MAX_RING
         );
     }
-    let max_frame = frame_size(&request).max(frame_size(&response)) - FCS_LEN;
+    let largest = Geometry::fragment_frame(&request).max(Geometry::fragment_frame(&response));
+    let max_descriptor = Geometry::descriptor_len(largest);
+    let engine = engine::for_rr(args);
+    if Geometry::multi_buffer(max_descriptor) && !engine.can().multi_buffer {
+        bail!(
+            "the {} engine carries no multi-buffer frames ({max_descriptor} bytes here): lower --request and --response or the MTU, or use --backend {}",
+            engine.name(),
+            names_that(|c| c.multi_buffer)
+        );
+    }
     Ok(RrPlan {
-        args: a.clone(),
+        args: args.clone(),
+        engine,
         path,
-        multi_buffer: max_frame > linerate_datapath::xsk::CHUNK_DATA,
-        chunk_size: crate::path::umem_chunk(&a.run, max_frame)?,
+        multi_buffer: Geometry::multi_buffer(max_descriptor),
+        chunk_size: crate::path::umem_chunk(&args.run, max_descriptor)?,
         request,
         response,
     })

@@ -1,16 +1,12 @@
-//! Turning `linerate stream` arguments into a checked plan: the path, the
-//! frame size, messages, whether multi-buffer is needed.
+//! Turning `linerate stream` arguments into a checked plan: the engines,
+//! the path, the frame size, messages, whether multi-buffer is needed.
 
 use anyhow::{bail, Result};
-use linerate_datapath::{
-    frame::{FrameSpec, ETH_LEN, FCS_LEN, IPV4_LEN, UDP_LEN},
-    header::MESSAGE_HEADER_LEN,
-    message::Fragmentation,
-    xsk::CHUNK_DATA,
-};
+use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::{BackendArg, StreamArgs},
+    cli::StreamArgs,
+    engine::{self, names_that, Engine},
     path::PathPlan,
 };
 
@@ -20,9 +16,13 @@ pub const CROSS_MIN_FRAME: usize = 1024;
 
 /// A checked stream run.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct StreamPlan {
     /// The arguments.
     pub args: StreamArgs,
+    /// The senders' engine.
+    pub sender: &'static dyn Engine,
+    /// The receivers' engine.
+    pub receiver: &'static dyn Engine,
     /// Interfaces and cores.
     pub path: PathPlan,
     /// Frame size, FCS included.
@@ -36,104 +36,171 @@ pub struct Plan {
     pub message: Option<Fragmentation>,
 }
 
-impl Plan {
+impl StreamPlan {
     /// Descriptors per frame.
     pub fn descs_per_frame(&self) -> usize {
-        (self.frame_size - FCS_LEN).div_ceil(CHUNK_DATA)
+        Geometry::buffers_per_frame(self.frame_size)
     }
-}
-
-/// Message bytes one frame carries at `mtu`.
-pub fn payload_per_fragment(mtu: u32) -> usize {
-    mtu as usize - IPV4_LEN - UDP_LEN - MESSAGE_HEADER_LEN
 }
 
 /// Checks arguments that need no system access.
-pub fn check_args(a: &StreamArgs) -> Result<()> {
-    crate::path::check_args(&a.run)?;
-    if a.run.duration.is_zero() && a.count.is_none() {
+pub fn check_args(args: &StreamArgs) -> Result<()> {
+    crate::path::check_args(&args.run)?;
+    engine::check_run_args(&args.run)?;
+    if args.run.duration.is_zero() && args.count.is_none() {
         bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
     }
-    if let Some(r) = a.rate {
-        if !(r.is_finite() && (1.0..=1e9).contains(&r)) {
-            bail!("--rate {r} is out of range: use a frame rate from 1 to 1e9 frames/s");
+    if let Some(rate) = args.rate {
+        if !(rate.is_finite() && (1.0..=1e9).contains(&rate)) {
+            bail!("--rate {rate} is out of range: use a frame rate from 1 to 1e9 frames/s");
         }
     }
-    if a.count == Some(0) {
+    if args.count == Some(0) {
         bail!("--count 0 sends nothing: give at least 1");
     }
-    if let Some(c) = a.count.filter(|&c| c > crate::cli::MAX_COUNT) {
+    if let Some(count) = args.count.filter(|&count| count > crate::cli::MAX_COUNT) {
         bail!(
-            "--count {c} is out of range: use 1 to 2^48 ({}) per queue",
+            "--count {count} is out of range: use 1 to 2^48 ({}) per queue",
             crate::cli::MAX_COUNT
         );
     }
-    if let Some(l) = a.search_rate {
-        if !(0.0..100.0).contains(&l) {
+    if let Some(loss) = args.search_rate {
+        if !(0.0..100.0).contains(&loss) {
             bail!(
-                "--search-rate {l} is out of range: give the loss tolerated, from 0 to below 100 %"
+                "--search-rate {loss} is out of range: give the loss tolerated, from 0 to below 100 %"
             );
         }
-        if a.run.agents.tx_agent.is_some() {
+        if args.run.agents.tx_agent.is_some() {
             bail!("--search-rate runs on one host for now: drop --tx-agent/--rx-agent, or search with repeated paced runs");
         }
     }
-    if a.rx_only && a.run.backend != BackendArg::Xdp {
-        bail!("--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend xdp");
+    check_engines(args)
+}
+
+/// Checks what the run asks of its engines against what they can do.
+fn check_engines(args: &StreamArgs) -> Result<()> {
+    let (sender, receiver) = engine::for_stream(args);
+    let (send, receive) = (sender.can(), receiver.can());
+    if !send.stream_sender {
+        bail!(
+            "the {} engine sends no streams: use --backend {}",
+            sender.name(),
+            names_that(|c| c.stream_sender)
+        );
     }
-    if a.run.backend == BackendArg::Tcp && a.size.is_some() {
-        bail!("--backend tcp carries messages on a byte stream, not frames: give --message instead of --size");
+    if !receive.stream_receiver {
+        bail!(
+            "the {} engine receives no streams: use --backend {}",
+            receiver.name(),
+            names_that(|c| c.stream_receiver)
+        );
+    }
+    if args.rx_only && !receive.counts_foreign {
+        bail!(
+            "--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend {}",
+            names_that(|c| c.counts_foreign)
+        );
+    }
+    if args.size.is_some() && !send.frames {
+        bail!(
+            "--backend {} carries messages on a byte stream, not frames: give --message instead of --size",
+            sender.name()
+        );
+    }
+    if args.message.is_some() && !send.messages {
+        bail!(
+            "--message: the {} engine sends no messages; use --backend {}",
+            sender.name(),
+            names_that(|c| c.messages)
+        );
+    }
+    if args.rate.is_some() && !send.pacing {
+        bail!(
+            "--rate: the {} engine does not pace; use --backend {}",
+            sender.name(),
+            names_that(|c| c.pacing)
+        );
+    }
+    Ok(())
+}
+
+/// Checks the frames the plan needs against what the engines carry.
+fn check_frames(args: &StreamArgs, frame_size: usize, max_descriptor: usize) -> Result<()> {
+    let (sender, receiver) = engine::for_stream(args);
+    if let Some(max) = sender.can().max_frame.filter(|&m| frame_size > m) {
+        bail!(
+            "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames or lower the MTU",
+            sender.name()
+        );
+    }
+    for (engine, descriptor) in [
+        (sender, Geometry::descriptor_len(frame_size)),
+        (receiver, max_descriptor),
+    ] {
+        if Geometry::multi_buffer(descriptor) && !engine.can().multi_buffer {
+            bail!(
+                "the {} engine carries no multi-buffer frames ({descriptor} bytes here): send smaller frames, or use --backend {}",
+                engine.name(),
+                names_that(|c| c.multi_buffer)
+            );
+        }
     }
     Ok(())
 }
 
 /// Checks everything and brings up the lab if the run needs it.
-pub fn plan(a: &StreamArgs) -> Result<Plan> {
-    check_args(a)?;
+pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
+    check_args(args)?;
     // Crossing the queues over the cores pays with large frames and costs
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
     // at 9018 B, 0.6x at 64 B).
-    let frame_size = |mtu: u32| a.size.unwrap_or(mtu as usize + 18);
-    let path = crate::path::plan(&a.run, "linerate stream", |mtu| {
+    let frame_size = |mtu: u32| args.size.unwrap_or(Geometry::for_mtu(mtu).max_frame());
+    let path = crate::path::plan(&args.run, "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
-    let mtu = path.mtu;
-    let frame_size = frame_size(mtu);
-    // TCP carries messages only; by default as large as a full frame's
-    // UDP payload, so that defaults compare like with like.
-    let message_len = match (a.run.backend, a.message) {
-        (BackendArg::Tcp, None) => Some(mtu as usize - IPV4_LEN - UDP_LEN),
-        (_, m) => m,
+    let geometry = Geometry::for_mtu(path.mtu);
+    let frame_size = frame_size(path.mtu);
+    let (sender, receiver) = engine::for_stream(args);
+    // An engine without frames (TCP) carries messages only; by default as
+    // large as a full frame's UDP payload, so that defaults compare like
+    // with like.
+    let message_len = match args.message {
+        None if !sender.can().frames => Some(geometry.max_udp_payload()),
+        m => m,
     };
     let message = message_len
-        .map(|len| Fragmentation::new(len, payload_per_fragment(mtu)))
+        .map(|len| geometry.fragments(len))
         .transpose()
         .map_err(|e| anyhow::anyhow!("--message: {e}"))?;
     // Senders count frames: a message's frames times --count must fit.
-    if let (Some(c), Some(m)) = (a.count, &message) {
-        let frames = c.checked_mul(m.count as u64);
+    if let (Some(count), Some(cut)) = (args.count, &message) {
+        let frames = count.checked_mul(cut.count as u64);
         if frames.is_none_or(|f| f > crate::cli::MAX_COUNT) {
             bail!(
-                "--count {c} messages of {} frames each is more than 2^48 ({}) frames per queue: lower --count or --message",
-                m.count,
+                "--count {count} messages of {} frames each is more than 2^48 ({}) frames per queue: lower --count or --message",
+                cut.count,
                 crate::cli::MAX_COUNT
             );
         }
     }
-    FrameSpec::check_size(frame_size, mtu as usize).map_err(|e| {
+    geometry.check_frame(frame_size).map_err(|e| {
         anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
     })?;
-    let max_frame = if a.rx_only {
-        (frame_size - FCS_LEN).max(mtu as usize + ETH_LEN)
+    // With --rx-only another tool sends: whatever the link carries.
+    let max_descriptor = if args.rx_only {
+        Geometry::descriptor_len(frame_size).max(geometry.max_descriptor())
     } else {
-        frame_size - FCS_LEN
+        Geometry::descriptor_len(frame_size)
     };
-    Ok(Plan {
-        args: a.clone(),
+    check_frames(args, frame_size, max_descriptor)?;
+    Ok(StreamPlan {
+        args: args.clone(),
+        sender,
+        receiver,
         path,
         frame_size,
-        multi_buffer: max_frame > CHUNK_DATA,
-        chunk_size: crate::path::umem_chunk(&a.run, max_frame)?,
+        multi_buffer: Geometry::multi_buffer(max_descriptor),
+        chunk_size: crate::path::umem_chunk(&args.run, max_descriptor)?,
         message,
     })
 }

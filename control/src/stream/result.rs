@@ -1,10 +1,6 @@
 //! The figures of one stream run, as printed and as JSON.
 
-use linerate_datapath::{
-    frame::{FCS_LEN, WIRE_OVERHEAD},
-    stats::CounterSnapshot,
-    xsk::XskStats,
-};
+use linerate_datapath::{geometry::Geometry, stats::CounterSnapshot, xsk::XskStats};
 use linerate_ebpf::SteerStats;
 use serde::Serialize;
 
@@ -263,7 +259,7 @@ impl SideFigures {
         if window_s <= 0.0 {
             return Self::default();
         }
-        let wire_bytes = c.bytes + c.frames * (FCS_LEN + WIRE_OVERHEAD) as u64;
+        let wire_bytes = Geometry::wire_bytes(c.bytes, c.frames);
         let payload_mb_s = c.payload_bytes as f64 / window_s / 1e6;
         let wire_mb_s = wire_bytes as f64 / window_s / 1e6;
         let message_mb_s = messages.then(|| c.message_bytes as f64 / window_s / 1e6);

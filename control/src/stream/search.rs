@@ -15,7 +15,7 @@ use std::{
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{plan::Plan, result::StreamResult};
+use super::{plan::StreamPlan, result::StreamResult};
 
 /// Trials after the first, at most.
 const MAX_TRIALS: usize = 10;
@@ -57,7 +57,11 @@ pub struct SearchResult {
 }
 
 /// Runs the search.
-pub fn run(plan: &Plan, threshold: f64, interrupted: &Arc<AtomicBool>) -> Result<SearchResult> {
+pub fn run(
+    plan: &StreamPlan,
+    threshold: f64,
+    interrupted: &Arc<AtomicBool>,
+) -> Result<SearchResult> {
     let queues = f64::from(plan.args.run.queues);
     let mut out = SearchResult {
         test: "stream-search",
@@ -69,24 +73,25 @@ pub fn run(plan: &Plan, threshold: f64, interrupted: &Arc<AtomicBool>) -> Result
         fault: None,
     };
     let trial = |rate: Option<f64>, out: &mut SearchResult| -> Result<Option<bool>> {
-        let mut p = plan.clone();
-        p.args.rate = rate;
-        let r = super::run(&p, interrupted)?;
-        let pass = r.frames.sent > 0 && r.frames.loss_pct <= threshold && r.fault.is_none();
+        let mut paced = plan.clone();
+        paced.args.rate = rate;
+        let result = super::run(&paced, interrupted)?;
+        let pass =
+            result.frames.sent > 0 && result.frames.loss_pct <= threshold && result.fault.is_none();
         out.trials.push(Trial {
             offered_pps: rate,
-            sent_fps: r.sender.frames_per_s,
-            received_fps: r.receiver.frames_per_s,
-            loss_pct: r.frames.loss_pct,
+            sent_fps: result.sender.frames_per_s,
+            received_fps: result.receiver.frames_per_s,
+            loss_pct: result.frames.loss_pct,
             pass,
         });
-        out.interrupted = r.interrupted;
-        out.fault.clone_from(&r.fault);
-        if r.interrupted || r.fault.is_some() {
+        out.interrupted = result.interrupted;
+        out.fault.clone_from(&result.fault);
+        if result.interrupted || result.fault.is_some() {
             return Ok(None);
         }
         if pass {
-            out.found = Some(r);
+            out.found = Some(result);
         }
         Ok(Some(pass))
     };
@@ -112,47 +117,47 @@ pub fn run(plan: &Plan, threshold: f64, interrupted: &Arc<AtomicBool>) -> Result
 }
 
 /// The trials as a table, then the run at the rate found.
-pub fn print_table(r: &SearchResult) -> String {
-    let mut o = String::new();
+pub fn print_table(search: &SearchResult) -> String {
+    let mut out = String::new();
     let _ = writeln!(
-        o,
+        out,
         "linerate stream --search-rate {}: the highest rate with loss <= {} % ({} % resolution)",
-        r.loss_threshold_pct, r.loss_threshold_pct, r.resolution_pct
+        search.loss_threshold_pct, search.loss_threshold_pct, search.resolution_pct
     );
     let _ = writeln!(
-        o,
+        out,
         "  trial  offered/s per queue      sent/s    received/s    loss %  verdict"
     );
-    for (i, t) in r.trials.iter().enumerate() {
-        let offered = t
+    for (index, trial) in search.trials.iter().enumerate() {
+        let offered = trial
             .offered_pps
             .map_or("unpaced".to_string(), |p| format!("{p:.0}"));
         let _ = writeln!(
-            o,
+            out,
             "  {:>5}  {:>19}  {:>10.0}  {:>12.0}  {:>8.4}  {}",
-            i + 1,
+            index + 1,
             offered,
-            t.sent_fps,
-            t.received_fps,
-            t.loss_pct,
-            if t.pass { "within" } else { "over" }
+            trial.sent_fps,
+            trial.received_fps,
+            trial.loss_pct,
+            if trial.pass { "within" } else { "over" }
         );
     }
-    match &r.found {
-        Some(f) => {
+    match &search.found {
+        Some(found) => {
             let _ = writeln!(
-                o,
+                out,
                 "  found: {:.0} frames/s received ({:.1} payload MB/s), loss {:.4} %; that run:",
-                f.receiver.frames_per_s, f.receiver.payload_mb_s, f.frames.loss_pct
+                found.receiver.frames_per_s, found.receiver.payload_mb_s, found.frames.loss_pct
             );
-            o.push_str(&super::print_table(f));
+            out.push_str(&super::print_table(found));
         }
         None => {
             let _ = writeln!(
-                o,
+                out,
                 "  found: no rate within {} % loss{}",
-                r.loss_threshold_pct,
-                if r.interrupted || r.fault.is_some() {
+                search.loss_threshold_pct,
+                if search.interrupted || search.fault.is_some() {
                     " (the search ended early)"
                 } else {
                     " (loss does not fall with the rate: injected, or a path that drops)"
@@ -160,5 +165,5 @@ pub fn print_table(r: &SearchResult) -> String {
             );
         }
     }
-    o
+    out
 }

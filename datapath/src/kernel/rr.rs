@@ -21,8 +21,8 @@ use crate::{
 /// One side of a kernel-stack rr run.
 #[derive(Debug, Clone)]
 pub struct KernelRrConfig {
-    /// The server's address for this queue.
-    pub server: SocketAddrV4,
+    /// The responder's address for this queue.
+    pub responder: SocketAddrV4,
     /// The client's address.
     pub client_ip: Ipv4Addr,
     /// How requests are cut (UDP datagrams).

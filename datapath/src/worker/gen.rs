@@ -30,7 +30,7 @@ use super::{place, spawn_with, tx::TxSummary, Placement, StopSignal, Worker, Wor
 use crate::{
     clock::monotonic_ns,
     frame::{FrameSpec, HEADER_OFFSET, MIN_LEN},
-    header::MESSAGE_HEADER_LEN,
+    geometry::Geometry,
     message::Fragmentation,
     stats::{CounterSnapshot, WorkerCounters},
     xsk::BindMode,
@@ -77,7 +77,7 @@ impl MessageBytes {
         let per_frame: Vec<(u64, u64)> = (0..m.count)
             .map(|k| {
                 let (_, piece) = m.piece(k);
-                let len = HEADER_OFFSET + MESSAGE_HEADER_LEN + piece;
+                let len = Geometry::fragment_len(piece);
                 (len.max(MIN_LEN) as u64, (len - HEADER_OFFSET) as u64)
             })
             .collect();
@@ -285,6 +285,7 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::header::MESSAGE_HEADER_LEN;
 
     #[test]
     fn bytes_of_message_frames() {

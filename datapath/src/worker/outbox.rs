@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 
 use crate::{
     frame::{set_lengths, HEADER_OFFSET, MIN_LEN},
-    header::{Fragment, Header, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
+    geometry::Geometry,
+    header::{Fragment, Header, Kind, HEADER_LEN},
     message::Fragmentation,
     xsk::DuplexPort,
 };
@@ -76,7 +77,7 @@ impl Outbox {
         let sent = port.send(n, |f| {
             let Some(p) = queue.front_mut() else { return };
             let (_, piece) = cut.piece(p.next as usize);
-            let len = HEADER_OFFSET + MESSAGE_HEADER_LEN + piece;
+            let len = Geometry::fragment_len(piece);
             let wire = len.max(MIN_LEN);
             if f.len() != wire {
                 f.set_len(wire);

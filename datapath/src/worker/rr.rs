@@ -46,7 +46,7 @@ pub struct RrWorkerConfig {
     /// How the messages this worker sends are cut.
     pub send: Fragmentation,
     /// Port of the responder.
-    pub server_port: u16,
+    pub responder_port: u16,
 }
 
 /// What a client reports when it ends.
@@ -194,7 +194,7 @@ fn respond(
             // (A late message takes a loss back, hence the wrapping.)
             c.messages_lost = c.messages_lost.wrapping_add(t.lost().wrapping_sub(lost));
             if let Some(msg_id) = done {
-                out.push(p.header.flow, msg_id, cfg.server_port, p.src_port);
+                out.push(p.header.flow, msg_id, cfg.responder_port, p.src_port);
             }
         });
         if !send_then_idle(&mut port, &mut out, &mut c, cfg, now, got > 0, 20)? {
@@ -243,13 +243,13 @@ fn run_client(
         nflows * cl.concurrency as usize,
     );
     let mut c = CounterSnapshot::default();
-    let server_port = cfg.server_port;
+    let responder_port = cfg.responder_port;
     let push = |out: &mut Outbox, f: u16, id: u32| {
         out.push(
             f,
             id,
-            server_port.wrapping_add(1).wrapping_add(f),
-            server_port,
+            responder_port.wrapping_add(1).wrapping_add(f),
+            responder_port,
         )
     };
     tx.start(monotonic_ns(), &mut |f, id| push(&mut out, f, id));

@@ -17,7 +17,7 @@ pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
 /// The client's part.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// Flows this worker runs (flow f's client port is server_port + 1 + f).
+    /// Flows this worker runs (flow f's client port is responder_port + 1 + f).
     pub flows: Vec<u16>,
     /// Transactions in flight per flow.
     pub concurrency: u32,

@@ -6,7 +6,8 @@ use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerEr
 use crate::{
     clock::monotonic_ns,
     frame::{set_lengths, FrameSpec, HEADER_OFFSET},
-    header::{Fragment, Header, HEADER_LEN, MESSAGE_HEADER_LEN},
+    geometry::Geometry,
+    header::{Fragment, Header, HEADER_LEN},
     message::Fragmentation,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
@@ -90,7 +91,7 @@ impl Stamper {
         };
         let k = seq % self.frags;
         let (_, piece) = m.piece(k as usize);
-        let len = HEADER_OFFSET + MESSAGE_HEADER_LEN + piece;
+        let len = Geometry::fragment_len(piece);
         let wire = len.max(crate::frame::MIN_LEN);
         if f.len() != wire {
             f.set_len(wire);

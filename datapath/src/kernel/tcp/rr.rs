@@ -104,17 +104,17 @@ fn tcp_setup(s: &TcpStream) -> Result<(), WorkerError> {
     Ok(())
 }
 
-/// Starts a TCP rr server: accepts connections, answers every request.
+/// Starts a TCP rr responder: accepts connections, answers every request.
 pub fn spawn_responder(
     name: String,
     cfg: KernelRrConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    let server = cfg.server;
+    let responder = cfg.responder;
     spawn_with(
         name,
         cfg.placement.clone(),
         move || {
-            let l = TcpListener::bind(server).map_err(err("TCP listen"))?;
+            let l = TcpListener::bind(responder).map_err(err("TCP listen"))?;
             l.set_nonblocking(true).map_err(err("TCP nonblocking"))?;
             Ok((l, BindMode::Kernel, None, false))
         },
@@ -210,7 +210,10 @@ pub fn spawn_client(
             for _ in &flows {
                 let until = Instant::now() + Duration::from_secs(5);
                 let s = loop {
-                    match TcpStream::connect_timeout(&setup.server.into(), Duration::from_secs(1)) {
+                    match TcpStream::connect_timeout(
+                        &setup.responder.into(),
+                        Duration::from_secs(1),
+                    ) {
                         Ok(s) => break s,
                         Err(e)
                             if Instant::now() < until
@@ -297,7 +300,7 @@ fn run_client(
                     if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) =>
                 {
                     return Err(WorkerError::Hook(
-                        "TCP: the server closed the connection (did it stop?)".into(),
+                        "TCP: the responder closed the connection (did it stop?)".into(),
                     ));
                 }
                 Err(e) => return Err(err("TCP read")(e)),

@@ -25,7 +25,7 @@ use crate::kernel::{
     KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE, SOCKET_BUFFER,
 };
 use crate::{
-    frame::{FCS_LEN, HEADER_OFFSET},
+    frame::HEADER_OFFSET,
     header::Kind,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
@@ -37,9 +37,10 @@ use crate::{
 const GSO_MAX_BYTES: usize = 65_000;
 /// Largest number of segments in one GSO send.
 const GSO_MAX_SEGMENTS: usize = 64;
-/// Bytes a datagram adds on the wire to its UDP payload (headers and FCS),
-/// so kernel backends count "frame bytes" as AF_XDP does.
-const FRAME_OVERHEAD: u64 = (HEADER_OFFSET + FCS_LEN) as u64 - FCS_LEN as u64;
+/// Bytes a datagram's frame holds beside its UDP payload (the Ethernet,
+/// IPv4 and UDP headers; the FCS is not counted, as in an AF_XDP
+/// descriptor), so kernel backends count "frame bytes" as AF_XDP does.
+const FRAME_OVERHEAD: u64 = HEADER_OFFSET as u64;
 
 fn io(e: std::io::Error) -> WorkerError {
     WorkerError::Hook(format!("UDP socket: {e}"))

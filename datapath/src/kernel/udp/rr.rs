@@ -187,16 +187,16 @@ fn udp_socket(bind: SocketAddrV4) -> Result<UdpSocket, WorkerError> {
     Ok(s)
 }
 
-/// Starts a UDP rr server: answers every complete request.
+/// Starts a UDP rr responder: answers every complete request.
 pub fn spawn_responder(
     name: String,
     cfg: KernelRrConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    let server = cfg.server;
+    let responder = cfg.responder;
     spawn_with(
         name,
         cfg.placement.clone(),
-        move || Ok((udp_socket(server)?, BindMode::Kernel, None, false)),
+        move || Ok((udp_socket(responder)?, BindMode::Kernel, None, false)),
         move |sock, counters| respond(sock, &cfg, counters),
     )
 }
@@ -277,7 +277,7 @@ pub fn spawn_client(
             let mut socks = Vec::new();
             for _ in &flows {
                 let s = udp_socket(SocketAddrV4::new(setup.client_ip, 0))?;
-                s.connect(setup.server).map_err(err("UDP connect"))?;
+                s.connect(setup.responder).map_err(err("UDP connect"))?;
                 socks.push(s);
             }
             Ok((socks, BindMode::Kernel, None, false))

@@ -1,0 +1,186 @@
+//! AF_XDP sockets fed by linerate's XDP steering program: kernel bypass,
+//! frames of any size the link carries (multi-buffer above one UMEM
+//! chunk), every role of stream and rr.
+
+use std::sync::Arc;
+
+use linerate_datapath::{
+    frame::{Endpoint, FrameSpec},
+    geometry::Geometry,
+    header::Kind,
+    message::Fragmentation,
+    worker::{
+        spawn_client, spawn_responder, spawn_rx, spawn_tx, ClientConfig, OnBound, RrSummary,
+        RrWorkerConfig, RxSummary, RxWorkerConfig, TxSummary, TxWorkerConfig, Worker, WorkerError,
+    },
+    xsk::SocketOptions,
+};
+use linerate_ebpf::Steering;
+
+use super::{Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
+use crate::path::PathEnd;
+
+/// The AF_XDP engine.
+pub(super) struct AfXdp;
+
+const CAN: Capabilities = Capabilities {
+    stream_sender: true,
+    stream_receiver: true,
+    rr_responder: Some("af-xdp"),
+    frames: true,
+    messages: true,
+    max_frame: None,
+    multi_buffer: true,
+    pacing: true,
+    wait_modes: true,
+    steering: true,
+    umem: true,
+    udp_offloads: false,
+    counts_foreign: true,
+};
+
+impl Engine for AfXdp {
+    fn name(&self) -> &'static str {
+        "xdp"
+    }
+
+    fn can(&self) -> &Capabilities {
+        &CAN
+    }
+
+    fn spawn_sender(
+        &self,
+        cfg: &SenderConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<TxSummary>, WorkerError> {
+        spawn_tx(
+            format!("lr-tx{queue}"),
+            TxWorkerConfig {
+                socket: socket(cfg.workers.end, queue, cfg.io.tx_ring, &cfg.io),
+                frame: cfg.frame(queue),
+                message: cfg.message,
+                batch: cfg.io.batch,
+                wait: cfg.workers.wait,
+                rate: cfg.rate,
+                count: cfg.count,
+                placement: cfg.workers.placement(queue),
+                stop: cfg.workers.stop.clone(),
+            },
+        )
+    }
+
+    fn spawn_receiver(
+        &self,
+        cfg: &ReceiverConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<RxSummary>, WorkerError> {
+        spawn_rx(
+            format!("lr-rx{queue}"),
+            RxWorkerConfig {
+                socket: socket(cfg.workers.end, queue, cfg.io.rx_ring, &cfg.io),
+                batch: cfg.io.batch,
+                wait: cfg.workers.wait,
+                placement: cfg.workers.placement(queue),
+                stop: cfg.workers.stop.clone(),
+                on_bound: register(cfg.workers.steering, queue),
+                count_foreign: cfg.count_foreign,
+            },
+        )
+    }
+
+    fn spawn_client(
+        &self,
+        cfg: &RrConfig<'_>,
+        queue: u32,
+        clients: ClientConfig,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        let (client, responder) = (cfg.client.end, cfg.responder.end);
+        let frame = rr_frame(
+            client.endpoint(cfg.port + 1),
+            responder.endpoint(cfg.port),
+            Kind::Request,
+            &cfg.request,
+        );
+        spawn_client(
+            format!("lr-cli{queue}"),
+            rr_worker(cfg, &cfg.client, queue, frame, cfg.request),
+            clients,
+        )
+    }
+
+    fn spawn_responder(
+        &self,
+        cfg: &RrConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        let (client, responder) = (cfg.client.end, cfg.responder.end);
+        let frame = rr_frame(
+            responder.endpoint(cfg.port),
+            client.endpoint(cfg.port + 1),
+            Kind::Response,
+            &cfg.response,
+        );
+        spawn_responder(
+            format!("lr-rsp{queue}"),
+            rr_worker(cfg, &cfg.responder, queue, frame, cfg.response),
+        )
+    }
+}
+
+/// The socket of queue `q` on `end`, with a ring of `ring` descriptors.
+fn socket(end: &PathEnd, queue: u32, ring: u32, io: &Io) -> SocketOptions {
+    SocketOptions {
+        iface: end.iface.clone(),
+        queue,
+        ring_size: ring,
+        zero_copy: io.zero_copy,
+        multi_buffer: io.multi_buffer,
+        chunk_size: io.umem_chunk,
+    }
+}
+
+/// Registers the bound socket of queue `q` with the end's steering program.
+fn register(steering: Option<&Arc<Steering>>, queue: u32) -> OnBound {
+    let steering = steering.cloned();
+    Box::new(move |fd| match &steering {
+        Some(program) => program
+            .register_socket(queue, fd)
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    })
+}
+
+/// The frames of an rr message from `src` to `dst`, as large as the
+/// largest fragment of `cut`.
+fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> FrameSpec {
+    FrameSpec {
+        src,
+        dst,
+        frame_size: Geometry::fragment_frame(cut),
+        flow: 0,
+        kind,
+    }
+}
+
+/// An rr worker of `side` (the client or the responder) that sends
+/// `frame`s carrying messages cut as `send`.
+fn rr_worker(
+    cfg: &RrConfig<'_>,
+    side: &SideWorkers<'_>,
+    queue: u32,
+    frame: FrameSpec,
+    send: Fragmentation,
+) -> RrWorkerConfig {
+    RrWorkerConfig {
+        socket: socket(side.end, queue, cfg.io.rx_ring, &cfg.io),
+        tx_ring: cfg.io.tx_ring,
+        batch: cfg.io.batch,
+        wait: side.wait,
+        placement: side.placement(queue),
+        stop: side.stop.clone(),
+        on_bound: register(side.steering, queue),
+        frame,
+        send,
+        responder_port: cfg.port,
+    }
+}

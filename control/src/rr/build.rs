@@ -1,0 +1,299 @@
+//! An rr run's result from what it measured: a pure function, no I/O.
+
+use anyhow::{anyhow, Result};
+use hdrhistogram::Histogram;
+use linerate_datapath::worker::{RrSummary, MAX_LATENCY_NS};
+
+use super::{
+    plan::RrPlan,
+    result::{Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions, XdpCounters},
+    NAMES,
+};
+use crate::{
+    cli::ResponderArg,
+    session::{placement, Measured},
+};
+
+/// The result of `plan`'s run, from what it measured.
+pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Result<RrResult> {
+    let args = &plan.args;
+    let run = &args.run;
+    let path = &plan.path;
+    let window = &measured.window;
+    let xdp_responder = args.responder == ResponderArg::Xdp;
+    let completed = window.tx().transactions;
+    let clients = measured.tx.total(|s| s.counters);
+    let responders = measured.rx.total(|s| s.counters);
+    let per_s = window.per_s(completed);
+    let mb_s = per_s * (args.request + args.response) as f64 / 1e6;
+    let mut latency =
+        Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
+    for client in &measured.tx.summaries {
+        latency
+            .add(&client.latency)
+            .map_err(|e| anyhow!("merging histograms: {e}"))?;
+    }
+    let mut workers = measured.tx.reports(
+        "client",
+        |s| (s.counters, s.xsk),
+        &window.start.tx,
+        &window.end.tx,
+    );
+    workers.extend(measured.rx.reports(
+        "responder",
+        |s| (s.counters, s.xsk),
+        &window.start.rx,
+        &window.end.rx,
+    ));
+    let engine = plan.engine;
+    let client_wait = path.tx_wait(run, true);
+    Ok(RrResult {
+        test: "rr",
+        version: env!("CARGO_PKG_VERSION"),
+        params: RrParams {
+            request: args.request,
+            response: args.response,
+            concurrency: args.concurrency,
+            flows: args.flows,
+            queues: run.queues,
+            timeout_ms: args.timeout.as_secs_f64() * 1000.0,
+            count: args.count,
+            responder: if xdp_responder {
+                "xdp"
+            } else {
+                engine.can().rr_responder.unwrap_or(engine.name())
+            }
+            .into(),
+            backend: engine.name(),
+            warmup_s: run.warmup.as_secs_f64(),
+            duration_s: run.duration.as_secs_f64(),
+            mtu: path.mtu,
+            client_wait: format!("{client_wait:?}").to_lowercase(),
+            responder_wait: format!("{:?}", run.rx_wait).to_lowercase(),
+            client_cores: path.tx_cores.clone(),
+            responder_cores: path.rx_cores.clone(),
+            client_iface: path.tx.iface.clone(),
+            client_netns: path.tx.netns.clone(),
+            responder_iface: path.rx.iface.clone(),
+            responder_netns: path.rx.netns.clone(),
+            reverse: run.reverse,
+        },
+        environment: measured.environment.clone(),
+        setup: RrSetup {
+            client_bind_mode: measured
+                .tx
+                .ready
+                .first()
+                .map_or("none (other host)", |r| r.mode.as_str())
+                .into(),
+            responder_bind_mode: measured.rx.ready.first().map(|r| r.mode.as_str().into()),
+            zero_copy_refused: measured
+                .tx
+                .ready
+                .iter()
+                .chain(&measured.rx.ready)
+                .find_map(|r| r.fallback_reason.clone()),
+            xdp_mode: measured.xdp_mode.clone(),
+            request_frames: plan.request.count,
+            response_frames: plan.response.count,
+            placement: placement(
+                run,
+                NAMES,
+                path,
+                measured.napi,
+                &measured.napi_threads,
+                client_wait,
+            ),
+            napi_threads: measured.napi_threads.clone(),
+            napi: measured.napi.map(str::to_string),
+            driver: path.rx.info.kind.clone(),
+        },
+        window_s: window.seconds,
+        interrupted: measured.interrupted,
+        fault: measured.fault.clone(),
+        transactions: Transactions {
+            completed,
+            per_s,
+            total: clients.transactions,
+            timeouts: clients.timeouts,
+            late: clients.late,
+            answered: if xdp_responder {
+                measured.steering.rx.responded
+            } else {
+                responders.messages
+            },
+        },
+        latency: Latency::from_histogram(&latency),
+        cpu: RrCpu {
+            client: SideCpu::new(&window.cpu, &path.tx_cores, per_s, mb_s),
+            responder: SideCpu::new(&window.cpu, &path.rx_cores, per_s, mb_s),
+            total: SideCpu::new(&window.cpu, &[], per_s, mb_s),
+            per_core: window.cpu.clone(),
+        },
+        workers,
+        xdp: XdpCounters {
+            client: measured.steering.tx,
+            responder: measured.steering.rx,
+        },
+        interfaces: measured.interfaces.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use linerate_datapath::{
+        geometry::Geometry, stats::CounterSnapshot, worker::Ready, xsk::BindMode,
+    };
+
+    use super::*;
+    use crate::{
+        cli::{Cli, Command},
+        path::PathPlan,
+        session::{busy_cores, Ends, Finished, Window},
+    };
+
+    fn plan(args: &[&str]) -> RrPlan {
+        let argv = ["linerate", "rr"].iter().chain(args);
+        let Command::Rr(a) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!("an rr command")
+        };
+        let geometry = Geometry::for_mtu(1500);
+        RrPlan {
+            engine: crate::engine::for_rr(&a),
+            request: geometry.fragments(a.request).unwrap(),
+            response: geometry.fragments(a.response).unwrap(),
+            args: *a,
+            path: PathPlan::for_test(1500),
+            multi_buffer: false,
+            chunk_size: 2048,
+        }
+    }
+
+    fn transactions(count: u64) -> CounterSnapshot {
+        CounterSnapshot {
+            transactions: count,
+            messages: count,
+            ..Default::default()
+        }
+    }
+
+    /// A client that completed `total` transactions of `us` microseconds
+    /// each, `timeouts` of them retried.
+    fn client(total: u64, us: u64, timeouts: u64) -> RrSummary {
+        let mut latency = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).unwrap();
+        latency.record_n(us * 1000, total).unwrap();
+        RrSummary {
+            counters: CounterSnapshot {
+                timeouts,
+                ..transactions(total)
+            },
+            latency,
+            xsk: Default::default(),
+        }
+    }
+
+    fn ready() -> Ready {
+        Ready {
+            mode: BindMode::Copy,
+            fallback_reason: None,
+            huge_pages: false,
+            core: Some(0),
+            tid: 1,
+        }
+    }
+
+    fn measured() -> Measured<RrSummary, RrSummary> {
+        let window = Window {
+            seconds: 2.0,
+            cpu: busy_cores(&[100.0, 50.0]),
+            start: Ends {
+                tx: vec![transactions(1_000), transactions(2_000)],
+                rx: vec![transactions(3_000)],
+            },
+            end: Ends {
+                tx: vec![transactions(101_000), transactions(102_000)],
+                rx: vec![transactions(203_000)],
+            },
+            link: Ends::default(),
+        };
+        let tx = Finished {
+            ready: vec![ready(), ready()],
+            summaries: vec![client(120_000, 10, 2), client(110_000, 20, 0)],
+        };
+        let rx = Finished {
+            ready: vec![ready()],
+            summaries: vec![client(230_002, 1, 0)],
+        };
+        Measured::for_test(window, tx, rx)
+    }
+
+    #[test]
+    fn transactions_latency_and_cpu() {
+        let out = result(
+            &plan(&["--request", "100", "--response", "1000"]),
+            &measured(),
+        )
+        .unwrap();
+        // 200,000 transactions in the window's 2 s, both clients together.
+        assert_eq!(out.transactions.completed, 200_000);
+        assert_eq!(out.transactions.per_s, 100_000.0);
+        assert_eq!(out.transactions.total, 230_000);
+        assert_eq!(out.transactions.timeouts, 2);
+        assert_eq!(out.transactions.answered, 230_002);
+        // Both clients' histograms, merged.
+        assert_eq!(out.latency.count, 230_000);
+        assert!((out.latency.min_us - 10.0).abs() < 0.01);
+        assert!((out.latency.max_us - 20.0).abs() < 0.02);
+        // 1.5 cores busy for 100,000 transactions/s: 15 us each.
+        let total = out.cpu.total.us_per_transaction.unwrap();
+        assert!((total - 15.0).abs() < 1e-9, "{total}");
+        assert_eq!(out.cpu.client.cpu.cpu_pct, 100.0);
+        // 1100 bytes a transaction: 110 MB/s, for 1.5 cores (1500 ms a second).
+        let demand = out.cpu.total.cpu.service_demand_ms_per_mb.unwrap();
+        assert!((demand - 1500.0 / 110.0).abs() < 1e-9, "{demand}");
+        let roles: Vec<_> = out
+            .workers
+            .iter()
+            .map(|w| (w.role, w.window.transactions))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("client", 100_000),
+                ("client", 100_000),
+                ("responder", 200_000)
+            ]
+        );
+        assert_eq!(
+            (out.params.responder.as_str(), out.params.backend),
+            ("af-xdp", "xdp")
+        );
+    }
+
+    #[test]
+    fn who_answered() {
+        let mut xdp_answers = measured();
+        xdp_answers.rx = Finished::default();
+        xdp_answers.steering.rx.responded = 42;
+        let out = result(&plan(&["--responder", "xdp"]), &xdp_answers).unwrap();
+        assert_eq!(out.params.responder, "xdp");
+        assert_eq!(out.transactions.answered, 42);
+        assert_eq!(out.setup.responder_bind_mode, None);
+        for (backend, who) in [("udp", "udp socket"), ("tcp", "tcp socket")] {
+            let out = result(&plan(&["--backend", backend]), &measured()).unwrap();
+            assert_eq!(
+                (out.params.responder.as_str(), out.params.backend),
+                (who, backend)
+            );
+        }
+        let mut one_side = measured();
+        one_side.tx = Finished::default();
+        one_side.window.start.tx.clear();
+        one_side.window.end.tx.clear();
+        let out = result(&plan(&[]), &one_side).unwrap();
+        assert_eq!(out.setup.client_bind_mode, "none (other host)");
+        assert_eq!(out.transactions.completed, 0);
+        assert_eq!(out.latency.count, 0);
+    }
+}

@@ -1,0 +1,558 @@
+//! The phases every measured run goes through, in one place. A command
+//! (`stream`, `rr`) plans its run, then:
+//!
+//! 1. [`Session::prepare`]: check, then change. The plan locked the
+//!    interfaces; the steering programs are attached (each refuses a
+//!    foreign one), then the NAPI mode set and the NAPI threads pinned,
+//!    all put back when the session ends ([`system::Restore`]); the
+//!    interfaces' and programs' counters are read at the start.
+//! 2. [`Session::start`]: the rx end's workers, then (on two hosts, at
+//!    the agreed instant) the tx end's; one that fails stops them all.
+//! 3. and 4. [`Session::measure`]: the warm-up, then the window between two
+//!    snapshots ([`Window`]); both end early on Ctrl-C, a fault of the path
+//!    ([`watch::PathWatch`]), the other host's stop, or when the command
+//!    says it is done (its senders finished).
+//! 5. [`Session::await_peer`]: the rx end of a two-host run waits for the
+//!    tx host to finish.
+//! 6. [`Session::finish`]: the tx end stops first, the rx end drains what
+//!    is in flight, then stops; the counters since the start are read.
+//!
+//! What was measured ([`Measured`]) becomes the command's result by a pure
+//! function (`stream::build`, `rr::build`), tested without a network.
+//!
+//! Vocabulary: the path has a tx end (stream: the senders, rr: the
+//! clients) and an rx end (receivers, responders); [`Ends`] holds one
+//! thing of each.
+
+mod peer;
+mod placement;
+mod system;
+mod watch;
+mod window;
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+use linerate_datapath::{
+    stats::CounterSnapshot,
+    worker::{StopSignal, Worker, WorkerError},
+};
+use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
+
+pub use peer::{Live, Peer};
+pub use placement::placement;
+pub use system::steering_config;
+#[cfg(test)]
+pub use window::busy_cores;
+pub use window::{Finished, Window};
+
+use crate::{
+    cli::RunArgs,
+    iface::IfCounters,
+    path::{PathEnd, PathPlan},
+    stream::result::{Environment, InterfaceCounters},
+};
+use system::{apply_napi, attach_steering, pin_napi, Restore};
+use watch::{counters_or_zero, PathWatch};
+use window::{counters, Snapshot};
+
+/// How long the rx end of a two-host run waits past its window for the tx
+/// host to say it is done.
+const PEER_GRACE: Duration = Duration::from_secs(10);
+/// How long receivers keep draining after the senders stop, at most.
+const DRAIN_MAX: Duration = Duration::from_secs(2);
+/// Receivers stop once nothing arrived for this long.
+const DRAIN_QUIET: Duration = Duration::from_millis(150);
+
+/// One thing for each end of the path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ends<T> {
+    /// The tx end's (stream: senders, rr: clients).
+    pub tx: T,
+    /// The rx end's (receivers, responders).
+    pub rx: T,
+}
+
+impl Ends<bool> {
+    /// The ends whose workers run on this host: both, or the peer's
+    /// other one.
+    pub fn here(peer: Option<&dyn Peer>) -> Self {
+        peer.map_or(Self { tx: true, rx: true }, |p| Self {
+            tx: p.runs_tx(),
+            rx: !p.runs_tx(),
+        })
+    }
+}
+
+/// What a command calls the workers of each end, in messages.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerNames {
+    /// "sender", "client".
+    pub tx: &'static str,
+    /// "receiver", "responder".
+    pub rx: &'static str,
+}
+
+/// What a command asks of the first phase.
+pub struct Prepare<'a> {
+    /// The run's options.
+    pub args: &'a RunArgs,
+    /// The planned path.
+    pub path: &'a PathPlan,
+    /// The ends whose workers run here.
+    pub here: Ends<bool>,
+    /// The steering program each end needs, if any (attached only on the
+    /// ends that run here).
+    pub steering: Ends<Option<SteeringConfig>>,
+    /// What `--napi auto` means for this kind of run.
+    pub threaded_by_default: bool,
+    /// Which ends' NAPI threads are pinned beside their workers.
+    pub pin_napi: Ends<bool>,
+}
+
+/// How the rx end finishes once the tx end has stopped.
+#[derive(Debug, Clone, Copy)]
+pub enum Drain {
+    /// Until nothing arrived for a while (a stream's frames in flight).
+    UntilQuiet,
+    /// After a pause (the answers to the last requests).
+    Pause(Duration),
+}
+
+/// The running workers of both ends.
+pub struct Crew<T, R> {
+    /// The tx end's.
+    pub tx: Vec<Worker<T>>,
+    /// The rx end's.
+    pub rx: Vec<Worker<R>>,
+}
+
+impl<T, R> Crew<T, R> {
+    /// What the rx end's workers counted so far, together.
+    pub fn rx_now(&self) -> CounterSnapshot {
+        window::sum(&counters(&self.rx))
+    }
+}
+
+/// Everything a run measured: what its result is built from.
+#[derive(Debug, Clone)]
+pub struct Measured<T, R> {
+    /// The measured window.
+    pub window: Window,
+    /// What the tx end's workers left.
+    pub tx: Finished<T>,
+    /// What the rx end's workers left.
+    pub rx: Finished<R>,
+    /// The steering programs' counters over the whole run (zeros where
+    /// none ran).
+    pub steering: Ends<SteerStats>,
+    /// The rx end's program's attach mode ("none (kernel stack)": none).
+    pub xdp_mode: String,
+    /// Why it did not attach natively.
+    pub xdp_fallback_reason: Option<String>,
+    /// The interfaces' own counters over the whole run.
+    pub interfaces: InterfaceCounters,
+    /// The host.
+    pub environment: Environment,
+    /// The NAPI mode set for the run, if any.
+    pub napi: Option<&'static str>,
+    /// NAPI threads pinned (pid, core).
+    pub napi_threads: Vec<(i32, usize)>,
+    /// The ends whose workers ran here.
+    pub here: Ends<bool>,
+    /// Whether Ctrl-C or SIGTERM cut the run short.
+    pub interrupted: bool,
+    /// What ended the run early, if anything did.
+    pub fault: Option<String>,
+}
+
+/// A prepared run: the system changed for it (and put back when it is
+/// dropped), its counters read at the start.
+pub struct Session<'a> {
+    args: &'a RunArgs,
+    path: &'a PathPlan,
+    here: Ends<bool>,
+    peer: Option<&'a dyn Peer>,
+    interrupted: &'a AtomicBool,
+    steering: Ends<Option<Arc<Steering>>>,
+    napi: Option<&'static str>,
+    napi_threads: Vec<(i32, usize)>,
+    interfaces_at_start: Ends<IfCounters>,
+    steering_at_start: Ends<SteerStats>,
+    stop: Ends<StopSignal>,
+    in_window: Arc<AtomicBool>,
+    watch: PathWatch,
+    // Dropped last: puts back what prepare changed.
+    _restore: Restore,
+}
+
+/// The program's counters, or zeros when there is none.
+fn steer_stats(program: &Option<Arc<Steering>>) -> Result<SteerStats> {
+    Ok(match program {
+        Some(program) => program.stats()?,
+        None => SteerStats::default(),
+    })
+}
+
+impl<'a> Session<'a> {
+    /// Phase 1: attaches the steering programs, sets NAPI, reads the
+    /// counters at the start. `peer`: the other host, when this is one
+    /// side of a two-host run.
+    pub fn prepare(
+        asked: Prepare<'a>,
+        peer: Option<&'a dyn Peer>,
+        interrupted: &'a AtomicBool,
+    ) -> Result<Self> {
+        let (args, path, here) = (asked.args, asked.path, asked.here);
+        // The rx end first (rr: the responder's program answers requests).
+        let attach = |end, cfg: Option<SteeringConfig>, runs_here: bool| {
+            cfg.filter(|_| runs_here)
+                .map(|c| attach_steering(end, c))
+                .transpose()
+        };
+        let rx = attach(&path.rx, asked.steering.rx, here.rx)?;
+        let tx = attach(&path.tx, asked.steering.tx, here.tx)?;
+        let steering = Ends { tx, rx };
+        // Check, then change: only now the NAPI mode and pinning.
+        let mut restore = Restore::default();
+        let napi = apply_napi(args, path, asked.threaded_by_default, &mut restore)?;
+        let mut napi_threads = Vec::new();
+        if here.rx && asked.pin_napi.rx {
+            napi_threads.extend(pin_napi(&path.rx, &path.rx_cores, &mut restore));
+        }
+        if here.tx && asked.pin_napi.tx {
+            napi_threads.extend(pin_napi(&path.tx, &path.tx_cores, &mut restore));
+        }
+        let info = |end: &PathEnd| {
+            crate::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
+        };
+        let interfaces_at_start = Ends {
+            tx: info(&path.tx)?,
+            rx: info(&path.rx)?,
+        };
+        let steering_at_start = Ends {
+            tx: steer_stats(&steering.tx)?,
+            rx: steer_stats(&steering.rx)?,
+        };
+        let started = Instant::now();
+        let planned = args.warmup + args.duration;
+        let stop = |extra_s| StopSignal {
+            flag: Arc::new(AtomicBool::new(false)),
+            deadline: started + hard_deadline(planned, args.queues, extra_s),
+        };
+        Ok(Self {
+            args,
+            path,
+            here,
+            peer,
+            interrupted,
+            steering,
+            napi,
+            napi_threads,
+            interfaces_at_start,
+            steering_at_start,
+            stop: Ends {
+                tx: stop(0),
+                rx: stop(5),
+            },
+            // With no warm-up, the window is from the start.
+            in_window: Arc::new(AtomicBool::new(args.warmup.is_zero())),
+            watch: PathWatch::new(path),
+            _restore: restore,
+        })
+    }
+
+    /// The ends whose workers run here.
+    pub fn here(&self) -> Ends<bool> {
+        self.here
+    }
+
+    /// The stop signal of each end's workers.
+    pub fn stop_signals(&self) -> &Ends<StopSignal> {
+        &self.stop
+    }
+
+    /// The steering program attached to each end, if any.
+    pub fn steering(&self) -> &Ends<Option<Arc<Steering>>> {
+        &self.steering
+    }
+
+    /// Set while the window is measured (for workers that record only
+    /// then: rr's response times).
+    pub fn in_window(&self) -> Arc<AtomicBool> {
+        self.in_window.clone()
+    }
+
+    /// Phase 2: starts worker `q` of the rx end (unless `spawn_rx` is None:
+    /// the end answers in its XDP program), then, at the agreed start, of
+    /// the tx end, for every queue, on the ends that run here. A worker
+    /// that fails to start stops those started.
+    pub fn start<T, R>(
+        &self,
+        names: WorkerNames,
+        spawn_rx: Option<&dyn Fn(u32) -> Result<Worker<R>, WorkerError>>,
+        spawn_tx: &dyn Fn(u32) -> Result<Worker<T>, WorkerError>,
+    ) -> Result<Crew<T, R>> {
+        let mut crew = Crew {
+            tx: Vec::new(),
+            rx: Vec::new(),
+        };
+        let queues = self.args.queues;
+        if let Some(spawn) = spawn_rx.filter(|_| self.here.rx) {
+            for q in 0..queues {
+                match spawn(q) {
+                    Ok(worker) => crew.rx.push(worker),
+                    Err(e) => {
+                        self.abandon(crew);
+                        return Err(anyhow!(e)).with_context(|| {
+                            format!("starting {} on {} queue {q}", names.rx, self.path.rx.iface)
+                        });
+                    }
+                }
+            }
+        }
+        if !self.here.tx {
+            return Ok(crew);
+        }
+        if let Some(peer) = self.peer {
+            // The tx end starts at the agreed instant, when the rx end's
+            // workers on the other host are bound.
+            wait_until(peer.start(), &|| {
+                self.interrupted.load(Ordering::Relaxed) || peer.stop_asked()
+            });
+        }
+        for q in 0..queues {
+            match spawn_tx(q) {
+                Ok(worker) => crew.tx.push(worker),
+                Err(e) => {
+                    self.abandon(crew);
+                    return Err(anyhow!(e)).with_context(|| {
+                        format!("starting {} on {} queue {q}", names.tx, self.path.tx.iface)
+                    });
+                }
+            }
+        }
+        Ok(crew)
+    }
+
+    /// Stops and joins the workers of a run that cannot go on.
+    fn abandon<T, R>(&self, crew: Crew<T, R>) {
+        self.stop.tx.flag.store(true, Ordering::Relaxed);
+        self.stop.rx.flag.store(true, Ordering::Relaxed);
+        for worker in crew.tx {
+            let _ = worker.join();
+        }
+        for worker in crew.rx {
+            let _ = worker.join();
+        }
+    }
+
+    /// Hands the live counters to the peer, if it wants them now.
+    fn live<T, R>(&self, crew: &Crew<T, R>) {
+        let Some(peer) = self.peer else {
+            return;
+        };
+        let program = self.steering.rx.as_ref().or(self.steering.tx.as_ref());
+        peer.live(&|| Live {
+            tx: counters(&crew.tx),
+            rx: counters(&crew.rx),
+            xdp: program.and_then(|s| s.stats().ok()),
+        });
+    }
+
+    /// Whether the run must end now: Ctrl-C, a fault of the path, or the
+    /// other host's stop.
+    fn stopped<T, R>(&self, crew: &Crew<T, R>) -> bool {
+        self.live(crew);
+        self.interrupted.load(Ordering::Relaxed)
+            || self.watch.fault()
+            || self.peer.is_some_and(|p| p.stop_asked())
+    }
+
+    /// Phases 3 and 4: the warm-up, from when every worker is running (on
+    /// two hosts: from the agreed start), then the window. Both end early
+    /// when the run is stopped or `done()` (nothing more to measure).
+    /// `link_rates`: read the interfaces' own counters at the window's
+    /// edges too.
+    pub fn measure<T, R>(
+        &self,
+        crew: &Crew<T, R>,
+        link_rates: bool,
+        done: &dyn Fn() -> bool,
+    ) -> Result<Window> {
+        let end_early = || self.stopped(crew) || done();
+        let running = self
+            .peer
+            .map_or_else(Instant::now, |p| p.start().max(Instant::now()));
+        wait_until(running + self.args.warmup, &end_early);
+        let link = || {
+            if link_rates {
+                Ends {
+                    tx: counters_or_zero(&self.path.tx),
+                    rx: counters_or_zero(&self.path.rx),
+                }
+            } else {
+                Ends::default()
+            }
+        };
+        let link_start = link();
+        let start = Snapshot::take(&crew.tx, &crew.rx)?;
+        self.in_window.store(true, Ordering::Relaxed);
+        wait_until(start.at + self.args.duration, &end_early);
+        self.in_window.store(false, Ordering::Relaxed);
+        let end = Snapshot::take(&crew.tx, &crew.rx)?;
+        // A worker that ended because its interface went away ended the
+        // window early: look now.
+        self.watch.check_now();
+        let link_end = link();
+        let link = Ends {
+            tx: link_end.tx.since(&link_start.tx),
+            rx: link_end.rx.since(&link_start.rx),
+        };
+        Ok(Window::between(start, end, link))
+    }
+
+    /// Phase 5: on the rx end of a two-host run, waits (at most
+    /// [`PEER_GRACE`]) for the tx host to say it is done, or for
+    /// `arrived()` (everything a counted run sends is in).
+    pub fn await_peer<T, R>(&self, crew: &Crew<T, R>, arrived: &dyn Fn() -> bool) {
+        let Some(peer) = self.peer.filter(|_| !self.here.tx) else {
+            return;
+        };
+        wait_until(Instant::now() + PEER_GRACE, &|| {
+            self.live(crew);
+            self.interrupted.load(Ordering::Relaxed) || peer.stop_asked() || arrived()
+        });
+    }
+
+    /// Phase 6: stops the tx end, lets the rx end finish as `drain` says,
+    /// stops it; reads the counters since the start and puts back what
+    /// [`Session::prepare`] changed.
+    pub fn finish<T, R>(
+        self,
+        crew: Crew<T, R>,
+        window: Window,
+        drain: Drain,
+    ) -> Result<Measured<T, R>> {
+        self.stop.tx.flag.store(true, Ordering::Relaxed);
+        let tx = Finished::join(crew.tx)?;
+        match drain {
+            Drain::UntilQuiet if !crew.rx.is_empty() => drain_until_quiet(&crew.rx),
+            Drain::UntilQuiet => {}
+            Drain::Pause(d) => thread::sleep(d),
+        }
+        self.stop.rx.flag.store(true, Ordering::Relaxed);
+        let rx = Finished::join(crew.rx)?;
+
+        let steering = Ends {
+            tx: steer_stats(&self.steering.tx)?.since(&self.steering_at_start.tx),
+            rx: steer_stats(&self.steering.rx)?.since(&self.steering_at_start.rx),
+        };
+        let program = self.steering.rx.as_ref();
+        let xdp_mode = program.map_or("none (kernel stack)".to_string(), |s| s.mode().to_string());
+        let xdp_fallback_reason = program.and_then(|s| s.fallback_reason().map(str::to_string));
+        let Self {
+            path,
+            here,
+            interrupted,
+            steering: programs,
+            napi,
+            napi_threads,
+            interfaces_at_start,
+            watch,
+            ..
+        } = self;
+        // Detach before reading the interfaces' counters.
+        drop(programs);
+        let interfaces = InterfaceCounters {
+            tx: counters_or_zero(&path.tx).since(&interfaces_at_start.tx),
+            rx: counters_or_zero(&path.rx).since(&interfaces_at_start.rx),
+        };
+        Ok(Measured {
+            window,
+            tx,
+            rx,
+            steering,
+            xdp_mode,
+            xdp_fallback_reason,
+            interfaces,
+            environment: crate::environment::describe(),
+            napi,
+            napi_threads,
+            here,
+            interrupted: interrupted.load(Ordering::Relaxed),
+            fault: watch.message(),
+        })
+    }
+}
+
+/// How long past its planned end a worker may run before it stops by
+/// itself: the safety net behind the stop flag. Generous, because binding
+/// many queues (each with its UMEM) can take seconds on a loaded machine,
+/// and the deadline counts from before the binding.
+fn hard_deadline(planned: Duration, queues: u32, extra_s: u64) -> Duration {
+    planned + Duration::from_secs(30 + extra_s + 2 * u64::from(queues))
+}
+
+/// Sleeps until `until`, or until `stop` says so.
+fn wait_until(until: Instant, stop: &dyn Fn() -> bool) {
+    loop {
+        let now = Instant::now();
+        if now >= until || stop() {
+            return;
+        }
+        thread::sleep((until - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Waits until the receivers have seen nothing new for a while.
+fn drain_until_quiet<R>(rx: &[Worker<R>]) {
+    let total = || rx.iter().map(|w| w.counters.snapshot().frames).sum::<u64>();
+    let end = Instant::now() + DRAIN_MAX;
+    let mut last = total();
+    let mut quiet_since = Instant::now();
+    while Instant::now() < end {
+        thread::sleep(Duration::from_millis(10));
+        let now = total();
+        if now != last {
+            last = now;
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() >= DRAIN_QUIET {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+impl<T, R> Measured<T, R> {
+    /// A run measured on one host, with the given window and workers, and
+    /// nothing else of note: what the builders' tests start from.
+    pub fn for_test(window: Window, tx: Finished<T>, rx: Finished<R>) -> Self {
+        Self {
+            window,
+            tx,
+            rx,
+            steering: Ends::default(),
+            xdp_mode: "native".into(),
+            xdp_fallback_reason: None,
+            interfaces: InterfaceCounters::default(),
+            environment: Environment {
+                kernel: "6.18.0".into(),
+                cpus: 2,
+                cpu_model: "test".into(),
+            },
+            napi: Some("threaded"),
+            napi_threads: Vec::new(),
+            here: Ends { tx: true, rx: true },
+            interrupted: false,
+            fault: None,
+        }
+    }
+}

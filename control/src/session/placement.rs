@@ -1,0 +1,60 @@
+//! The run's placement in words, for its result.
+
+use linerate_datapath::worker::WaitMode;
+
+use super::WorkerNames;
+use crate::{
+    cli::{NapiArg, RunArgs},
+    path::PathPlan,
+};
+
+/// What the run's placement is, in words: the workers' cores (chosen by
+/// linerate or given), the NAPI mode and where its threads were pinned.
+/// `tx_wait` is how the tx end's workers waited.
+pub fn placement(
+    args: &RunArgs,
+    names: WorkerNames,
+    path: &PathPlan,
+    napi: Option<&str>,
+    napi_threads: &[(i32, usize)],
+    tx_wait: WaitMode,
+) -> String {
+    let who = if path.crossed {
+        "chosen by linerate: too few cores to keep the names apart, so each core sends one queue and receives another"
+    } else if args.tx_cores.is_none() && args.rx_cores.is_none() {
+        "chosen by linerate: one core per role, apart"
+    } else {
+        "as given"
+    };
+    let who = match (args.tx_wait, tx_wait) {
+        (None, WaitMode::Wait) => {
+            format!(
+                "{who}; {}s block, as they share cores with receive work",
+                names.tx
+            )
+        }
+        _ => who.to_string(),
+    };
+    let napi = match (napi, args.napi) {
+        (None, _) => "NAPI left as configured".to_string(),
+        (Some(mode), NapiArg::Auto) => format!("NAPI {mode} (auto)"),
+        (Some(mode), _) => format!("NAPI {mode} (as given)"),
+    };
+    let pinned = if napi_threads.is_empty() {
+        String::new()
+    } else {
+        let cores: Vec<String> = napi_threads
+            .iter()
+            .map(|(pid, core)| format!("{pid} on core {core}"))
+            .collect();
+        format!(
+            ", NAPI threads pinned beside the {}: {}",
+            names.rx,
+            cores.join(", ")
+        )
+    };
+    format!(
+        "{} cores {:?}, {} cores {:?} ({who}); {napi}{pinned}",
+        names.tx, path.tx_cores, names.rx, path.rx_cores
+    )
+}

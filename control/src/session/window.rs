@@ -1,0 +1,214 @@
+//! The measured window: every worker's counters and every core's CPU at
+//! its two edges, and what is read from them without I/O.
+
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use linerate_datapath::{
+    stats::CounterSnapshot,
+    worker::{Ready, Worker},
+    xsk::XskStats,
+};
+
+use super::Ends;
+use crate::{
+    cpu::{CoreUse, CpuSample},
+    iface::IfCounters,
+    stream::result::WorkerReport,
+};
+
+/// Every worker's counters and every core's CPU at one instant.
+pub struct Snapshot {
+    /// When.
+    pub at: Instant,
+    /// Each worker's counters, by end.
+    pub workers: Ends<Vec<CounterSnapshot>>,
+    /// CPU.
+    pub cpu: CpuSample,
+}
+
+impl Snapshot {
+    /// Takes one.
+    pub fn take<T, R>(tx: &[Worker<T>], rx: &[Worker<R>]) -> Result<Self> {
+        Ok(Self {
+            at: Instant::now(),
+            workers: Ends {
+                tx: counters(tx),
+                rx: counters(rx),
+            },
+            cpu: CpuSample::read()?,
+        })
+    }
+}
+
+/// Each worker's counters now.
+pub fn counters<S>(workers: &[Worker<S>]) -> Vec<CounterSnapshot> {
+    workers.iter().map(|w| w.counters.snapshot()).collect()
+}
+
+/// The measured window, as read from its two edges.
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    /// Its length, seconds.
+    pub seconds: f64,
+    /// Every core's use over it.
+    pub cpu: Vec<CoreUse>,
+    /// Each worker's counters at its start, by end.
+    pub start: Ends<Vec<CounterSnapshot>>,
+    /// Each worker's counters at its end, by end.
+    pub end: Ends<Vec<CounterSnapshot>>,
+    /// The interfaces' own counters over it (zeros when the run does not
+    /// read them at its edges).
+    pub link: Ends<IfCounters>,
+}
+
+impl Window {
+    /// The window between two snapshots.
+    pub fn between(start: Snapshot, end: Snapshot, link: Ends<IfCounters>) -> Self {
+        Self {
+            seconds: (end.at - start.at).as_secs_f64(),
+            cpu: end.cpu.since(&start.cpu),
+            start: start.workers,
+            end: end.workers,
+            link,
+        }
+    }
+
+    /// What the tx end's workers counted in the window, together.
+    pub fn tx(&self) -> CounterSnapshot {
+        sum(&self.end.tx).since(&sum(&self.start.tx))
+    }
+
+    /// What the rx end's workers counted in the window, together.
+    pub fn rx(&self) -> CounterSnapshot {
+        sum(&self.end.rx).since(&sum(&self.start.rx))
+    }
+
+    /// `n` per second of the window (0 for an empty one).
+    pub fn per_s(&self, n: u64) -> f64 {
+        if self.seconds > 0.0 {
+            n as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Field-wise sum of counters.
+pub fn sum(each: &[CounterSnapshot]) -> CounterSnapshot {
+    each.iter()
+        .fold(CounterSnapshot::default(), |a, b| a.add(b))
+}
+
+/// What one end's workers left: what each reported when bound, and its
+/// summary when it ended.
+#[derive(Debug, Clone)]
+pub struct Finished<S> {
+    /// Each worker's report when bound.
+    pub ready: Vec<Ready>,
+    /// Each worker's summary.
+    pub summaries: Vec<S>,
+}
+
+impl<S> Default for Finished<S> {
+    fn default() -> Self {
+        Self {
+            ready: Vec::new(),
+            summaries: Vec::new(),
+        }
+    }
+}
+
+impl<S> Finished<S> {
+    /// Waits for every worker; the first worker's error, if any.
+    pub fn join(workers: Vec<Worker<S>>) -> Result<Self> {
+        let ready = workers.iter().map(|w| w.ready.clone()).collect();
+        let summaries = workers
+            .into_iter()
+            .map(|w| w.join().map_err(|e| anyhow!(e)))
+            .collect::<Result<_>>()?;
+        Ok(Self { ready, summaries })
+    }
+
+    /// The whole-run counters of every worker, together.
+    pub fn total(&self, counters: impl Fn(&S) -> CounterSnapshot) -> CounterSnapshot {
+        self.summaries
+            .iter()
+            .fold(CounterSnapshot::default(), |a, s| a.add(&counters(s)))
+    }
+
+    /// One report per worker: what it reported when bound, its counters
+    /// over `window` (`start` to `end`, by queue) and over the whole run.
+    pub fn reports(
+        &self,
+        role: &'static str,
+        totals: impl Fn(&S) -> (CounterSnapshot, XskStats),
+        start: &[CounterSnapshot],
+        end: &[CounterSnapshot],
+    ) -> Vec<WorkerReport> {
+        self.ready
+            .iter()
+            .zip(&self.summaries)
+            .enumerate()
+            .map(|(q, (ready, summary))| {
+                let (total, xsk) = totals(summary);
+                WorkerReport {
+                    role,
+                    queue: q as u32,
+                    core: ready.core,
+                    tid: ready.tid,
+                    window: end[q].since(&start[q]),
+                    total,
+                    xsk,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Cores 0, 1, ... busy for these percentages of a window (tests).
+#[cfg(test)]
+pub fn busy_cores(busy: &[f64]) -> Vec<CoreUse> {
+    busy.iter()
+        .enumerate()
+        .map(|(core, &busy)| CoreUse {
+            core,
+            busy,
+            ..Default::default()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(count: u64) -> CounterSnapshot {
+        CounterSnapshot {
+            frames: count,
+            bytes: count * 1514,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_window_from_its_edges() {
+        let window = Window {
+            seconds: 0.5,
+            start: Ends {
+                tx: vec![frames(100), frames(200)],
+                rx: vec![frames(90)],
+            },
+            end: Ends {
+                tx: vec![frames(600), frames(700)],
+                rx: vec![frames(1000)],
+            },
+            ..Default::default()
+        };
+        assert_eq!(window.tx().frames, 1000);
+        assert_eq!(window.tx().bytes, 1000 * 1514);
+        assert_eq!(window.rx().frames, 910);
+        assert_eq!(window.per_s(1000), 2000.0);
+        assert_eq!(Window::default().per_s(1000), 0.0);
+    }
+}

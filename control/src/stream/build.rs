@@ -1,0 +1,348 @@
+//! A stream's result from what its run measured: a pure function, no I/O.
+
+use linerate_datapath::{
+    geometry::Geometry,
+    worker::{RxSummary, TxSummary},
+};
+
+use super::{
+    plan::StreamPlan,
+    result::{
+        CpuReport, FrameAccounting, MessageAccounting, Params, Setup, SideFigures, StreamResult,
+    },
+    NAMES,
+};
+use crate::session::{placement, Measured};
+
+/// `part` of `whole`, in percent (0 of nothing).
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        100.0 * part as f64 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+/// The result of `plan`'s run, from what it measured.
+pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
+    let args = &plan.args;
+    let run = &args.run;
+    let path = &plan.path;
+    let window = &measured.window;
+    let messages = plan.message.is_some();
+    let mut sender = SideFigures::from_window(
+        &window.tx(),
+        window.seconds,
+        &window.cpu,
+        &path.tx_cores,
+        messages,
+    );
+    let mut receiver = SideFigures::from_window(
+        &window.rx(),
+        window.seconds,
+        &window.cpu,
+        &path.rx_cores,
+        messages,
+    );
+    sender.link_packets_per_s = window.per_s(window.link.tx.tx_packets);
+    receiver.link_packets_per_s = window.per_s(window.link.rx.rx_packets);
+    let total_cpu = crate::cpu::figures(&window.cpu, &[], receiver.counted_mb_s());
+
+    let sent = measured.tx.total(|s| s.counters);
+    let received = measured.rx.total(|s| s.counters);
+    let lost = sent.frames.saturating_sub(received.frames);
+    let frames = FrameAccounting {
+        sent: sent.frames,
+        received: received.frames,
+        lost,
+        loss_pct: percent(lost, sent.frames),
+        seq_gaps: received.lost,
+        reordered: received.reordered,
+        duplicates: received.duplicates,
+        bad: received.bad,
+        unfinished: measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
+        messages: plan.message.map(|cut| {
+            let lost = sent.messages.saturating_sub(received.messages);
+            MessageAccounting {
+                message_bytes: cut.msg_len,
+                frames_per_message: cut.count,
+                sent: sent.messages,
+                received: received.messages,
+                lost,
+                loss_pct: percent(lost, sent.messages),
+                receiver_counted_lost: received.messages_lost,
+            }
+        }),
+    };
+
+    let mut workers = measured.tx.reports(
+        "tx",
+        |s| (s.counters, s.xsk),
+        &window.start.tx,
+        &window.end.tx,
+    );
+    workers.extend(measured.rx.reports(
+        "rx",
+        |s| (s.counters, s.xsk),
+        &window.start.rx,
+        &window.end.rx,
+    ));
+    let ready = || measured.tx.ready.iter().chain(&measured.rx.ready);
+    let refused = ready().find_map(|r| r.fallback_reason.clone());
+    let huge_pages = ready().any(|r| r.huge_pages);
+    let umem = plan.sender.can().umem || plan.receiver.can().umem;
+    let tx_wait = path.tx_wait(run, measured.here.rx);
+    StreamResult {
+        test: "stream",
+        version: env!("CARGO_PKG_VERSION"),
+        params: Params {
+            backend: crate::engine::backend(run.backend).name(),
+            gso: run.gso,
+            gro: run.gro,
+            frame_size: plan.frame_size,
+            mtu: path.mtu,
+            queues: run.queues,
+            warmup_s: run.warmup.as_secs_f64(),
+            duration_s: run.duration.as_secs_f64(),
+            count: args.count,
+            rate_pps: args.rate,
+            tx_wait: format!("{tx_wait:?}").to_lowercase(),
+            rx_wait: format!("{:?}", run.rx_wait).to_lowercase(),
+            batch: run.batch,
+            ring: run.ring,
+            rx_ring: run.rx_ring,
+            port: run.port,
+            tx_cores: path.tx_cores.clone(),
+            rx_cores: path.rx_cores.clone(),
+            tx_iface: path.tx.iface.clone(),
+            tx_netns: path.tx.netns.clone(),
+            rx_iface: path.rx.iface.clone(),
+            rx_netns: path.rx.netns.clone(),
+            lab: path.lab.as_ref().map(|l| l.name.clone()),
+        },
+        environment: measured.environment.clone(),
+        setup: Setup {
+            tx_bind_mode: measured
+                .tx
+                .ready
+                .first()
+                .map_or(
+                    if args.rx_only {
+                        "none (--rx-only)"
+                    } else {
+                        "none (other host)"
+                    },
+                    |r| r.mode.as_str(),
+                )
+                .to_string(),
+            rx_bind_mode: measured
+                .rx
+                .ready
+                .first()
+                .map_or("none (other host)", |r| r.mode.as_str())
+                .to_string(),
+            zero_copy_refused: refused,
+            xdp_mode: measured.xdp_mode.clone(),
+            xdp_fallback_reason: measured.xdp_fallback_reason.clone(),
+            descs_per_frame: plan.descs_per_frame(),
+            umem_chunk: umem.then_some(plan.chunk_size),
+            umem_huge_pages: umem.then_some(huge_pages),
+            payload_per_frame: Geometry::udp_payload(plan.frame_size),
+            placement: placement(
+                run,
+                NAMES,
+                path,
+                measured.napi,
+                &measured.napi_threads,
+                tx_wait,
+            ),
+            napi_threads: measured.napi_threads.clone(),
+            napi: measured.napi.map(str::to_string),
+            driver: path.rx.info.kind.clone(),
+        },
+        window_s: window.seconds,
+        interrupted: measured.interrupted,
+        fault: measured.fault.clone(),
+        sender,
+        receiver,
+        frames,
+        cpu: CpuReport {
+            per_core: window.cpu.clone(),
+            total: total_cpu,
+        },
+        workers,
+        xdp: measured.steering.rx,
+        interfaces: measured.interfaces.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use linerate_datapath::{
+        stats::CounterSnapshot,
+        worker::Ready,
+        xsk::{BindMode, XskStats},
+    };
+
+    use super::*;
+    use crate::{
+        cli::{Cli, Command},
+        path::PathPlan,
+        session::{busy_cores, Ends, Finished, Window},
+    };
+
+    fn plan(args: &[&str]) -> StreamPlan {
+        let argv = ["linerate", "stream"].iter().chain(args);
+        let Command::Stream(a) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!("a stream command")
+        };
+        let (sender, receiver) = crate::engine::for_stream(&a);
+        let geometry = Geometry::for_mtu(1500);
+        let message = a.message.map(|m| geometry.fragments(m).unwrap());
+        StreamPlan {
+            args: *a,
+            sender,
+            receiver,
+            path: PathPlan::for_test(1500),
+            frame_size: geometry.max_frame(),
+            multi_buffer: false,
+            chunk_size: 2048,
+            message,
+        }
+    }
+
+    /// `n` frames of 1518 bytes (1514 in the descriptor, 1472 of payload),
+    /// in messages of `per_message` frames.
+    fn frames(count: u64, per_message: u64) -> CounterSnapshot {
+        CounterSnapshot {
+            frames: count,
+            bytes: count * 1514,
+            payload_bytes: count * 1472,
+            messages: count / per_message,
+            message_bytes: count / per_message * 1000,
+            ..Default::default()
+        }
+    }
+
+    fn ready(core: usize) -> Ready {
+        Ready {
+            mode: BindMode::Copy,
+            fallback_reason: Some("no zero-copy on veth".into()),
+            huge_pages: false,
+            core: Some(core),
+            tid: 100 + core as i32,
+        }
+    }
+
+    fn measured(
+        start: (u64, u64),
+        end: (u64, u64),
+        sent: u64,
+        received: u64,
+    ) -> Measured<TxSummary, RxSummary> {
+        let window = Window {
+            seconds: 0.5,
+            cpu: busy_cores(&[100.0, 50.0]),
+            start: Ends {
+                tx: vec![frames(start.0, 1)],
+                rx: vec![frames(start.1, 1)],
+            },
+            end: Ends {
+                tx: vec![frames(end.0, 1)],
+                rx: vec![frames(end.1, 1)],
+            },
+            link: Ends::default(),
+        };
+        let tx = Finished {
+            ready: vec![ready(0)],
+            summaries: vec![TxSummary {
+                counters: frames(sent, 1),
+                xsk: XskStats::default(),
+                unfinished: 3,
+            }],
+        };
+        let rx = Finished {
+            ready: vec![ready(1)],
+            summaries: vec![RxSummary {
+                counters: frames(received, 1),
+                ..Default::default()
+            }],
+        };
+        Measured::for_test(window, tx, rx)
+    }
+
+    #[test]
+    fn rates_and_loss_from_two_snapshots() {
+        let out = result(
+            &plan(&[]),
+            &measured((1_000, 900), (401_000, 400_900), 500_000, 495_000),
+        );
+        // 400,000 frames in half a second, each side.
+        assert_eq!(out.sender.frames, 400_000);
+        assert_eq!(out.sender.frames_per_s, 800_000.0);
+        assert_eq!(out.receiver.frames_per_s, 800_000.0);
+        assert!((out.receiver.payload_mb_s - 800_000.0 * 1472.0 / 1e6).abs() < 1e-6);
+        // Wire: 1514 + FCS + preamble and gap = 1538 bytes a frame.
+        assert!((out.receiver.wire_mb_s - 800_000.0 * 1538.0 / 1e6).abs() < 1e-6);
+        // The whole run's accounting, not the window's.
+        assert_eq!((out.frames.sent, out.frames.received), (500_000, 495_000));
+        assert_eq!(out.frames.lost, 5_000);
+        assert!((out.frames.loss_pct - 1.0).abs() < 1e-12);
+        assert_eq!(out.frames.unfinished, 3);
+        assert!(out.frames.messages.is_none());
+        // CPU: the receiver's core, and both.
+        assert_eq!(out.receiver.cpu.cpu_pct, 50.0);
+        assert_eq!(out.cpu.total.cpu_pct, 75.0);
+        // One report per worker, its window from the two snapshots.
+        let roles: Vec<_> = out
+            .workers
+            .iter()
+            .map(|w| (w.role, w.window.frames))
+            .collect();
+        assert_eq!(roles, [("tx", 400_000), ("rx", 400_000)]);
+        assert_eq!(out.params.frame_size, 1518);
+        assert_eq!(out.params.backend, "xdp");
+        assert_eq!(out.setup.payload_per_frame, 1472);
+        assert_eq!(out.setup.umem_chunk, Some(2048));
+        assert_eq!(out.setup.tx_bind_mode, "copy");
+        assert_eq!(
+            out.setup.zero_copy_refused.as_deref(),
+            Some("no zero-copy on veth")
+        );
+    }
+
+    #[test]
+    fn messages_kernel_engines_and_one_side() {
+        let udp = plan(&["--message", "1000", "--backend", "udp"]);
+        let mut one_side = measured((0, 0), (600, 600), 900, 600);
+        one_side.tx = Finished::default();
+        one_side.here = Ends {
+            tx: false,
+            rx: true,
+        };
+        let out = result(&udp, &one_side);
+        let msg = out.frames.messages.expect("a message stream");
+        assert_eq!((msg.message_bytes, msg.frames_per_message), (1000, 1));
+        // This host ran no senders: it counts what arrived.
+        assert_eq!((msg.sent, msg.received, msg.lost), (0, 600, 0));
+        assert_eq!(out.setup.tx_bind_mode, "none (other host)");
+        assert_eq!(out.setup.umem_chunk, None);
+        assert_eq!(out.params.backend, "udp");
+        assert_eq!(out.receiver.messages_per_s, Some(1200.0));
+        let rx_only = plan(&["--rx-only"]);
+        assert_eq!(
+            result(&rx_only, &one_side).setup.tx_bind_mode,
+            "none (--rx-only)"
+        );
+    }
+
+    #[test]
+    fn an_empty_window() {
+        let mut empty = measured((0, 0), (0, 0), 0, 0);
+        empty.window.seconds = 0.0;
+        let out = result(&plan(&[]), &empty);
+        assert_eq!(out.sender.frames_per_s, 0.0);
+        assert_eq!(out.frames.loss_pct, 0.0);
+    }
+}

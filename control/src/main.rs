@@ -14,6 +14,7 @@ mod overhead;
 mod path;
 mod privilege;
 mod remote;
+mod results;
 mod rr;
 mod session;
 mod sh;

@@ -334,13 +334,13 @@ pub fn worker_reports(
     totals: impl Iterator<Item = (CounterSnapshot, linerate_datapath::xsk::XskStats)>,
     start: &[CounterSnapshot],
     end: &[CounterSnapshot],
-) -> Vec<crate::stream::result::WorkerReport> {
+) -> Vec<crate::results::parts::WorkerReport> {
     ready
         .iter()
         .zip(totals)
         .enumerate()
         .map(
-            |(q, (r, (total, xsk)))| crate::stream::result::WorkerReport {
+            |(q, (r, (total, xsk)))| crate::results::parts::WorkerReport {
                 role,
                 queue: q as u32,
                 core: r.core,

@@ -4,28 +4,20 @@
 //! core's CPU time. Live while a run goes (from the child's live lines);
 //! after it, the run's final figures.
 
+use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
+use linerate_ebpf::SteerStats;
 use prometheus_client::{
     encoding::text::encode,
     metrics::{counter::Counter, family::Family, gauge::Gauge},
     registry::Registry,
 };
+
 use serde_json::Value;
 
-type Labels = Vec<(String, String)>;
-
-/// What /metrics shows of the agent's last run.
-pub struct RunView {
-    /// "stream" or "rr".
-    pub test: String,
-    /// "tx" or "rx".
-    pub role: String,
-    /// Whether it is going.
-    pub active: bool,
-    /// The child's latest live counters.
-    pub live: Option<Value>,
-    /// Its result, once it ended.
-    pub result: Option<Value>,
-}
+use crate::results::{
+    parts::{side_of, Live},
+    run::RunResult,
+};
 
 /// Worker counters exported, as (counter field, metric name, help).
 const WORKER: [(&str, &str, &str); 8] = [
@@ -92,11 +84,65 @@ const XDP: [&str; 7] = [
     "dropped",
 ];
 
-fn role_label(r: &str) -> &str {
-    match r {
-        "client" => "tx",
-        "responder" => "rx",
-        r => r,
+/// The field `name` of a snapshot.
+fn field(snapshot: &impl serde::Serialize, name: &str) -> u64 {
+    serde_json::to_value(snapshot)
+        .ok()
+        .and_then(|v: Value| v[name].as_u64())
+        .unwrap_or(0)
+}
+
+type Labels = Vec<(String, String)>;
+
+/// What /metrics shows of the agent's last run.
+pub struct RunView {
+    /// "stream" or "rr".
+    pub test: String,
+    /// "tx" or "rx".
+    pub role: String,
+    /// Whether it is going.
+    pub active: bool,
+    /// The child's latest live counters.
+    pub live: Option<Live>,
+    /// Its result, once it ended.
+    pub result: Option<RunResult>,
+}
+
+/// A worker as /metrics labels it: (role "tx" or "rx", queue), its
+/// counters, and its socket's statistics once it ended.
+type WorkerView = (&'static str, u32, CounterSnapshot, Option<XskStats>);
+
+fn side_label(role: &str) -> &'static str {
+    match side_of(role) {
+        crate::cpu::Host::Tx => "tx",
+        crate::cpu::Host::Rx => "rx",
+    }
+}
+
+/// Final figures once the run ended, live ones while it goes.
+fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) {
+    match (&run.result, &run.live) {
+        (Some(r), _) => {
+            let (workers, steer) = match r {
+                RunResult::Stream(s) => (&s.workers, s.xdp),
+                RunResult::Rr(s) if run.role == "tx" => (&s.workers, s.xdp.client),
+                RunResult::Rr(s) => (&s.workers, s.xdp.responder),
+            };
+            let w = workers
+                .iter()
+                .map(|w| (side_label(w.role), w.queue, w.total, Some(w.xsk)))
+                .collect();
+            (w, Some(steer))
+        }
+        (None, Some(l)) => {
+            let w = l
+                .workers
+                .iter()
+                .map(|w| (side_label(&w.role), w.queue, w.counters, None))
+                .collect();
+            (w, l.xdp)
+        }
+        _ => (Vec::new(), None),
     }
 }
 
@@ -143,46 +189,27 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
                 ("role".into(), run.role.clone()),
             ])
             .set(i64::from(run.active));
-        // Final figures once the run ended, live ones while it goes.
-        let (list, key) = match (&run.result, &run.live) {
-            (Some(r), _) => (r.get("workers"), "total"),
-            (None, Some(l)) => (l.get("workers"), "counters"),
-            _ => (None, ""),
-        };
-        for w in list.and_then(Value::as_array).into_iter().flatten() {
+        let (list, steer) = workers_and_steering(run);
+        for (role, queue, counters, sock) in list {
             let labels = vec![
-                (
-                    "role".to_string(),
-                    role_label(w["role"].as_str().unwrap_or("?")).to_string(),
-                ),
-                ("queue".to_string(), w["queue"].to_string()),
+                ("role".to_string(), role.to_string()),
+                ("queue".to_string(), queue.to_string()),
             ];
-            for ((field, _, _), fam) in WORKER.iter().zip(&workers) {
-                if let Some(v) = w[key][*field].as_u64() {
-                    fam.get_or_create(&labels).inc_by(v);
-                }
+            for ((name, _, _), fam) in WORKER.iter().zip(&workers) {
+                fam.get_or_create(&labels).inc_by(field(&counters, name));
             }
-            if let Some(x) = w.get("xsk") {
+            if let Some(x) = sock {
                 for k in XSK {
                     let mut l = labels.clone();
                     l.push(("event".into(), k.into()));
-                    xsk.get_or_create(&l).inc_by(x[k].as_u64().unwrap_or(0));
+                    xsk.get_or_create(&l).inc_by(field(&x, k));
                 }
             }
         }
-        let steer = match (&run.result, &run.live) {
-            (Some(r), _) => match (run.test.as_str(), run.role.as_str()) {
-                ("rr", "tx") => r["xdp"].get("client").cloned(),
-                ("rr", _) => r["xdp"].get("responder").cloned(),
-                _ => r.get("xdp").cloned(),
-            },
-            (None, Some(l)) => l.get("xdp").cloned(),
-            _ => None,
-        };
-        if let Some(s) = steer.filter(Value::is_object) {
+        if let Some(s) = steer {
             for k in XDP {
                 xdp.get_or_create(&vec![("action".into(), k.into())])
-                    .inc_by(s[k].as_u64().unwrap_or(0));
+                    .inc_by(field(&s, k));
             }
         }
     }
@@ -220,29 +247,98 @@ fn proc_stat() -> Vec<(usize, Vec<(&'static str, f64)>)> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+
+    fn fixture(name: &str) -> RunResult {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results")
+            .join(name);
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    fn view(test: &str, role: &str, live: Option<Live>, result: Option<RunResult>) -> String {
+        render(Some(&RunView {
+            test: test.into(),
+            role: role.into(),
+            active: live.is_some(),
+            live,
+            result,
+        }))
+        .unwrap()
+    }
 
     #[test]
     fn final_figures_exported() {
-        let result = serde_json::json!({
-            "workers": [{"role": "tx", "queue": 0, "total": {"frames": 1234, "bytes": 99},
-                         "xsk": {"rx_dropped": 0, "tx_ring_empty": 3}}],
-            "xdp": {"seen": 5, "redirected": 4},
-        });
-        let text = render(Some(&RunView {
-            test: "stream".into(),
-            role: "tx".into(),
-            active: false,
-            live: None,
-            result: Some(result),
-        }))
-        .unwrap();
+        let r = fixture("stream.json");
+        let RunResult::Stream(s) = &r else { panic!() };
+        let (tx, rx) = (s.workers[0].total, s.workers[1].total);
+        let text = view("stream", "rx", None, Some(r.clone()));
+        for (line, want) in [
+            (
+                r#"linerate_worker_frames_total{role="tx",queue="0"}"#,
+                tx.frames,
+            ),
+            (
+                r#"linerate_worker_frames_total{role="rx",queue="0"}"#,
+                rx.frames,
+            ),
+            (
+                r#"linerate_xdp_frames_total{action="redirected"}"#,
+                s.xdp.redirected,
+            ),
+            (
+                r#"linerate_xsk_events_total{role="tx",queue="0",event="tx_ring_empty"}"#,
+                s.workers[0].xsk.tx_ring_empty,
+            ),
+        ] {
+            assert!(
+                text.contains(&format!("{line} {want}\n")),
+                "{line} {want}: {text}"
+            );
+        }
+        assert!(text.contains("linerate_cpu_seconds_total{core=\"0\",mode=\"user\"}"));
+        assert!(text.contains(r#"linerate_run_active{test="stream",role="rx"} 0"#));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn rr_sides_export_their_own_program() {
+        let r = fixture("rr-xdp.json");
+        let RunResult::Rr(s) = &r else { panic!() };
+        let text = view("rr", "rx", None, Some(r.clone()));
+        let line = format!(
+            "linerate_xdp_frames_total{{action=\"responded\"}} {}\n",
+            s.xdp.responder.responded
+        );
         assert!(
-            text.contains("linerate_worker_frames_total{role=\"tx\",queue=\"0\"} 1234"),
+            s.xdp.responder.responded > 0 && text.contains(&line),
             "{text}"
         );
-        assert!(text.contains("linerate_xdp_frames_total{action=\"redirected\"} 4"));
-        assert!(text.contains("linerate_cpu_seconds_total{core=\"0\",mode=\"user\"}"));
-        assert!(text.ends_with("# EOF\n"));
+        // Clients and responders are labelled by their side.
+        assert!(text.contains(r#"linerate_worker_transactions_total{role="tx",queue="0"}"#));
+    }
+
+    #[test]
+    fn live_counters_exported() {
+        let live: Live = serde_json::from_str(
+            r#"{"workers":[{"role":"rx","queue":1,"counters":{"frames":77}}],"xdp":{"seen":80}}"#,
+        )
+        .unwrap();
+        let text = view("stream", "rx", Some(live), None);
+        assert!(
+            text.contains(r#"linerate_worker_frames_total{role="rx",queue="1"} 77"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"linerate_xdp_frames_total{action="seen"} 80"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"linerate_run_active{test="stream",role="rx"} 1"#),
+            "{text}"
+        );
+        assert!(!text.contains("linerate_xsk_events_total{"), "{text}");
     }
 }

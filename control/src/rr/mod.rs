@@ -2,7 +2,7 @@
 //! and a responder (an AF_XDP worker, or the XDP program itself), timed
 //! one by one into an HdrHistogram.
 
-mod output;
+pub mod output;
 pub mod plan;
 pub mod result;
 
@@ -44,11 +44,11 @@ use crate::{
     environment, iface,
     path::Side,
     remote::role::Role,
+    results::parts::InterfaceCounters,
     session::{
         apply_napi, attach_steering, counters_or_zero, hard_deadline, join_all, pin_napi,
         steering_config, sum, wait_until, worker_reports, PathWatch, Restore, Snapshot,
     },
-    stream::result::InterfaceCounters,
 };
 
 /// How long a responder on its own host waits past its window for the
@@ -351,7 +351,7 @@ pub fn run_role(
     } else {
         0.0
     };
-    let mb_s = tps * (a.request + a.response) as f64 / 1e6;
+    let mb_s = transaction_mb_s(tps, a.request, a.response);
     let mut hist = Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
     for s in &client_results {
         hist.add(&s.latency)
@@ -373,7 +373,7 @@ pub fn run_role(
     ));
     Ok(RrResult {
         test: "rr",
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").into(),
         params: RrParams {
             request: a.request,
             response: a.response,
@@ -389,7 +389,7 @@ pub fn run_role(
                 (BackendArg::Tcp, _) => "tcp socket",
             }
             .into(),
-            backend: r.backend.as_str(),
+            backend: r.backend.as_str().into(),
             warmup_s: r.warmup.as_secs_f64(),
             duration_s: r.duration.as_secs_f64(),
             mtu: plan.path.mtu,
@@ -450,9 +450,11 @@ pub fn run_role(
             responder: SideCpu::new(&uses, &plan.path.rx_cores, tps, mb_s),
             total: SideCpu::new(&uses, &[], tps, mb_s),
             per_core: uses,
+            hosts: None,
         },
         workers,
         xdp,
         interfaces,
+        agents: None,
     })
 }

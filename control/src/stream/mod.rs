@@ -3,7 +3,7 @@
 //! `xdp` backend they are AF_XDP workers fed by the steering program; with
 //! `udp` and `tcp`, kernel sockets measured the same way.
 
-mod output;
+pub mod output;
 pub mod plan;
 pub mod result;
 pub mod search;
@@ -228,7 +228,7 @@ pub fn run_role(
         SideFigures::from_window(&tx_window, window_s, &uses, &plan.path.tx_cores, messages);
     let receiver =
         SideFigures::from_window(&rx_window, window_s, &uses, &plan.path.rx_cores, messages);
-    let total_cpu = crate::cpu::figures(&uses, &[], receiver.counted_mb_s());
+    let total_cpu = crate::results::parts::figures(&uses, &[], receiver.counted_mb_s());
     let per_s = |n: u64| {
         if window_s > 0.0 {
             n as f64 / window_s
@@ -247,38 +247,12 @@ pub fn run_role(
     let rx_total = rx_results
         .iter()
         .fold(CounterSnapshot::default(), |a, s| a.add(&s.counters));
-    let lost = tx_total.frames.saturating_sub(rx_total.frames);
-    let frames = FrameAccounting {
-        sent: tx_total.frames,
-        received: rx_total.frames,
-        lost,
-        loss_pct: if tx_total.frames > 0 {
-            100.0 * lost as f64 / tx_total.frames as f64
-        } else {
-            0.0
-        },
-        seq_gaps: rx_total.lost,
-        reordered: rx_total.reordered,
-        duplicates: rx_total.duplicates,
-        bad: rx_total.bad,
-        unfinished: tx_results.iter().map(|s| s.unfinished).sum(),
-        messages: plan.message.map(|m| {
-            let lost = tx_total.messages.saturating_sub(rx_total.messages);
-            MessageAccounting {
-                message_bytes: m.msg_len,
-                frames_per_message: m.count,
-                sent: tx_total.messages,
-                received: rx_total.messages,
-                lost,
-                loss_pct: if tx_total.messages > 0 {
-                    100.0 * lost as f64 / tx_total.messages as f64
-                } else {
-                    0.0
-                },
-                receiver_counted_lost: rx_total.messages_lost,
-            }
-        }),
-    };
+    let frames = FrameAccounting::count(
+        &tx_total,
+        &rx_total,
+        tx_results.iter().map(|s| s.unfinished).sum(),
+        plan.message.map(|m| (m.msg_len, m.count)),
+    );
 
     let mut workers = worker_reports(
         "tx",
@@ -301,9 +275,9 @@ pub fn run_role(
     let huge_pages = tx_ready.iter().chain(&rx_ready).any(|r| r.huge_pages);
     Ok(StreamResult {
         test: "stream",
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").into(),
         params: Params {
-            backend: a.run.backend.as_str(),
+            backend: a.run.backend.as_str().into(),
             gso: a.run.gso,
             gro: a.run.gro,
             frame_size: plan.frame_size,
@@ -374,6 +348,7 @@ pub fn run_role(
         cpu: CpuReport {
             per_core: uses,
             total: total_cpu,
+            hosts: None,
         },
         workers,
         xdp: steer,
@@ -381,6 +356,8 @@ pub fn run_role(
             tx: if_tx,
             rx: if_rx,
         },
+        receiver_window_s: None,
+        agents: None,
     })
 }
 

@@ -382,7 +382,7 @@ fn run_point(args: &PointArgs, argv: &[String], interrupted: &Arc<AtomicBool>) -
         if let Some(e) = o.error {
             anyhow::bail!(e);
         }
-        return Ok(o.result);
+        return Ok(serde_json::to_value(o.result)?);
     }
     Ok(match args {
         PointArgs::Stream(a) => {

@@ -1,8 +1,8 @@
 //! `GET /metrics`: the agent's run in the Prometheus (OpenMetrics) text
-//! format, encoded by prometheus-client: per-worker frames, bytes, losses
-//! and XDP socket statistics, the steering program's counters, and every
-//! core's CPU time. Live while a run goes (from the child's live lines);
-//! after it, the run's final figures.
+//! format, encoded by prometheus-client: every worker counter, the XDP
+//! socket statistics and the steering program's counters of the metric
+//! list (`results::metrics`), and every core's CPU time. Live while a run
+//! goes (from the child's live lines); after it, the run's final figures.
 
 use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
 use linerate_ebpf::SteerStats;
@@ -12,85 +12,13 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use serde_json::Value;
-
 use crate::results::{
+    metrics::{
+        CPU_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS, XSK_EVENTS, XSK_FAMILY,
+    },
     parts::{side_of, Live},
     run::RunResult,
 };
-
-/// Worker counters exported, as (counter field, metric name, help).
-const WORKER: [(&str, &str, &str); 8] = [
-    (
-        "frames",
-        "linerate_worker_frames",
-        "Frames sent (completed) or received",
-    ),
-    (
-        "bytes",
-        "linerate_worker_bytes",
-        "Frame bytes (no FCS) sent or received",
-    ),
-    (
-        "payload_bytes",
-        "linerate_worker_payload_bytes",
-        "UDP payload bytes",
-    ),
-    (
-        "lost",
-        "linerate_worker_lost_frames",
-        "Sequence numbers missing at the receiver (frames lost)",
-    ),
-    (
-        "bad",
-        "linerate_worker_bad_frames",
-        "Frames on the test port that were not linerate frames",
-    ),
-    (
-        "messages",
-        "linerate_worker_messages",
-        "Whole messages sent or received",
-    ),
-    (
-        "transactions",
-        "linerate_worker_transactions",
-        "Transactions completed (rr client)",
-    ),
-    (
-        "timeouts",
-        "linerate_worker_timeouts",
-        "Transactions timed out (rr client)",
-    ),
-];
-
-/// XDP socket statistics (XDP_STATISTICS), known when a worker ends.
-const XSK: [&str; 6] = [
-    "rx_dropped",
-    "rx_invalid_descs",
-    "rx_ring_full",
-    "rx_fill_ring_empty",
-    "tx_invalid_descs",
-    "tx_ring_empty",
-];
-
-/// Steering program counters.
-const XDP: [&str; 7] = [
-    "seen",
-    "redirected",
-    "redirect_failed",
-    "passed",
-    "malformed",
-    "responded",
-    "dropped",
-];
-
-/// The field `name` of a snapshot.
-fn field(snapshot: &impl serde::Serialize, name: &str) -> u64 {
-    serde_json::to_value(snapshot)
-        .ok()
-        .and_then(|v: Value| v[name].as_u64())
-        .unwrap_or(0)
-}
 
 type Labels = Vec<(String, String)>;
 
@@ -150,37 +78,21 @@ fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) 
 pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
     let mut reg = Registry::default();
     let active = Family::<Labels, Gauge>::default();
-    reg.register(
-        "linerate_run_active",
-        "Whether a run is going on this agent (labels: test, role)",
-        active.clone(),
-    );
-    let workers: Vec<Family<Labels, Counter>> = WORKER
+    reg.register(RUN_ACTIVE.0, RUN_ACTIVE.1, active.clone());
+    let workers: Vec<Family<Labels, Counter>> = WORKER_COUNTERS
         .iter()
-        .map(|(_, name, help)| {
+        .map(|c| {
             let f = Family::<Labels, Counter>::default();
-            reg.register(*name, *help, f.clone());
+            reg.register(c.exported, c.about, f.clone());
             f
         })
         .collect();
     let xsk = Family::<Labels, Counter>::default();
-    reg.register(
-        "linerate_xsk_events",
-        "AF_XDP socket statistics per worker (XDP_STATISTICS; known once the worker ended)",
-        xsk.clone(),
-    );
+    reg.register(XSK_FAMILY.0, XSK_FAMILY.1, xsk.clone());
     let xdp = Family::<Labels, Counter>::default();
-    reg.register(
-        "linerate_xdp_frames",
-        "Frames the steering program handled, by action",
-        xdp.clone(),
-    );
+    reg.register(STEERING_FAMILY.0, STEERING_FAMILY.1, xdp.clone());
     let cpu = Family::<Labels, Counter<f64>>::default();
-    reg.register(
-        "linerate_cpu_seconds",
-        "CPU time per core and mode since boot (/proc/stat)",
-        cpu.clone(),
-    );
+    reg.register(CPU_FAMILY.0, CPU_FAMILY.1, cpu.clone());
 
     if let Some(run) = run {
         active
@@ -195,21 +107,21 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
                 ("role".to_string(), role.to_string()),
                 ("queue".to_string(), queue.to_string()),
             ];
-            for ((name, _, _), fam) in WORKER.iter().zip(&workers) {
-                fam.get_or_create(&labels).inc_by(field(&counters, name));
+            for (c, fam) in WORKER_COUNTERS.iter().zip(&workers) {
+                fam.get_or_create(&labels).inc_by((c.read)(&counters));
             }
             if let Some(x) = sock {
-                for k in XSK {
+                for c in XSK_EVENTS {
                     let mut l = labels.clone();
-                    l.push(("event".into(), k.into()));
-                    xsk.get_or_create(&l).inc_by(field(&x, k));
+                    l.push(("event".into(), c.name.into()));
+                    xsk.get_or_create(&l).inc_by((c.read)(&x));
                 }
             }
         }
         if let Some(s) = steer {
-            for k in XDP {
-                xdp.get_or_create(&vec![("action".into(), k.into())])
-                    .inc_by(field(&s, k));
+            for c in STEERING {
+                xdp.get_or_create(&vec![("action".into(), c.name.into())])
+                    .inc_by((c.read)(&s));
             }
         }
     }
@@ -285,6 +197,10 @@ mod tests {
                 rx.frames,
             ),
             (
+                r#"linerate_worker_idle_loops_total{role="rx",queue="0"}"#,
+                rx.idle_loops,
+            ),
+            (
                 r#"linerate_xdp_frames_total{action="redirected"}"#,
                 s.xdp.redirected,
             ),
@@ -296,6 +212,14 @@ mod tests {
             assert!(
                 text.contains(&format!("{line} {want}\n")),
                 "{line} {want}: {text}"
+            );
+        }
+        // Every worker counter of the list has its family.
+        for c in WORKER_COUNTERS {
+            assert!(
+                text.contains(&format!("# HELP {} {}.", c.exported, c.about)),
+                "{}",
+                c.exported
             );
         }
         assert!(text.contains("linerate_cpu_seconds_total{core=\"0\",mode=\"user\"}"));

@@ -11,8 +11,12 @@
 //!   call the same ones);
 //! - [`run`]: a result of either test, as `--json` prints it, an agent
 //!   returns it and a sweep stores it; its table comes from
-//!   `stream::output` or `rr::output`.
+//!   `stream::output` or `rr::output`;
+//! - [`metrics`]: the one list of metric names (sweep files, the report,
+//!   /metrics, docs/metrics.md), each with its unit, meaning and how it is
+//!   read from a typed result.
 
+pub mod metrics;
 pub mod parts;
 pub mod run;
 pub mod two_host;

@@ -137,6 +137,15 @@ pub fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// `n` per second over a window of `window_s` (0 without a window).
+pub fn per_second(n: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        n as f64 / window_s
+    } else {
+        0.0
+    }
+}
+
 /// A side's live counters, as it writes them for its agent while it runs
 /// (`LIVE {json}` lines on stderr) and the agent's /metrics reads them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -206,6 +215,8 @@ mod tests {
         assert_eq!(us_per_transaction(75.0, 2, 0.0), None);
         assert_eq!(percent(2, 100), 2.0);
         assert_eq!(percent(2, 0), 0.0);
+        assert_eq!(per_second(10, 0.5), 20.0);
+        assert_eq!(per_second(10, 0.0), 0.0);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::two_host::{self, Agents};
 use crate::{
+    environment::Environment,
     rr::{output as rr_output, result::RrResult},
     stream::{output as stream_output, result::StreamResult},
 };
@@ -68,6 +69,22 @@ impl RunResult {
         match self {
             Self::Stream(r) => stream_output::print_table(r),
             Self::Rr(r) => rr_output::print_table(r),
+        }
+    }
+
+    /// The (sending) host.
+    pub fn environment(&self) -> &Environment {
+        match self {
+            Self::Stream(r) => &r.environment,
+            Self::Rr(r) => &r.environment,
+        }
+    }
+
+    /// The data path: "xdp", "udp" or "tcp".
+    pub fn backend(&self) -> &str {
+        match self {
+            Self::Stream(r) => &r.params.backend,
+            Self::Rr(r) => &r.params.backend,
         }
     }
 
@@ -218,10 +235,10 @@ mod tests {
         let text = std::fs::read_to_string(fixtures().join("sweep-small/results.jsonl")).unwrap();
         for (i, line) in text.lines().enumerate() {
             let old: Value = serde_json::from_str(line).unwrap();
-            let result: RunResult = serde_json::from_value(old["result"].clone()).unwrap();
-            let new = serde_json::to_value(&result).unwrap();
-            same_but_added(&old["result"], &new, &format!("line {}", i + 1));
-            assert!(matches!(result, RunResult::Stream(_)));
+            let record: crate::sweep::Record = serde_json::from_str(line).unwrap();
+            let new = serde_json::to_value(&record).unwrap();
+            same_but_added(&old, &new, &format!("line {}", i + 1));
+            assert!(matches!(record.result, Some(RunResult::Stream(_))));
         }
     }
 

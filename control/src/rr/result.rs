@@ -238,6 +238,15 @@ pub fn transaction_mb_s(tps: f64, request: usize, response: usize) -> f64 {
 }
 
 impl RrResult {
+    /// MB/s of requests and responses over the window.
+    pub fn mb_s(&self) -> f64 {
+        transaction_mb_s(
+            self.transactions.per_s,
+            self.params.request,
+            self.params.response,
+        )
+    }
+
     /// Time per message (a transaction), seconds: the transactions in
     /// flight over the transactions per second (when any completed).
     pub fn time_per_message_s(&self) -> Option<f64> {

@@ -695,6 +695,10 @@ mod tests {
             .sum();
         assert!(small * 20 < whole, "{small} of {whole}");
         assert_eq!(kept.finished().count(), 12);
+        // points.csv and the fits read metrics of the list.
+        for name in COLS.iter().chain([&PER_MESSAGE]) {
+            assert!(kept.index.contains_key(*name), "{name}");
+        }
         // A failed run is counted, not read.
         kept.add(Record {
             part: 0,

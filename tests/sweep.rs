@@ -90,6 +90,17 @@ fn bad_sweep_files_are_refused_before_running() {
             spec.replace("rows = \"message\"", "rows = \"size\""),
             "not an axis",
         ),
+        (
+            spec.replace(
+                "metrics = [\"receiver.message_mb_s\"]",
+                "metrics = [\"receiver.mesage_mb_s\"]",
+            ),
+            "small.toml:24: table \"Message MB/s\": \"receiver.mesage_mb_s\" is not a metric linerate knows. Figures: sender.frames,",
+        ),
+        (
+            spec.replace("y = \"receiver.message_mb_s\"", "y = \"transactions.per_s\""),
+            "which `linerate stream` does not measure",
+        ),
     ] {
         let dir = tmp("bad");
         fs::create_dir_all(&dir).unwrap();

@@ -247,6 +247,9 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
+/// Points per sweep unless --max-points says otherwise.
+pub const MAX_POINTS: u64 = 10_000;
+
 /// `linerate sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -284,7 +287,7 @@ pub struct SweepArgs {
     pub agents: AgentArgs,
     /// Refuse a sweep of more points than this, counted before anything is
     /// expanded (a guard against a sweep file that would run for weeks).
-    #[arg(long, value_name = "N", default_value_t = crate::sweep::MAX_POINTS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = MAX_POINTS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_points: u64,
 }
 

@@ -1,10 +1,11 @@
 //! CPU accounting per core from /proc/stat, as netperf does: user, system,
 //! softirq and irq time of every core over the measured window. Network
 //! work done in softirq is charged to no process, so per-process figures
-//! (iperf3's) would miss it.
+//! (iperf3's) would miss it. What a result makes of these figures (CPU %
+//! of a set of cores, service demand) is in `results::parts`.
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One core's cumulative jiffies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,8 +26,18 @@ pub struct CpuSample {
     cores: Vec<(usize, CoreTimes)>,
 }
 
+/// Which host of a two-host run a core is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Host {
+    /// The sending (rr: client's) host.
+    Tx,
+    /// The receiving (rr: responder's) host.
+    Rx,
+}
+
 /// One core's use over a window, in percent of the window.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct CoreUse {
     /// Core number.
     pub core: usize,
@@ -42,6 +53,9 @@ pub struct CoreUse {
     pub steal: f64,
     /// Everything but idle and iowait.
     pub busy: f64,
+    /// Its host, in a two-host result (none on one host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
 }
 
 impl CpuSample {
@@ -101,46 +115,11 @@ impl CpuSample {
                     irq: pct(irq),
                     steal: pct(steal),
                     busy: pct(busy),
+                    host: None,
                 })
             })
             .collect()
     }
-}
-
-/// CPU use of a set of cores and its service demand.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct CpuFigures {
-    /// Cores counted.
-    pub cores: Vec<usize>,
-    /// Mean busy percent over those cores.
-    pub cpu_pct: f64,
-    /// Milliseconds of CPU per MB (10^6 B) moved:
-    /// `CPU% x nCPU x 10 / (MB/s)`, as in 001.
-    pub service_demand_ms_per_mb: Option<f64>,
-}
-
-/// Figures for `cores` (all cores when empty) at `mb_per_s`.
-pub fn figures(uses: &[CoreUse], cores: &[usize], mb_per_s: f64) -> CpuFigures {
-    let chosen: Vec<&CoreUse> = uses
-        .iter()
-        .filter(|u| cores.is_empty() || cores.contains(&u.core))
-        .collect();
-    let n = chosen.len();
-    let cpu_pct = if n > 0 {
-        chosen.iter().map(|u| u.busy).sum::<f64>() / n as f64
-    } else {
-        0.0
-    };
-    CpuFigures {
-        cores: chosen.iter().map(|u| u.core).collect(),
-        cpu_pct,
-        service_demand_ms_per_mb: service_demand(cpu_pct, n, mb_per_s),
-    }
-}
-
-/// `CPU% x nCPU x 10 / (MB/s)`: ms of CPU per MB.
-pub fn service_demand(cpu_pct: f64, ncpu: usize, mb_per_s: f64) -> Option<f64> {
-    (mb_per_s > 0.0).then(|| cpu_pct * ncpu as f64 * 10.0 / mb_per_s)
 }
 
 #[cfg(test)]
@@ -159,23 +138,5 @@ mod tests {
         assert!((u[0].busy - 100.0).abs() < 1e-9);
         assert!((u[0].softirq - 50.0).abs() < 1e-9);
         assert!((u[1].busy).abs() < 1e-9);
-        let f = figures(&u, &[], 1000.0);
-        assert!((f.cpu_pct - 50.0).abs() < 1e-9);
-        // 50 % of 2 CPUs for 1000 MB/s: 1 ms per MB.
-        assert!((f.service_demand_ms_per_mb.unwrap() - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn service_demand_matches_document_001() {
-        // 001, AB379B single port, 4 KB sequential read: 380 MB/s at
-        // 16.8 % of 8 CPUs, printed as 3.5 ms/MB.
-        let sd = service_demand(16.8, 8, 380.0).unwrap();
-        assert_eq!(format!("{sd:.1}"), "3.5");
-        // 1 KB dual port: 204 MB/s at 50.4 % -> 19.8.
-        assert_eq!(
-            format!("{:.1}", service_demand(50.4, 8, 204.0).unwrap()),
-            "19.8"
-        );
-        assert_eq!(service_demand(50.0, 2, 0.0), None);
     }
 }

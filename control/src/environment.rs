@@ -1,6 +1,17 @@
 //! What host a result was measured on.
 
-use crate::stream::result::Environment;
+use serde::{Deserialize, Serialize};
+
+/// The host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    /// `uname -r`.
+    pub kernel: String,
+    /// Cores online.
+    pub cpus: usize,
+    /// CPU model.
+    pub cpu_model: String,
+}
 
 /// Kernel, core count and CPU model.
 pub fn describe() -> Environment {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::sh;
 
 /// The interface's own counters.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct IfCounters {
     /// Packets received.
     pub rx_packets: u64,

@@ -3,9 +3,11 @@
 //! intercept is the system's overhead per message and its slope the
 //! inverse of the asymptotic rate.
 
-use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::results::run::RunResult;
 
 /// The least-squares line through (size, time per message) points.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -54,32 +56,23 @@ pub fn fit(points: &[(f64, f64)]) -> Option<OverheadFit> {
 }
 
 /// (message size, time per message) from a `stream --message` or `rr`
-/// result in JSON.
+/// result in JSON (as `--json` prints it).
 pub fn point(result: &Value) -> Result<(f64, f64)> {
-    match result["test"].as_str() {
-        Some("stream") => {
-            let size = result["frames"]["messages"]["message_bytes"]
-                .as_f64()
-                .context("a stream result without --message has no message size")?;
-            let rate = result["receiver"]["messages_per_s"]
-                .as_f64()
-                .filter(|r| *r > 0.0)
-                .context("no messages were received")?;
-            Ok((size, 1.0 / rate))
-        }
-        Some("rr") => {
-            let p = &result["params"];
-            let size = p["request"].as_f64().unwrap_or(0.0) + p["response"].as_f64().unwrap_or(0.0);
-            let in_flight =
-                p["concurrency"].as_f64().unwrap_or(1.0) * p["flows"].as_f64().unwrap_or(1.0);
-            let tps = result["transactions"]["per_s"]
-                .as_f64()
-                .filter(|r| *r > 0.0)
-                .context("no transactions completed")?;
-            Ok((size, in_flight / tps))
-        }
-        other => bail!("not a linerate stream or rr result (test: {other:?})"),
-    }
+    let r = RunResult::deserialize(result)?;
+    point_of(&r)
+}
+
+/// (message size, time per message) of a `stream --message` or `rr`
+/// result: the figures a sweep's `derived.us_per_message` reads.
+pub fn point_of(r: &RunResult) -> Result<(f64, f64)> {
+    let size = r
+        .message_size()
+        .context("a stream result without --message has no message size")?;
+    let time = r.time_per_message_s().context(match r {
+        RunResult::Stream(_) => "no messages were received",
+        RunResult::Rr(_) => "no transactions completed",
+    })?;
+    Ok((size as f64, time))
 }
 
 #[cfg(test)]
@@ -119,12 +112,38 @@ mod tests {
         assert!(fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
     }
 
+    fn fixture(name: &str) -> Value {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results")
+            .join(name);
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
     #[test]
     fn points_from_results() {
-        let s: Value = serde_json::json!({"test": "stream", "frames": {"messages": {"message_bytes": 1000}}, "receiver": {"messages_per_s": 500.0}});
+        let mut s = fixture("stream-message.json");
+        s["frames"]["messages"]["message_bytes"] = 1000.into();
+        s["receiver"]["messages_per_s"] = 500.0.into();
         assert_eq!(point(&s).unwrap(), (1000.0, 0.002));
-        let r: Value = serde_json::json!({"test": "rr", "params": {"request": 100, "response": 100, "concurrency": 2, "flows": 1}, "transactions": {"per_s": 1000.0}});
+        s["receiver"]["messages_per_s"] = 0.0.into();
+        let e = point(&s).unwrap_err().to_string();
+        assert_eq!(e, "no messages were received");
+        let e = point(&fixture("stream.json")).unwrap_err().to_string();
+        assert!(e.contains("without --message"), "{e}");
+        let mut r = fixture("rr.json");
+        for (k, v) in [
+            ("request", 100),
+            ("response", 100),
+            ("concurrency", 2),
+            ("flows", 1),
+        ] {
+            r["params"][k] = v.into();
+        }
+        r["transactions"]["per_s"] = 1000.0.into();
         assert_eq!(point(&r).unwrap(), (200.0, 0.002));
-        assert!(point(&serde_json::json!({"test": "x"})).is_err());
+        let e = point(&serde_json::json!({"test": "x"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a result of test \"x\""), "{e}");
     }
 }

@@ -9,8 +9,10 @@ macro_rules! counters {
         #[derive(Debug, Default)]
         pub struct WorkerCounters { $(#[$doc] pub $name: AtomicU64,)* }
 
-        /// A copy of a worker's counters at one instant.
+        /// A copy of a worker's counters at one instant (a counter missing
+        /// from a result written before it existed reads as 0).
         #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+        #[serde(default)]
         pub struct CounterSnapshot { $(#[$doc] pub $name: u64,)* }
 
         impl WorkerCounters {

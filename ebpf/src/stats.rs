@@ -1,5 +1,7 @@
-/// The steering program's counters, summed over all CPUs.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// The steering program's counters, summed over all CPUs (a counter
+/// missing from a result written before it existed reads as 0).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SteerStats {
     /// Frames the program looked at.
     pub seen: u64,

@@ -40,7 +40,6 @@ use axum::{
 use clap::Parser;
 use nix::{sys::signal, unistd::Pid};
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::{
     api::{self, ApiError, Created, Holder, RunRequest, RunStatus},
@@ -100,8 +99,8 @@ struct Slot {
     lease_until: Instant,
     /// Why the agent ends the child, once it decided to.
     ending: Option<String>,
-    live: Option<Value>,
-    result: Option<Value>,
+    live: Option<crate::results::parts::Live>,
+    result: Option<crate::results::run::RunResult>,
     error: Option<String>,
     exit_code: Option<i32>,
     tail: Vec<String>,

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::results::run::RunResult;
+
 /// Version of the API; the controller refuses an agent with another.
 pub const API_VERSION: u32 = 1;
 
@@ -97,7 +99,7 @@ pub struct RunStatus {
     pub state: String,
     /// The side's result (the shape of a local run's JSON), when it ended
     /// with one.
-    pub result: Option<serde_json::Value>,
+    pub result: Option<RunResult>,
     /// Why it failed or was stopped.
     pub error: Option<String>,
     /// Exit status of the side's process.

@@ -1,12 +1,11 @@
 //! The controller's side of a two-host run: it checks both agents (token,
 //! version, clock), starts each side at one agreed instant, renews their
 //! leases while polling them, stops the receiver once the sender is done,
-//! and merges both results. An agent that stops answering ends the run
-//! within seconds: the other side is stopped and what it measured is
-//! reported with the error.
+//! and merges both results (printed by the tables a local run prints). An
+//! agent that stops answering ends the run within seconds: the other side
+//! is stopped and what it measured is reported with the error.
 
 use std::{
-    fmt::Write as _,
     process::ExitCode,
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -18,14 +17,20 @@ use std::{
 
 use anyhow::{bail, Result};
 use serde::{de::DeserializeOwned, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use thiserror::Error;
 
 use super::{
     api::{self, ApiError, Created, RunRequest, RunStatus},
     merge, token,
 };
-use crate::cli::RunArgs;
+use crate::{
+    cli::RunArgs,
+    results::{
+        run::{Partial, RunResult, TwoHostResult},
+        two_host::{Agent, Agents},
+    },
+};
 
 /// Connecting to an agent gives up after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -240,14 +245,15 @@ impl Remote {
         })
     }
 
-    fn describe(&self) -> Value {
-        json!({
-            "url": self.url,
-            "version": self.version.version,
-            "api": self.version.api,
-            "clock_offset_ns": self.offset_ns,
-            "clock_rtt_ns": self.rtt_ns,
-        })
+    fn describe(&self) -> Agent {
+        Agent {
+            url: self.url.clone(),
+            version: self.version.version.clone(),
+            api: self.version.api,
+            clock_offset_ns: self.offset_ns,
+            clock_rtt_ns: self.rtt_ns,
+            environment: None,
+        }
     }
 }
 
@@ -336,7 +342,7 @@ impl Side<'_> {
         }
     }
 
-    fn result(&self) -> Option<&Value> {
+    fn result(&self) -> Option<&RunResult> {
         self.end.as_ref().and_then(|s| s.result.as_ref())
     }
 
@@ -385,7 +391,7 @@ impl Side<'_> {
 /// What a two-host run gave.
 pub struct Outcome {
     /// The merged result; with one side missing, what there is.
-    pub result: Value,
+    pub result: TwoHostResult,
     /// What went wrong.
     pub error: Option<String>,
     /// Whether Ctrl-C cut it short.
@@ -516,7 +522,10 @@ pub fn run(
             break;
         }
     }
-    let agents = json!({"tx": tx.describe(), "rx": rx.describe()});
+    let agents = Agents {
+        tx: tx.describe(),
+        rx: rx.describe(),
+    };
     // The cause first: a side the controller stopped because the other
     // failed is no news.
     let stopped_by_us = |s: &Side| {
@@ -532,9 +541,19 @@ pub fn run(
     }
     let cut = interrupted.load(Ordering::Relaxed);
     let result = match (txs.result(), rxs.result()) {
-        (Some(t), Some(r)) if test == "stream" => merge::stream(t, r, agents),
-        (Some(t), Some(r)) => merge::rr(t, r, agents),
-        (t, r) => json!({"test": test, "partial": true, "agents": agents, "tx": t, "rx": r}),
+        (Some(RunResult::Stream(t)), Some(RunResult::Stream(r))) => {
+            TwoHostResult::Merged(merge::stream(t, r, agents).into())
+        }
+        (Some(RunResult::Rr(t)), Some(RunResult::Rr(r))) => {
+            TwoHostResult::Merged(merge::rr(t, r, agents).into())
+        }
+        (t, r) => TwoHostResult::Partial(Partial {
+            test: test.to_string(),
+            partial: true,
+            agents,
+            tx: t.cloned().map(Box::new),
+            rx: r.cloned().map(Box::new),
+        }),
     };
     Ok(Outcome {
         result,
@@ -550,7 +569,7 @@ pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
     let text = if json_out {
         format!("{}\n", serde_json::to_string_pretty(&o.result)?)
     } else {
-        table(&o.result)
+        o.result.table()
     };
     crate::output::print(&text)?;
     if let Some(e) = &o.error {
@@ -562,111 +581,6 @@ pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(0.0)
-}
-
-fn opt(v: &Value) -> String {
-    v.as_f64().map_or("-".into(), |x| format!("{x:.3}"))
-}
-
-/// The terminal table of a two-host result.
-pub fn table(r: &Value) -> String {
-    let mut o = String::new();
-    let a = &r["agents"];
-    let _ = writeln!(
-        o,
-        "linerate {} across two hosts: tx {} (clock offset {:.3} ms, rtt {:.3} ms), rx {} (clock offset {:.3} ms, rtt {:.3} ms)",
-        r["test"].as_str().unwrap_or("?"),
-        a["tx"]["url"].as_str().unwrap_or("?"),
-        f(&a["tx"]["clock_offset_ns"]) / 1e6,
-        f(&a["tx"]["clock_rtt_ns"]) / 1e6,
-        a["rx"]["url"].as_str().unwrap_or("?"),
-        f(&a["rx"]["clock_offset_ns"]) / 1e6,
-        f(&a["rx"]["clock_rtt_ns"]) / 1e6,
-    );
-    if r["partial"] == true {
-        for (side, what) in [("tx", "sender"), ("rx", "receiver")] {
-            let s = &r[side];
-            let _ = match (s.is_null(), r["test"] == "rr") {
-                (true, _) => writeln!(o, "  {side} host: no result"),
-                (false, true) => writeln!(
-                    o,
-                    "  {side} host: transactions {} ({:.0}/s), answered {}",
-                    s["transactions"]["total"],
-                    f(&s["transactions"]["per_s"]),
-                    s["transactions"]["answered"]
-                ),
-                (false, false) => writeln!(
-                    o,
-                    "  {side} host: {what} {:.0} frames/s, frames sent {}, received {}",
-                    f(&s[what]["frames_per_s"]),
-                    s["frames"]["sent"],
-                    s["frames"]["received"]
-                ),
-            };
-        }
-        return o;
-    }
-    if r["test"] == "rr" {
-        let t = &r["transactions"];
-        let l = &r["latency"];
-        let _ =
-            writeln!(
-            o,
-            "  transactions {} in the window, {:.0}/s, {} timeouts; latency mean {} us, p99 {} us",
-            t["completed"], f(&t["per_s"]), t["timeouts"], opt(&l["mean_us"]), opt(&l["p99_us"])
-        );
-        for side in ["client", "responder", "total"] {
-            let c = &r["cpu"][side];
-            let _ = writeln!(
-                o,
-                "  {side:<10} CPU {:.1} %, {} us CPU per transaction",
-                f(&c["cpu_pct"]),
-                opt(&c["us_per_transaction"])
-            );
-        }
-    } else {
-        for side in ["sender", "receiver"] {
-            let s = &r[side];
-            let _ = writeln!(
-                o,
-                "  {side:<8} {:>12.0} frames/s {:>9.1} MB/s payload {:>7.3} Gbit/s wire, CPU {:.1} %, {} ms/MB",
-                f(&s["frames_per_s"]),
-                f(&s["payload_mb_s"]),
-                f(&s["wire_gbit_s"]),
-                f(&s["cpu"]["cpu_pct"]),
-                opt(&s["cpu"]["service_demand_ms_per_mb"])
-            );
-        }
-        let fr = &r["frames"];
-        let _ = writeln!(
-            o,
-            "  frames sent {}, received {}, lost {} ({:.3} %)",
-            fr["sent"],
-            fr["received"],
-            fr["lost"],
-            f(&fr["loss_pct"])
-        );
-    }
-    for h in ["tx", "rx"] {
-        let c = &r["cpu"]["hosts"][h];
-        let _ = writeln!(
-            o,
-            "  {h} host: {} cores, CPU {:.1} %, {} ms/MB",
-            c["cores"],
-            f(&c["cpu_pct"]),
-            opt(&c["service_demand_ms_per_mb"])
-        );
-    }
-    let _ = writeln!(
-        o,
-        "  all cores of both hosts: {} ms/MB",
-        opt(&r["cpu"]["total"]["service_demand_ms_per_mb"])
-    );
-    o
 }
 
 #[cfg(test)]

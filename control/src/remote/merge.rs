@@ -1,241 +1,262 @@
-//! One result from two hosts' figures: the sender's (client's) side from
+//! One result from two hosts' results: the sender's (client's) side from
 //! the tx host, the receiver's (responder's) from the rx host, in the
-//! shape of a local run's JSON, plus CPU per core per host and an `agents`
-//! section (URLs, versions, clock offsets).
+//! shape of a local run's result, plus every core of both hosts labelled
+//! with its host, CPU per host, and the agents. Loss, rates and service
+//! demand come from the functions a local run uses.
 
-use serde_json::{json, Value};
+use crate::{
+    cpu::Host,
+    results::two_host::{self, Agents},
+    rr::result::{transaction_mb_s, RrResult, SideCpu},
+    stream::result::{FrameAccounting, StreamResult, WorkerReport},
+};
 
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
+/// The workers of `side` in a side's result.
+fn workers(r: &[WorkerReport], side: Host) -> impl Iterator<Item = WorkerReport> + '_ {
+    r.iter().filter(move |w| w.side() == side).cloned()
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
-    if whole > 0 {
-        100.0 * part as f64 / whole as f64
-    } else {
-        0.0
-    }
+/// Both sides' NAPI threads, the tx host's first.
+fn napi_threads(tx: &[(i32, usize)], rx: &[(i32, usize)]) -> Vec<(i32, usize)> {
+    tx.iter().chain(rx).copied().collect()
 }
 
-/// Workers of `role` in a side's result.
-fn workers(r: &Value, roles: &[&str]) -> Vec<Value> {
-    r["workers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|w| roles.contains(&w["role"].as_str().unwrap_or("")))
-        .cloned()
-        .collect()
-}
-
-/// Every core of both hosts, each labelled with its host ("tx", "rx").
-fn per_core(tx: &Value, rx: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    for (host, r) in [("tx", tx), ("rx", rx)] {
-        for c in r["cpu"]["per_core"].as_array().into_iter().flatten() {
-            let mut c = c.clone();
-            c["host"] = json!(host);
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Mean busy percent and count of `cores` (all when empty) of a side.
-fn busy(r: &Value, cores: &[u64]) -> (f64, usize) {
-    let chosen: Vec<f64> = r["cpu"]["per_core"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| cores.is_empty() || cores.contains(&u(&c["core"])))
-        .map(|c| c["busy"].as_f64().unwrap_or(0.0))
-        .collect();
-    let n = chosen.len();
-    let mean = if n > 0 {
-        chosen.iter().sum::<f64>() / n as f64
-    } else {
-        0.0
-    };
-    (mean, n)
-}
-
-/// `CPU% x nCPU x 10 / (MB/s)`.
-fn sd(cpu_pct: f64, n: usize, mb_s: f64) -> Option<f64> {
-    (mb_s > 0.0).then(|| cpu_pct * n as f64 * 10.0 / mb_s)
-}
-
-/// Both hosts' CPU over all their cores at `mb_s`: per host and together.
-fn hosts_cpu(tx: &Value, rx: &Value, mb_s: f64) -> (Value, Value) {
-    let (t, tn) = busy(tx, &[]);
-    let (r, rn) = busy(rx, &[]);
-    let n = tn + rn;
-    let all = if n > 0 {
-        (t * tn as f64 + r * rn as f64) / n as f64
-    } else {
-        0.0
-    };
-    let host = |p: f64, n: usize| json!({"cores": n, "cpu_pct": p, "service_demand_ms_per_mb": sd(p, n, mb_s)});
-    (
-        json!({"tx": host(t, tn), "rx": host(r, rn)}),
-        json!({"cores": [], "cpu_pct": all, "service_demand_ms_per_mb": sd(all, n, mb_s)}),
-    )
-}
-
-fn concat(a: &Value, b: &Value) -> Value {
-    let mut v: Vec<Value> = a.as_array().cloned().unwrap_or_default();
-    v.extend(b.as_array().cloned().unwrap_or_default());
-    Value::Array(v)
+/// The agents, each with its host's environment (`environment` of the
+/// result stays the sending host's, as in a local run).
+fn described(
+    mut agents: Agents,
+    tx: &crate::environment::Environment,
+    rx: &crate::environment::Environment,
+) -> Agents {
+    agents.tx.environment = Some(tx.clone());
+    agents.rx.environment = Some(rx.clone());
+    agents
 }
 
 /// A stream's result from the sender's and the receiver's host.
-pub fn stream(tx: &Value, rx: &Value, agents: Value) -> Value {
+pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamResult {
     let mut m = tx.clone();
-    m["receiver"] = rx["receiver"].clone();
-    let (tf, rf) = (&tx["frames"], &rx["frames"]);
-    let (sent, received) = (u(&tf["sent"]), u(&rf["received"]));
-    let f = &mut m["frames"];
-    for k in ["received", "seq_gaps", "reordered", "duplicates", "bad"] {
-        f[k] = rf[k].clone();
-    }
-    f["lost"] = json!(sent.saturating_sub(received));
-    f["loss_pct"] = json!(pct(sent.saturating_sub(received), sent));
-    if tf["messages"].is_object() {
-        let (ms, mr) = (u(&tf["messages"]["sent"]), u(&rf["messages"]["received"]));
-        let mm = &mut f["messages"];
-        mm["received"] = json!(mr);
-        mm["receiver_counted_lost"] = rf["messages"]["receiver_counted_lost"].clone();
-        mm["lost"] = json!(ms.saturating_sub(mr));
-        mm["loss_pct"] = json!(pct(ms.saturating_sub(mr), ms));
-    }
-    for k in [
-        "rx_bind_mode",
-        "xdp_mode",
-        "xdp_fallback_reason",
-        "driver",
-        "napi",
-    ] {
-        m["setup"][k] = rx["setup"][k].clone();
-    }
-    m["setup"]["napi_threads"] = concat(&tx["setup"]["napi_threads"], &rx["setup"]["napi_threads"]);
-    for k in ["rx_iface", "rx_netns", "rx_cores", "rx_wait"] {
-        m["params"][k] = rx["params"][k].clone();
-    }
-    m["params"]["lab"] = Value::Null;
-    let mut w = workers(tx, &["tx"]);
-    w.extend(workers(rx, &["rx"]));
-    m["workers"] = Value::Array(w);
-    m["xdp"] = rx["xdp"].clone();
-    m["interfaces"]["rx"] = rx["interfaces"]["rx"].clone();
-    let mb_s = rx["receiver"]["message_mb_s"]
-        .as_f64()
-        .or(rx["receiver"]["payload_mb_s"].as_f64())
-        .unwrap_or(0.0);
-    let (hosts, total) = hosts_cpu(tx, rx, mb_s);
-    m["cpu"] = json!({"per_core": per_core(tx, rx), "total": total, "hosts": hosts});
-    m["receiver_window_s"] = rx["window_s"].clone();
-    finish(&mut m, tx, rx, agents);
+    m.receiver = rx.receiver.clone();
+    m.frames = FrameAccounting::count(
+        &tx.totals(Host::Tx),
+        &rx.totals(Host::Rx),
+        tx.frames.unfinished,
+        tx.message_shape(),
+    );
+    let s = &mut m.setup;
+    s.rx_bind_mode = rx.setup.rx_bind_mode.clone();
+    s.xdp_mode = rx.setup.xdp_mode.clone();
+    s.xdp_fallback_reason = rx.setup.xdp_fallback_reason.clone();
+    s.driver = rx.setup.driver.clone();
+    s.napi = rx.setup.napi.clone();
+    s.napi_threads = napi_threads(&tx.setup.napi_threads, &rx.setup.napi_threads);
+    let p = &mut m.params;
+    p.rx_iface = rx.params.rx_iface.clone();
+    p.rx_netns = rx.params.rx_netns.clone();
+    p.rx_cores = rx.params.rx_cores.clone();
+    p.rx_wait = rx.params.rx_wait.clone();
+    p.lab = None;
+    m.workers = workers(&tx.workers, Host::Tx)
+        .chain(workers(&rx.workers, Host::Rx))
+        .collect();
+    m.xdp = rx.xdp;
+    m.interfaces.rx = rx.interfaces.rx;
+    let (hosts, total) = two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, rx.counted_mb_s());
+    m.cpu.per_core = two_host::label_cores(&tx.cpu.per_core, &rx.cpu.per_core);
+    m.cpu.total = total;
+    m.cpu.hosts = Some(hosts);
+    m.receiver_window_s = Some(rx.window_s);
+    m.interrupted = tx.interrupted || rx.interrupted;
+    m.fault = two_host::fault(&tx.fault, &rx.fault);
+    m.agents = Some(described(agents, &tx.environment, &rx.environment));
     m
 }
 
 /// An rr result from the client's and the responder's host.
-pub fn rr(tx: &Value, rx: &Value, agents: Value) -> Value {
+pub fn rr(tx: &RrResult, rx: &RrResult, agents: Agents) -> RrResult {
     let mut m = tx.clone();
-    for k in ["responder_bind_mode", "xdp_mode", "driver"] {
-        m["setup"][k] = rx["setup"][k].clone();
-    }
-    m["setup"]["napi_threads"] = concat(&tx["setup"]["napi_threads"], &rx["setup"]["napi_threads"]);
-    for k in [
-        "responder_iface",
-        "responder_netns",
-        "responder_cores",
-        "responder_wait",
-    ] {
-        m["params"][k] = rx["params"][k].clone();
-    }
-    m["transactions"]["answered"] = rx["transactions"]["answered"].clone();
-    let mut w = workers(tx, &["client"]);
-    w.extend(workers(rx, &["responder"]));
-    m["workers"] = Value::Array(w);
-    m["xdp"]["responder"] = rx["xdp"]["responder"].clone();
-    m["interfaces"]["rx"] = rx["interfaces"]["rx"].clone();
+    let s = &mut m.setup;
+    s.responder_bind_mode = rx.setup.responder_bind_mode.clone();
+    s.xdp_mode = rx.setup.xdp_mode.clone();
+    s.driver = rx.setup.driver.clone();
+    s.napi_threads = napi_threads(&tx.setup.napi_threads, &rx.setup.napi_threads);
+    let p = &mut m.params;
+    p.responder_iface = rx.params.responder_iface.clone();
+    p.responder_netns = rx.params.responder_netns.clone();
+    p.responder_cores = rx.params.responder_cores.clone();
+    p.responder_wait = rx.params.responder_wait.clone();
+    m.transactions.answered = rx.transactions.answered;
+    m.workers = workers(&tx.workers, Host::Tx)
+        .chain(workers(&rx.workers, Host::Rx))
+        .collect();
+    m.xdp.responder = rx.xdp.responder;
+    m.interfaces.rx = rx.interfaces.rx;
     // The responder's host knows its CPU but not the rate: per
     // transaction figures use the client's.
-    let tps = tx["transactions"]["per_s"].as_f64().unwrap_or(0.0);
-    let p = &tx["params"];
-    let mb_s = tps * (u(&p["request"]) + u(&p["response"])) as f64 / 1e6;
-    let cores: Vec<u64> = rx["params"]["responder_cores"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(u)
-        .collect();
-    let (rp, rn) = busy(rx, &cores);
-    let per_t = |p: f64, n: usize| (tps > 0.0).then(|| p / 100.0 * n as f64 / tps * 1e6);
-    m["cpu"]["responder"] = json!({
-        "cores": cores, "cpu_pct": rp, "service_demand_ms_per_mb": sd(rp, rn, mb_s),
-        "us_per_transaction": per_t(rp, rn),
-    });
-    let (hosts, mut total) = hosts_cpu(tx, rx, mb_s);
-    let n = busy(tx, &[]).1 + busy(rx, &[]).1;
-    total["us_per_transaction"] = json!(per_t(total["cpu_pct"].as_f64().unwrap_or(0.0), n));
-    m["cpu"]["total"] = total;
-    m["cpu"]["hosts"] = hosts;
-    m["cpu"]["per_core"] = Value::Array(per_core(tx, rx));
-    finish(&mut m, tx, rx, agents);
+    let tps = tx.transactions.per_s;
+    let mb_s = transaction_mb_s(tps, tx.params.request, tx.params.response);
+    m.cpu.responder = SideCpu::new(&rx.cpu.per_core, &rx.params.responder_cores, tps, mb_s);
+    let both = two_host::label_cores(&tx.cpu.per_core, &rx.cpu.per_core);
+    let mut total = SideCpu::new(&both, &[], tps, mb_s);
+    total.cpu.cores.clear();
+    m.cpu.total = total;
+    m.cpu.hosts = Some(two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, mb_s).0);
+    m.cpu.per_core = both;
+    m.interrupted = tx.interrupted || rx.interrupted;
+    m.fault = two_host::fault(&tx.fault, &rx.fault);
+    m.agents = Some(described(agents, &tx.environment, &rx.environment));
     m
-}
-
-fn finish(m: &mut Value, tx: &Value, rx: &Value, agents: Value) {
-    m["interrupted"] = json!(tx["interrupted"] == true || rx["interrupted"] == true);
-    m["fault"] = match (&tx["fault"], &rx["fault"]) {
-        (Value::String(t), _) => json!(format!("tx host: {t}")),
-        (_, Value::String(r)) => json!(format!("rx host: {r}")),
-        _ => Value::Null,
-    };
-    // `environment` stays the sending host's (as in a local run's shape);
-    // each host's is in `agents`.
-    let mut agents = agents;
-    if agents.is_object() {
-        agents["tx"]["environment"] = tx["environment"].clone();
-        agents["rx"]["environment"] = rx["environment"].clone();
-    }
-    m["agents"] = agents;
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::{
+        cpu::CoreUse,
+        results::{run::RunResult, two_host::Agent},
+    };
+
+    fn fixture(name: &str) -> RunResult {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results")
+            .join(name);
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    fn agents() -> Agents {
+        let a = |url: &str| Agent {
+            url: url.into(),
+            version: "0.1.0".into(),
+            api: 1,
+            clock_offset_ns: -5,
+            clock_rtt_ns: 300_000,
+            environment: None,
+        };
+        Agents {
+            tx: a("http://a:7480"),
+            rx: a("http://b:7480"),
+        }
+    }
+
+    fn cores(busy: &[f64]) -> Vec<CoreUse> {
+        busy.iter()
+            .enumerate()
+            .map(|(core, b)| CoreUse {
+                core,
+                busy: *b,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// A local result cut into what each host of a two-host run reports:
+    /// the tx host's with its senders, the rx host's with its receivers.
+    fn sides(whole: &StreamResult) -> (StreamResult, StreamResult) {
+        let mut tx = whole.clone();
+        tx.workers.retain(|w| w.role == "tx");
+        tx.frames.received = 0;
+        tx.receiver = Default::default();
+        tx.cpu.per_core = cores(&[50.0, 0.0]);
+        tx.setup.rx_bind_mode = "none (other host)".into();
+        let mut rx = whole.clone();
+        rx.workers.retain(|w| w.role == "rx");
+        rx.frames.sent = 0;
+        rx.sender = Default::default();
+        rx.cpu.per_core = cores(&[10.0, 30.0]);
+        rx.setup.tx_bind_mode = "none (other host)".into();
+        rx.params.rx_iface = "b-host-if".into();
+        rx.window_s = whole.window_s * 1.01;
+        rx.fault = Some("interface b0 went down during the run".into());
+        (tx, rx)
+    }
 
     #[test]
     fn stream_sides_merge() {
-        let tx = json!({
-            "frames": {"sent": 100, "received": 0, "unfinished": 0},
-            "workers": [{"role": "tx", "queue": 0}],
-            "cpu": {"per_core": [{"core": 0, "busy": 50.0}, {"core": 1, "busy": 0.0}]},
-            "setup": {"napi_threads": []}, "params": {}, "interfaces": {"tx": {"tx_packets": 100}},
-            "sender": {"frames": 100},
-        });
-        let rx = json!({
-            "frames": {"sent": 0, "received": 98, "seq_gaps": 2},
-            "workers": [{"role": "rx", "queue": 0}],
-            "cpu": {"per_core": [{"core": 0, "busy": 10.0}, {"core": 1, "busy": 30.0}]},
-            "receiver": {"frames": 98, "payload_mb_s": 1.0},
-            "setup": {"napi_threads": [], "rx_bind_mode": "copy"}, "params": {"rx_iface": "b0"},
-            "interfaces": {"rx": {"rx_packets": 98}}, "xdp": {"redirected": 98},
-            "fault": "interface b0 went down during the run",
-        });
-        let m = stream(&tx, &rx, json!({}));
-        assert_eq!(m["frames"]["sent"], 100);
-        assert_eq!(m["frames"]["received"], 98);
-        assert_eq!(m["frames"]["lost"], 2);
-        assert_eq!(m["workers"].as_array().unwrap().len(), 2);
-        assert_eq!(m["cpu"]["per_core"].as_array().unwrap().len(), 4);
-        assert_eq!(m["cpu"]["per_core"][3]["host"], "rx");
-        // (50 + 0 + 10 + 30) % over 4 cores at 1 MB/s: 900 ms/MB.
-        assert_eq!(m["cpu"]["total"]["service_demand_ms_per_mb"], 900.0);
-        assert_eq!(m["setup"]["rx_bind_mode"], "copy");
-        assert_eq!(m["interfaces"]["tx"]["tx_packets"], 100);
-        assert_eq!(m["interfaces"]["rx"]["rx_packets"], 98);
-        assert!(m["fault"].as_str().unwrap().starts_with("rx host:"));
+        let RunResult::Stream(whole) = fixture("stream-message.json") else {
+            panic!()
+        };
+        let (tx, mut rx) = sides(&whole);
+        // Two frames (one message) lost on the way.
+        for w in &mut rx.workers {
+            w.total.frames -= 2;
+            w.total.messages -= 1;
+        }
+        let m = stream(&tx, &rx, agents());
+        assert_eq!(m.frames.sent, whole.frames.sent);
+        assert_eq!(m.frames.received, whole.frames.received - 2);
+        assert_eq!(m.frames.lost, 2);
+        let pct = 100.0 * 2.0 / whole.frames.sent as f64;
+        assert!((m.frames.loss_pct - pct).abs() < 1e-12);
+        assert_eq!(m.frames.messages.as_ref().unwrap().lost, 1);
+        assert_eq!(m.sender, whole.sender);
+        assert_eq!(m.receiver, whole.receiver);
+        assert_eq!(m.workers.len(), 2);
+        assert_eq!(m.cpu.per_core.len(), 4);
+        assert_eq!(m.cpu.per_core[3].host, Some(Host::Rx));
+        // (50 + 0 + 10 + 30) % over 4 cores at the receiver's MB/s.
+        let mb = whole.receiver.message_mb_s.unwrap();
+        let sd = m.cpu.total.service_demand_ms_per_mb.unwrap();
+        assert!((sd - 22.5 * 4.0 * 10.0 / mb).abs() < 1e-9, "{sd}");
+        assert!(m.cpu.total.cores.is_empty());
+        let hosts = m.cpu.hosts.as_ref().unwrap();
+        assert_eq!(
+            (hosts.tx.cores, hosts.tx.cpu_pct, hosts.rx.cpu_pct),
+            (2, 25.0, 20.0)
+        );
+        assert_eq!(m.setup.rx_bind_mode, whole.setup.rx_bind_mode);
+        assert_eq!(m.setup.tx_bind_mode, whole.setup.tx_bind_mode);
+        assert_eq!(m.params.rx_iface, "b-host-if");
+        assert_eq!(m.params.lab, None);
+        assert_eq!(m.receiver_window_s, Some(rx.window_s));
+        assert!(m.fault.as_deref().unwrap().starts_with("rx host: "));
+        let a = m.agents.as_ref().unwrap();
+        assert_eq!(a.rx.environment.as_ref(), Some(&rx.environment));
+        // The table is the local one with the two hosts' lines.
+        let t = RunResult::Stream(m).table();
+        assert!(
+            t.starts_with("linerate stream across two hosts: tx http://a:7480")
+                && t.contains("  tx host: 2 cores, CPU 25.0 %")
+                && t.contains("core 1 of the rx host")
+                && t.contains("all cores of both hosts"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn rr_sides_merge() {
+        let RunResult::Rr(whole) = fixture("rr.json") else {
+            panic!()
+        };
+        let mut tx = whole.clone();
+        tx.workers.retain(|w| w.role == "client");
+        tx.cpu.per_core = cores(&[100.0, 0.0]);
+        tx.transactions.answered = 0;
+        let mut rx = whole.clone();
+        rx.workers.retain(|w| w.role == "responder");
+        rx.cpu.per_core = cores(&[0.0, 80.0]);
+        rx.params.responder_cores = vec![1];
+        let m = rr(&tx, &rx, agents());
+        assert_eq!(m.transactions.answered, whole.transactions.answered);
+        assert_eq!(m.workers.len(), whole.workers.len());
+        let tps = whole.transactions.per_s;
+        // The responder's core at 80 %: 0.8 core per tps.
+        let per_t = m.cpu.responder.us_per_transaction.unwrap();
+        assert!((per_t - 0.8 / tps * 1e6).abs() < 1e-6, "{per_t}");
+        assert_eq!(m.cpu.responder.cpu.cores, [1]);
+        // 1.8 cores of 4 busy.
+        let total = m.cpu.total.us_per_transaction.unwrap();
+        assert!((total - 1.8 / tps * 1e6).abs() < 1e-6, "{total}");
+        assert!(m.cpu.total.cpu.cores.is_empty());
+        assert_eq!(m.cpu.client, whole.cpu.client);
+        assert!(m.cpu.hosts.is_some() && m.agents.is_some() && m.fault.is_none());
+        let t = RunResult::Rr(m).table();
+        assert!(
+            t.starts_with("linerate rr across two hosts")
+                && t.contains("core 1 of the responder's host")
+                && t.contains("  rx host: 2 cores, CPU 40.0 %"),
+            "{t}"
+        );
     }
 }

@@ -1,15 +1,24 @@
 //! `GET /metrics`: the agent's run in the Prometheus (OpenMetrics) text
-//! format, encoded by prometheus-client: per-worker frames, bytes, losses
-//! and XDP socket statistics, the steering program's counters, and every
-//! core's CPU time. Live while a run goes (from the child's live lines);
-//! after it, the run's final figures.
+//! format, encoded by prometheus-client: every worker counter, the XDP
+//! socket statistics and the steering program's counters of the metric
+//! list (`results::metrics`), and every core's CPU time. Live while a run
+//! goes (from the child's live lines); after it, the run's final figures.
 
+use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
+use linerate_ebpf::SteerStats;
 use prometheus_client::{
     encoding::text::encode,
     metrics::{counter::Counter, family::Family, gauge::Gauge},
     registry::Registry,
 };
-use serde_json::Value;
+
+use crate::results::{
+    metrics::{
+        CPU_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS, XSK_EVENTS, XSK_FAMILY,
+    },
+    parts::{side_of, Live},
+    run::RunResult,
+};
 
 type Labels = Vec<(String, String)>;
 
@@ -22,81 +31,46 @@ pub struct RunView {
     /// Whether it is going.
     pub active: bool,
     /// The child's latest live counters.
-    pub live: Option<Value>,
+    pub live: Option<Live>,
     /// Its result, once it ended.
-    pub result: Option<Value>,
+    pub result: Option<RunResult>,
 }
 
-/// Worker counters exported, as (counter field, metric name, help).
-const WORKER: [(&str, &str, &str); 8] = [
-    (
-        "frames",
-        "linerate_worker_frames",
-        "Frames sent (completed) or received",
-    ),
-    (
-        "bytes",
-        "linerate_worker_bytes",
-        "Frame bytes (no FCS) sent or received",
-    ),
-    (
-        "payload_bytes",
-        "linerate_worker_payload_bytes",
-        "UDP payload bytes",
-    ),
-    (
-        "lost",
-        "linerate_worker_lost_frames",
-        "Sequence numbers missing at the receiver (frames lost)",
-    ),
-    (
-        "bad",
-        "linerate_worker_bad_frames",
-        "Frames on the test port that were not linerate frames",
-    ),
-    (
-        "messages",
-        "linerate_worker_messages",
-        "Whole messages sent or received",
-    ),
-    (
-        "transactions",
-        "linerate_worker_transactions",
-        "Transactions completed (rr client)",
-    ),
-    (
-        "timeouts",
-        "linerate_worker_timeouts",
-        "Transactions timed out (rr client)",
-    ),
-];
+/// A worker as /metrics labels it: (role "tx" or "rx", queue), its
+/// counters, and its socket's statistics once it ended.
+type WorkerView = (&'static str, u32, CounterSnapshot, Option<XskStats>);
 
-/// XDP socket statistics (XDP_STATISTICS), known when a worker ends.
-const XSK: [&str; 6] = [
-    "rx_dropped",
-    "rx_invalid_descs",
-    "rx_ring_full",
-    "rx_fill_ring_empty",
-    "tx_invalid_descs",
-    "tx_ring_empty",
-];
+fn side_label(role: &str) -> &'static str {
+    match side_of(role) {
+        crate::cpu::Host::Tx => "tx",
+        crate::cpu::Host::Rx => "rx",
+    }
+}
 
-/// Steering program counters.
-const XDP: [&str; 7] = [
-    "seen",
-    "redirected",
-    "redirect_failed",
-    "passed",
-    "malformed",
-    "responded",
-    "dropped",
-];
-
-fn role_label(r: &str) -> &str {
-    match r {
-        "client" => "tx",
-        "responder" => "rx",
-        r => r,
+/// Final figures once the run ended, live ones while it goes.
+fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) {
+    match (&run.result, &run.live) {
+        (Some(r), _) => {
+            let (workers, steer) = match r {
+                RunResult::Stream(s) => (&s.workers, s.xdp),
+                RunResult::Rr(s) if run.role == "tx" => (&s.workers, s.xdp.client),
+                RunResult::Rr(s) => (&s.workers, s.xdp.responder),
+            };
+            let w = workers
+                .iter()
+                .map(|w| (side_label(w.role), w.queue, w.total, Some(w.xsk)))
+                .collect();
+            (w, Some(steer))
+        }
+        (None, Some(l)) => {
+            let w = l
+                .workers
+                .iter()
+                .map(|w| (side_label(&w.role), w.queue, w.counters, None))
+                .collect();
+            (w, l.xdp)
+        }
+        _ => (Vec::new(), None),
     }
 }
 
@@ -104,37 +78,21 @@ fn role_label(r: &str) -> &str {
 pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
     let mut reg = Registry::default();
     let active = Family::<Labels, Gauge>::default();
-    reg.register(
-        "linerate_run_active",
-        "Whether a run is going on this agent (labels: test, role)",
-        active.clone(),
-    );
-    let workers: Vec<Family<Labels, Counter>> = WORKER
+    reg.register(RUN_ACTIVE.0, RUN_ACTIVE.1, active.clone());
+    let workers: Vec<Family<Labels, Counter>> = WORKER_COUNTERS
         .iter()
-        .map(|(_, name, help)| {
+        .map(|c| {
             let f = Family::<Labels, Counter>::default();
-            reg.register(*name, *help, f.clone());
+            reg.register(c.exported, c.about, f.clone());
             f
         })
         .collect();
     let xsk = Family::<Labels, Counter>::default();
-    reg.register(
-        "linerate_xsk_events",
-        "AF_XDP socket statistics per worker (XDP_STATISTICS; known once the worker ended)",
-        xsk.clone(),
-    );
+    reg.register(XSK_FAMILY.0, XSK_FAMILY.1, xsk.clone());
     let xdp = Family::<Labels, Counter>::default();
-    reg.register(
-        "linerate_xdp_frames",
-        "Frames the steering program handled, by action",
-        xdp.clone(),
-    );
+    reg.register(STEERING_FAMILY.0, STEERING_FAMILY.1, xdp.clone());
     let cpu = Family::<Labels, Counter<f64>>::default();
-    reg.register(
-        "linerate_cpu_seconds",
-        "CPU time per core and mode since boot (/proc/stat)",
-        cpu.clone(),
-    );
+    reg.register(CPU_FAMILY.0, CPU_FAMILY.1, cpu.clone());
 
     if let Some(run) = run {
         active
@@ -143,46 +101,27 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
                 ("role".into(), run.role.clone()),
             ])
             .set(i64::from(run.active));
-        // Final figures once the run ended, live ones while it goes.
-        let (list, key) = match (&run.result, &run.live) {
-            (Some(r), _) => (r.get("workers"), "total"),
-            (None, Some(l)) => (l.get("workers"), "counters"),
-            _ => (None, ""),
-        };
-        for w in list.and_then(Value::as_array).into_iter().flatten() {
+        let (list, steer) = workers_and_steering(run);
+        for (role, queue, counters, sock) in list {
             let labels = vec![
-                (
-                    "role".to_string(),
-                    role_label(w["role"].as_str().unwrap_or("?")).to_string(),
-                ),
-                ("queue".to_string(), w["queue"].to_string()),
+                ("role".to_string(), role.to_string()),
+                ("queue".to_string(), queue.to_string()),
             ];
-            for ((field, _, _), fam) in WORKER.iter().zip(&workers) {
-                if let Some(v) = w[key][*field].as_u64() {
-                    fam.get_or_create(&labels).inc_by(v);
-                }
+            for (c, fam) in WORKER_COUNTERS.iter().zip(&workers) {
+                fam.get_or_create(&labels).inc_by((c.read)(&counters));
             }
-            if let Some(x) = w.get("xsk") {
-                for k in XSK {
+            if let Some(x) = sock {
+                for c in XSK_EVENTS {
                     let mut l = labels.clone();
-                    l.push(("event".into(), k.into()));
-                    xsk.get_or_create(&l).inc_by(x[k].as_u64().unwrap_or(0));
+                    l.push(("event".into(), c.name.into()));
+                    xsk.get_or_create(&l).inc_by((c.read)(&x));
                 }
             }
         }
-        let steer = match (&run.result, &run.live) {
-            (Some(r), _) => match (run.test.as_str(), run.role.as_str()) {
-                ("rr", "tx") => r["xdp"].get("client").cloned(),
-                ("rr", _) => r["xdp"].get("responder").cloned(),
-                _ => r.get("xdp").cloned(),
-            },
-            (None, Some(l)) => l.get("xdp").cloned(),
-            _ => None,
-        };
-        if let Some(s) = steer.filter(Value::is_object) {
-            for k in XDP {
-                xdp.get_or_create(&vec![("action".into(), k.into())])
-                    .inc_by(s[k].as_u64().unwrap_or(0));
+        if let Some(s) = steer {
+            for c in STEERING {
+                xdp.get_or_create(&vec![("action".into(), c.name.into())])
+                    .inc_by((c.read)(&s));
             }
         }
     }
@@ -220,29 +159,110 @@ fn proc_stat() -> Vec<(usize, Vec<(&'static str, f64)>)> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+
+    fn fixture(name: &str) -> RunResult {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results")
+            .join(name);
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    fn view(test: &str, role: &str, live: Option<Live>, result: Option<RunResult>) -> String {
+        render(Some(&RunView {
+            test: test.into(),
+            role: role.into(),
+            active: live.is_some(),
+            live,
+            result,
+        }))
+        .unwrap()
+    }
 
     #[test]
     fn final_figures_exported() {
-        let result = serde_json::json!({
-            "workers": [{"role": "tx", "queue": 0, "total": {"frames": 1234, "bytes": 99},
-                         "xsk": {"rx_dropped": 0, "tx_ring_empty": 3}}],
-            "xdp": {"seen": 5, "redirected": 4},
-        });
-        let text = render(Some(&RunView {
-            test: "stream".into(),
-            role: "tx".into(),
-            active: false,
-            live: None,
-            result: Some(result),
-        }))
-        .unwrap();
+        let r = fixture("stream.json");
+        let RunResult::Stream(s) = &r else { panic!() };
+        let (tx, rx) = (s.workers[0].total, s.workers[1].total);
+        let text = view("stream", "rx", None, Some(r.clone()));
+        for (line, want) in [
+            (
+                r#"linerate_worker_frames_total{role="tx",queue="0"}"#,
+                tx.frames,
+            ),
+            (
+                r#"linerate_worker_frames_total{role="rx",queue="0"}"#,
+                rx.frames,
+            ),
+            (
+                r#"linerate_worker_idle_loops_total{role="rx",queue="0"}"#,
+                rx.idle_loops,
+            ),
+            (
+                r#"linerate_xdp_frames_total{action="redirected"}"#,
+                s.xdp.redirected,
+            ),
+            (
+                r#"linerate_xsk_events_total{role="tx",queue="0",event="tx_ring_empty"}"#,
+                s.workers[0].xsk.tx_ring_empty,
+            ),
+        ] {
+            assert!(
+                text.contains(&format!("{line} {want}\n")),
+                "{line} {want}: {text}"
+            );
+        }
+        // Every worker counter of the list has its family.
+        for c in WORKER_COUNTERS {
+            assert!(
+                text.contains(&format!("# HELP {} {}.", c.exported, c.about)),
+                "{}",
+                c.exported
+            );
+        }
+        assert!(text.contains("linerate_cpu_seconds_total{core=\"0\",mode=\"user\"}"));
+        assert!(text.contains(r#"linerate_run_active{test="stream",role="rx"} 0"#));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn rr_sides_export_their_own_program() {
+        let r = fixture("rr-xdp.json");
+        let RunResult::Rr(s) = &r else { panic!() };
+        let text = view("rr", "rx", None, Some(r.clone()));
+        let line = format!(
+            "linerate_xdp_frames_total{{action=\"responded\"}} {}\n",
+            s.xdp.responder.responded
+        );
         assert!(
-            text.contains("linerate_worker_frames_total{role=\"tx\",queue=\"0\"} 1234"),
+            s.xdp.responder.responded > 0 && text.contains(&line),
             "{text}"
         );
-        assert!(text.contains("linerate_xdp_frames_total{action=\"redirected\"} 4"));
-        assert!(text.contains("linerate_cpu_seconds_total{core=\"0\",mode=\"user\"}"));
-        assert!(text.ends_with("# EOF\n"));
+        // Clients and responders are labelled by their side.
+        assert!(text.contains(r#"linerate_worker_transactions_total{role="tx",queue="0"}"#));
+    }
+
+    #[test]
+    fn live_counters_exported() {
+        let live: Live = serde_json::from_str(
+            r#"{"workers":[{"role":"rx","queue":1,"counters":{"frames":77}}],"xdp":{"seen":80}}"#,
+        )
+        .unwrap();
+        let text = view("stream", "rx", Some(live), None);
+        assert!(
+            text.contains(r#"linerate_worker_frames_total{role="rx",queue="1"} 77"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"linerate_xdp_frames_total{action="seen"} 80"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"linerate_run_active{test="stream",role="rx"} 1"#),
+            "{text}"
+        );
+        assert!(!text.contains("linerate_xsk_events_total{"), "{text}");
     }
 }

@@ -6,7 +6,10 @@ use linerate_datapath::worker::{RrSummary, MAX_LATENCY_NS};
 
 use super::{
     plan::RrPlan,
-    result::{Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions, XdpCounters},
+    result::{
+        transaction_mb_s, Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions,
+        XdpCounters,
+    },
     NAMES,
 };
 use crate::{
@@ -25,7 +28,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
     let clients = measured.tx.total(|s| s.counters);
     let responders = measured.rx.total(|s| s.counters);
     let per_s = window.per_s(completed);
-    let mb_s = per_s * (args.request + args.response) as f64 / 1e6;
+    let mb_s = transaction_mb_s(per_s, args.request, args.response);
     let mut latency =
         Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
     for client in &measured.tx.summaries {
@@ -49,7 +52,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
     let client_wait = path.tx_wait(run, true);
     Ok(RrResult {
         test: "rr",
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").into(),
         params: RrParams {
             request: args.request,
             response: args.response,
@@ -64,7 +67,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
                 engine.can().rr_responder.unwrap_or(engine.name())
             }
             .into(),
-            backend: engine.name(),
+            backend: engine.name().into(),
             warmup_s: run.warmup.as_secs_f64(),
             duration_s: run.duration.as_secs_f64(),
             mtu: path.mtu,
@@ -129,6 +132,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
             responder: SideCpu::new(&window.cpu, &path.rx_cores, per_s, mb_s),
             total: SideCpu::new(&window.cpu, &[], per_s, mb_s),
             per_core: window.cpu.clone(),
+            hosts: None,
         },
         workers,
         xdp: XdpCounters {
@@ -136,6 +140,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
             responder: measured.steering.rx,
         },
         interfaces: measured.interfaces.clone(),
+        agents: None,
     })
 }
 
@@ -266,7 +271,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            (out.params.responder.as_str(), out.params.backend),
+            (out.params.responder.as_str(), out.params.backend.as_str()),
             ("af-xdp", "xdp")
         );
     }
@@ -283,7 +288,7 @@ mod tests {
         for (backend, who) in [("udp", "udp socket"), ("tcp", "tcp socket")] {
             let out = result(&plan(&["--backend", backend]), &measured()).unwrap();
             assert_eq!(
-                (out.params.responder.as_str(), out.params.backend),
+                (out.params.responder.as_str(), out.params.backend.as_str()),
                 (who, backend)
             );
         }

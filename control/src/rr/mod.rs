@@ -5,7 +5,7 @@
 //! turns what was measured into the result.
 
 mod build;
-mod output;
+pub mod output;
 pub mod plan;
 pub mod result;
 

@@ -1,17 +1,25 @@
-//! The human-readable table of an rr result.
+//! The human-readable table of an rr result, local or across two hosts
+//! (then with the agents and each host's CPU).
 
 use std::fmt::Write;
 
 use super::result::{RrResult, SideCpu};
+use crate::{cpu::Host, results::two_host};
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))
 }
 
 fn side(name: &str, s: &SideCpu) -> String {
+    // A two-host total counts the cores of both hosts (no list: their
+    // numbers repeat).
+    let cores = if s.cpu.cores.is_empty() {
+        "of both hosts".to_string()
+    } else {
+        format!("{:?}", s.cpu.cores)
+    };
     format!(
-        "  {name:<10} cores {:?}: CPU {:.1} %, {} us CPU per transaction\n",
-        s.cpu.cores,
+        "  {name:<10} cores {cores}: CPU {:.1} %, {} us CPU per transaction\n",
         s.cpu.cpu_pct,
         opt(s.us_per_transaction, 2)
     )
@@ -21,7 +29,11 @@ fn side(name: &str, s: &SideCpu) -> String {
 pub fn print_table(r: &RrResult) -> String {
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
-    let mut o = String::new();
+    let mut o = r
+        .agents
+        .as_ref()
+        .map(|a| two_host::header("rr", a))
+        .unwrap_or_default();
     let _ = writeln!(
         o,
         "linerate rr: client {}{} -> responder {}{} ({}), MTU {}, request {} B ({} frame{}), response {} B ({} frame{})",
@@ -89,11 +101,19 @@ pub fn print_table(r: &RrResult) -> String {
     o.push_str(&side("responder", &r.cpu.responder));
     o.push_str(&side("total", &r.cpu.total));
     for u in &r.cpu.per_core {
+        let core = match u.host {
+            Some(Host::Tx) => format!("{} of the client's host", u.core),
+            Some(Host::Rx) => format!("{} of the responder's host", u.core),
+            None => u.core.to_string(),
+        };
         let _ = writeln!(
             o,
             "    core {:<3} {:5.1} user + {:5.1} system + {:5.1} softirq + {:4.1} irq = {:5.1} %",
-            u.core, u.user, u.system, u.softirq, u.irq, u.busy
+            core, u.user, u.system, u.softirq, u.irq, u.busy
         );
+    }
+    if let Some(h) = &r.cpu.hosts {
+        o.push_str(&two_host::hosts_lines(h, &r.cpu.total.cpu));
     }
     let _ = writeln!(
         o,

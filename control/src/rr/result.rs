@@ -1,21 +1,31 @@
-//! The figures of one request/response run.
+//! The figures of one request/response run, as printed and as JSON, and
+//! the pure functions a local run and the two-host merge build them with.
 
 use hdrhistogram::Histogram;
 use linerate_ebpf::SteerStats;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{
-    cpu::{CoreUse, CpuFigures},
-    stream::result::{Environment, InterfaceCounters, WorkerReport},
+    cpu::CoreUse,
+    environment::Environment,
+    results::{
+        parts::{self, figures, us_per_transaction, CpuFigures, InterfaceCounters, WorkerReport},
+        two_host::{Agents, HostsCpu},
+    },
 };
 
+fn rr_test<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    parts::one_of(d, "test", &["rr"])
+}
+
 /// Everything `linerate rr` reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RrResult {
     /// "rr".
-    pub test: &'static str,
+    #[serde(deserialize_with = "rr_test")]
+    pub test: parts::Name,
     /// linerate's version.
-    pub version: &'static str,
+    pub version: String,
     /// Parameters.
     pub params: RrParams,
     /// The host.
@@ -41,10 +51,13 @@ pub struct RrResult {
     pub xdp: XdpCounters,
     /// The interfaces' own counters over the run.
     pub interfaces: InterfaceCounters,
+    /// Two hosts: the agents that ran each side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Agents>,
 }
 
 /// Parameters.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RrParams {
     /// Request bytes.
     pub request: usize,
@@ -63,7 +76,7 @@ pub struct RrParams {
     /// Who answered: "af-xdp", "xdp", "udp socket", "tcp socket".
     pub responder: String,
     /// Data path: "xdp", "udp" or "tcp".
-    pub backend: &'static str,
+    pub backend: String,
     /// Warm-up, s.
     pub warmup_s: f64,
     /// Duration asked for, s.
@@ -91,7 +104,7 @@ pub struct RrParams {
 }
 
 /// Set-up.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RrSetup {
     /// Client sockets' bind mode.
     pub client_bind_mode: String,
@@ -111,12 +124,14 @@ pub struct RrSetup {
     pub napi: Option<String>,
     /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
     pub driver: Option<String>,
-    /// Where the workers and NAPI ran, and who chose it.
+    /// Where the workers and NAPI ran, and who chose it (none in results
+    /// written before it was reported).
+    #[serde(default)]
     pub placement: String,
 }
 
 /// Transaction counts.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transactions {
     /// Completed in the window.
     pub completed: u64,
@@ -133,7 +148,7 @@ pub struct Transactions {
 }
 
 /// Response time statistics, microseconds, and the histogram in ns.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Samples.
     pub count: u64,
@@ -180,20 +195,23 @@ impl Latency {
 }
 
 /// CPU over the window, with the service demand per transaction.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RrCpu {
-    /// Every core.
+    /// Every core (of both hosts, labelled, in a two-host result).
     pub per_core: Vec<CoreUse>,
     /// Client cores.
     pub client: SideCpu,
     /// Responder cores.
     pub responder: SideCpu,
-    /// All cores.
+    /// All cores (of both hosts: its core list then stays empty).
     pub total: SideCpu,
+    /// Two hosts: each host's CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<HostsCpu>,
 }
 
 /// CPU of a set of cores per transaction.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SideCpu {
     /// CPU of those cores (and ms/MB of request+response bytes).
     #[serde(flatten)]
@@ -205,18 +223,40 @@ pub struct SideCpu {
 impl SideCpu {
     /// From core use, transaction rate and message MB/s.
     pub fn new(uses: &[CoreUse], cores: &[usize], tps: f64, mb_s: f64) -> Self {
-        let cpu = crate::cpu::figures(uses, cores, mb_s);
-        let n = cpu.cores.len() as f64;
-        let us_per_transaction = (tps > 0.0).then(|| cpu.cpu_pct / 100.0 * n / tps * 1e6);
+        let cpu = figures(uses, cores, mb_s);
         Self {
+            us_per_transaction: us_per_transaction(cpu.cpu_pct, cpu.cores.len(), tps),
             cpu,
-            us_per_transaction,
         }
     }
 }
 
+/// MB/s of requests and responses at `tps` transactions/s: what the
+/// service demand in ms/MB of an rr run counts.
+pub fn transaction_mb_s(tps: f64, request: usize, response: usize) -> f64 {
+    tps * (request + response) as f64 / 1e6
+}
+
+impl RrResult {
+    /// MB/s of requests and responses over the window.
+    pub fn mb_s(&self) -> f64 {
+        transaction_mb_s(
+            self.transactions.per_s,
+            self.params.request,
+            self.params.response,
+        )
+    }
+
+    /// Time per message (a transaction), seconds: the transactions in
+    /// flight over the transactions per second (when any completed).
+    pub fn time_per_message_s(&self) -> Option<f64> {
+        let in_flight = f64::from(self.params.concurrency) * f64::from(self.params.flows);
+        (self.transactions.per_s > 0.0).then(|| in_flight / self.transactions.per_s)
+    }
+}
+
 /// Steering counters of both sides over the run.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct XdpCounters {
     /// On the client's interface (responses).
     pub client: SteerStats,

@@ -55,9 +55,10 @@ pub use window::{Finished, Window};
 
 use crate::{
     cli::RunArgs,
+    environment::Environment,
     iface::IfCounters,
     path::{PathEnd, PathPlan},
-    stream::result::{Environment, InterfaceCounters},
+    results::parts::InterfaceCounters,
 };
 use system::{apply_napi, attach_steering, pin_napi, Restore};
 use watch::{counters_or_zero, PathWatch};

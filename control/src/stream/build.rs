@@ -7,21 +7,10 @@ use linerate_datapath::{
 
 use super::{
     plan::StreamPlan,
-    result::{
-        CpuReport, FrameAccounting, MessageAccounting, Params, Setup, SideFigures, StreamResult,
-    },
+    result::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     NAMES,
 };
 use crate::session::{placement, Measured};
-
-/// `part` of `whole`, in percent (0 of nothing).
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole > 0 {
-        100.0 * part as f64 / whole as f64
-    } else {
-        0.0
-    }
-}
 
 /// The result of `plan`'s run, from what it measured.
 pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
@@ -46,34 +35,16 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
     );
     sender.link_packets_per_s = window.per_s(window.link.tx.tx_packets);
     receiver.link_packets_per_s = window.per_s(window.link.rx.rx_packets);
-    let total_cpu = crate::cpu::figures(&window.cpu, &[], receiver.counted_mb_s());
+    let total_cpu = crate::results::parts::figures(&window.cpu, &[], receiver.counted_mb_s());
 
     let sent = measured.tx.total(|s| s.counters);
     let received = measured.rx.total(|s| s.counters);
-    let lost = sent.frames.saturating_sub(received.frames);
-    let frames = FrameAccounting {
-        sent: sent.frames,
-        received: received.frames,
-        lost,
-        loss_pct: percent(lost, sent.frames),
-        seq_gaps: received.lost,
-        reordered: received.reordered,
-        duplicates: received.duplicates,
-        bad: received.bad,
-        unfinished: measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
-        messages: plan.message.map(|cut| {
-            let lost = sent.messages.saturating_sub(received.messages);
-            MessageAccounting {
-                message_bytes: cut.msg_len,
-                frames_per_message: cut.count,
-                sent: sent.messages,
-                received: received.messages,
-                lost,
-                loss_pct: percent(lost, sent.messages),
-                receiver_counted_lost: received.messages_lost,
-            }
-        }),
-    };
+    let frames = FrameAccounting::count(
+        &sent,
+        &received,
+        measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
+        plan.message.map(|cut| (cut.msg_len, cut.count)),
+    );
 
     let mut workers = measured.tx.reports(
         "tx",
@@ -94,9 +65,9 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
     let tx_wait = path.tx_wait(run, measured.here.rx);
     StreamResult {
         test: "stream",
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").into(),
         params: Params {
-            backend: crate::engine::backend(run.backend).name(),
+            backend: crate::engine::backend(run.backend).name().into(),
             gso: run.gso,
             gro: run.gro,
             frame_size: plan.frame_size,
@@ -169,10 +140,13 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         cpu: CpuReport {
             per_core: window.cpu.clone(),
             total: total_cpu,
+            hosts: None,
         },
         workers,
         xdp: measured.steering.rx,
         interfaces: measured.interfaces.clone(),
+        receiver_window_s: None,
+        agents: None,
     }
 }
 

@@ -4,7 +4,7 @@
 //! every run shares; [`build`] turns what was measured into the result.
 
 mod build;
-mod output;
+pub mod output;
 pub mod plan;
 pub mod result;
 pub mod search;

@@ -1,8 +1,10 @@
-//! The human-readable table of a stream result.
+//! The human-readable table of a stream result, local or across two
+//! hosts (then with the agents and each host's CPU).
 
 use std::fmt::Write;
 
 use super::result::{SideFigures, StreamResult};
+use crate::{cpu::Host, results::two_host};
 
 fn sd(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.3}"))
@@ -38,7 +40,11 @@ fn row(name: &str, s: &SideFigures) -> String {
 pub fn print_table(r: &StreamResult) -> String {
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
-    let mut o = String::new();
+    let mut o = r
+        .agents
+        .as_ref()
+        .map(|a| two_host::header("stream", a))
+        .unwrap_or_default();
     let _ = writeln!(
         o,
         "linerate stream ({}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
@@ -96,8 +102,11 @@ pub fn print_table(r: &StreamResult) -> String {
     let _ = writeln!(o, "  placement: {}", r.setup.placement);
     let _ = writeln!(
         o,
-        "  window {:.2} s after {:.1} s warm-up{}{}",
+        "  window {:.2} s{} after {:.1} s warm-up{}{}",
         r.window_s,
+        r.receiver_window_s
+            .map(|w| format!(" (the receiver's host: {w:.2} s)"))
+            .unwrap_or_default(),
         p.warmup_s,
         p.rate_pps
             .map(|x| format!(", paced at {} frames/s per queue", thousands(x)))
@@ -145,24 +154,36 @@ pub fn print_table(r: &StreamResult) -> String {
     }
     let _ = writeln!(o, "  CPU per core (user + system + softirq + irq = busy):");
     for u in &r.cpu.per_core {
-        let role = match (p.tx_cores.contains(&u.core), p.rx_cores.contains(&u.core)) {
+        // On two hosts a core is the tx host's or the rx host's.
+        let (tx, rx) = (p.tx_cores.contains(&u.core), p.rx_cores.contains(&u.core));
+        let (tx, rx) = match u.host {
+            Some(Host::Tx) => (tx, false),
+            Some(Host::Rx) => (false, rx),
+            None => (tx, rx),
+        };
+        let role = match (tx, rx) {
             (true, true) => "tx+rx",
             (true, false) => "tx",
             (false, true) => "rx",
             _ => "",
         };
+        let core = match u.host {
+            Some(Host::Tx) => format!("{} of the tx host", u.core),
+            Some(Host::Rx) => format!("{} of the rx host", u.core),
+            None => u.core.to_string(),
+        };
         let _ = writeln!(
             o,
             "    core {:<3} {:<5} {:5.1} + {:5.1} + {:5.1} + {:4.1} = {:5.1} %",
-            u.core, role, u.user, u.system, u.softirq, u.irq, u.busy
+            core, role, u.user, u.system, u.softirq, u.irq, u.busy
         );
     }
-    let shared = crate::cores::shared(&p.tx_cores, &p.rx_cores);
+    let shared = r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,
         "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} received ({})",
         r.cpu.total.cpu_pct,
-        r.cpu.total.cores.len(),
+        r.cpu.per_core.len(),
         sd(r.cpu.total.service_demand_ms_per_mb),
         if f.messages.is_some() {
             "of messages"
@@ -179,6 +200,9 @@ pub fn print_table(r: &StreamResult) -> String {
             )
         },
     );
+    if let Some(h) = &r.cpu.hosts {
+        o.push_str(&two_host::hosts_lines(h, &r.cpu.total));
+    }
     let x = &r.xdp;
     let _ = writeln!(
         o,
@@ -187,7 +211,12 @@ pub fn print_table(r: &StreamResult) -> String {
     );
     for w in &r.workers {
         let x = &w.xsk;
-        let secs = r.window_s.max(f64::MIN_POSITIVE);
+        // On two hosts, receivers measured the receiving host's window.
+        let window_s = match w.side() {
+            Host::Rx => r.receiver_window_s.unwrap_or(r.window_s),
+            Host::Tx => r.window_s,
+        };
+        let secs = window_s.max(f64::MIN_POSITIVE);
         let _ = writeln!(
             o,
             "  {} queue {} core {}: {} frames, {} frames/s, {:.1} payload MB/s in the window; {} frames in all; rx_dropped {}, rx_ring_full {}, fill_ring_empty {}, tx_ring_empty {}, invalid descs {}/{}",

@@ -1,21 +1,33 @@
-//! The figures of one stream run, as printed and as JSON.
+//! The figures of one stream run, as printed and as JSON (written by
+//! `--json`, read back by the controller, a sweep and its report), and the
+//! pure functions a local run and the two-host merge build them with.
 
-use linerate_datapath::{geometry::Geometry, stats::CounterSnapshot, xsk::XskStats};
+use linerate_datapath::{geometry::Geometry, stats::CounterSnapshot};
 use linerate_ebpf::SteerStats;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
+pub use crate::results::parts::{InterfaceCounters, WorkerReport};
 use crate::{
-    cpu::{self, CoreUse, CpuFigures},
-    iface::IfCounters,
+    cpu::CoreUse,
+    environment::Environment,
+    results::{
+        parts::{self, figures, percent, CpuFigures},
+        two_host::{Agents, HostsCpu},
+    },
 };
 
+fn stream_test<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    parts::one_of(d, "test", &["stream"])
+}
+
 /// Everything `linerate stream` reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamResult {
     /// "stream".
-    pub test: &'static str,
+    #[serde(deserialize_with = "stream_test")]
+    pub test: parts::Name,
     /// linerate's version.
-    pub version: &'static str,
+    pub version: String,
     /// The parameters of the run.
     pub params: Params,
     /// The host.
@@ -43,13 +55,20 @@ pub struct StreamResult {
     pub xdp: SteerStats,
     /// The interfaces' own counters over the whole run (`ip -s link`).
     pub interfaces: InterfaceCounters,
+    /// Two hosts: the receiving host's window, seconds (`window_s` is the
+    /// sending host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_window_s: Option<f64>,
+    /// Two hosts: the agents that ran each side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Agents>,
 }
 
 /// Parameters, echoed as iperf3 does.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Params {
     /// Data path: "xdp", "udp" or "tcp".
-    pub backend: &'static str,
+    pub backend: String,
     /// UDP segmentation offload on sends (udp).
     pub gso: bool,
     /// UDP receive offload (udp).
@@ -96,19 +115,8 @@ pub struct Params {
     pub lab: Option<String>,
 }
 
-/// The host.
-#[derive(Debug, Clone, Serialize)]
-pub struct Environment {
-    /// `uname -r`.
-    pub kernel: String,
-    /// Cores online.
-    pub cpus: usize,
-    /// CPU model.
-    pub cpu_model: String,
-}
-
 /// Data path set-up as it happened.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
     /// Bind mode of the senders' sockets.
     pub tx_bind_mode: String,
@@ -135,12 +143,14 @@ pub struct Setup {
     pub napi: Option<String>,
     /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
     pub driver: Option<String>,
-    /// Where the workers and NAPI ran, and who chose it.
+    /// Where the workers and NAPI ran, and who chose it (none in results
+    /// written before it was reported).
+    #[serde(default)]
     pub placement: String,
 }
 
 /// Rates and CPU of one side over the window.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SideFigures {
     /// Frames.
     pub frames: u64,
@@ -166,7 +176,7 @@ pub struct SideFigures {
 }
 
 /// Whole-run frame accounting.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameAccounting {
     /// Frames the senders had completed.
     pub sent: u64,
@@ -191,7 +201,7 @@ pub struct FrameAccounting {
 }
 
 /// Whole-run message accounting.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MessageAccounting {
     /// Bytes per message.
     pub message_bytes: usize,
@@ -210,45 +220,22 @@ pub struct MessageAccounting {
 }
 
 /// CPU over the window.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuReport {
-    /// Every core.
+    /// Every core (of both hosts, labelled, in a two-host result).
     pub per_core: Vec<CoreUse>,
     /// All cores together, service demand per received payload MB.
     pub total: CpuFigures,
-}
-
-/// One worker.
-#[derive(Debug, Clone, Serialize)]
-pub struct WorkerReport {
-    /// "tx" or "rx" ("client" or "responder" in rr).
-    pub role: &'static str,
-    /// Queue.
-    pub queue: u32,
-    /// Core it ran on.
-    pub core: Option<usize>,
-    /// Thread id.
-    pub tid: i32,
-    /// Counters over the window.
-    pub window: CounterSnapshot,
-    /// Counters over the whole run.
-    pub total: CounterSnapshot,
-    /// XDP_STATISTICS.
-    pub xsk: XskStats,
-}
-
-/// `ip -s link` counters of both ends over the run.
-#[derive(Debug, Clone, Serialize, Default)]
-pub struct InterfaceCounters {
-    /// Sending interface.
-    pub tx: IfCounters,
-    /// Receiving interface.
-    pub rx: IfCounters,
+    /// Two hosts: each host's CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<HostsCpu>,
 }
 
 impl SideFigures {
-    /// Figures from window counters. `frame_overhead` is what each frame
-    /// adds on the wire beyond the bytes counted (FCS, preamble, gap).
+    /// Figures from a side's counters over a window of `window_s`, with
+    /// the CPU of `cores` (its service demand per message MB for message
+    /// streams, per payload MB otherwise). Wire bytes add each frame's FCS,
+    /// preamble and gap to the bytes counted.
     pub fn from_window(
         c: &CounterSnapshot,
         window_s: f64,
@@ -272,7 +259,7 @@ impl SideFigures {
             link_packets_per_s: 0.0,
             messages_per_s: messages.then(|| c.messages as f64 / window_s),
             message_mb_s,
-            cpu: cpu::figures(uses, cores, message_mb_s.unwrap_or(payload_mb_s)),
+            cpu: figures(uses, cores, message_mb_s.unwrap_or(payload_mb_s)),
         }
     }
 
@@ -280,6 +267,79 @@ impl SideFigures {
     /// payload MB/s otherwise.
     pub fn counted_mb_s(&self) -> f64 {
         self.message_mb_s.unwrap_or(self.payload_mb_s)
+    }
+}
+
+/// The shape of a stream's messages: (bytes per message, frames each is
+/// cut into).
+pub type MessageShape = (usize, usize);
+
+impl FrameAccounting {
+    /// Whole-run accounting from the senders' and the receivers' totals
+    /// (summed over their workers); `unfinished` frames were still in the
+    /// senders' kernel queue; `message` for message streams.
+    pub fn count(
+        sent: &CounterSnapshot,
+        received: &CounterSnapshot,
+        unfinished: u64,
+        message: Option<MessageShape>,
+    ) -> Self {
+        let lost = sent.frames.saturating_sub(received.frames);
+        Self {
+            sent: sent.frames,
+            received: received.frames,
+            lost,
+            loss_pct: percent(lost, sent.frames),
+            seq_gaps: received.lost,
+            reordered: received.reordered,
+            duplicates: received.duplicates,
+            bad: received.bad,
+            unfinished,
+            messages: message.map(|(message_bytes, frames_per_message)| {
+                let lost = sent.messages.saturating_sub(received.messages);
+                MessageAccounting {
+                    message_bytes,
+                    frames_per_message,
+                    sent: sent.messages,
+                    received: received.messages,
+                    lost,
+                    loss_pct: percent(lost, sent.messages),
+                    receiver_counted_lost: received.messages_lost,
+                }
+            }),
+        }
+    }
+}
+
+impl StreamResult {
+    /// The whole-run totals of the workers on `side`, summed.
+    pub fn totals(&self, side: crate::cpu::Host) -> CounterSnapshot {
+        self.workers
+            .iter()
+            .filter(|w| w.side() == side)
+            .fold(CounterSnapshot::default(), |a, w| a.add(&w.total))
+    }
+
+    /// The MB/s the total CPU's service demand counts: the receivers'.
+    pub fn counted_mb_s(&self) -> f64 {
+        self.receiver.counted_mb_s()
+    }
+
+    /// Time per message, seconds: one over the messages received per
+    /// second (message streams that received any).
+    pub fn time_per_message_s(&self) -> Option<f64> {
+        self.receiver
+            .messages_per_s
+            .filter(|x| *x > 0.0)
+            .map(|x| 1.0 / x)
+    }
+
+    /// The message shape, for message streams.
+    pub fn message_shape(&self) -> Option<MessageShape> {
+        self.frames
+            .messages
+            .as_ref()
+            .map(|m| (m.message_bytes, m.frames_per_message))
     }
 }
 
@@ -304,5 +364,36 @@ mod tests {
             "{}",
             f.payload_mb_s
         );
+    }
+
+    #[test]
+    fn frames_and_messages_accounted() {
+        let sent = CounterSnapshot {
+            frames: 1000,
+            messages: 250,
+            ..Default::default()
+        };
+        let received = CounterSnapshot {
+            frames: 990,
+            lost: 10,
+            reordered: 3,
+            messages: 247,
+            messages_lost: 3,
+            ..Default::default()
+        };
+        let f = FrameAccounting::count(&sent, &received, 7, Some((4000, 4)));
+        assert_eq!((f.sent, f.received, f.lost), (1000, 990, 10));
+        assert!((f.loss_pct - 1.0).abs() < 1e-12);
+        assert_eq!((f.seq_gaps, f.reordered, f.unfinished), (10, 3, 7));
+        let m = f.messages.unwrap();
+        assert_eq!(
+            (m.sent, m.received, m.lost, m.receiver_counted_lost),
+            (250, 247, 3, 3)
+        );
+        assert!((m.loss_pct - 1.2).abs() < 1e-12);
+        assert_eq!((m.message_bytes, m.frames_per_message), (4000, 4));
+        // More received than sent (a sender's count cut short) is no loss.
+        let f = FrameAccounting::count(&received, &sent, 0, None);
+        assert_eq!((f.lost, f.loss_pct, f.messages), (0, 0.0, None));
     }
 }

@@ -28,6 +28,8 @@ use serde_json::Value;
 use expand::{argv, parse, points, PointArgs};
 use spec::SweepSpec;
 
+use crate::results::run::{RunResult, TwoHostResult};
+
 /// Results, one JSON object per line, appended as points finish.
 pub const RESULTS: &str = "results.jsonl";
 /// The sweep file as run.
@@ -57,7 +59,7 @@ pub struct Record {
     pub values: serde_json::Map<String, Value>,
     /// The run's result (the command's --json output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    pub result: Option<RunResult>,
     /// Why the run failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -73,9 +75,6 @@ pub struct Size {
     /// Repeats of each point.
     pub repeats: u32,
 }
-
-/// Points per sweep unless --max-points says otherwise.
-pub const MAX_POINTS: u64 = 10_000;
 
 impl Size {
     /// Counts the points of `spec` (one repeat each with `quick`).
@@ -255,12 +254,12 @@ pub fn run(
         store::write_atomic(&dir.join(SPEC), text.as_bytes())?;
     }
     let mut out = store::Results::open(&dir.join(RESULTS))?;
-    let mut slim = report::Slim::new(&spec);
+    let mut kept = report::Kept::new(&spec);
     let loaded = store::load(
         &dir.join(RESULTS),
         &size.per_part,
         store::Mode::Resume,
-        |r| slim.take(r),
+        |r| kept.add(r),
     )?;
     for w in &loaded.warnings {
         eprintln!("linerate: warning: {w}");
@@ -270,12 +269,7 @@ pub fn run(
     if fs::read_to_string(dir.join(OPTIONS)).ok().as_deref() != Some(options.as_str()) {
         store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
     }
-    let mut records = loaded.records;
-    let done: HashSet<(usize, usize, u32)> = records
-        .iter()
-        .filter(|r| r.result.is_some())
-        .map(|r| (r.part, r.point, r.repeat))
-        .collect();
+    let done: HashSet<(usize, usize, u32)> = kept.finished().collect();
     let left: Vec<Duration> = plan
         .iter()
         .flat_map(|(p, args, _)| {
@@ -295,7 +289,7 @@ pub fn run(
         .expect("valid template"),
     );
     let mut pace = Pace::default();
-    let report = |records: &[Record]| report::render(dir, &spec, records, opts.quick, 0);
+    let report = |kept: &report::Kept| report::render(dir, &spec, kept, opts.quick, 0);
     for (p, args, argv) in &plan {
         for repeat in 0..repeats {
             if done.contains(&(p.part, p.index, repeat)) {
@@ -340,18 +334,16 @@ pub fn run(
             if let Err(e) = out.append(&record) {
                 bar.finish_and_clear();
                 // What finished is reported, if there is room for it.
-                let _ = report(&records);
+                let _ = report(&kept);
                 bail!("{e}; {}", resume_hint());
             }
-            let mut record = record;
-            slim.take(&mut record);
-            records.push(record);
+            kept.add(record);
             // The report (and points.csv) follow what finished, rewritten
             // every few seconds rather than after every point: a rewrite
             // reads every record.
             let now = Instant::now();
             if pace.due(now) {
-                if let Err(e) = report(&records) {
+                if let Err(e) = report(&kept) {
                     bar.println(format!("linerate: writing the report failed: {e:#}"));
                 }
                 pace.done(now, Instant::now());
@@ -360,7 +352,7 @@ pub fn run(
         }
     }
     bar.finish_and_clear();
-    let text = report(&records)?;
+    let text = report(&kept)?;
     if interrupted.load(Ordering::Relaxed) {
         eprintln!(
             "linerate: sweep interrupted; finished points are in {}; resume with `linerate sweep --resume {}`",
@@ -371,7 +363,11 @@ pub fn run(
     Ok(text)
 }
 
-fn run_point(args: &PointArgs, argv: &[String], interrupted: &Arc<AtomicBool>) -> Result<Value> {
+fn run_point(
+    args: &PointArgs,
+    argv: &[String],
+    interrupted: &Arc<AtomicBool>,
+) -> Result<RunResult> {
     // With agents, each side runs on its host.
     let (test, run) = match args {
         PointArgs::Stream(a) => ("stream", &a.run),
@@ -382,16 +378,19 @@ fn run_point(args: &PointArgs, argv: &[String], interrupted: &Arc<AtomicBool>) -
         if let Some(e) = o.error {
             anyhow::bail!(e);
         }
-        return Ok(o.result);
+        return match o.result {
+            TwoHostResult::Merged(r) => Ok(r),
+            TwoHostResult::Partial(_) => bail!("a side of the two-host run gave no result"),
+        };
     }
     Ok(match args {
         PointArgs::Stream(a) => {
             let plan = crate::stream::plan::plan(a)?;
-            serde_json::to_value(crate::stream::run(&plan, interrupted)?)?
+            crate::stream::run(&plan, interrupted)?.into()
         }
         PointArgs::Rr(a) => {
             let plan = crate::rr::plan::plan(a)?;
-            serde_json::to_value(crate::rr::run(&plan, interrupted)?)?
+            crate::rr::run(&plan, interrupted)?.into()
         }
     })
 }
@@ -533,7 +532,7 @@ mod tests {
         let t = Instant::now();
         let n = Size::of(&big, false).unwrap();
         assert_eq!(n.points, 10_000_000);
-        assert!(n.check("big.toml", MAX_POINTS).is_err());
+        assert!(n.check("big.toml", crate::cli::MAX_POINTS).is_err());
         assert!(t.elapsed() < Duration::from_secs(5));
         // Products past u64 are an error, not a wrap.
         let mut huge = spec(&[2], 1);

@@ -7,7 +7,6 @@ use std::{collections::HashMap, fmt::Write as _, fs, path::Path};
 
 use anyhow::{Context, Result};
 use plotters::prelude::*;
-use serde_json::Value;
 use toml::Value as Tv;
 
 use super::{
@@ -17,154 +16,140 @@ use super::{
     store::{self, write_atomic},
     Record, RESULTS, SPEC,
 };
+use crate::results::{metrics::Metric, run::RunResult};
 
-/// A figure read from a result by a dotted path; a few are derived.
-pub fn metric(r: &Value, path: &str) -> Option<f64> {
-    let get = |p: &str| {
-        r.pointer(&format!("/{}", p.replace('.', "/")))
-            .and_then(Value::as_f64)
-    };
-    match path {
-        // Time per message (000's figures 7-10 and the overhead fit).
-        "derived.us_per_message" => match r["test"].as_str()? {
-            "rr" => {
-                let inflight = get("params.concurrency")? * get("params.flows")?;
-                Some(1e6 * inflight / get("transactions.per_s").filter(|x| *x > 0.0)?)
-            }
-            _ => Some(1e6 / get("receiver.messages_per_s").filter(|x| *x > 0.0)?),
-        },
-        // Data moved by transactions, MB/s (002's transfer rate).
-        "derived.rr_mb_s" => Some(
-            (get("params.request")? + get("params.response")?) * get("transactions.per_s")? / 1e6,
-        ),
-        _ => get(path),
-    }
+/// The figures of points.csv.
+const COLS: [&str; 10] = [
+    "receiver.payload_mb_s",
+    "receiver.message_mb_s",
+    "receiver.frames_per_s",
+    "frames.loss_pct",
+    "cpu.total.cpu_pct",
+    "cpu.total.service_demand_ms_per_mb",
+    "transactions.per_s",
+    "latency.mean_us",
+    "latency.p99_us",
+    "cpu.total.us_per_transaction",
+];
+
+/// What the fits read.
+const PER_MESSAGE: &str = "derived.us_per_message";
+
+/// One run as the report keeps it.
+struct Run {
+    part: usize,
+    point: usize,
+    repeat: u32,
+    /// The metrics' values (in `Kept::metrics` order); none: it failed.
+    values: Option<Box<[Option<f64>]>>,
+    /// Its data path.
+    backend: Option<Box<str>>,
 }
 
-/// The figures a report of `spec` reads from a result, as dotted paths.
-fn needed(spec: &SweepSpec) -> Vec<String> {
-    let derived = [
-        "test",
-        "params.concurrency",
-        "params.flows",
-        "params.request",
-        "params.response",
-        "params.backend",
-        "transactions.per_s",
-        "receiver.messages_per_s",
-    ];
-    let mut paths: Vec<String> = derived
-        .iter()
-        .chain(COLS.iter())
-        .map(|p| p.to_string())
-        .collect();
-    for part in &spec.parts {
-        paths.extend(part.tables.iter().flat_map(|t| t.metrics.iter().cloned()));
-        paths.extend(part.figures.iter().map(|f| f.y.clone()));
-    }
-    paths.extend(spec.references.iter().filter_map(|r| r.ours.clone()));
-    paths.extend(
-        spec.goals
-            .iter()
-            .flat_map(|g| std::iter::once(g.metric.clone()).chain(g.cpu.clone())),
-    );
-    paths.sort();
-    paths.dedup();
-    paths
+/// What a report of a sweep reads of its records: each run's metrics
+/// (read once, through the metric list, from its typed result) and the
+/// first result whole (the machine section shows its environment and
+/// set-up). A sweep holds its records in memory: 10,000 results whole
+/// take hundreds of MB, their figures a few.
+pub struct Kept {
+    metrics: Vec<Metric>,
+    index: HashMap<String, usize>,
+    first: Option<RunResult>,
+    runs: Vec<Run>,
 }
 
-/// Keeps of every result but the first (whose environment and set-up the
-/// report shows) only the figures the report reads: a sweep holds its
-/// records in memory, and 10,000 of them whole take hundreds of MB.
-pub struct Slim {
-    paths: Vec<String>,
-    first: bool,
-}
-
-impl Slim {
-    /// For the records of `spec`, in file order.
+impl Kept {
+    /// For the records of `spec` (its metric names checked by the spec).
     pub fn new(spec: &SweepSpec) -> Self {
+        let mut names: Vec<String> = COLS.iter().map(|c| c.to_string()).collect();
+        names.push(PER_MESSAGE.into());
+        names.extend(spec.metric_names().map(str::to_string));
+        let mut metrics = Vec::new();
+        let mut index = HashMap::new();
+        for n in names {
+            if index.contains_key(&n) {
+                continue;
+            }
+            let Some(m) = Metric::find(&n) else {
+                continue;
+            };
+            index.insert(n, metrics.len());
+            metrics.push(m);
+        }
         Self {
-            paths: needed(spec),
-            first: true,
+            metrics,
+            index,
+            first: None,
+            runs: Vec::new(),
         }
     }
 
-    /// Slims the next record.
-    pub fn take(&mut self, r: &mut Record) {
-        if let Some(v) = &mut r.result {
-            if std::mem::take(&mut self.first) {
-                return;
-            }
-            *v = slimmed(v, &self.paths);
+    /// Keeps what the report reads of the next record.
+    pub fn add(&mut self, r: Record) {
+        let values = r
+            .result
+            .as_ref()
+            .map(|res| self.metrics.iter().map(|m| m.value(res)).collect());
+        let backend = r.result.as_ref().map(|res| res.backend().into());
+        if self.first.is_none() {
+            self.first = r.result;
         }
+        self.runs.push(Run {
+            part: r.part,
+            point: r.point,
+            repeat: r.repeat,
+            values,
+            backend,
+        });
     }
-}
 
-/// A result with only `paths`.
-fn slimmed(v: &Value, paths: &[String]) -> Value {
-    let mut out = Value::Object(serde_json::Map::new());
-    for p in paths {
-        let Some(x) = v.pointer(&format!("/{}", p.replace('.', "/"))) else {
-            continue;
-        };
-        let mut at = &mut out;
-        let keys: Vec<&str> = p.split('.').collect();
-        for (i, k) in keys.iter().enumerate() {
-            let Value::Object(m) = at else { break };
-            if i + 1 == keys.len() {
-                m.insert((*k).to_string(), x.clone());
-                break;
-            }
-            at = m
-                .entry((*k).to_string())
-                .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        }
+    /// (part, point, repeat) of every finished run.
+    pub fn finished(&self) -> impl Iterator<Item = (usize, usize, u32)> + '_ {
+        self.runs
+            .iter()
+            .filter(|r| r.values.is_some())
+            .map(|r| (r.part, r.point, r.repeat))
     }
-    out
 }
 
 struct Data<'a> {
     spec: &'a SweepSpec,
+    kept: &'a Kept,
     /// Every point of every part, expanded once.
     points: Vec<Vec<Point>>,
-    /// The results of each (part, point): one pass over the records, not
+    /// The runs of each (part, point): one pass over the records, not
     /// one per cell.
-    results: HashMap<(usize, usize), Vec<&'a Value>>,
+    runs: HashMap<(usize, usize), Vec<&'a [Option<f64>]>>,
 }
 
 impl<'a> Data<'a> {
-    fn new(spec: &'a SweepSpec, records: &'a [Record]) -> Self {
-        let mut results: HashMap<(usize, usize), Vec<&Value>> = HashMap::new();
-        for r in records {
-            if let Some(v) = &r.result {
-                results.entry((r.part, r.point)).or_default().push(v);
+    fn new(spec: &'a SweepSpec, kept: &'a Kept) -> Self {
+        let mut runs: HashMap<(usize, usize), Vec<&[Option<f64>]>> = HashMap::new();
+        for r in &kept.runs {
+            if let Some(v) = &r.values {
+                runs.entry((r.part, r.point)).or_default().push(v);
             }
         }
         Self {
             spec,
+            kept,
             points: spec
                 .parts
                 .iter()
                 .enumerate()
                 .map(|(i, p)| points(i, p))
                 .collect(),
-            results,
+            runs,
         }
     }
 
-    fn results(&self, p: &Point) -> &[&Value] {
-        self.results
-            .get(&(p.part, p.index))
-            .map_or(&[], Vec::as_slice)
+    fn results(&self, p: &Point) -> &[&[Option<f64>]] {
+        self.runs.get(&(p.part, p.index)).map_or(&[], Vec::as_slice)
     }
 
-    fn spread(&self, p: &Point, path: &str) -> Option<Spread> {
-        let v: Vec<f64> = self
-            .results(p)
-            .iter()
-            .filter_map(|r| metric(r, path))
-            .collect();
+    fn spread(&self, p: &Point, metric: &str) -> Option<Spread> {
+        let i = *self.kept.index.get(metric)?;
+        let v: Vec<f64> = self.results(p).iter().filter_map(|r| r[i]).collect();
         Spread::of(&v)
     }
 
@@ -396,7 +381,7 @@ fn fit(d: &Data, pi: usize, f: &FitSpec) -> String {
             }
             if let Some(t) = d
                 .find(pi, &want, &f.filter)
-                .and_then(|p| d.spread(p, "derived.us_per_message"))
+                .and_then(|p| d.spread(p, PER_MESSAGE))
             {
                 pts.push((x, t.median / 1e6));
             }
@@ -423,48 +408,50 @@ fn fit(d: &Data, pi: usize, f: &FitSpec) -> String {
     o
 }
 
-fn machine(records: &[Record]) -> String {
-    let Some(r) = records.iter().find_map(|r| r.result.as_ref()) else {
+fn machine(kept: &Kept) -> String {
+    let Some(r) = &kept.first else {
         return "No point has finished yet.\n".into();
     };
-    let e = &r["environment"];
-    let s = &r["setup"];
-    let p = &r["params"];
-    let mut backends: Vec<String> = records
+    let e = r.environment();
+    let mut backends: Vec<&str> = kept
+        .runs
         .iter()
-        .filter_map(|r| {
-            r.result.as_ref()?["params"]["backend"]
-                .as_str()
-                .map(str::to_string)
-        })
+        .filter_map(|r| r.backend.as_deref())
         .collect();
     backends.sort();
     backends.dedup();
-    let iface = |k: &str, n: &str| {
+    let iface = |i: &str, n: &Option<String>| {
         format!(
-            "{}{}",
-            p[k].as_str().unwrap_or("?"),
-            p[n].as_str().map(|n| format!(" ({n})")).unwrap_or_default()
+            "{i}{}",
+            n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
         )
     };
-    let (from, to) = if r["test"] == "rr" {
-        (
-            iface("client_iface", "client_netns"),
-            iface("responder_iface", "responder_netns"),
-        )
-    } else {
-        (iface("tx_iface", "tx_netns"), iface("rx_iface", "rx_netns"))
+    let (from, to, driver, bind, xdp, napi) = match r {
+        RunResult::Stream(s) => (
+            iface(&s.params.tx_iface, &s.params.tx_netns),
+            iface(&s.params.rx_iface, &s.params.rx_netns),
+            &s.setup.driver,
+            &s.setup.rx_bind_mode,
+            &s.setup.xdp_mode,
+            &s.setup.napi,
+        ),
+        RunResult::Rr(s) => (
+            iface(&s.params.client_iface, &s.params.client_netns),
+            iface(&s.params.responder_iface, &s.params.responder_netns),
+            &s.setup.driver,
+            &s.setup.client_bind_mode,
+            &s.setup.xdp_mode,
+            &s.setup.napi,
+        ),
     };
     format!(
-        "| | |\n|---|---|\n| kernel | {} |\n| CPU | {} ({} cores) |\n| path | {from} -> {to} |\n| NIC driver | {} |\n| AF_XDP bind mode | {} |\n| XDP attach mode | {} |\n| backends | {} |\n| NAPI | {} |\n",
-        e["kernel"].as_str().unwrap_or("?"),
-        e["cpu_model"].as_str().unwrap_or("?"),
-        e["cpus"],
-        s["driver"].as_str().unwrap_or("?"),
-        s.get("rx_bind_mode").or(s.get("client_bind_mode")).and_then(Value::as_str).unwrap_or("?"),
-        s["xdp_mode"].as_str().unwrap_or("?"),
+        "| | |\n|---|---|\n| kernel | {} |\n| CPU | {} ({} cores) |\n| path | {from} -> {to} |\n| NIC driver | {} |\n| AF_XDP bind mode | {bind} |\n| XDP attach mode | {xdp} |\n| backends | {} |\n| NAPI | {} |\n",
+        e.kernel,
+        e.cpu_model,
+        e.cpus,
+        driver.as_deref().unwrap_or("?"),
         backends.join(", "),
-        s["napi"].as_str().unwrap_or("as configured"),
+        napi.as_deref().unwrap_or("as configured"),
     )
 }
 
@@ -552,20 +539,6 @@ fn goals(d: &Data) -> String {
     o
 }
 
-/// The figures of points.csv.
-const COLS: [&str; 10] = [
-    "receiver.payload_mb_s",
-    "receiver.message_mb_s",
-    "receiver.frames_per_s",
-    "frames.loss_pct",
-    "cpu.total.cpu_pct",
-    "cpu.total.service_demand_ms_per_mb",
-    "transactions.per_s",
-    "latency.mean_us",
-    "latency.p99_us",
-    "cpu.total.us_per_transaction",
-];
-
 fn csv(d: &Data) -> String {
     let mut o = format!("part,point,values,repeats,{}\n", COLS.join(","));
     for (pi, points) in d.points.iter().enumerate() {
@@ -603,12 +576,12 @@ pub fn write(dir: &Path) -> Result<String> {
     })?;
     let spec = SweepSpec::parse(&text, &dir.join(SPEC).display().to_string())?;
     let size = super::Size::of(&spec, false)?;
-    let mut slim = Slim::new(&spec);
+    let mut kept = Kept::new(&spec);
     let loaded = store::load(
         &dir.join(RESULTS),
         &size.per_part,
         store::Mode::Report,
-        |r| slim.take(r),
+        |r| kept.add(r),
     )?;
     for w in &loaded.warnings {
         eprintln!("linerate: warning: {w}");
@@ -617,21 +590,22 @@ pub fn write(dir: &Path) -> Result<String> {
         .ok()
         .and_then(|t| serde_json::from_str::<super::SweepOptions>(&t).ok())
         .is_some_and(|o| o.quick);
-    render(dir, &spec, &loaded.records, quick, loaded.skipped)
+    render(dir, &spec, &kept, quick, loaded.skipped)
 }
 
-/// Writes report.md, the SVG figures and points.csv of `records` into
-/// `dir`, each file replaced whole; returns the tables for the terminal.
+/// Writes report.md, the SVG figures and points.csv of the runs `kept`
+/// into `dir`, each file replaced whole; returns the tables for the
+/// terminal.
 pub fn render(
     dir: &Path,
     spec: &SweepSpec,
-    records: &[Record],
+    kept: &Kept,
     quick: bool,
     skipped: usize,
 ) -> Result<String> {
-    let d = Data::new(spec, records);
-    let finished = records.iter().filter(|r| r.result.is_some()).count();
-    let failed = records.iter().filter(|r| r.error.is_some()).count();
+    let d = Data::new(spec, kept);
+    let finished = kept.runs.iter().filter(|r| r.values.is_some()).count();
+    let failed = kept.runs.len() - finished;
     let total = super::Size::of(spec, quick)?.points;
     let skipped = if skipped > 0 {
         format!(" {skipped} line(s) of results.jsonl are not records of this sweep and were left out (see the warnings of `linerate report`).")
@@ -644,7 +618,7 @@ pub fn render(
         spec.name,
         total,
         parameters(spec, quick),
-        machine(records)
+        machine(kept)
     );
     let mut term = String::new();
     let refs = references(&d);
@@ -699,39 +673,41 @@ pub fn render(
 mod tests {
     use super::*;
 
+    /// The report keeps a few figures of each run, not its result: a
+    /// sweep's records in memory stay small.
     #[test]
-    fn slim_records_render_the_same_report() {
+    fn runs_are_kept_small() {
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sweep-small");
         let text = fs::read_to_string(fixture.join("spec.toml")).unwrap();
         let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
-        let loaded =
-            store::load(&fixture.join(RESULTS), &[6], store::Mode::Report, |_| {}).unwrap();
-        let full = loaded.records;
-        let mut slim_ = full.clone();
-        let mut s = Slim::new(&spec);
-        slim_.iter_mut().for_each(|r| s.take(r));
-        let size = |r: &[Record]| serde_json::to_string(r).unwrap().len();
-        assert!(
-            size(&slim_) * 4 < size(&full),
-            "{} of {}",
-            size(&slim_),
-            size(&full)
-        );
-        let dir = std::env::temp_dir().join(format!("linerate-slim-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let mut out = Vec::new();
-        for (i, r) in [&full, &slim_].iter().enumerate() {
-            let d = dir.join(i.to_string());
-            fs::create_dir_all(&d).unwrap();
-            let term = render(&d, &spec, r, false, 0).unwrap();
-            out.push((
-                term,
-                fs::read_to_string(d.join("report.md")).unwrap(),
-                fs::read_to_string(d.join("points.csv")).unwrap(),
-                fs::read_to_string(d.join("figure-1.svg")).unwrap(),
-            ));
+        let mut kept = Kept::new(&spec);
+        let mut whole = 0;
+        let loaded = store::load(&fixture.join(RESULTS), &[6], store::Mode::Report, |r| {
+            whole += serde_json::to_string(&r).unwrap().len();
+            kept.add(r)
+        })
+        .unwrap();
+        assert_eq!((loaded.records, kept.runs.len()), (12, 12));
+        let small: usize = kept
+            .runs
+            .iter()
+            .map(|r| r.values.as_ref().map_or(0, |v| v.len() * 16))
+            .sum();
+        assert!(small * 20 < whole, "{small} of {whole}");
+        assert_eq!(kept.finished().count(), 12);
+        // points.csv and the fits read metrics of the list.
+        for name in COLS.iter().chain([&PER_MESSAGE]) {
+            assert!(kept.index.contains_key(*name), "{name}");
         }
-        assert_eq!(out[0], out[1]);
-        let _ = fs::remove_dir_all(dir);
+        // A failed run is counted, not read.
+        kept.add(Record {
+            part: 0,
+            point: 1,
+            repeat: 2,
+            values: serde_json::Map::new(),
+            result: None,
+            error: Some("no".into()),
+        });
+        assert_eq!(kept.finished().count(), 12);
     }
 }

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use toml::Value;
 
+use crate::results::metrics::{self, Metric};
+
 /// A sweep file: one part, given at the top level, or several `[[part]]`s
 /// (a document may measure transactions and streams).
 #[derive(Debug, Clone, Serialize)]
@@ -154,8 +156,9 @@ pub struct TableSpec {
     /// Axis whose values make the columns (none: one column per metric).
     #[serde(default)]
     pub columns: Option<String>,
-    /// Figures shown in each cell, as dotted paths into a result
-    /// (e.g. `receiver.message_mb_s`, `cpu.total.cpu_pct`).
+    /// Figures shown in each cell, by their names in the metric list
+    /// (the dotted paths into a result, e.g. `receiver.message_mb_s`,
+    /// `cpu.total.cpu_pct`; docs/metrics.md).
     pub metrics: Vec<String>,
     /// Only points whose other axes have these values.
     #[serde(default)]
@@ -289,7 +292,46 @@ impl SweepSpec {
         for part in &spec.parts {
             part.check(&err)?;
         }
+        for (what, name) in spec
+            .references
+            .iter()
+            .filter_map(|r| {
+                r.ours
+                    .as_deref()
+                    .map(|m| (format!("reference {:?}", r.case), m))
+            })
+            .chain(spec.goals.iter().flat_map(|g| {
+                std::iter::once((format!("goal {:?}", g.case), g.metric.as_str())).chain(
+                    g.cpu
+                        .as_deref()
+                        .map(|c| (format!("goal {:?} (cpu)", g.case), c)),
+                )
+            }))
+        {
+            if Metric::find(name).is_none() {
+                return Err(err(name, format!("{what}: {}", metrics::unknown(name))));
+            }
+        }
         Ok(spec)
+    }
+
+    /// Every metric name the file uses: tables', figures', references'
+    /// and goals'.
+    pub fn metric_names(&self) -> impl Iterator<Item = &str> {
+        self.parts
+            .iter()
+            .flat_map(|p| {
+                p.tables
+                    .iter()
+                    .flat_map(|t| t.metrics.iter().map(String::as_str))
+                    .chain(p.figures.iter().map(|f| f.y.as_str()))
+            })
+            .chain(self.references.iter().filter_map(|r| r.ours.as_deref()))
+            .chain(
+                self.goals
+                    .iter()
+                    .flat_map(|g| std::iter::once(g.metric.as_str()).chain(g.cpu.as_deref())),
+            )
     }
 }
 
@@ -358,6 +400,33 @@ impl Part {
                 if !known(ax) {
                     return Err(unknown("fit", &f.title, ax));
                 }
+            }
+        }
+        // Metrics: in the list, and measured by this part's command.
+        let kind = match self.kind {
+            Kind::Stream => "stream",
+            Kind::Rr => "rr",
+        };
+        let used = self
+            .tables
+            .iter()
+            .flat_map(|t| t.metrics.iter().map(move |m| ("table", &t.title, m)))
+            .chain(self.figures.iter().map(|f| ("figure", &f.title, &f.y)));
+        for (what, title, name) in used {
+            let Some(m) = Metric::find(name) else {
+                return Err(err(
+                    name,
+                    format!("{what} {title:?}: {}", metrics::unknown(name)),
+                ));
+            };
+            if !m.tests().has(kind) {
+                return Err(err(
+                    name,
+                    format!(
+                        "{what} {title:?} shows {name:?}, which `linerate {kind}` does not measure (it is a figure of {} results): pick a metric of {kind} results (docs/metrics.md)",
+                        if kind == "rr" { "stream" } else { "rr" }
+                    ),
+                ));
             }
         }
         Ok(())
@@ -460,5 +529,51 @@ value = "8.5 MB/s"
             e.message.contains("ping") || e.message.contains("variant"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn metrics_come_from_the_list() {
+        let e = SweepSpec::parse(
+            &GOOD.replace(
+                "metrics = [\"receiver.message_mb_s\"]",
+                "metrics = [\"receiver.mesage_mb_s\"]",
+            ),
+            "b.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 17, "{e}");
+        assert!(
+            e.message.starts_with("table \"MB/s\": \"receiver.mesage_mb_s\" is not a metric linerate knows. Figures: ")
+                && e.message.contains("receiver.message_mb_s"),
+            "{e}"
+        );
+        let e = SweepSpec::parse(
+            &GOOD.replace("y = \"receiver.message_mb_s\"", "y = \"latency.p99_us\""),
+            "b.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("shows \"latency.p99_us\", which `linerate stream` does not measure"),
+            "{e}"
+        );
+        let with_goal = format!(
+            "{GOOD}[[goal]]\ncase = \"x\"\nmetric = \"receiver.message_mb_s\"\nat_least = 1\ncpu = \"cpu.totl.cpu_pct\"\n"
+        );
+        let e = SweepSpec::parse(&with_goal, "b.toml").unwrap_err();
+        assert!(
+            e.message
+                .starts_with("goal \"x\" (cpu): \"cpu.totl.cpu_pct\" is not"),
+            "{e}"
+        );
+        let spec = SweepSpec::parse(GOOD, "good.toml").unwrap();
+        assert_eq!(
+            spec.metric_names().collect::<Vec<_>>(),
+            ["receiver.message_mb_s", "receiver.message_mb_s"]
+        );
+        // Every preset's metrics are in the list.
+        for (name, _, text) in super::super::presets::PRESETS {
+            SweepSpec::parse(text, name).unwrap();
+        }
     }
 }

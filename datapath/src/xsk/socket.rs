@@ -132,7 +132,8 @@ pub enum XskError {
 }
 
 /// The socket's XDP_STATISTICS.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct XskStats {
     /// Frames dropped for lack of space or other reasons.
     pub rx_dropped: u64,

@@ -1,0 +1,22 @@
+//! The typed results of linerate, one model for a local run, a two-host
+//! run and a sweep.
+//!
+//! Layers, each importing only those below it:
+//! - [`parts`] and [`two_host`]: what every result is made of (interface
+//!   counters, worker reports, CPU figures and the service demand formula;
+//!   the agents and per-host CPU of a two-host run), over the system
+//!   readers (`cpu`, `iface`, `environment`) whose types they hold;
+//! - `stream::result` and `rr::result`: the result of each test, built by
+//!   pure functions over those parts (a local run and the two-host merge
+//!   call the same ones);
+//! - [`run`]: a result of either test, as `--json` prints it, an agent
+//!   returns it and a sweep stores it; its table comes from
+//!   `stream::output` or `rr::output`;
+//! - [`metrics`]: the one list of metric names (sweep files, the report,
+//!   /metrics, docs/metrics.md), each with its unit, meaning and how it is
+//!   read from a typed result.
+
+pub mod metrics;
+pub mod parts;
+pub mod run;
+pub mod two_host;

@@ -1,0 +1,298 @@
+//! A result of either test, as `--json` prints it, an agent returns a
+//! side's, the controller merges two and a sweep stores each: JSON one way
+//! and typed the other, told apart by its `test`.
+
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use super::two_host::{self, Agents};
+use crate::{
+    environment::Environment,
+    rr::{output as rr_output, result::RrResult},
+    stream::{output as stream_output, result::StreamResult},
+};
+
+/// The result of a `stream` or an `rr` run, local or across two hosts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RunResult {
+    /// `linerate stream`.
+    Stream(StreamResult),
+    /// `linerate rr`.
+    Rr(RrResult),
+}
+
+impl<'de> Deserialize<'de> for RunResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        match v.get("test").and_then(Value::as_str) {
+            Some("stream") => StreamResult::deserialize(v).map(Self::Stream).map_err(|e| {
+                D::Error::custom(format!("a stream result that does not hold up: {e}"))
+            }),
+            Some("rr") => RrResult::deserialize(v)
+                .map(Self::Rr)
+                .map_err(|e| D::Error::custom(format!("an rr result that does not hold up: {e}"))),
+            Some(other) => Err(D::Error::custom(format!(
+                "a result of test {other:?}: linerate reads stream and rr results"
+            ))),
+            None => Err(D::Error::custom(
+                "not a linerate stream or rr result (it names no test)",
+            )),
+        }
+    }
+}
+
+impl From<StreamResult> for RunResult {
+    fn from(r: StreamResult) -> Self {
+        Self::Stream(r)
+    }
+}
+
+impl From<RrResult> for RunResult {
+    fn from(r: RrResult) -> Self {
+        Self::Rr(r)
+    }
+}
+
+impl RunResult {
+    /// "stream" or "rr".
+    #[cfg(test)]
+    pub fn test(&self) -> &'static str {
+        match self {
+            Self::Stream(r) => r.test,
+            Self::Rr(r) => r.test,
+        }
+    }
+
+    /// The terminal table.
+    pub fn table(&self) -> String {
+        match self {
+            Self::Stream(r) => stream_output::print_table(r),
+            Self::Rr(r) => rr_output::print_table(r),
+        }
+    }
+
+    /// The (sending) host.
+    pub fn environment(&self) -> &Environment {
+        match self {
+            Self::Stream(r) => &r.environment,
+            Self::Rr(r) => &r.environment,
+        }
+    }
+
+    /// The data path: "xdp", "udp" or "tcp".
+    pub fn backend(&self) -> &str {
+        match self {
+            Self::Stream(r) => &r.params.backend,
+            Self::Rr(r) => &r.params.backend,
+        }
+    }
+
+    /// Bytes per message: a message stream's messages, an rr run's request
+    /// and response together.
+    pub fn message_size(&self) -> Option<usize> {
+        match self {
+            Self::Stream(r) => r.frames.messages.as_ref().map(|m| m.message_bytes),
+            Self::Rr(r) => Some(r.params.request + r.params.response),
+        }
+    }
+
+    /// Time per message, seconds (document 000's figures 7-10 and the
+    /// overhead fit).
+    pub fn time_per_message_s(&self) -> Option<f64> {
+        match self {
+            Self::Stream(r) => r.time_per_message_s(),
+            Self::Rr(r) => r.time_per_message_s(),
+        }
+    }
+}
+
+/// What a run across two hosts gave: both sides merged, or, when a side
+/// ended without a result, what there is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per two-host run, never in bulk
+pub enum TwoHostResult {
+    /// Both sides' figures as one result (with `agents`).
+    Merged(RunResult),
+    /// A side is missing.
+    Partial(Partial),
+}
+
+/// A two-host run with a side missing: each side's own result, if any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Partial {
+    /// "stream" or "rr".
+    pub test: String,
+    /// Always true.
+    pub partial: bool,
+    /// The agents.
+    pub agents: Agents,
+    /// The sending (rr: client's) host's result.
+    pub tx: Option<Box<RunResult>>,
+    /// The receiving (rr: responder's) host's result.
+    pub rx: Option<Box<RunResult>>,
+}
+
+impl TwoHostResult {
+    /// The terminal table: the merged result's, or each side's own.
+    pub fn table(&self) -> String {
+        match self {
+            Self::Merged(r) => r.table(),
+            Self::Partial(p) => {
+                let mut o = two_host::header(&p.test, &p.agents);
+                for (side, r) in [("tx", &p.tx), ("rx", &p.rx)] {
+                    match r {
+                        None => o += &format!("  {side} host: no result\n"),
+                        Some(r) => {
+                            o += &format!("  {side} host's own figures:\n");
+                            for line in r.table().lines() {
+                                o += &format!("  {line}\n");
+                            }
+                        }
+                    }
+                }
+                o
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+    }
+
+    fn fixture(name: &str) -> (Value, RunResult) {
+        let text = std::fs::read_to_string(fixtures().join("results").join(name)).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let r = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        (v, r)
+    }
+
+    /// Results as linerate writes them today (local, two-host; stream,
+    /// messages, rr, kernel backends) read into the types and written back
+    /// are the same JSON (a counter added since they were written comes
+    /// back as 0).
+    #[test]
+    fn results_of_today_round_trip_exactly() {
+        let mut n = 0;
+        for e in std::fs::read_dir(fixtures().join("results")).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let (v, r) = fixture(&name);
+            assert_eq!(r.test(), v["test"], "{name}");
+            same_but_added(&v, &serde_json::to_value(&r).unwrap(), &name, zero);
+            let two: TwoHostResult = serde_json::from_value(v.clone()).unwrap();
+            assert!(
+                matches!(two, TwoHostResult::Merged(_)) == v.get("partial").is_none(),
+                "{name}"
+            );
+            n += 1;
+        }
+        assert_eq!(n, 8);
+    }
+
+    /// A counter added since a result was written reads as 0.
+    fn zero(v: &Value) -> bool {
+        v.as_f64() == Some(0.0)
+    }
+
+    /// A field added since reads as nothing measured.
+    fn empty(v: &Value) -> bool {
+        matches!(v, Value::Null | Value::Bool(false)) || zero(v) || v.as_str() == Some("")
+    }
+
+    /// Every field `old` has is the same in `new`; each field `new` adds
+    /// is `added`.
+    fn same_but_added(old: &Value, new: &Value, at: &str, added: fn(&Value) -> bool) {
+        match (old, new) {
+            (Value::Object(o), Value::Object(n)) => {
+                for (k, v) in n {
+                    let at = format!("{at}.{k}");
+                    match o.get(k) {
+                        Some(ov) => same_but_added(ov, v, &at, added),
+                        None => assert!(added(v), "{at} added as {v}"),
+                    }
+                }
+                for k in o.keys() {
+                    assert!(n.contains_key(k), "{at}.{k} lost");
+                }
+            }
+            (Value::Array(o), Value::Array(n)) => {
+                assert_eq!(o.len(), n.len(), "{at}");
+                for (i, (o, n)) in o.iter().zip(n).enumerate() {
+                    same_but_added(o, n, &format!("{at}[{i}]"), added);
+                }
+            }
+            _ => assert_eq!(old, new, "{at}"),
+        }
+    }
+
+    /// A sweep's results.jsonl written by an earlier version (no placement,
+    /// driver, UMEM or XDP-only counters) reads into the types.
+    #[test]
+    fn results_of_earlier_versions_read() {
+        let text = std::fs::read_to_string(fixtures().join("sweep-small/results.jsonl")).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let old: Value = serde_json::from_str(line).unwrap();
+            let record: crate::sweep::Record = serde_json::from_str(line).unwrap();
+            let new = serde_json::to_value(&record).unwrap();
+            same_but_added(&old, &new, &format!("line {}", i + 1), empty);
+            assert!(matches!(record.result, Some(RunResult::Stream(_))));
+        }
+    }
+
+    #[test]
+    fn a_partial_two_host_result() {
+        let (v, tx) = fixture("stream.json");
+        let RunResult::Stream(s) = fixture("two-host-stream.json").1 else {
+            panic!()
+        };
+        let agents = s.agents.unwrap();
+        let p = TwoHostResult::Partial(Partial {
+            test: "stream".into(),
+            partial: true,
+            agents: agents.clone(),
+            tx: Some(Box::new(tx)),
+            rx: None,
+        });
+        let j = serde_json::to_value(&p).unwrap();
+        assert_eq!(
+            (&j["partial"], &j["rx"]),
+            (&Value::Bool(true), &Value::Null)
+        );
+        same_but_added(&v, &j["tx"], "tx", zero);
+        assert_eq!(serde_json::from_value::<TwoHostResult>(j).unwrap(), p);
+        let t = p.table();
+        assert!(
+            t.starts_with("linerate stream across two hosts: tx http://127.0.0.1:7591")
+                && t.contains("  tx host's own figures:\n  linerate stream (xdp)")
+                && t.ends_with("  rx host: no result\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn other_tests_are_refused_by_name() {
+        let e = serde_json::from_str::<RunResult>(r#"{"test":"stream-search"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a result of test \"stream-search\""), "{e}");
+        let e = serde_json::from_str::<RunResult>(r#"{"x":1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("names no test"), "{e}");
+        let e = serde_json::from_str::<RunResult>(r#"{"test":"rr"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("an rr result that does not hold up: missing field"),
+            "{e}"
+        );
+    }
+}

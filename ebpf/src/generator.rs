@@ -10,7 +10,7 @@ use std::os::fd::AsFd;
 
 use libbpf_rs::{ErrorKind, MapCore, MapFlags, MapHandle, Object, ObjectBuilder, ProgramInput};
 
-use crate::EbpfError;
+use crate::{values, EbpfError};
 
 const PROG_NAME: &str = "linerate_gen";
 pub(crate) static GEN_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gen.bpf.o"));
@@ -87,33 +87,26 @@ impl GeneratorConfig {
             .map_or(0, |r| ((256e9 / r).round() as u64).max(1))
     }
 
-    fn encode(&self) -> [u8; GEN_CONFIG_SIZE] {
+    fn encode(&self) -> Vec<u8> {
         let m = self.message.unwrap_or(GenMessage {
             msg_len: 0,
             frag_count: 0,
             per_fragment: 0,
         });
-        let fields: [u64; 8] = [
-            u64::from(self.ifindex),
-            u64::from(m.msg_len),
-            u64::from(m.frag_count),
-            u64::from(m.per_fragment),
-            self.count.unwrap_or(0),
-            self.interval_fp(),
-            self.burst,
-            self.epoch_ns,
-        ];
-        let mut v = [0u8; GEN_CONFIG_SIZE];
-        for ((_, off, len), x) in GEN_CONFIG_LAYOUT.iter().zip(fields) {
-            let bytes = x.to_ne_bytes();
-            let bytes = if cfg!(target_endian = "little") {
-                &bytes[..*len]
-            } else {
-                &bytes[8 - len..]
-            };
-            v[*off..off + len].copy_from_slice(bytes);
-        }
-        v
+        values::encode(
+            &GEN_CONFIG_LAYOUT,
+            GEN_CONFIG_SIZE,
+            &[
+                u64::from(self.ifindex),
+                u64::from(m.msg_len),
+                u64::from(m.frag_count),
+                u64::from(m.per_fragment),
+                self.count.unwrap_or(0),
+                self.interval_fp(),
+                self.burst,
+                self.epoch_ns,
+            ],
+        )
     }
 }
 
@@ -136,26 +129,14 @@ pub struct GenFlowCounters {
 
 impl GenFlowCounters {
     fn decode(b: &[u8]) -> Option<Self> {
-        if b.len() < GEN_FLOW_SIZE {
-            return None;
-        }
-        let at = |i: usize| {
-            let (_, off, len) = GEN_FLOW_LAYOUT[i];
-            let mut w = [0u8; 8];
-            if cfg!(target_endian = "little") {
-                w[..len].copy_from_slice(&b[off..off + len]);
-            } else {
-                w[8 - len..].copy_from_slice(&b[off..off + len]);
-            }
-            u64::from_ne_bytes(w)
-        };
+        let v = values::decode(&GEN_FLOW_LAYOUT, GEN_FLOW_SIZE, b)?;
         Some(Self {
-            seq: at(0),
-            redirected: at(1),
-            redirect_failed: at(2),
-            msg_id: at(3) as u32,
-            frag_index: at(4) as u32,
-            skipped: at(6),
+            seq: v[0],
+            redirected: v[1],
+            redirect_failed: v[2],
+            msg_id: v[3] as u32,
+            frag_index: v[4] as u32,
+            skipped: v[6],
         })
     }
 }
@@ -232,15 +213,8 @@ impl Generator {
             }
         }
         let object = open.load().map_err(load)?;
-        let map = |name: &'static str| -> Result<MapHandle, EbpfError> {
-            let m = object
-                .maps()
-                .find(|m| m.name() == name)
-                .ok_or_else(|| EbpfError::Load(format!("map {name} missing from the object")))?;
-            MapHandle::try_from(&m).map_err(|e| EbpfError::map(name, e))
-        };
-        let config = map("gen_config")?;
-        let flows = map("gen_flows")?;
+        let config = values::map(&object, "gen_config")?;
+        let flows = values::map(&object, "gen_flows")?;
         let mut gen = Self {
             object,
             cfg,

@@ -17,6 +17,7 @@ mod generator;
 mod layout;
 mod program;
 mod stats;
+mod values;
 
 pub use attach::{AttachMode, AttachPolicy};
 pub use error::EbpfError;

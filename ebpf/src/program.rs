@@ -7,7 +7,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, Xdp, XdpFla
 use crate::{
     attach::{link_xdp, AttachMode, AttachPolicy},
     stats::SteerStats,
-    EbpfError,
+    values, EbpfError,
 };
 
 /// Receive queues the program can steer to (entries of its XSKMAP).
@@ -80,40 +80,33 @@ pub struct RxFlowCounters {
 
 impl RxFlowCounters {
     fn decode(b: &[u8]) -> Option<Self> {
-        if b.len() < RX_FLOW_SIZE {
-            return None;
-        }
-        let word = |i: usize| {
-            let (_, off, _) = RX_FLOW_LAYOUT[i];
-            u64::from_ne_bytes(b[off..off + 8].try_into().unwrap())
-        };
+        let v = values::decode(&RX_FLOW_LAYOUT, RX_FLOW_SIZE, b)?;
         Some(Self {
-            next: word(0),
-            received: word(2),
-            lost: word(3),
-            reordered: word(4),
-            duplicates: word(5),
-            bytes: word(6),
+            next: v[0],
+            received: v[2],
+            lost: v[3],
+            reordered: v[4],
+            duplicates: v[5],
+            bytes: v[6],
         })
     }
 }
 
 impl SteeringConfig {
     /// The value of the program's `config` map: `struct steer_config`.
-    fn encode(&self, count_only: bool) -> [u8; CONFIG_SIZE] {
-        let fields: [&[u8]; 6] = [
-            &self.port_lo.to_ne_bytes(),
-            &self.port_hi.to_ne_bytes(),
-            &1u32.to_ne_bytes(),
-            &u32::from(self.respond).to_ne_bytes(),
-            &self.drop_ppm.to_ne_bytes(),
-            &u32::from(count_only).to_ne_bytes(),
-        ];
-        let mut value = [0u8; CONFIG_SIZE];
-        for ((_, off, len), bytes) in CONFIG_LAYOUT.iter().zip(fields) {
-            value[*off..off + len].copy_from_slice(bytes);
-        }
-        value
+    fn encode(&self, count_only: bool) -> Vec<u8> {
+        values::encode(
+            &CONFIG_LAYOUT,
+            CONFIG_SIZE,
+            &[
+                u64::from(self.port_lo),
+                u64::from(self.port_hi),
+                1,
+                u64::from(self.respond),
+                u64::from(self.drop_ppm),
+                u64::from(count_only),
+            ],
+        )
     }
 }
 
@@ -146,13 +139,7 @@ impl Steering {
             .open_memory(OBJECT)
             .and_then(|open| open.load())
             .map_err(|e| EbpfError::Load(e.to_string()))?;
-        let map = |name: &'static str| -> Result<MapHandle, EbpfError> {
-            let m = object
-                .maps()
-                .find(|m| m.name() == name)
-                .ok_or_else(|| EbpfError::Load(format!("map {name} missing from the object")))?;
-            MapHandle::try_from(&m).map_err(|e| EbpfError::map(name, e))
-        };
+        let map = |name| values::map(&object, name);
         let xsks = map("xsks")?;
         let stats = map("stats")?;
         let config = map("config")?;

@@ -314,6 +314,17 @@ pub enum BackendArg {
     Tcp,
 }
 
+/// Who sends a stream's frames (`--tx-engine`).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum TxEngineArg {
+    /// The engine --backend names (AF_XDP sockets with --backend xdp).
+    #[default]
+    Backend,
+    /// The in-kernel frame generator (BPF_PROG_RUN in live-frames mode:
+    /// no skb, no copy), into AF_XDP receivers; frames up to 3412 bytes.
+    Generator,
+}
+
 /// NAPI mode on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum NapiArg {
@@ -481,6 +492,13 @@ pub struct StreamArgs {
     /// each, the first unpaced, then a binary search to 1 %.
     #[arg(long, value_name = "PERCENT", conflicts_with_all = ["count", "rate", "rx_only"])]
     pub search_rate: Option<f64>,
+    /// Who sends: `backend` (the --backend engine's senders; AF_XDP by
+    /// default) or `generator` (linerate's XDP program run in the kernel in
+    /// live-frames mode: no skb and no copy, past the AF_XDP copy-mode
+    /// sender's limit on drivers without zero-copy; --backend xdp
+    /// receivers; frames up to 3412 bytes).
+    #[arg(long, value_enum, default_value_t = TxEngineArg::Backend, conflicts_with = "rx_only")]
+    pub tx_engine: TxEngineArg,
     #[command(flatten)]
     pub run: RunArgs,
 }

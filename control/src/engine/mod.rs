@@ -7,6 +7,7 @@
 //! | AF_XDP sockets fed by the steering program | `xdp` | `af_xdp.rs` |
 //! | kernel UDP sockets (sendmmsg/recvmmsg) | `udp` | `udp.rs` |
 //! | kernel TCP connections | `tcp` | `tcp.rs` |
+//! | the in-kernel frame generator (stream senders) | `--tx-engine generator` | `generator.rs` |
 //!
 //! Commands never match on the engine: they build one config per role
 //! ([`SenderConfig`], [`ReceiverConfig`], [`RrConfig`]) and call the
@@ -24,6 +25,7 @@
 //! takes).
 
 mod af_xdp;
+mod generator;
 mod kernel;
 mod tcp;
 mod udp;
@@ -45,7 +47,7 @@ use linerate_datapath::{
 use linerate_ebpf::Steering;
 
 use crate::{
-    cli::{BackendArg, RrArgs, RunArgs, StreamArgs},
+    cli::{BackendArg, RrArgs, RunArgs, StreamArgs, TxEngineArg},
     path::PathEnd,
 };
 
@@ -301,7 +303,10 @@ pub fn backend(arg: BackendArg) -> &'static dyn Engine {
 /// The engines of a stream's senders and of its receivers.
 pub fn for_stream(args: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
     let engine = backend(args.run.backend);
-    (engine, engine)
+    match args.tx_engine {
+        TxEngineArg::Backend => (engine, engine),
+        TxEngineArg::Generator => (&generator::Generator, engine),
+    }
 }
 
 /// The engine of an rr run's clients and responders.

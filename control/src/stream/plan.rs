@@ -95,6 +95,14 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.stream_receiver)
         );
     }
+    if !std::ptr::eq(sender.can(), receive) && send.frames && !receive.frames {
+        bail!(
+            "the {} engine sends frames and the {} engine receives a byte stream: use --backend {}",
+            sender.name(),
+            receiver.name(),
+            names_that(|c| c.frames && c.stream_receiver)
+        );
+    }
     if args.rx_only && !receive.counts_foreign {
         bail!(
             "--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend {}",
@@ -129,7 +137,7 @@ fn check_frames(args: &StreamArgs, frame_size: usize, max_descriptor: usize) -> 
     let (sender, receiver) = engine::for_stream(args);
     if let Some(max) = sender.can().max_frame.filter(|&m| frame_size > m) {
         bail!(
-            "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames or lower the MTU",
+            "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames, lower the MTU, or send with --tx-engine backend (AF_XDP sends any size)",
             sender.name()
         );
     }

@@ -1,0 +1,60 @@
+//! The in-kernel frame generator: a stream sender only. An XDP program of
+//! linerate's run by BPF_PROG_RUN in live-frames mode stamps each frame
+//! and hands it to the sending interface as an xdp_frame (no skb, no copy,
+//! no UMEM), two runner threads per queue on the queue's core
+//! (`datapath::worker::gen`). Frames up to 3408 bytes (live-frames mode
+//! takes no more and no multi-buffer), paced and counted in the program;
+//! receivers are AF_XDP's.
+
+use linerate_datapath::worker::{spawn_gen, GenWorkerConfig, TxSummary, Worker, WorkerError};
+
+use super::{Capabilities, Engine, SenderConfig};
+
+/// The generator engine.
+pub(super) struct Generator;
+
+const CAN: Capabilities = Capabilities {
+    stream_sender: true,
+    stream_receiver: false,
+    rr_responder: None,
+    frames: true,
+    messages: true,
+    // The live-frames limit plus the FCS.
+    max_frame: Some(linerate_ebpf::MAX_LIVE_FRAME + 4),
+    multi_buffer: false,
+    pacing: true,
+    wait_modes: false,
+    steering: false,
+    umem: false,
+    udp_offloads: false,
+    counts_foreign: false,
+};
+
+impl Engine for Generator {
+    fn name(&self) -> &'static str {
+        "generator"
+    }
+
+    fn can(&self) -> &Capabilities {
+        &CAN
+    }
+
+    fn spawn_sender(
+        &self,
+        cfg: &SenderConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<TxSummary>, WorkerError> {
+        spawn_gen(
+            format!("lr-gen{queue}"),
+            GenWorkerConfig {
+                iface: cfg.workers.end.iface.clone(),
+                frame: cfg.frame(queue),
+                message: cfg.message,
+                rate: cfg.rate,
+                count: cfg.count,
+                placement: cfg.workers.placement(queue),
+                stop: cfg.workers.stop.clone(),
+            },
+        )
+    }
+}

@@ -347,6 +347,12 @@ fn raise_nofile() -> u64 {
     }
 }
 
+/// `linerate agent`: serves until Ctrl-C or SIGTERM.
+pub fn command(args: &AgentServeArgs) -> Result<std::process::ExitCode> {
+    serve(args)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Serves the API until Ctrl-C or SIGTERM; then ends any run.
 pub fn serve(a: &AgentServeArgs) -> Result<()> {
     let token = token::read(a.token_file.as_deref())?;

@@ -26,6 +26,7 @@
 
 mod peer;
 mod placement;
+mod signal;
 mod system;
 mod watch;
 mod window;
@@ -48,6 +49,7 @@ use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
 
 pub use peer::{Live, Peer};
 pub use placement::placement;
+pub use signal::on_signal;
 pub use system::steering_config;
 #[cfg(test)]
 pub use window::busy_cores;

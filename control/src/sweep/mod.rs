@@ -2,6 +2,7 @@
 //! preset) with warm-up and repeats, appends each result as it finishes,
 //! resumes an interrupted sweep, and writes the report.
 
+mod command;
 pub mod expand;
 pub mod presets;
 pub mod report;
@@ -25,6 +26,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use command::command;
 use expand::{argv, parse, points, PointArgs};
 use spec::SweepSpec;
 

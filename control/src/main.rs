@@ -15,6 +15,7 @@ mod overhead;
 mod path;
 mod privilege;
 mod remote;
+mod request;
 mod results;
 mod rr;
 mod session;

@@ -6,7 +6,7 @@ use std::{process::ExitCode, sync::atomic::Ordering};
 use anyhow::{Context, Result};
 
 use super::{presets, spec::SweepSpec, Size, SweepOptions};
-use crate::{cli::SweepArgs, output, privilege, session};
+use crate::{cli::SweepArgs, output, privilege, request, session};
 
 /// `linerate sweep`.
 pub fn command(args: SweepArgs) -> Result<ExitCode> {
@@ -19,28 +19,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // Where points run: given now, or (--resume) saved with the sweep.
-    let mut given = Vec::new();
-    for (flag, value) in [
-        ("--tx-iface", &args.tx_iface),
-        ("--rx-iface", &args.rx_iface),
-        ("--tx-netns", &args.tx_netns),
-        ("--rx-netns", &args.rx_netns),
-        ("--lab", &args.lab),
-        ("--tx-agent", &args.agents.tx_agent),
-        ("--rx-agent", &args.agents.rx_agent),
-        (
-            "--token-file",
-            &args
-                .agents
-                .token_file
-                .as_ref()
-                .map(|p| p.display().to_string()),
-        ),
-    ] {
-        if let Some(value) = value {
-            given.push((flag, value.clone()));
-        }
-    }
+    let given = request::given_path(&args);
     let (text, label, dir, opts) = match &args.resume {
         Some(dir) => {
             let (text, mut opts) = super::resume_inputs(dir)?;
@@ -94,7 +73,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     let spec = SweepSpec::parse(&text, &label)?;
     Size::of(&spec, opts.quick)?.check(&label, args.max_points)?;
     // A controller of agents needs no privileges of its own.
-    if !opts.extra.iter().any(|o| o == "--tx-agent") {
+    if !request::names_agents(&opts.extra) {
         privilege::require_root("linerate sweep")?;
     }
     eprintln!("linerate: sweep results go to {}", dir.display());

@@ -97,23 +97,18 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, Cli), String>
             ))
         }
     };
-    let mut argv = vec![req.test.clone()];
-    argv.extend(req.args.iter().cloned());
-    for (flag, v) in [
-        ("--role", Some(role.as_str().to_string())),
-        ("--tx-iface", Some(req.iface.clone())),
-        ("--rx-iface", Some(req.iface.clone())),
-        ("--tx-netns", req.netns.clone()),
-        ("--rx-netns", req.netns.clone()),
-        ("--peer-mac", Some(req.peer.mac.clone())),
-        ("--peer-ip", Some(req.peer.ip.to_string())),
-        ("--start-at", Some(req.start_at_ns.to_string())),
-    ] {
-        if let Some(v) = v {
-            argv.extend([flag.to_string(), v]);
-        }
-    }
-    argv.push("--json".into());
+    let argv = crate::request::side_argv(
+        &req.test,
+        &req.args,
+        &crate::request::Side {
+            role: role.as_str(),
+            iface: &req.iface,
+            netns: req.netns.as_deref(),
+            peer_mac: &req.peer.mac,
+            peer_ip: req.peer.ip.to_string(),
+            start_at_ns: req.start_at_ns,
+        },
+    );
     let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(argv.clone()))
         .map_err(|e| {
             let text = e.to_string();

@@ -540,11 +540,7 @@ pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
         eprintln!("linerate: error: {e}; figures measured until then are above");
         return Ok(ExitCode::from(3));
     }
-    Ok(if o.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::output::exit_code(o.interrupted))
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! `linerate doctor`: what this host can do, probed rather than guessed.
 
-use std::thread;
+use std::{process::ExitCode, thread};
 
 use anyhow::{anyhow, Result};
 use linerate_datapath::xsk::{RxPort, SocketOptions, ZeroCopy};
 use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
 use serde::Serialize;
 
-use crate::{cli::DoctorArgs, iface, lab::Lab};
+use crate::{cli::DoctorArgs, iface, lab::Lab, output};
 
 /// Capability bits (linux/capability.h).
 const CAPS: [(&str, u32); 5] = [
@@ -249,4 +249,15 @@ pub fn render(r: &Report) -> String {
         huge,
         r.run_would_use,
     )
+}
+
+/// `linerate doctor`: the report as a table or JSON.
+pub fn command(args: &DoctorArgs) -> Result<ExitCode> {
+    let report = run(args)?;
+    if args.json {
+        output::emit_json(&report)?;
+    } else {
+        output::emit(&render(&report))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ use std::{
     fs::File,
     io::{self, Write},
     os::fd::AsFd,
+    process::ExitCode,
 };
 
 /// A result that could not be written to stdout.
@@ -100,6 +101,52 @@ pub fn print(text: &str) -> Result<Written, OutputError> {
         f.sync_data().map_err(fail)?;
     }
     Ok(Written::All)
+}
+
+/// Writes a result to stdout, whole or with an error naming where it was
+/// going. A reader that went away (`| head`, an agent that died) is not an
+/// error of the run: the figures had nowhere to go, nothing else changes.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    print(text)?;
+    Ok(())
+}
+
+/// A value as the pretty JSON every command prints, one line feed after.
+pub fn emit_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    emit(&(serde_json::to_string_pretty(value)? + "\n"))
+}
+
+/// Prints a result as JSON or as its table; an interrupted run exits 130,
+/// one ended by a fault of the path 3, after the figures so far.
+pub fn report(
+    result: &impl serde::Serialize,
+    json: bool,
+    table: impl FnOnce() -> String,
+    interrupted: bool,
+    fault: &Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let text = if json {
+        serde_json::to_string_pretty(result)? + "\n"
+    } else {
+        table()
+    };
+    let written = emit(&text);
+    if let Some(f) = fault {
+        eprintln!("linerate: error: {f}; the run ended early, the figures above are those measured until then");
+        written?;
+        return Ok(ExitCode::from(3));
+    }
+    written?;
+    Ok(exit_code(interrupted))
+}
+
+/// 130 for a run ended by Ctrl-C or SIGTERM, else success.
+pub fn exit_code(interrupted: bool) -> ExitCode {
+    if interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 #[cfg(test)]

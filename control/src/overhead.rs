@@ -3,11 +3,13 @@
 //! intercept is the system's overhead per message and its slope the
 //! inverse of the asymptotic rate.
 
+use std::{path::PathBuf, process::ExitCode};
+
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::results::run::RunResult;
+use crate::{output, results::run::RunResult};
 
 /// The least-squares line through (size, time per message) points.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -73,6 +75,30 @@ pub fn point_of(r: &RunResult) -> Result<(f64, f64)> {
         RunResult::Rr(_) => "no transactions completed",
     })?;
     Ok((size as f64, time))
+}
+
+/// `linerate overhead FILE...`: the fit through saved results.
+pub fn command(files: &[PathBuf], json: bool) -> Result<ExitCode> {
+    let mut points = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let value: Value = serde_json::from_str(&text).with_context(|| {
+            format!("{} is not JSON (save results with --json)", file.display())
+        })?;
+        points.push(point(&value).with_context(|| file.display().to_string())?);
+    }
+    let fit =
+        fit(&points).context("the fit needs results at two or more different message sizes")?;
+    if json {
+        output::emit_json(&fit)?;
+    } else {
+        output::emit(&format!(
+            "per-message overhead {:.2} us, asymptotic rate {:.1} MB/s (r^2 {:.4}, {} points)\n",
+            fit.overhead_us, fit.asymptotic_mb_s, fit.r_squared, fit.points
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

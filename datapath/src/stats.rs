@@ -3,8 +3,29 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+/// One counter of a family of counters (a worker's, a socket's, the
+/// steering program's, an interface's): a field of its snapshot, with what
+/// control's list of metrics says of it.
+pub struct Counter<T: 'static> {
+    /// The field's name, in the result's JSON and on /metrics (the label
+    /// value of socket events and steering actions).
+    pub name: &'static str,
+    /// Worker counters: the name of its /metrics family (others: empty).
+    pub exported: &'static str,
+    /// Its unit (docs/metrics.md).
+    pub unit: &'static str,
+    /// What it counts (also the help of its /metrics family).
+    pub about: &'static str,
+    /// Its value in a snapshot.
+    pub read: fn(&T) -> u64,
+}
+
+/// Declares the worker counters once: the live atomics, their snapshot and
+/// the list of them with their /metrics name, unit and meaning
+/// ([`CounterSnapshot::FIELDS`]). Adding a counter is one entry here (and
+/// the line of the worker that counts it).
 macro_rules! counters {
-    ($(#[$doc:meta] $name:ident),* $(,)?) => {
+    ($(#[$doc:meta] $name:ident: $exported:literal, $unit:literal, $about:literal;)*) => {
         /// A worker's live counters.
         #[derive(Debug, Default)]
         pub struct WorkerCounters { $(#[$doc] pub $name: AtomicU64,)* }
@@ -29,6 +50,15 @@ macro_rules! counters {
         }
 
         impl CounterSnapshot {
+            /// Every counter, with its /metrics name, unit and meaning.
+            pub const FIELDS: &'static [Counter<CounterSnapshot>] = &[$(Counter {
+                name: stringify!($name),
+                exported: $exported,
+                unit: $unit,
+                about: $about,
+                read: |c| c.$name,
+            },)*];
+
             /// What accumulated between `earlier` and `self`.
             pub fn since(&self, earlier: &Self) -> Self {
                 Self { $($name: self.$name.saturating_sub(earlier.$name),)* }
@@ -44,37 +74,54 @@ macro_rules! counters {
 
 counters! {
     /// Frames sent (completed by the kernel) or received (whole frames).
-    frames,
+    frames: "linerate_worker_frames", "frames",
+        "Frames sent (completed) or received";
     /// Frame bytes (without FCS) of those frames.
-    bytes,
+    bytes: "linerate_worker_bytes", "bytes",
+        "Frame bytes (no FCS) sent or received";
     /// UDP payload bytes of those frames.
-    payload_bytes,
+    payload_bytes: "linerate_worker_payload_bytes", "bytes",
+        "UDP payload bytes";
     /// Frames queued to the TX ring (sender only).
-    queued,
+    queued: "linerate_worker_queued_frames", "frames",
+        "Frames queued to the TX ring (senders)";
     /// Received frames that were not linerate frames.
-    bad,
+    bad: "linerate_worker_bad_frames", "frames",
+        "Frames on the test port that were not linerate frames";
     /// Sequence numbers missing (receiver).
-    lost,
+    lost: "linerate_worker_lost_frames", "frames",
+        "Sequence numbers missing at the receiver (frames lost)";
     /// Frames that arrived after a later one (receiver).
-    reordered,
+    reordered: "linerate_worker_reordered_frames", "frames",
+        "Frames that arrived after a later one (receivers)";
     /// Frames received twice (receiver).
-    duplicates,
+    duplicates: "linerate_worker_duplicate_frames", "frames",
+        "Frames received twice (receivers)";
     /// Whole messages sent (completed) or received.
-    messages,
+    messages: "linerate_worker_messages", "messages",
+        "Whole messages sent or received";
     /// Bytes of those messages.
-    message_bytes,
+    message_bytes: "linerate_worker_message_bytes", "bytes",
+        "Bytes of whole messages sent or received";
     /// Messages lost: abandoned with fragments missing, or never seen.
-    messages_lost,
+    messages_lost: "linerate_worker_lost_messages", "messages",
+        "Messages lost: abandoned with fragments missing, or never seen";
     /// Frames the kernel completed sending (request/response workers).
-    completed,
+    completed: "linerate_worker_completed_frames", "frames",
+        "Frames the kernel completed sending (rr workers)";
     /// Transactions completed (rr client).
-    transactions,
+    transactions: "linerate_worker_transactions", "transactions",
+        "Transactions completed (rr client)";
     /// Transactions that timed out and were retried (rr client).
-    timeouts,
+    timeouts: "linerate_worker_timeouts", "transactions",
+        "Transactions timed out (rr client)";
     /// Responses that came after their transaction timed out (rr client).
-    late,
+    late: "linerate_worker_late_responses", "responses",
+        "Responses that came after their transaction timed out (rr client)";
     /// Wakeup syscalls (sendto kicks, poll calls).
-    syscalls,
+    syscalls: "linerate_worker_syscalls", "calls",
+        "Wakeup syscalls (sendto kicks, poll calls)";
     /// Loop turns that found nothing to do.
-    idle_loops,
+    idle_loops: "linerate_worker_idle_loops", "loops",
+        "Loop turns that found nothing to do";
 }

@@ -45,21 +45,6 @@ const START_DELAY: Duration = Duration::from_secs(2);
 /// Clock samples per agent.
 const CLOCK_SAMPLES: usize = 5;
 
-/// Options the controller keeps for itself: the agents run with the rest.
-const CONTROLLER_ONLY: [(&str, bool); 11] = [
-    ("--reverse", false),
-    ("-r", false),
-    ("--tx-agent", true),
-    ("--rx-agent", true),
-    ("--token-file", true),
-    ("--tx-iface", true),
-    ("--rx-iface", true),
-    ("--tx-netns", true),
-    ("--rx-netns", true),
-    ("--lab", true),
-    ("--json", false),
-];
-
 /// What went wrong talking to an agent.
 #[derive(Debug, Error)]
 pub enum AgentError {
@@ -271,27 +256,6 @@ fn iface_path(iface: &str, netns: Option<&str>) -> String {
     p
 }
 
-/// Removes the options the controller keeps for itself.
-pub fn agent_args(raw: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = raw.iter();
-    while let Some(a) = it.next() {
-        let (name, inline) = match a.split_once('=') {
-            Some((n, _)) => (n, true),
-            None => (a.as_str(), false),
-        };
-        match CONTROLLER_ONLY.iter().find(|(f, _)| *f == name) {
-            Some((_, takes_value)) => {
-                if *takes_value && !inline {
-                    it.next();
-                }
-            }
-            None => out.push(a.clone()),
-        }
-    }
-    out
-}
-
 /// One side's run on its agent.
 struct Side<'a> {
     remote: &'a Remote,
@@ -435,7 +399,7 @@ pub fn run(
             ri.mtu
         );
     }
-    let args = agent_args(raw);
+    let args = crate::request::for_agents(raw);
     let start = unix_ns() + START_DELAY.as_nanos() as u64 + tx.rtt_ns.max(rx.rtt_ns);
     let request =
         |r: &Remote, role: &str, iface: &str, netns: &Option<String>, peer: &api::Iface| {
@@ -576,11 +540,7 @@ pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
         eprintln!("linerate: error: {e}; figures measured until then are above");
         return Ok(ExitCode::from(3));
     }
-    Ok(if o.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::output::exit_code(o.interrupted))
 }
 
 #[cfg(test)]
@@ -613,7 +573,10 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        assert_eq!(agent_args(&raw), ["--count", "5", "--rate", "10"]);
+        assert_eq!(
+            crate::request::for_agents(&raw),
+            ["--count", "5", "--rate", "10"]
+        );
     }
 
     /// An agent of another version, on loopback: refused, both versions named.

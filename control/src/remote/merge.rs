@@ -6,9 +6,12 @@
 
 use crate::{
     cpu::Host,
-    results::two_host::{self, Agents},
+    results::{
+        parts::WorkerReport,
+        two_host::{self, Agents},
+    },
     rr::result::{transaction_mb_s, RrResult, SideCpu},
-    stream::result::{FrameAccounting, StreamResult, WorkerReport},
+    stream::result::{FrameAccounting, StreamResult},
 };
 
 /// The workers of `side` in a side's result.

@@ -8,10 +8,10 @@
 //! counters, socket statistics and steering counters from it, and
 //! docs/metrics.md is generated from it (a test checks the page).
 //!
-//! Adding a counter a worker counts: the counter in `datapath::stats`
-//! (and the line of the worker that counts it), its entry in
-//! [`WORKER_COUNTERS`] (a test refuses a counter without one), and
-//! docs/metrics.md regenerated (`LINERATE_WRITE_DOCS=1 cargo test -p
+//! Adding a counter a worker counts: its entry in `datapath::stats`
+//! (name, /metrics name, unit, meaning; [`WORKER_COUNTERS`] is that
+//! list), the line of the worker that counts it, and docs/metrics.md
+//! regenerated (`LINERATE_WRITE_DOCS=1 cargo test -p
 //! linerate metrics_page`). It is then in every result's workers, on
 //! /metrics, and in sweep files as `counters.tx.NAME`, `counters.rx.NAME`
 //! (whole run) and `counters.tx.NAME_per_s`, `counters.rx.NAME_per_s`
@@ -51,23 +51,9 @@ pub enum Read {
     ),
 }
 
-/// A counter of a family (a worker's, a socket's, the steering program's,
-/// an interface's): a field of its snapshot.
-pub struct Counter<T: 'static> {
-    /// The field's name, in the result's JSON and on /metrics (the label
-    /// value of socket events and steering actions).
-    pub name: &'static str,
-    /// Worker counters: the name of its /metrics family
-    /// (`linerate_worker_*`, `_total` added on export).
-    pub exported: &'static str,
-    /// Its unit (docs/metrics.md).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub unit: &'static str,
-    /// What it counts (also the help of its /metrics family).
-    pub about: &'static str,
-    /// Its value in a snapshot.
-    pub read: fn(&T) -> u64,
-}
+/// A counter of a family: a field of its snapshot, declared with the
+/// worker counters in `datapath::stats` (that family is declared there).
+pub use linerate_datapath::stats::Counter;
 
 macro_rules! counter {
     ($t:ty, $name:ident, $exported:literal, $unit:literal, $about:literal) => {
@@ -82,127 +68,7 @@ macro_rules! counter {
 }
 
 /// Every counter a worker keeps (`datapath::stats::CounterSnapshot`).
-pub const WORKER_COUNTERS: &[Counter<CounterSnapshot>] = &[
-    counter!(
-        CounterSnapshot,
-        frames,
-        "linerate_worker_frames",
-        "frames",
-        "Frames sent (completed) or received"
-    ),
-    counter!(
-        CounterSnapshot,
-        bytes,
-        "linerate_worker_bytes",
-        "bytes",
-        "Frame bytes (no FCS) sent or received"
-    ),
-    counter!(
-        CounterSnapshot,
-        payload_bytes,
-        "linerate_worker_payload_bytes",
-        "bytes",
-        "UDP payload bytes"
-    ),
-    counter!(
-        CounterSnapshot,
-        queued,
-        "linerate_worker_queued_frames",
-        "frames",
-        "Frames queued to the TX ring (senders)"
-    ),
-    counter!(
-        CounterSnapshot,
-        bad,
-        "linerate_worker_bad_frames",
-        "frames",
-        "Frames on the test port that were not linerate frames"
-    ),
-    counter!(
-        CounterSnapshot,
-        lost,
-        "linerate_worker_lost_frames",
-        "frames",
-        "Sequence numbers missing at the receiver (frames lost)"
-    ),
-    counter!(
-        CounterSnapshot,
-        reordered,
-        "linerate_worker_reordered_frames",
-        "frames",
-        "Frames that arrived after a later one (receivers)"
-    ),
-    counter!(
-        CounterSnapshot,
-        duplicates,
-        "linerate_worker_duplicate_frames",
-        "frames",
-        "Frames received twice (receivers)"
-    ),
-    counter!(
-        CounterSnapshot,
-        messages,
-        "linerate_worker_messages",
-        "messages",
-        "Whole messages sent or received"
-    ),
-    counter!(
-        CounterSnapshot,
-        message_bytes,
-        "linerate_worker_message_bytes",
-        "bytes",
-        "Bytes of whole messages sent or received"
-    ),
-    counter!(
-        CounterSnapshot,
-        messages_lost,
-        "linerate_worker_lost_messages",
-        "messages",
-        "Messages lost: abandoned with fragments missing, or never seen"
-    ),
-    counter!(
-        CounterSnapshot,
-        completed,
-        "linerate_worker_completed_frames",
-        "frames",
-        "Frames the kernel completed sending (rr workers)"
-    ),
-    counter!(
-        CounterSnapshot,
-        transactions,
-        "linerate_worker_transactions",
-        "transactions",
-        "Transactions completed (rr client)"
-    ),
-    counter!(
-        CounterSnapshot,
-        timeouts,
-        "linerate_worker_timeouts",
-        "transactions",
-        "Transactions timed out (rr client)"
-    ),
-    counter!(
-        CounterSnapshot,
-        late,
-        "linerate_worker_late_responses",
-        "responses",
-        "Responses that came after their transaction timed out (rr client)"
-    ),
-    counter!(
-        CounterSnapshot,
-        syscalls,
-        "linerate_worker_syscalls",
-        "calls",
-        "Wakeup syscalls (sendto kicks, poll calls)"
-    ),
-    counter!(
-        CounterSnapshot,
-        idle_loops,
-        "linerate_worker_idle_loops",
-        "loops",
-        "Loop turns that found nothing to do"
-    ),
-];
+pub const WORKER_COUNTERS: &[Counter<CounterSnapshot>] = CounterSnapshot::FIELDS;
 
 /// An AF_XDP socket's XDP_STATISTICS, known once its worker ended.
 pub const XSK_EVENTS: &[Counter<XskStats>] = &[

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     cli::ResponderArg,
-    session::{placement, Measured},
+    session::{placement, Ends, Measured},
 };
 
 /// The result of `plan`'s run, from what it measured.
@@ -36,18 +36,14 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
             .add(&client.latency)
             .map_err(|e| anyhow!("merging histograms: {e}"))?;
     }
-    let mut workers = measured.tx.reports(
-        "client",
+    let workers = measured.worker_reports(
+        Ends {
+            tx: "client",
+            rx: "responder",
+        },
         |s| (s.counters, s.xsk),
-        &window.start.tx,
-        &window.end.tx,
+        |s| (s.counters, s.xsk),
     );
-    workers.extend(measured.rx.reports(
-        "responder",
-        |s| (s.counters, s.xsk),
-        &window.start.rx,
-        &window.end.rx,
-    ));
     let engine = plan.engine;
     let client_wait = path.tx_wait(run, true);
     Ok(RrResult {

@@ -5,6 +5,7 @@
 //! turns what was measured into the result.
 
 mod build;
+mod command;
 pub mod output;
 pub mod plan;
 pub mod result;
@@ -17,6 +18,7 @@ use std::{
 use anyhow::Result;
 use linerate_datapath::worker::{ClientConfig, RrSummary, Worker, WorkerError};
 
+pub use command::command;
 pub use output::print_table;
 use plan::RrPlan;
 use result::RrResult;

@@ -26,6 +26,7 @@
 
 mod peer;
 mod placement;
+mod signal;
 mod system;
 mod watch;
 mod window;
@@ -43,11 +44,13 @@ use anyhow::{anyhow, Context, Result};
 use linerate_datapath::{
     stats::CounterSnapshot,
     worker::{StopSignal, Worker, WorkerError},
+    xsk::XskStats,
 };
 use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
 
 pub use peer::{Live, Peer};
 pub use placement::placement;
+pub use signal::on_signal;
 pub use system::steering_config;
 #[cfg(test)]
 pub use window::busy_cores;
@@ -58,7 +61,7 @@ use crate::{
     environment::Environment,
     iface::IfCounters,
     path::{PathEnd, PathPlan},
-    results::parts::InterfaceCounters,
+    results::parts::{InterfaceCounters, WorkerReport},
 };
 use system::{apply_napi, attach_steering, pin_napi, Restore};
 use watch::{counters_or_zero, PathWatch};
@@ -172,6 +175,28 @@ pub struct Measured<T, R> {
     pub interrupted: bool,
     /// What ended the run early, if anything did.
     pub fault: Option<String>,
+}
+
+impl<T, R> Measured<T, R> {
+    /// One report per worker, the tx end's then the rx end's, under the
+    /// names the command's results give each end (`totals_*`: a worker's
+    /// whole-run counters and socket statistics from its summary).
+    pub fn worker_reports(
+        &self,
+        names: Ends<&'static str>,
+        totals_tx: impl Fn(&T) -> (CounterSnapshot, XskStats),
+        totals_rx: impl Fn(&R) -> (CounterSnapshot, XskStats),
+    ) -> Vec<WorkerReport> {
+        let window = &self.window;
+        let mut reports = self
+            .tx
+            .reports(names.tx, totals_tx, &window.start.tx, &window.end.tx);
+        reports.extend(
+            self.rx
+                .reports(names.rx, totals_rx, &window.start.rx, &window.end.rx),
+        );
+        reports
+    }
 }
 
 /// A prepared run: the system changed for it (and put back when it is

@@ -14,7 +14,7 @@ use super::Ends;
 use crate::{
     cpu::{CoreUse, CpuSample},
     iface::IfCounters,
-    stream::result::WorkerReport,
+    results::parts::WorkerReport,
 };
 
 /// Every worker's counters and every core's CPU at one instant.

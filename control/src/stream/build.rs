@@ -10,7 +10,7 @@ use super::{
     result::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     NAMES,
 };
-use crate::session::{placement, Measured};
+use crate::session::{placement, Ends, Measured};
 
 /// The result of `plan`'s run, from what it measured.
 pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
@@ -46,18 +46,11 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         plan.message.map(|cut| (cut.msg_len, cut.count)),
     );
 
-    let mut workers = measured.tx.reports(
-        "tx",
+    let workers = measured.worker_reports(
+        Ends { tx: "tx", rx: "rx" },
         |s| (s.counters, s.xsk),
-        &window.start.tx,
-        &window.end.tx,
+        |s| (s.counters, s.xsk),
     );
-    workers.extend(measured.rx.reports(
-        "rx",
-        |s| (s.counters, s.xsk),
-        &window.start.rx,
-        &window.end.rx,
-    ));
     let ready = || measured.tx.ready.iter().chain(&measured.rx.ready);
     let refused = ready().find_map(|r| r.fallback_reason.clone());
     let huge_pages = ready().any(|r| r.huge_pages);

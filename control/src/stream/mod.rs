@@ -4,6 +4,7 @@
 //! every run shares; [`build`] turns what was measured into the result.
 
 mod build;
+mod command;
 pub mod output;
 pub mod plan;
 pub mod result;
@@ -14,6 +15,7 @@ use std::sync::{atomic::AtomicBool, Arc};
 use anyhow::Result;
 use linerate_datapath::worker::Worker;
 
+pub use command::command;
 pub use output::print_table;
 use plan::StreamPlan;
 use result::StreamResult;

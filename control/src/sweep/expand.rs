@@ -2,11 +2,10 @@
 //! the command it runs (parsed by the same clap definitions as the CLI, so
 //! a sweep accepts exactly what the command line does).
 
-use clap::Parser;
 use toml::Value;
 
 use super::spec::{show, Kind, Part};
-use crate::cli::{RrArgs, StreamArgs};
+use crate::request::RunRequest;
 
 /// One point of a part: a value for every axis.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,66 +104,17 @@ pub fn argv(
     }
     argv.extend(extra.iter().cloned());
     if quick {
-        argv.extend(["--warmup", "0.2s", "--duration", "0.5s"].map(String::from));
+        argv.extend(crate::request::QUICK.map(String::from));
     }
     Ok(argv)
 }
 
-#[derive(Debug, Parser)]
-#[command(name = "stream", no_binary_name = true)]
-struct StreamPoint {
-    #[command(flatten)]
-    args: StreamArgs,
-}
-
-#[derive(Debug, Parser)]
-#[command(name = "rr", no_binary_name = true)]
-struct RrPoint {
-    #[command(flatten)]
-    args: RrArgs,
-}
-
-/// A point's arguments, parsed.
-#[derive(Debug, Clone)]
-pub enum PointArgs {
-    /// A stream run.
-    Stream(Box<StreamArgs>),
-    /// An rr run.
-    Rr(Box<RrArgs>),
-}
-
-impl PointArgs {
-    /// The options every run shares (where, how long).
-    pub fn run(&self) -> &crate::cli::RunArgs {
-        match self {
-            Self::Stream(a) => &a.run,
-            Self::Rr(a) => &a.run,
-        }
-    }
-}
-
 /// Parses and checks a point's arguments (no system access): clap's errors
 /// for unknown options or bad values, the command's own range checks.
-pub fn parse(kind: Kind, argv: &[String]) -> Result<PointArgs, String> {
-    let first_line = |e: clap::Error| {
-        e.to_string()
-            .lines()
-            .next()
-            .unwrap_or("invalid option")
-            .trim_start_matches("error: ")
-            .to_string()
-    };
+pub fn parse(kind: Kind, argv: &[String]) -> Result<RunRequest, String> {
     match kind {
-        Kind::Stream => {
-            let a = StreamPoint::try_parse_from(argv).map_err(first_line)?.args;
-            crate::stream::plan::check_args(&a).map_err(|e| e.to_string())?;
-            Ok(PointArgs::Stream(Box::new(a)))
-        }
-        Kind::Rr => {
-            let a = RrPoint::try_parse_from(argv).map_err(first_line)?.args;
-            crate::rr::plan::check_args(&a).map_err(|e| e.to_string())?;
-            Ok(PointArgs::Rr(Box::new(a)))
-        }
+        Kind::Stream => RunRequest::stream(argv),
+        Kind::Rr => RunRequest::rr(argv),
     }
 }
 
@@ -220,7 +170,7 @@ mod tests {
                 "0.5s"
             ]
         );
-        let PointArgs::Stream(st) = parse(Kind::Stream, &a).unwrap() else {
+        let RunRequest::Stream(st) = parse(Kind::Stream, &a).unwrap() else {
             panic!()
         };
         assert_eq!(st.message, Some(64));

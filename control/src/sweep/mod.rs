@@ -2,6 +2,7 @@
 //! preset) with warm-up and repeats, appends each result as it finishes,
 //! resumes an interrupted sweep, and writes the report.
 
+mod command;
 pub mod expand;
 pub mod presets;
 pub mod report;
@@ -25,10 +26,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use expand::{argv, parse, points, PointArgs};
+pub use command::command;
+use expand::{argv, parse, points};
 use spec::SweepSpec;
 
-use crate::results::run::{RunResult, TwoHostResult};
+use crate::{
+    request::{RunRequest, PATH_OPTIONS},
+    results::run::{RunResult, TwoHostResult},
+};
 
 /// Results, one JSON object per line, appended as points finish.
 pub const RESULTS: &str = "results.jsonl";
@@ -364,17 +369,14 @@ pub fn run(
 }
 
 fn run_point(
-    args: &PointArgs,
+    args: &RunRequest,
     argv: &[String],
     interrupted: &Arc<AtomicBool>,
 ) -> Result<RunResult> {
     // With agents, each side runs on its host.
-    let (test, run) = match args {
-        PointArgs::Stream(a) => ("stream", &a.run),
-        PointArgs::Rr(a) => ("rr", &a.run),
-    };
+    let run = args.run();
     if run.agents.tx_agent.is_some() {
-        let o = crate::remote::controller::run(test, argv, run, interrupted)?;
+        let o = crate::remote::controller::run(args.command(), argv, run, interrupted)?;
         if let Some(e) = o.error {
             anyhow::bail!(e);
         }
@@ -384,11 +386,11 @@ fn run_point(
         };
     }
     Ok(match args {
-        PointArgs::Stream(a) => {
+        RunRequest::Stream(a) => {
             let plan = crate::stream::plan::plan(a)?;
             crate::stream::run(&plan, interrupted)?.into()
         }
-        PointArgs::Rr(a) => {
+        RunRequest::Rr(a) => {
             let plan = crate::rr::plan::plan(a)?;
             crate::rr::run(&plan, interrupted)?.into()
         }
@@ -424,27 +426,6 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
     })?;
     Ok((text, opts))
 }
-
-/// The options that say where points run: (flag, options it replaces).
-const PATH_OPTIONS: [(&str, &[&str]); 8] = [
-    (
-        "--lab",
-        &[
-            "--lab",
-            "--tx-iface",
-            "--rx-iface",
-            "--tx-netns",
-            "--rx-netns",
-        ],
-    ),
-    ("--tx-iface", &["--tx-iface", "--lab"]),
-    ("--rx-iface", &["--rx-iface", "--lab"]),
-    ("--tx-netns", &["--tx-netns", "--lab"]),
-    ("--rx-netns", &["--rx-netns", "--lab"]),
-    ("--tx-agent", &["--tx-agent"]),
-    ("--rx-agent", &["--rx-agent"]),
-    ("--token-file", &["--token-file"]),
-];
 
 impl SweepOptions {
     /// Puts the path options given with --resume in place of the saved

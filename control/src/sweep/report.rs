@@ -3,7 +3,7 @@
 //! documents lay them out, and SVG figures; the same tables for the
 //! terminal; points.csv with every point's medians.
 
-use std::{collections::HashMap, fmt::Write as _, fs, path::Path};
+use std::{collections::HashMap, fmt::Write as _, fs, path::Path, process::ExitCode};
 
 use anyhow::{Context, Result};
 use plotters::prelude::*;
@@ -667,6 +667,16 @@ pub fn render(
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     write_atomic(&dir.join("points.csv"), csv(&d).as_bytes())?;
     Ok(term)
+}
+
+/// `linerate report DIR`: the report of a sweep directory, rewritten.
+pub fn command(dir: &Path) -> Result<ExitCode> {
+    let text = write(dir)?;
+    crate::output::emit(&format!(
+        "{text}report: {}\n",
+        dir.join("report.md").display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -1,0 +1,379 @@
+//! `linerate agent`: the control API of one host. It runs one side of a
+//! stream or rr as a child `linerate` process (the same binary, with the
+//! hidden --role options), feeds /metrics from the child's live counters,
+//! and ends the child (SIGTERM, then SIGKILL) when its lease runs out, when
+//! asked, or when the agent itself stops. The child's own clean-up (its
+//! Ctrl-C handler, the bpf_link dropped on exit) detaches XDP and closes
+//! the sockets; if the agent dies, the child sees its stdin close and ends.
+//!
+//! It serves only the interfaces it was told to (`--allow-iface`, by default
+//! the lab's), and keeps answering under load: it drives its connections
+//! itself (hyper), with a cap, a timeout for a request head (which also
+//! closes idle keep-alive connections), one per request, and a body limit.
+
+mod allow;
+mod routes;
+mod runs;
+mod server;
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::SocketAddr,
+    os::unix::fs::MetadataExt,
+    path::PathBuf,
+    process::{Child, ChildStdin, Command, Stdio},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex, MutexGuard,
+    },
+    thread,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context, Result};
+use axum::{
+    body::Body,
+    extract::{
+        rejection::JsonRejection, ConnectInfo, DefaultBodyLimit, Path, Query, Request, State,
+    },
+    http::{header, StatusCode},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use clap::Parser;
+use nix::{sys::signal, unistd::Pid};
+use serde::Deserialize;
+
+use self::{allow::*, routes::*, runs::*, server::*};
+use super::{
+    api::{self, ApiError, Created, Holder, RunRequest, RunStatus},
+    metrics, token,
+};
+use crate::cli::{
+    parse_iface, parse_netns, AgentServeArgs, AllowedIface, Cli, Command as CliCommand, DoctorArgs,
+    LabName, RoleArg,
+};
+
+/// After SIGTERM, how long a child gets before SIGKILL.
+const KILL_AFTER: Duration = Duration::from_secs(5);
+/// Leases the agent accepts.
+const LEASE_MS: std::ops::RangeInclusive<u64> = 500..=120_000;
+/// Lines of a child's stderr kept for error messages.
+const TAIL: usize = 20;
+/// Largest request body (a run request is well under a kilobyte).
+pub const BODY_LIMIT: usize = 64 * 1024;
+/// A body over BODY_LIMIT is read (and dropped) up to this before the 413.
+const DRAIN_LIMIT: usize = 1024 * 1024;
+/// Connections over the cap that get a second to read their 503.
+const LINGERING: usize = 32;
+/// Open files kept free of connections: the runs' pipes, the doctor, logs.
+const FD_RESERVE: u64 = 256 + LINGERING as u64;
+
+/// The agent's state: its token, what it may touch, and the one run it
+/// may have.
+struct Shared {
+    token: String,
+    exe: PathBuf,
+    run: Mutex<Option<Slot>>,
+    seq: AtomicU64,
+    /// The interfaces requests may name.
+    allow: Vec<AllowedIface>,
+    /// Whether run requests may pass --force.
+    allow_force: bool,
+    /// The agent's own network namespace (device, inode).
+    own_ns: Option<(u64, u64)>,
+    /// A request's time limit (body and answer).
+    request_timeout: Duration,
+}
+
+/// A run, going or ended (kept until the next one replaces it).
+struct Slot {
+    id: String,
+    test: String,
+    role: String,
+    /// When it was started, and from which address.
+    started: SystemTime,
+    by: SocketAddr,
+    /// The last stop request: from where, and how.
+    stopped_by: Option<String>,
+    state: &'static str,
+    pid: i32,
+    stdin: Option<ChildStdin>,
+    lease: Duration,
+    lease_until: Instant,
+    /// Why the agent ends the child, once it decided to.
+    ending: Option<String>,
+    live: Option<crate::results::parts::Live>,
+    result: Option<crate::results::run::RunResult>,
+    error: Option<String>,
+    exit_code: Option<i32>,
+    tail: Vec<String>,
+}
+
+impl Slot {
+    fn active(&self) -> bool {
+        self.state == "running"
+    }
+
+    fn status(&self) -> RunStatus {
+        RunStatus {
+            id: self.id.clone(),
+            test: self.test.clone(),
+            role: self.role.clone(),
+            state: self.state.to_string(),
+            result: self.result.clone(),
+            error: self.error.clone(),
+            exit_code: self.exit_code,
+            stopped_by: self.stopped_by.clone(),
+        }
+    }
+
+    fn holder(&self) -> Holder {
+        Holder {
+            id: self.id.clone(),
+            test: self.test.clone(),
+            role: self.role.clone(),
+            since_unix_ns: self
+                .started
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            by: self.by.to_string(),
+        }
+    }
+
+    /// "run ID (stream rx, started TIME, Ns ago, by ADDR)".
+    fn describe(&self) -> String {
+        let ago = self.started.elapsed().unwrap_or_default().as_secs_f64();
+        format!(
+            "run {} ({} {}, started {} UTC, {ago:.1} s ago, by {})",
+            self.id,
+            self.test,
+            self.role,
+            humantime::format_rfc3339_seconds(self.started)
+                .to_string()
+                .trim_end_matches('Z')
+                .replace('T', " "),
+            self.by
+        )
+    }
+}
+
+impl Shared {
+    fn slot(&self) -> MutexGuard<'_, Option<Slot>> {
+        self.run.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the running child, if any, to end now; waits for it, bounded.
+    fn end_run(&self, why: &str) {
+        let active = {
+            let mut g = self.slot();
+            match g.as_mut().filter(|s| s.active()) {
+                Some(s) => {
+                    s.ending.get_or_insert_with(|| why.to_string());
+                    true
+                }
+                None => false,
+            }
+        };
+        if !active {
+            return;
+        }
+        let end = Instant::now() + KILL_AFTER + Duration::from_secs(2);
+        while Instant::now() < end && self.slot().as_ref().is_some_and(Slot::active) {
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Raises the open-file limit to its hard limit; returns the limit now.
+fn raise_nofile() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+                hard
+            } else {
+                soft
+            }
+        }
+        Ok((soft, _)) => soft,
+        Err(_) => 1024,
+    }
+}
+
+/// `linerate agent`: serves until Ctrl-C or SIGTERM.
+pub fn command(args: &AgentServeArgs) -> Result<std::process::ExitCode> {
+    serve(args)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Serves the API until Ctrl-C or SIGTERM; then ends any run.
+pub fn serve(a: &AgentServeArgs) -> Result<()> {
+    let token = token::read(a.token_file.as_deref())?;
+    crate::privilege::require_root("linerate agent")?;
+    let exe = std::env::current_exe().context("finding linerate's own executable")?;
+    let allow = if a.allow_iface.is_empty() {
+        default_allowed(&a.lab.name)
+    } else {
+        a.allow_iface.clone()
+    };
+    let nofile = raise_nofile();
+    let cap = u64::from(a.max_connections)
+        .min(nofile.saturating_sub(FD_RESERVE))
+        .max(1) as usize;
+    let shared = Arc::new(Shared {
+        token,
+        exe,
+        run: Mutex::new(None),
+        seq: AtomicU64::new(1),
+        allow,
+        allow_force: a.allow_force,
+        own_ns: ns_id(std::path::Path::new("/proc/self/ns/net")),
+        request_timeout: a.request_timeout,
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the agent's runtime")?;
+    let result = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(a.listen)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot listen on {}: use an address of this host (`ip addr`) and a free port",
+                    a.listen
+                )
+            })?;
+        let at = listener.local_addr().unwrap_or(a.listen);
+        let served: Vec<String> = shared.allow.iter().map(ToString::to_string).collect();
+        eprintln!(
+            "linerate: agent {} (API {}) listening on http://{at}; serving {}{}; up to {cap} connections (open files {nofile}), {:?} for a request head, {:?} per request, {BODY_LIMIT} bytes per body",
+            env!("CARGO_PKG_VERSION"),
+            api::API_VERSION,
+            served.join(", "),
+            if shared.allow_force { ", --force allowed" } else { "" },
+            a.header_timeout,
+            a.request_timeout,
+        );
+        accept(listener, router(shared.clone()), cap, a.header_timeout).await;
+        anyhow::Ok(())
+    });
+    // Connections still open end with the runtime.
+    drop(rt);
+    shared.end_run("the agent shut down");
+    eprintln!("linerate: agent stopped");
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(allow: Vec<AllowedIface>, allow_force: bool) -> Shared {
+        Shared {
+            token: "0123456789abcdef".into(),
+            exe: PathBuf::from("/bin/false"),
+            run: Mutex::new(None),
+            seq: AtomicU64::new(1),
+            allow,
+            allow_force,
+            own_ns: ns_id(std::path::Path::new("/proc/self/ns/net")),
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+
+    fn request(iface: &str, netns: Option<&str>, args: &[&str]) -> RunRequest {
+        RunRequest {
+            test: "stream".into(),
+            role: "rx".into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            iface: iface.into(),
+            netns: netns.map(str::to_string),
+            peer: api::Peer {
+                mac: "02:00:c6:12:00:01".into(),
+                ip: "198.18.0.1".parse().unwrap(),
+            },
+            start_at_ns: 0,
+            lease_ms: 3000,
+        }
+    }
+
+    /// The refusal of a run request: Err(400 text) or Ok(403 text, if any).
+    fn verdict(s: &Shared, r: &RunRequest) -> Result<Option<String>, String> {
+        child_args(r).map(|(_, cli)| s.run_refusal(&cli))
+    }
+
+    #[test]
+    fn the_lab_by_default() {
+        let s = agent(default_allowed("lr"), false);
+        assert_eq!(
+            s.allow.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["lr-a0@lr-a", "lr-b0@lr-b"]
+        );
+        assert_eq!(verdict(&s, &request("lr-b0", Some("lr-b"), &[])), Ok(None));
+        // eth0 here, lr-b0 in the wrong namespace or in the agent's own
+        // (which is not lr-b): refused, naming the flag that allows it.
+        for (iface, ns, flag) in [
+            ("eth0", None, "--allow-iface eth0 "),
+            ("lr-b0", Some("lr-a"), "--allow-iface lr-b0@lr-a "),
+            ("lr-b0", None, "--allow-iface lr-b0 "),
+        ] {
+            let why = verdict(&s, &request(iface, ns, &[])).unwrap().unwrap();
+            assert!(why.contains(flag), "{why}");
+        }
+        // The other side's namespace named among the options.
+        let why = verdict(&s, &request("lr-b0", None, &["--tx-netns", "lr-a"]))
+            .unwrap()
+            .unwrap();
+        assert!(why.contains("lr-b0@lr-a"), "{why}");
+    }
+
+    #[test]
+    fn own_namespace_and_hostile_names() {
+        let hostile = crate::cli::parse_allowed_iface("q;id>pw;#").unwrap();
+        let s = agent(vec![hostile], false);
+        assert_eq!(verdict(&s, &request("q;id>pw;#", None, &[])), Ok(None));
+        let why = verdict(&s, &request("q;id>pw", None, &[]))
+            .unwrap()
+            .unwrap();
+        assert!(why.contains("--allow-iface 'q;id>pw' "), "{why}");
+        for (iface, ns, args) in [
+            ("a/b", None, &[][..]),
+            ("", None, &[]),
+            ("eth0", Some("../netns/rp-a"), &[]),
+            ("eth0", Some("/run/netns/rp-a"), &[]),
+            ("eth0", None, &["--rx-netns", "../../proc/1/ns/net"]),
+        ] {
+            let e = verdict(&s, &request(iface, ns, args)).unwrap_err();
+            assert!(e.contains("is not a"), "{iface:?} {ns:?} {args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn force_only_when_allowed() {
+        let allow = vec![AllowedIface {
+            iface: "x0".into(),
+            netns: None,
+        }];
+        let why = verdict(
+            &agent(allow.clone(), false),
+            &request("x0", None, &["--force"]),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(why.contains("--allow-force"), "{why}");
+        assert_eq!(
+            verdict(&agent(allow, true), &request("x0", None, &["--force"])),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn shell_words() {
+        assert_eq!(quoted("lr-b0@lr-b"), "lr-b0@lr-b");
+        assert_eq!(quoted("q;id>pw;#"), "'q;id>pw;#'");
+        assert_eq!(quoted("a'b"), "'a'\\''b'");
+    }
+}

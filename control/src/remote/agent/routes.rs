@@ -1,0 +1,139 @@
+//! The API's routes, and the endpoints that read this host (version,
+//! clock, interfaces, doctor, /metrics); the run endpoints are in `runs`.
+
+use super::*;
+
+pub(super) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/version", get(version))
+        .route("/v1/clock", get(clock))
+        .route("/v1/ifaces/{name}", get(iface))
+        .route("/v1/doctor", get(doctor))
+        .route("/v1/runs", post(create))
+        .route("/v1/runs/{id}", get(status))
+        .route("/v1/runs/{id}/lease", post(lease))
+        .route("/v1/runs/{id}/stop", post(stop))
+        .route("/metrics", get(metrics_text))
+        .fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "no such endpoint (see README, \"Across two hosts\")",
+            )
+        })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn(oversized))
+        .layer(middleware::from_fn_with_state(shared.clone(), auth))
+        .layer(middleware::from_fn_with_state(shared.clone(), deadline))
+        .layer(middleware::from_fn(json_errors))
+        .with_state(shared)
+}
+
+pub(super) async fn version() -> Json<api::Version> {
+    Json(api::Version::ours())
+}
+
+pub(super) fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+pub(super) async fn clock() -> Json<api::Clock> {
+    Json(api::Clock { unix_ns: unix_ns() })
+}
+
+#[derive(Deserialize)]
+pub(super) struct Where {
+    iface: Option<String>,
+    netns: Option<String>,
+}
+
+pub(super) async fn iface(
+    State(s): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    Query(w): Query<Where>,
+) -> Response {
+    if let Some(r) = refuse_where(&s, &name, w.netns.as_deref(), "the interface") {
+        return r;
+    }
+    let r = tokio::task::spawn_blocking(move || -> Result<api::Iface> {
+        let i = crate::iface::info(w.netns.as_deref(), &name)?;
+        let ip = crate::iface::ipv4(w.netns.as_deref(), &name)?;
+        let m = i.mac;
+        Ok(api::Iface {
+            name,
+            mac: format!(
+                "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                m[0], m[1], m[2], m[3], m[4], m[5]
+            ),
+            ipv4: ip,
+            mtu: i.mtu,
+            queues: i.rx_queues.min(i.tx_queues),
+        })
+    })
+    .await;
+    match r {
+        Ok(Ok(i)) => Json(i).into_response(),
+        Ok(Err(e)) => error(StatusCode::NOT_FOUND, format!("{e:#}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+pub(super) async fn doctor(State(s): State<Arc<Shared>>, Query(w): Query<Where>) -> Response {
+    if let Some(run) = s.slot().as_ref().filter(|r| r.active()) {
+        return busy(
+            run,
+            format!(
+                "{} is going: the doctor's probes (XDP attach, socket binds) would disturb it; ask again when it ended",
+                run.describe()
+            ),
+        );
+    }
+    let Some(iface) = w.iface else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "give ?iface=NAME: an agent probes a named interface (it makes no lab)",
+        );
+    };
+    if let Some(r) = refuse_where(&s, &iface, w.netns.as_deref(), "?iface=") {
+        return r;
+    }
+    let r = tokio::task::spawn_blocking(move || {
+        crate::doctor::run(&DoctorArgs {
+            iface: Some(iface),
+            netns: w.netns,
+            lab: LabName { name: "lr".into() },
+            json: true,
+        })
+    })
+    .await;
+    match r {
+        Ok(Ok(rep)) => Json(rep).into_response(),
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, format!("{e:#}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
+    let view = {
+        let g = s.slot();
+        g.as_ref().map(|r| metrics::RunView {
+            test: r.test.clone(),
+            role: r.role.clone(),
+            active: r.active(),
+            live: r.live.clone(),
+            result: r.result.clone(),
+        })
+    };
+    match metrics::render(view.as_ref()) {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}

@@ -1,0 +1,394 @@
+//! A run: the child `linerate` process (its argv checked and rebuilt),
+//! its lease, its output and live counters, and the run endpoints
+//! (create, status, lease, stop).
+
+use super::*;
+
+/// The interfaces (and namespaces) a run would use: its --tx-iface and
+/// --rx-iface, or without them the lab's.
+pub(super) fn run_sides(cli: &Cli) -> Vec<(String, Option<String>)> {
+    let run = match &cli.command {
+        CliCommand::Stream(a) => &a.run,
+        CliCommand::Rr(a) => &a.run,
+        _ => return Vec::new(),
+    };
+    let mut sides = match (&run.tx_iface, &run.rx_iface) {
+        (Some(t), Some(r)) => vec![
+            (t.clone(), run.tx_netns.clone()),
+            (r.clone(), run.rx_netns.clone()),
+        ],
+        _ => ["a", "b"]
+            .iter()
+            .map(|side| {
+                (
+                    format!("{}-{side}0", run.lab.name),
+                    Some(format!("{}-{side}", run.lab.name)),
+                )
+            })
+            .collect(),
+    };
+    sides.dedup();
+    sides
+}
+
+/// The NAPI modes (`threaded`) of the interfaces a run uses, before it.
+pub(super) type NapiModes = Vec<(String, Option<String>, String)>;
+
+pub(super) fn napi_modes(sides: &[(String, Option<String>)]) -> NapiModes {
+    sides
+        .iter()
+        .filter_map(|(iface, ns)| {
+            crate::sysfs::read(ns.as_deref(), iface, crate::sysfs::Attr::Threaded)
+                .ok()
+                .map(|v| (iface.clone(), ns.clone(), v))
+        })
+        .collect()
+}
+
+/// Puts back the NAPI modes a run changed and left so: the run restores
+/// them itself when it ends, but not when it was killed.
+pub(super) fn restore_napi(id: &str, before: &NapiModes) {
+    for (iface, ns, was) in before {
+        let attr = crate::sysfs::Attr::Threaded;
+        match crate::sysfs::read(ns.as_deref(), iface, attr) {
+            Ok(now) if now != *was => {
+                match crate::sysfs::write(ns.as_deref(), iface, attr, was) {
+                    Ok(()) => eprintln!(
+                        "linerate: agent: run {id}: NAPI of {iface} put back to threaded={was} (the run left {now})"
+                    ),
+                    Err(e) => eprintln!(
+                        "linerate: agent: run {id}: putting NAPI of {iface} back to threaded={was} failed: {e:#}"
+                    ),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A 409 naming the run that holds the agent.
+pub(super) fn busy(run: &Slot, msg: String) -> Response {
+    (
+        StatusCode::CONFLICT,
+        Json(ApiError {
+            error: msg,
+            holder: Some(run.holder()),
+        }),
+    )
+        .into_response()
+}
+
+/// The child's command line for a request, checked with the CLI's own
+/// definitions so that errors read as on the command line; with it, the
+/// command line as parsed.
+pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, Cli), String> {
+    if !matches!(req.test.as_str(), "stream" | "rr") {
+        return Err(format!(
+            "test {:?} is unknown: use \"stream\" or \"rr\"",
+            req.test
+        ));
+    }
+    let role = match req.role.as_str() {
+        "tx" | "client" => RoleArg::Tx,
+        "rx" | "responder" => RoleArg::Rx,
+        r => {
+            return Err(format!(
+                "role {r:?} is unknown: use tx (client) or rx (responder)"
+            ))
+        }
+    };
+    let argv = crate::request::side_argv(
+        &req.test,
+        &req.args,
+        &crate::request::Side {
+            role: role.as_str(),
+            iface: &req.iface,
+            netns: req.netns.as_deref(),
+            peer_mac: &req.peer.mac,
+            peer_ip: req.peer.ip.to_string(),
+            start_at_ns: req.start_at_ns,
+        },
+    );
+    let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(argv.clone()))
+        .map_err(|e| {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            first.trim_start_matches("error: ").to_string()
+        })?;
+    let checked = match &cli.command {
+        CliCommand::Stream(a) => {
+            no_agents(&a.run)?;
+            crate::stream::plan::check_args(a)
+        }
+        CliCommand::Rr(a) => {
+            no_agents(&a.run)?;
+            crate::rr::plan::check_args(a)
+        }
+        _ => Ok(()),
+    };
+    checked.map_err(|e| format!("{e:#}"))?;
+    Ok((argv, cli))
+}
+
+pub(super) fn no_agents(a: &crate::cli::RunArgs) -> Result<(), String> {
+    if a.agents.tx_agent.is_some() || a.agents.rx_agent.is_some() {
+        return Err("a run on an agent cannot name agents itself".into());
+    }
+    if a.reverse {
+        return Err("--reverse swaps hosts: swap --tx-agent and --rx-agent instead".into());
+    }
+    Ok(())
+}
+
+pub(super) async fn create(
+    State(s): State<Arc<Shared>>,
+    ConnectInfo(by): ConnectInfo<SocketAddr>,
+    req: Result<Json<RunRequest>, JsonRejection>,
+) -> Response {
+    let req = match req {
+        Ok(Json(r)) => r,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return error(StatusCode::PAYLOAD_TOO_LARGE, too_large())
+        }
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("the run request is not valid: {}", e.body_text()),
+            )
+        }
+    };
+    if !LEASE_MS.contains(&req.lease_ms) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "lease_ms {} is out of range: use {} to {}",
+                req.lease_ms,
+                LEASE_MS.start(),
+                LEASE_MS.end()
+            ),
+        );
+    }
+    let (argv, napi) = match child_args(&req) {
+        Ok((argv, cli)) => match s.run_refusal(&cli) {
+            Some(why) => return error(StatusCode::FORBIDDEN, why),
+            None => (argv, napi_modes(&run_sides(&cli))),
+        },
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    let mut g = s.slot();
+    if let Some(run) = g.as_ref().filter(|r| r.active()) {
+        return busy(
+            run,
+            format!(
+                "this agent is busy with {}: wait for it to end, or POST /v1/runs/{}/stop",
+                run.describe(),
+                run.id
+            ),
+        );
+    }
+    let child = Command::new(&s.exe)
+        .args(&argv)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("starting {}: {e}", s.exe.display()),
+            )
+        }
+    };
+    let id = format!(
+        "r{}-{}",
+        s.seq.fetch_add(1, Ordering::Relaxed),
+        std::process::id()
+    );
+    let lease = Duration::from_millis(req.lease_ms);
+    *g = Some(Slot {
+        id: id.clone(),
+        test: req.test.clone(),
+        role: req.role.clone(),
+        started: SystemTime::now(),
+        by,
+        stopped_by: None,
+        state: "running",
+        pid: child.id() as i32,
+        stdin: child.stdin.take(),
+        lease,
+        lease_until: Instant::now() + lease,
+        ending: None,
+        live: None,
+        result: None,
+        error: None,
+        exit_code: None,
+        tail: Vec::new(),
+    });
+    drop(g);
+    eprintln!(
+        "linerate: agent: run {id} from {by}: {} {}",
+        req.test,
+        argv.join(" ")
+    );
+    let (s2, id2) = (s.clone(), id.clone());
+    thread::spawn(move || watch(s2, child, id2, napi));
+    (StatusCode::CREATED, Json(Created { id })).into_response()
+}
+
+/// Follows a child to its end: its live counters and stderr, its lease,
+/// and its result.
+pub(super) fn watch(s: Arc<Shared>, mut child: Child, id: String, napi: NapiModes) {
+    let mut stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let out = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let s2 = s.clone();
+    let id2 = id.clone();
+    let err = thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let mut g = s2.slot();
+            let Some(slot) = g.as_mut().filter(|r| r.id == id2) else {
+                continue;
+            };
+            match line.strip_prefix(crate::remote::role::LIVE_PREFIX) {
+                Some(j) => slot.live = serde_json::from_str(j).ok(),
+                None => {
+                    eprintln!("linerate: agent: run {id2}: {line}");
+                    slot.tail.push(line);
+                    if slot.tail.len() > TAIL {
+                        slot.tail.remove(0);
+                    }
+                }
+            }
+        }
+    });
+    let mut term_at: Option<Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        {
+            let mut g = s.slot();
+            if let Some(slot) = g.as_mut().filter(|r| r.id == id) {
+                if slot.ending.is_none() && Instant::now() > slot.lease_until {
+                    slot.ending = Some(format!(
+                        "the controller renewed no lease for {:?}: the run was stopped",
+                        slot.lease
+                    ));
+                }
+                if term_at.is_none() {
+                    if let Some(why) = &slot.ending {
+                        eprintln!("linerate: agent: run {id}: ending it: {why}");
+                        let _ = signal::kill(Pid::from_raw(slot.pid), signal::Signal::SIGTERM);
+                        term_at = Some(Instant::now());
+                    }
+                }
+            }
+        }
+        if term_at.is_some_and(|t| t.elapsed() > KILL_AFTER) {
+            let _ = child.kill();
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let text = out.join().unwrap_or_default();
+    let _ = err.join();
+    // Before the run counts as ended, so that the next finds them as they were.
+    restore_napi(&id, &napi);
+    let mut g = s.slot();
+    let Some(slot) = g.as_mut().filter(|r| r.id == id) else {
+        return;
+    };
+    slot.stdin = None;
+    slot.exit_code = status.and_then(|st| st.code());
+    slot.result = serde_json::from_str(&text).ok();
+    let errors: Vec<&String> = slot.tail.iter().filter(|l| l.contains("error")).collect();
+    let said = errors
+        .last()
+        .map(|l| l.trim_start_matches("linerate: error: ").to_string());
+    (slot.state, slot.error) = match (&slot.ending, slot.exit_code) {
+        (Some(why), _) => ("stopped", Some(why.clone())),
+        (None, Some(0)) => ("done", None),
+        (None, code) => (
+            "failed",
+            Some(said.unwrap_or_else(|| match code {
+                Some(c) => format!("the {} side exited with status {c}", slot.role),
+                None => format!("the {} side was killed", slot.role),
+            })),
+        ),
+    };
+    eprintln!("linerate: agent: run {id}: {}", slot.state);
+}
+
+pub(super) fn find<'a>(g: &'a mut MutexGuard<'_, Option<Slot>>, id: &str) -> Option<&'a mut Slot> {
+    g.as_mut().filter(|r| r.id == id)
+}
+
+pub(super) fn not_found(id: &str) -> Response {
+    error(StatusCode::NOT_FOUND, format!("no run {id} on this agent"))
+}
+
+pub(super) async fn status(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    let mut g = s.slot();
+    match find(&mut g, &id) {
+        Some(slot) => Json(slot.status()).into_response(),
+        None => not_found(&id),
+    }
+}
+
+pub(super) async fn lease(State(s): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    let mut g = s.slot();
+    match find(&mut g, &id) {
+        Some(slot) => {
+            slot.lease_until = Instant::now() + slot.lease;
+            Json(slot.status()).into_response()
+        }
+        None => not_found(&id),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct StopHow {
+    /// End at once (SIGTERM) rather than finish normally.
+    #[serde(default)]
+    now: bool,
+}
+
+pub(super) async fn stop(
+    State(s): State<Arc<Shared>>,
+    ConnectInfo(by): ConnectInfo<SocketAddr>,
+    Path(id): Path<String>,
+    Query(how): Query<StopHow>,
+) -> Response {
+    let mut g = s.slot();
+    match find(&mut g, &id) {
+        Some(slot) => {
+            if slot.active() {
+                // Any token holder may stop a run: the run says who did.
+                slot.stopped_by = Some(format!(
+                    "a stop request from {by} ({})",
+                    if how.now { "at once" } else { "finish" }
+                ));
+                eprintln!(
+                    "linerate: agent: run {id}: a stop request from {by}{}",
+                    if how.now { " (at once)" } else { "" }
+                );
+                if how.now {
+                    slot.ending
+                        .get_or_insert_with(|| format!("stopped by a stop request from {by}"));
+                } else if let Some(stdin) = slot.stdin.as_mut() {
+                    let _ = stdin.write_all(b"stop\n").and_then(|()| stdin.flush());
+                }
+            }
+            (StatusCode::ACCEPTED, Json(slot.status())).into_response()
+        }
+        None => not_found(&id),
+    }
+}

@@ -1,0 +1,35 @@
+//! `linerate rr`: on this host, on two hosts through their agents (this
+//! process the controller), or one side of a two-host run (the child an
+//! agent starts, `--role`).
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::plan;
+use crate::{cli::RrArgs, output, remote, session};
+
+/// `linerate rr`. `argv` is the command's options as given (after `rr`):
+/// a controller hands them to the agents.
+pub fn command(args: &RrArgs, argv: &[String]) -> Result<ExitCode> {
+    if args.run.agents.tx_agent.is_some() {
+        plan::check_args(args)?;
+        let interrupted = session::on_signal()?;
+        let outcome = remote::controller::run("rr", argv, &args.run, &interrupted)?;
+        return remote::controller::report(&outcome, args.run.json);
+    }
+    let interrupted = session::on_signal()?;
+    let mut plan = plan::plan(args)?;
+    remote::role::patch_path(&mut plan.path, &args.run.role)?;
+    let role = remote::role::Role::from_args(&args.run.role, &interrupted)?;
+    let peer = role.as_ref().map(|r| r as &dyn session::Peer);
+    let result = super::run_side(&plan, &interrupted, peer)?;
+    let table = || super::print_table(&result);
+    output::report(
+        &result,
+        args.run.json,
+        table,
+        result.interrupted,
+        &result.fault,
+    )
+}

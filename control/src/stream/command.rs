@@ -1,0 +1,48 @@
+//! `linerate stream`: on this host, on two hosts through their agents
+//! (this process the controller), or one side of a two-host run (the
+//! child an agent starts, `--role`); `--search-rate` searches the highest
+//! rate without loss.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::{plan, search};
+use crate::{cli::StreamArgs, output, remote, session};
+
+/// `linerate stream`. `argv` is the command's options as given (after
+/// `stream`): a controller hands them to the agents.
+pub fn command(args: &StreamArgs, argv: &[String]) -> Result<ExitCode> {
+    if args.run.agents.tx_agent.is_some() {
+        plan::check_args(args)?;
+        let interrupted = session::on_signal()?;
+        let outcome = remote::controller::run("stream", argv, &args.run, &interrupted)?;
+        return remote::controller::report(&outcome, args.run.json);
+    }
+    let interrupted = session::on_signal()?;
+    if let Some(threshold) = args.search_rate {
+        let plan = plan::plan(args)?;
+        let result = search::run(&plan, threshold, &interrupted)?;
+        let table = || search::print_table(&result);
+        return output::report(
+            &result,
+            args.run.json,
+            table,
+            result.interrupted,
+            &result.fault,
+        );
+    }
+    let mut plan = plan::plan(args)?;
+    remote::role::patch_path(&mut plan.path, &args.run.role)?;
+    let role = remote::role::Role::from_args(&args.run.role, &interrupted)?;
+    let peer = role.as_ref().map(|r| r as &dyn session::Peer);
+    let result = super::run_side(&plan, &interrupted, peer)?;
+    let table = || super::print_table(&result);
+    output::report(
+        &result,
+        args.run.json,
+        table,
+        result.interrupted,
+        &result.fault,
+    )
+}

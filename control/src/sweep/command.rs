@@ -1,0 +1,94 @@
+//! `linerate sweep`: a preset, a sweep file or a sweep to resume, checked
+//! and counted, then run.
+
+use std::{process::ExitCode, sync::atomic::Ordering};
+
+use anyhow::{Context, Result};
+
+use super::{presets, spec::SweepSpec, Size, SweepOptions};
+use crate::{cli::SweepArgs, output, privilege, request, session};
+
+/// `linerate sweep`.
+pub fn command(args: SweepArgs) -> Result<ExitCode> {
+    if args.list {
+        let mut text = String::new();
+        for (name, what, _) in presets::PRESETS {
+            text += &format!("{name:<15} {what}\n");
+        }
+        output::emit(&text)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Where points run: given now, or (--resume) saved with the sweep.
+    let given = request::given_path(&args);
+    let (text, label, dir, opts) = match &args.resume {
+        Some(dir) => {
+            let (text, mut opts) = super::resume_inputs(dir)?;
+            // Never ignored: options given with --resume replace the saved.
+            if let Some(note) = opts.override_path(&given) {
+                eprintln!("linerate: {note}");
+            }
+            (
+                text,
+                dir.join(super::SPEC).display().to_string(),
+                dir.clone(),
+                opts,
+            )
+        }
+        None => {
+            let Some(which) = &args.sweep else {
+                anyhow::bail!(
+                    "name a preset (linerate sweep --list) or a sweep file, or give --resume DIR"
+                );
+            };
+            let (text, label) = match presets::get(which) {
+                Some(t) => (t.to_string(), format!("preset {which}")),
+                None => (
+                    std::fs::read_to_string(which).with_context(|| {
+                        format!("{which:?} is neither a preset (see `linerate sweep --list`) nor a readable file")
+                    })?,
+                    which.clone(),
+                ),
+            };
+            let name = SweepSpec::parse(&text, &label)?.name;
+            let extra = given
+                .iter()
+                .flat_map(|(flag, value)| [flag.to_string(), value.clone()])
+                .collect();
+            let dir = args
+                .out
+                .clone()
+                .unwrap_or_else(|| super::default_dir(&name));
+            (
+                text,
+                label,
+                dir,
+                SweepOptions {
+                    quick: args.quick,
+                    extra,
+                },
+            )
+        }
+    };
+    // Counted from the axes before anything is expanded or run.
+    let spec = SweepSpec::parse(&text, &label)?;
+    Size::of(&spec, opts.quick)?.check(&label, args.max_points)?;
+    // A controller of agents needs no privileges of its own.
+    if !request::names_agents(&opts.extra) {
+        privilege::require_root("linerate sweep")?;
+    }
+    eprintln!("linerate: sweep results go to {}", dir.display());
+    let interrupted = session::on_signal()?;
+    let text = super::run(
+        &text,
+        &label,
+        &dir,
+        &opts,
+        args.resume.is_some(),
+        &interrupted,
+    )?;
+    output::emit(&format!(
+        "{text}report: {}\n",
+        dir.join("report.md").display()
+    ))?;
+    Ok(output::exit_code(interrupted.load(Ordering::Relaxed)))
+}

@@ -30,6 +30,33 @@ fn ethtool_sum(ns: &str, iface: &str, suffix: &str) -> u64 {
         .sum()
 }
 
+/// The XDP-only receiver on the lab's B side: the steering program in
+/// count-only mode on port 7471.
+fn xdp_only_receiver(lab: &Lab) -> linerate_ebpf::Steering {
+    use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
+
+    let (ns_b, if_b) = (lab.ns_b(), lab.if_b());
+    thread::spawn(move || {
+        netns::enter(&ns_b).unwrap();
+        let s = Steering::attach(
+            &if_b,
+            SteeringConfig {
+                port_lo: 7471,
+                port_hi: 7471,
+                policy: AttachPolicy::Native,
+                force: false,
+                respond: false,
+                drop_ppm: 0,
+            },
+        )
+        .unwrap();
+        s.set_count_only(true).unwrap();
+        s
+    })
+    .join()
+    .unwrap()
+}
+
 /// A frame of the lab's A side to its B side.
 fn spec(frame_size: usize, flow: u16, kind: Kind) -> FrameSpec {
     FrameSpec {
@@ -281,33 +308,12 @@ fn call_cost() {
 /// sequence accounting finds exactly the frames dropped on the way.
 #[test]
 fn the_xdp_only_receiver_counts_generated_frames() {
-    use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
-
     if !root_or_skip("XDP-only receiver") {
         return;
     }
     let _g = serial();
     let lab = Lab::up("gen4", 1500);
-    let (ns_b, if_b) = (lab.ns_b(), lab.if_b());
-    let steering = thread::spawn(move || {
-        netns::enter(&ns_b).unwrap();
-        let s = Steering::attach(
-            &if_b,
-            SteeringConfig {
-                port_lo: 7471,
-                port_hi: 7471,
-                policy: AttachPolicy::Native,
-                force: false,
-                respond: false,
-                drop_ppm: 0,
-            },
-        )
-        .unwrap();
-        s.set_count_only(true).unwrap();
-        s
-    })
-    .join()
-    .unwrap();
+    let steering = xdp_only_receiver(&lab);
     let (ns_a, if_a) = (lab.ns_a(), lab.if_a());
     let err0 = ethtool_sum(&ns_a, &if_a, "_xdp_xmit_errors");
     let t = std::time::Instant::now();
@@ -361,34 +367,13 @@ fn measure_xdp_only() {
     };
 
     use linerate_datapath::worker::{spawn_gen, GenWorkerConfig, Placement, StopSignal};
-    use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
-
     let _g = serial();
     let size: usize = std::env::var("LINERATE_GEN_SIZE")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(64);
     let lab = Lab::up("gen5", 1500);
-    let (ns_b, if_b) = (lab.ns_b(), lab.if_b());
-    let steering = thread::spawn(move || {
-        netns::enter(&ns_b).unwrap();
-        let s = Steering::attach(
-            &if_b,
-            SteeringConfig {
-                port_lo: 7471,
-                port_hi: 7471,
-                policy: AttachPolicy::Native,
-                force: false,
-                respond: false,
-                drop_ppm: 0,
-            },
-        )
-        .unwrap();
-        s.set_count_only(true).unwrap();
-        s
-    })
-    .join()
-    .unwrap();
+    let steering = xdp_only_receiver(&lab);
     let flag = Arc::new(AtomicBool::new(false));
     let w = spawn_gen(
         "lr-gen-m".into(),

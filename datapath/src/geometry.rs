@@ -109,6 +109,12 @@ impl Geometry {
         frame_size - FCS_LEN
     }
 
+    /// The frame size (FCS included) of a frame whose descriptor holds
+    /// `descriptor_len` bytes: the inverse of [`Self::descriptor_len`].
+    pub const fn frame_size(descriptor_len: usize) -> usize {
+        descriptor_len + FCS_LEN
+    }
+
     /// UDP payload bytes (linerate header included) of a frame: what an
     /// application on a socket would count.
     pub fn udp_payload(frame_size: usize) -> usize {
@@ -180,6 +186,7 @@ mod tests {
     #[test]
     fn lengths_of_one_frame() {
         assert_eq!(Geometry::descriptor_len(64), 60);
+        assert_eq!(Geometry::frame_size(60), 64);
         assert_eq!(Geometry::udp_payload(64), 18);
         assert_eq!(Geometry::data_after_header(64), 0);
         assert_eq!(Geometry::udp_payload(1518), 1472);

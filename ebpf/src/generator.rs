@@ -21,8 +21,6 @@ const LIVE_FRAMES: u32 = 1 << 1;
 /// one page less the kernel's headroom and skb_shared_info (EINVAL above;
 /// no multi-buffer, so no jumbo frames).
 pub const MAX_LIVE_FRAME: usize = 3408;
-/// Flows the generator keeps counters for.
-pub const GEN_MAX_FLOWS: usize = 4096;
 
 /// `struct gen_config` in gen.bpf.c: (field, offset, size), in order.
 pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 8] = [

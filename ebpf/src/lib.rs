@@ -22,7 +22,7 @@ mod values;
 pub use attach::{AttachMode, AttachPolicy};
 pub use error::EbpfError;
 pub use generator::{
-    GenFlowCounters, GenMessage, GenRun, Generator, GeneratorConfig, GEN_MAX_FLOWS, MAX_LIVE_FRAME,
+    GenFlowCounters, GenMessage, GenRun, Generator, GeneratorConfig, MAX_LIVE_FRAME,
 };
 pub use program::{RxFlowCounters, Steering, SteeringConfig, MAX_QUEUES, RX_MAX_FLOWS};
 pub use stats::SteerStats;

@@ -6,7 +6,10 @@
 //! takes no more and no multi-buffer), paced and counted in the program;
 //! receivers are AF_XDP's.
 
-use linerate_datapath::worker::{spawn_gen, GenWorkerConfig, TxSummary, Worker, WorkerError};
+use linerate_datapath::{
+    geometry::Geometry,
+    worker::{spawn_gen, GenWorkerConfig, TxSummary, Worker, WorkerError},
+};
 
 use super::{Capabilities, Engine, SenderConfig};
 
@@ -19,8 +22,8 @@ const CAN: Capabilities = Capabilities {
     rr_responder: None,
     frames: true,
     messages: true,
-    // The live-frames limit plus the FCS.
-    max_frame: Some(linerate_ebpf::MAX_LIVE_FRAME + 4),
+    // The live-frames limit (bytes handed over, without FCS) as a frame size.
+    max_frame: Some(Geometry::frame_size(linerate_ebpf::MAX_LIVE_FRAME)),
     multi_buffer: false,
     pacing: true,
     wait_modes: false,

@@ -95,7 +95,7 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.stream_receiver)
         );
     }
-    if !std::ptr::eq(sender.can(), receive) && send.frames && !receive.frames {
+    if sender.name() != receiver.name() && send.frames && !receive.frames {
         bail!(
             "the {} engine sends frames and the {} engine receives a byte stream: use --backend {}",
             sender.name(),

@@ -73,9 +73,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if !matches!(cli.command, Command::Agent(_)) {
         output::check()?;
     }
-    // The run commands' options as given: a controller hands them to the
-    // agents.
-    let argv = || std::env::args().skip(2).collect::<Vec<String>>();
     match cli.command {
         Command::Lab { action } => lab::command(action),
         Command::Doctor(args) => doctor::command(&args),
@@ -83,7 +80,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report { dir } => sweep::report::command(&dir),
         Command::Overhead { files, json } => overhead::command(&files, json),
         Command::Agent(args) => remote::agent::command(&args),
-        Command::Stream(args) => stream::command(&args, &argv()),
-        Command::Rr(args) => rr::command(&args, &argv()),
+        Command::Stream(args) => stream::command(&args),
+        Command::Rr(args) => rr::command(&args),
     }
 }

@@ -3,16 +3,20 @@
 //! does) and as the command line of the `linerate` process that runs it.
 //!
 //! The one place that spells option names to build or edit a run's
-//! command line: what the controller keeps for itself ([`for_agents`]),
-//! what an agent adds for the side its child runs ([`side_argv`]), the
+//! command line: a request's own ([`RunRequest::argv`], which parses back
+//! to the same request: a test walks every option), what each agent's
+//! child of a two-host run is given ([`RunRequest::for_agents`]), what an
+//! agent adds for the side its child runs ([`side_argv`]), the
 //! options that say where a sweep's points run ([`PATH_OPTIONS`],
 //! [`given_path`]) and a quick sweep's durations ([`QUICK`]). A test checks
 //! every name here against the CLI's definitions. Option names elsewhere in
 //! control are in messages to the user only.
 
-use clap::Parser;
+use std::{fmt::Display, time::Duration};
 
-use crate::cli::{RrArgs, RunArgs, StreamArgs, SweepArgs};
+use clap::{Parser, ValueEnum};
+
+use crate::cli::{AgentArgs, RrArgs, RunArgs, StreamArgs, SweepArgs};
 
 /// A run's options, parsed.
 #[derive(Debug, Clone)]
@@ -48,21 +52,42 @@ fn first_line(e: clap::Error) -> String {
 }
 
 impl RunRequest {
+    /// Parses and checks a run's command line (`stream ...` or `rr ...`).
+    pub fn parse(argv: &[String]) -> Result<Self, String> {
+        match argv.split_first() {
+            Some((command, options)) if command == "stream" => Self::stream(options),
+            Some((command, options)) if command == "rr" => Self::rr(options),
+            _ => Err("a run is `stream` or `rr`".into()),
+        }
+    }
+
+    /// The command's own range checks (no system access).
+    pub fn check(&self) -> anyhow::Result<()> {
+        match self {
+            Self::Stream(args) => crate::stream::plan::check_args(args),
+            Self::Rr(args) => crate::rr::plan::check_args(args),
+        }
+    }
+
     /// Parses and checks a stream's options (after `stream`; no system
     /// access): clap's errors for unknown options or bad values, the
     /// command's own range checks.
     pub fn stream(argv: &[String]) -> Result<Self, String> {
-        let args = StreamLine::try_parse_from(argv).map_err(first_line)?.args;
-        crate::stream::plan::check_args(&args).map_err(|e| e.to_string())?;
-        Ok(Self::Stream(Box::new(args)))
+        let req = Self::Stream(Box::new(
+            StreamLine::try_parse_from(argv).map_err(first_line)?.args,
+        ));
+        req.check().map_err(|e| format!("{e:#}"))?;
+        Ok(req)
     }
 
     /// Parses and checks an rr run's options (after `rr`), as
     /// [`RunRequest::stream`].
     pub fn rr(argv: &[String]) -> Result<Self, String> {
-        let args = RrLine::try_parse_from(argv).map_err(first_line)?.args;
-        crate::rr::plan::check_args(&args).map_err(|e| e.to_string())?;
-        Ok(Self::Rr(Box::new(args)))
+        let req = Self::Rr(Box::new(
+            RrLine::try_parse_from(argv).map_err(first_line)?.args,
+        ));
+        req.check().map_err(|e| format!("{e:#}"))?;
+        Ok(req)
     }
 
     /// The command's name on the command line.
@@ -82,42 +107,153 @@ impl RunRequest {
     }
 }
 
-/// Options the controller of a two-host run keeps for itself (with
-/// whether each takes a value): the agents run with the rest.
-const CONTROLLER_ONLY: [(&str, bool); 11] = [
-    ("--reverse", false),
-    ("-r", false),
-    ("--tx-agent", true),
-    ("--rx-agent", true),
-    ("--token-file", true),
-    ("--tx-iface", true),
-    ("--rx-iface", true),
-    ("--tx-netns", true),
-    ("--rx-netns", true),
-    ("--lab", true),
-    ("--json", false),
-];
-
-/// A controller's command line without the options it keeps for itself:
-/// what each agent's child runs with.
-pub fn for_agents(raw: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = raw.iter();
-    while let Some(arg) = it.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((name, _)) => (name, true),
-            None => (arg.as_str(), false),
-        };
-        match CONTROLLER_ONLY.iter().find(|(flag, _)| *flag == name) {
-            Some((_, takes_value)) => {
-                if *takes_value && !inline {
-                    it.next();
-                }
-            }
-            None => out.push(arg.clone()),
+impl RunRequest {
+    /// The options every run shares, to change.
+    pub fn run_mut(&mut self) -> &mut RunArgs {
+        match self {
+            Self::Stream(args) => &mut args.run,
+            Self::Rr(args) => &mut args.run,
         }
     }
-    out
+
+    /// The command line that parses back to this request: the command,
+    /// then every option whose value differs from its default, each as
+    /// `--name=value` (so that no value reads as an option).
+    pub fn argv(&self) -> Vec<String> {
+        let mut line = Line(vec![self.command().to_string()]);
+        match self {
+            Self::Stream(args) => {
+                let d = defaults::<StreamLine>().args;
+                line.some("--size", &args.size);
+                line.some("--message", &args.message);
+                line.some("--count", &args.count);
+                line.some("--rate", &args.rate);
+                line.flag("--rx-only", args.rx_only);
+                line.some("--search-rate", &args.search_rate);
+                line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
+                line.run(&args.run, &d.run);
+            }
+            Self::Rr(args) => {
+                let d = defaults::<RrLine>().args;
+                line.value("--request", &args.request, &d.request);
+                line.value("--response", &args.response, &d.response);
+                line.value("--concurrency", &args.concurrency, &d.concurrency);
+                line.value("--flows", &args.flows, &d.flows);
+                line.duration("--timeout", args.timeout, d.timeout);
+                line.some("--count", &args.count);
+                line.named("--responder", &args.responder, &d.responder);
+                line.run(&args.run, &d.run);
+            }
+        }
+        line.0
+    }
+
+    /// What each agent's child of a two-host run is given: this request
+    /// without the options the controller keeps for itself (the agents,
+    /// the token, the interfaces and namespaces, the lab, --reverse,
+    /// --json), as options after the command.
+    pub fn for_agents(&self) -> Vec<String> {
+        let mut req = self.clone();
+        let lab = defaults::<StreamLine>().args.run.lab;
+        let run = req.run_mut();
+        run.agents = AgentArgs::default();
+        run.reverse = false;
+        run.json = false;
+        run.lab = lab;
+        (run.tx_iface, run.rx_iface, run.tx_netns, run.rx_netns) = (None, None, None, None);
+        req.argv().split_off(1)
+    }
+}
+
+/// A command's options with nothing given.
+fn defaults<P: Parser>() -> P {
+    P::try_parse_from(std::iter::empty::<String>()).expect("every run option has a default")
+}
+
+/// A command line being written.
+struct Line(Vec<String>);
+
+impl Line {
+    fn push(&mut self, name: &str, value: String) {
+        self.0.push(format!("{name}={value}"));
+    }
+
+    fn flag(&mut self, name: &str, on: bool) {
+        if on {
+            self.0.push(name.to_string());
+        }
+    }
+
+    fn some<T: Display>(&mut self, name: &str, value: &Option<T>) {
+        if let Some(v) = value {
+            self.push(name, v.to_string());
+        }
+    }
+
+    fn value<T: Display + PartialEq>(&mut self, name: &str, value: &T, default: &T) {
+        if value != default {
+            self.push(name, value.to_string());
+        }
+    }
+
+    fn duration(&mut self, name: &str, value: Duration, default: Duration) {
+        if value != default {
+            self.push(name, humantime::format_duration(value).to_string());
+        }
+    }
+
+    /// A value-enum option, by the name the command line gives it.
+    fn named<T: ValueEnum + PartialEq>(&mut self, name: &str, value: &T, default: &T) {
+        if value != default {
+            self.some_named(name, &Some(value.clone()));
+        }
+    }
+
+    fn some_named<T: ValueEnum>(&mut self, name: &str, value: &Option<T>) {
+        if let Some(v) = value.as_ref().and_then(ValueEnum::to_possible_value) {
+            self.push(name, v.get_name().to_string());
+        }
+    }
+
+    /// The options every run shares.
+    fn run(&mut self, run: &RunArgs, d: &RunArgs) {
+        self.some("--mtu", &run.mtu);
+        self.duration("--duration", run.duration, d.duration);
+        self.duration("--warmup", run.warmup, d.warmup);
+        self.value("--queues", &run.queues, &d.queues);
+        self.some_named("--tx-wait", &run.tx_wait);
+        self.named("--rx-wait", &run.rx_wait, &d.rx_wait);
+        self.some("--tx-cores", &run.tx_cores);
+        self.some("--rx-cores", &run.rx_cores);
+        self.value("--batch", &run.batch, &d.batch);
+        self.value("--ring", &run.ring, &d.ring);
+        self.value("--rx-ring", &run.rx_ring, &d.rx_ring);
+        self.some("--umem-chunk", &run.umem_chunk);
+        self.value("--port", &run.port, &d.port);
+        self.some("--tx-iface", &run.tx_iface);
+        self.some("--rx-iface", &run.rx_iface);
+        self.some("--tx-netns", &run.tx_netns);
+        self.some("--rx-netns", &run.rx_netns);
+        self.named("--napi", &run.napi, &d.napi);
+        self.named("--backend", &run.backend, &d.backend);
+        self.flag("--gso", run.gso);
+        self.flag("--gro", run.gro);
+        self.value("--inject-loss", &run.inject_loss, &d.inject_loss);
+        self.flag("--reverse", run.reverse);
+        self.value("--lab", &run.lab.name, &d.lab.name);
+        self.flag("--zero-copy", run.zero_copy);
+        self.named("--xdp-mode", &run.xdp_mode, &d.xdp_mode);
+        self.flag("--force", run.force);
+        self.flag("--json", run.json);
+        self.some("--tx-agent", &run.agents.tx_agent);
+        self.some("--rx-agent", &run.agents.rx_agent);
+        let token = run.agents.token_file.as_ref().map(|p| p.display());
+        self.some("--token-file", &token);
+        self.some_named("--role", &run.role.role);
+        self.some("--peer-mac", &run.role.peer_mac);
+        self.some("--peer-ip", &run.role.peer_ip);
+        self.some("--start-at", &run.role.start_at);
+    }
 }
 
 /// What an agent adds to its child's command line: the side it runs and
@@ -248,7 +384,7 @@ mod tests {
                 .unwrap()
                 .clone(),
         );
-        let mut named: Vec<&str> = CONTROLLER_ONLY.iter().map(|(f, _)| *f).collect();
+        let mut named: Vec<&str> = Vec::new();
         named.extend(
             PATH_OPTIONS
                 .iter()
@@ -276,6 +412,145 @@ mod tests {
         for (flag, _) in PATH_OPTIONS {
             assert!(sweep.iter().any(|o| o == flag), "sweep has no {flag}");
         }
+    }
+
+    /// For every option of stream and rr, a command line that gives it a
+    /// value other than its default (with what it requires).
+    const SAMPLES: &[&[&str]] = &[
+        &["--mtu", "9000"],
+        &["--duration", "1m 2s 3ms"],
+        &["--warmup", "250ms"],
+        &["--queues", "3"],
+        &["--tx-wait", "busy"],
+        &["--rx-wait", "busy"],
+        &["--tx-cores", "0-1"],
+        &["--rx-cores", "1"],
+        &["--batch", "16"],
+        &["--ring", "1024"],
+        &["--rx-ring", "4096"],
+        &["--umem-chunk", "4096"],
+        &["--port", "9000"],
+        &["--tx-iface", "a0"],
+        &["--rx-iface", "b0"],
+        &["--tx-netns", "na"],
+        &["--rx-netns", "nb"],
+        &["--napi", "softirq"],
+        &["--backend", "udp"],
+        &["--gso"],
+        &["--gro"],
+        &["--inject-loss", "0.125"],
+        &["-r"],
+        &["--reverse"],
+        &["--lab", "ar9"],
+        &["--zero-copy"],
+        &["--xdp-mode", "generic"],
+        &["--force"],
+        &["--json"],
+        &["--tx-agent", "http://a:1", "--rx-agent", "http://b:2"],
+        &["--token-file", "/tmp/t o k"],
+        &["--role", "client"],
+        &["--role", "rx", "--peer-mac", "02:00:00:00:00:01"],
+        &["--role", "tx", "--peer-ip", "198.18.0.9"],
+        &["--role", "tx", "--start-at", "12345"],
+        // stream
+        &["--size", "128"],
+        &["--message", "9000"],
+        &["--count", "77"],
+        &["--rate", "1234.5"],
+        &["--rx-only"],
+        &["--search-rate", "0.5"],
+        &["--tx-engine", "generator"],
+        // rr
+        &["--request", "100"],
+        &["--response", "200"],
+        &["--concurrency", "4"],
+        &["--flows", "2"],
+        &["--timeout", "1s 500us"],
+        &["--responder", "xdp"],
+    ];
+
+    /// Parses without the commands' own checks: every value clap takes.
+    fn parse<P: Parser>(line: &[String]) -> Result<P, String> {
+        P::try_parse_from(line).map_err(first_line)
+    }
+
+    /// args -> argv -> clap gives the same args back, for every option of
+    /// both commands given alone: an option added to the CLI and not
+    /// carried by [`RunRequest::argv`] (or without a line in `SAMPLES`)
+    /// fails here.
+    #[test]
+    fn every_option_survives_the_round_trip() {
+        let sampled: Vec<&str> = SAMPLES
+            .iter()
+            .flat_map(|s| s.iter().copied())
+            .filter(|a| a.starts_with('-'))
+            .collect();
+        for (command, all) in [
+            ("stream", options(StreamLine::command())),
+            ("rr", options(RrLine::command())),
+        ] {
+            for option in all.iter().filter(|o| *o != "--help") {
+                assert!(
+                    sampled.contains(&option.as_str()),
+                    "{command} {option} has no line in SAMPLES: add one, and carry the option in RunRequest::argv"
+                );
+            }
+            let build = |line: &[String]| -> Result<RunRequest, String> {
+                Ok(match command {
+                    "stream" => RunRequest::Stream(Box::new(parse::<StreamLine>(line)?.args)),
+                    _ => RunRequest::Rr(Box::new(parse::<RrLine>(line)?.args)),
+                })
+            };
+            let default = format!("{:?}", build(&[]).unwrap());
+            let mut tried = 0;
+            for sample in SAMPLES {
+                let line: Vec<String> = sample.iter().map(|s| s.to_string()).collect();
+                let Ok(given) = build(&line) else {
+                    // The other command's option.
+                    assert!(
+                        !all.iter().any(|o| o == &line[0]),
+                        "{command} refuses {line:?}"
+                    );
+                    continue;
+                };
+                tried += 1;
+                let argv = given.argv();
+                assert_eq!(argv[0], command);
+                let back = build(&argv[1..]).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                let (given, back) = (format!("{given:?}"), format!("{back:?}"));
+                assert_ne!(given, default, "{line:?} gives the default");
+                assert_eq!(given, back, "{line:?} came back changed from {argv:?}");
+            }
+            assert!(tried > 30, "{command}: {tried} options tried");
+        }
+    }
+
+    #[test]
+    fn all_options_at_once_survive_the_round_trip() {
+        let line: Vec<String> = [
+            "--size",
+            "100",
+            "--count",
+            "5",
+            "--rate",
+            "1e6",
+            "--queues",
+            "2",
+            "--backend",
+            "udp",
+            "--gso",
+            "--json",
+            "--tx-wait",
+            "busy",
+            "--duration",
+            "0s",
+        ]
+        .map(String::from)
+        .to_vec();
+        let given = RunRequest::stream(&line).unwrap();
+        let back = RunRequest::parse(&given.argv()).unwrap();
+        assert_eq!(format!("{given:?}"), format!("{back:?}"));
+        assert_eq!(back.command(), "stream");
     }
 
     #[test]

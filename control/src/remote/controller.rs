@@ -24,12 +24,9 @@ use super::{
     api::{self, ApiError, Created, RunRequest, RunStatus},
     merge, token,
 };
-use crate::{
-    cli::RunArgs,
-    results::{
-        run::{Partial, RunResult, TwoHostResult},
-        two_host::{Agent, Agents},
-    },
+use crate::results::{
+    run::{Partial, RunResult, TwoHostResult},
+    two_host::{Agent, Agents},
 };
 
 /// Connecting to an agent gives up after this.
@@ -362,14 +359,9 @@ pub struct Outcome {
     pub interrupted: bool,
 }
 
-/// Runs `test` ("stream" or "rr") with `raw` (its command-line options)
-/// on the agents `run.agents` names.
-pub fn run(
-    test: &str,
-    raw: &[String],
-    run: &RunArgs,
-    interrupted: &Arc<AtomicBool>,
-) -> Result<Outcome> {
+/// Runs `req` on the agents it names: each side on its host.
+pub fn run(req: &crate::request::RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Outcome> {
+    let (test, run) = (req.command(), req.run());
     let (Some(mut tx_url), Some(mut rx_url)) = (
         run.agents.tx_agent.as_deref(),
         run.agents.rx_agent.as_deref(),
@@ -399,7 +391,7 @@ pub fn run(
             ri.mtu
         );
     }
-    let args = crate::request::for_agents(raw);
+    let args = req.for_agents();
     let start = unix_ns() + START_DELAY.as_nanos() as u64 + tx.rtt_ns.max(rx.rtt_ns);
     let request =
         |r: &Remote, role: &str, iface: &str, netns: &Option<String>, peer: &api::Iface| {
@@ -526,6 +518,15 @@ pub fn run(
     })
 }
 
+/// A two-host run from the command line: checked, run on the agents,
+/// printed.
+pub fn command(req: &crate::request::RunRequest) -> Result<ExitCode> {
+    req.check()?;
+    let interrupted = crate::session::on_signal()?;
+    let outcome = run(req, &interrupted)?;
+    report(&outcome, req.run().json)
+}
+
 /// Prints the outcome (JSON, or a table) and gives the exit status: 0, 3
 /// when a side failed (the figures there are printed first), 130 when
 /// interrupted.
@@ -558,7 +559,7 @@ mod tests {
 
     #[test]
     fn controller_options_stripped() {
-        let raw: Vec<String> = [
+        let line = [
             "--count",
             "5",
             "--tx-agent",
@@ -567,16 +568,18 @@ mod tests {
             "--json",
             "--tx-iface",
             "eth1",
+            "--rx-iface=eth2",
+            "--rx-netns",
+            "nb",
+            "--token-file",
+            "/t",
             "--rate",
             "10",
+            "-r",
         ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            crate::request::for_agents(&raw),
-            ["--count", "5", "--rate", "10"]
-        );
+        .map(String::from);
+        let req = crate::request::RunRequest::stream(&line).unwrap();
+        assert_eq!(req.for_agents(), ["--count=5", "--rate=10"]);
     }
 
     /// An agent of another version, on loopback: refused, both versions named.

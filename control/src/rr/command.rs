@@ -7,16 +7,12 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::plan;
-use crate::{cli::RrArgs, output, remote, session};
+use crate::{cli::RrArgs, output, remote, request::RunRequest, session};
 
-/// `linerate rr`. `argv` is the command's options as given (after `rr`):
-/// a controller hands them to the agents.
-pub fn command(args: &RrArgs, argv: &[String]) -> Result<ExitCode> {
+/// `linerate rr`.
+pub fn command(args: &RrArgs) -> Result<ExitCode> {
     if args.run.agents.tx_agent.is_some() {
-        plan::check_args(args)?;
-        let interrupted = session::on_signal()?;
-        let outcome = remote::controller::run("rr", argv, &args.run, &interrupted)?;
-        return remote::controller::report(&outcome, args.run.json);
+        return remote::controller::command(&RunRequest::Rr(Box::new(args.clone())));
     }
     let interrupted = session::on_signal()?;
     let mut plan = plan::plan(args)?;

@@ -8,16 +8,12 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{plan, search};
-use crate::{cli::StreamArgs, output, remote, session};
+use crate::{cli::StreamArgs, output, remote, request::RunRequest, session};
 
-/// `linerate stream`. `argv` is the command's options as given (after
-/// `stream`): a controller hands them to the agents.
-pub fn command(args: &StreamArgs, argv: &[String]) -> Result<ExitCode> {
+/// `linerate stream`.
+pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     if args.run.agents.tx_agent.is_some() {
-        plan::check_args(args)?;
-        let interrupted = session::on_signal()?;
-        let outcome = remote::controller::run("stream", argv, &args.run, &interrupted)?;
-        return remote::controller::report(&outcome, args.run.json);
+        return remote::controller::command(&RunRequest::Stream(Box::new(args.clone())));
     }
     let interrupted = session::on_signal()?;
     if let Some(threshold) = args.search_rate {

@@ -231,7 +231,7 @@ pub fn run(
                     spec::line_of(text, &key.replace('-', "_")).max(spec::line_of(text, key));
                 anyhow::anyhow!("{file}:{line}: point {}: {e}", p.describe())
             })?;
-            plan.push((p, parsed, a));
+            plan.push((p, parsed));
         }
     }
     let resume_hint = || {
@@ -277,7 +277,7 @@ pub fn run(
     let done: HashSet<(usize, usize, u32)> = kept.finished().collect();
     let left: Vec<Duration> = plan
         .iter()
-        .flat_map(|(p, args, _)| {
+        .flat_map(|(p, args)| {
             let d = args.run().warmup + args.run().duration;
             let done = &done;
             (0..repeats)
@@ -295,7 +295,7 @@ pub fn run(
     );
     let mut pace = Pace::default();
     let report = |kept: &report::Kept| report::render(dir, &spec, kept, opts.quick, 0);
-    for (p, args, argv) in &plan {
+    for (p, args) in &plan {
         for repeat in 0..repeats {
             if done.contains(&(p.part, p.index, repeat)) {
                 bar.inc(1);
@@ -305,7 +305,7 @@ pub fn run(
                 break;
             }
             bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
-            let outcome = run_point(args, argv, interrupted);
+            let outcome = run_point(args, interrupted);
             if interrupted.load(Ordering::Relaxed) {
                 // A cut-short run is not a finished point: resume reruns it.
                 break;
@@ -368,15 +368,11 @@ pub fn run(
     Ok(text)
 }
 
-fn run_point(
-    args: &RunRequest,
-    argv: &[String],
-    interrupted: &Arc<AtomicBool>,
-) -> Result<RunResult> {
+fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
     // With agents, each side runs on its host.
     let run = args.run();
     if run.agents.tx_agent.is_some() {
-        let o = crate::remote::controller::run(args.command(), argv, run, interrupted)?;
+        let o = crate::remote::controller::run(args, interrupted)?;
         if let Some(e) = o.error {
             anyhow::bail!(e);
         }

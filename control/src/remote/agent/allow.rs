@@ -63,19 +63,15 @@ impl Shared {
     }
 
     /// Why a run the child would be started with is refused (403), if it is.
-    pub(super) fn run_refusal(&self, cli: &Cli) -> Option<String> {
-        let run = match &cli.command {
-            CliCommand::Stream(a) => &a.run,
-            CliCommand::Rr(a) => &a.run,
-            _ => return Some("only stream and rr run on an agent".into()),
-        };
+    pub(super) fn run_refusal(&self, req: &request::RunRequest) -> Option<String> {
+        let run = req.run();
         if run.force && !self.allow_force {
             return Some(
                 "--force (replace an XDP program someone else attached) is refused by this agent: start it with --allow-force to allow it"
                     .into(),
             );
         }
-        run_sides(cli)
+        run_sides(req)
             .iter()
             .find_map(|(iface, ns)| self.refusal(iface, ns.as_deref()))
     }

@@ -42,7 +42,6 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
-use clap::Parser;
 use nix::{sys::signal, unistd::Pid};
 use serde::Deserialize;
 
@@ -51,9 +50,9 @@ use super::{
     api::{self, ApiError, Created, Holder, RunRequest, RunStatus},
     metrics, token,
 };
-use crate::cli::{
-    parse_iface, parse_netns, AgentServeArgs, AllowedIface, Cli, Command as CliCommand, DoctorArgs,
-    LabName, RoleArg,
+use crate::{
+    cli::{parse_iface, parse_netns, AgentServeArgs, AllowedIface, DoctorArgs, LabName, RoleArg},
+    request,
 };
 
 /// After SIGTERM, how long a child gets before SIGKILL.
@@ -302,7 +301,7 @@ mod tests {
 
     /// The refusal of a run request: Err(400 text) or Ok(403 text, if any).
     fn verdict(s: &Shared, r: &RunRequest) -> Result<Option<String>, String> {
-        child_args(r).map(|(_, cli)| s.run_refusal(&cli))
+        child_args(r).map(|(_, run)| s.run_refusal(&run))
     }
 
     #[test]

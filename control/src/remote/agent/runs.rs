@@ -6,12 +6,8 @@ use super::*;
 
 /// The interfaces (and namespaces) a run would use: its --tx-iface and
 /// --rx-iface, or without them the lab's.
-pub(super) fn run_sides(cli: &Cli) -> Vec<(String, Option<String>)> {
-    let run = match &cli.command {
-        CliCommand::Stream(a) => &a.run,
-        CliCommand::Rr(a) => &a.run,
-        _ => return Vec::new(),
-    };
+pub(super) fn run_sides(req: &request::RunRequest) -> Vec<(String, Option<String>)> {
+    let run = req.run();
     let mut sides = match (&run.tx_iface, &run.rx_iface) {
         (Some(t), Some(r)) => vec![
             (t.clone(), run.tx_netns.clone()),
@@ -78,10 +74,10 @@ pub(super) fn busy(run: &Slot, msg: String) -> Response {
         .into_response()
 }
 
-/// The child's command line for a request, checked with the CLI's own
-/// definitions so that errors read as on the command line; with it, the
-/// command line as parsed.
-pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, Cli), String> {
+/// The child's run for a request, parsed and checked with the CLI's own
+/// definitions (so that errors read as on the command line), and its
+/// command line, built from the parsed run.
+pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunRequest), String> {
     if !matches!(req.test.as_str(), "stream" | "rr") {
         return Err(format!(
             "test {:?} is unknown: use \"stream\" or \"rr\"",
@@ -97,10 +93,10 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, Cli), String>
             ))
         }
     };
-    let argv = crate::request::side_argv(
+    let argv = request::side_argv(
         &req.test,
         &req.args,
-        &crate::request::Side {
+        &request::Side {
             role: role.as_str(),
             iface: &req.iface,
             netns: req.netns.as_deref(),
@@ -109,25 +105,9 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, Cli), String>
             start_at_ns: req.start_at_ns,
         },
     );
-    let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(argv.clone()))
-        .map_err(|e| {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            first.trim_start_matches("error: ").to_string()
-        })?;
-    let checked = match &cli.command {
-        CliCommand::Stream(a) => {
-            no_agents(&a.run)?;
-            crate::stream::plan::check_args(a)
-        }
-        CliCommand::Rr(a) => {
-            no_agents(&a.run)?;
-            crate::rr::plan::check_args(a)
-        }
-        _ => Ok(()),
-    };
-    checked.map_err(|e| format!("{e:#}"))?;
-    Ok((argv, cli))
+    let run = request::RunRequest::parse(&argv)?;
+    no_agents(run.run())?;
+    Ok((run.argv(), run))
 }
 
 pub(super) fn no_agents(a: &crate::cli::RunArgs) -> Result<(), String> {
@@ -169,9 +149,9 @@ pub(super) async fn create(
         );
     }
     let (argv, napi) = match child_args(&req) {
-        Ok((argv, cli)) => match s.run_refusal(&cli) {
+        Ok((argv, run)) => match s.run_refusal(&run) {
             Some(why) => return error(StatusCode::FORBIDDEN, why),
-            None => (argv, napi_modes(&run_sides(&cli))),
+            None => (argv, napi_modes(&run_sides(&run))),
         },
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };

@@ -1,0 +1,103 @@
+//! The controller's side of a two-host run: it checks both agents (token,
+//! version, clock), starts each side at one agreed instant, renews their
+//! leases while polling them, stops the receiver once the sender is done,
+//! and merges both results (printed by the tables a local run prints). An
+//! agent that stops answering ends the run within seconds: the other side
+//! is stopped and what it measured is reported with the error.
+//!
+//! One job a module: [`client`] talks to one agent (and [`clock`]
+//! estimates its clock offset), [`start`] connects both and starts the
+//! sides, [`side`] is one side's run, [`collect`] follows both to their
+//! end and merges what they measured; printing is the local runs' own
+//! (`results::run::TwoHostResult::table`, `output`).
+
+mod client;
+mod clock;
+mod collect;
+mod side;
+mod start;
+
+use std::{
+    process::ExitCode,
+    sync::{atomic::AtomicBool, Arc},
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+
+use crate::{request::RunRequest, results::run::TwoHostResult};
+
+/// What a two-host run gave.
+pub struct Outcome {
+    /// The merged result; with one side missing, what there is.
+    pub result: TwoHostResult,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// Whether Ctrl-C cut it short.
+    pub interrupted: bool,
+}
+
+/// A two-host run from the command line: checked, run on the agents,
+/// printed.
+pub fn command(req: &RunRequest) -> Result<ExitCode> {
+    req.check()?;
+    let interrupted = crate::session::on_signal()?;
+    let outcome = run(req, &interrupted)?;
+    report(&outcome, req.run().json)
+}
+
+/// Runs `req` on the agents it names: each side on its host.
+pub fn run(req: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Outcome> {
+    let ends = start::connect(req)?;
+    let (mut txs, mut rxs) = ends.start(req)?;
+    let run = req.run();
+    let deadline =
+        Instant::now() + start::START_DELAY + run.warmup + run.duration + Duration::from_secs(45);
+    collect::follow(&mut txs, &mut rxs, deadline, interrupted);
+    Ok(collect::outcome(req.command(), &txs, &rxs, interrupted))
+}
+
+/// Prints the outcome (JSON, or a table) and gives the exit status: 0, 3
+/// when a side failed (the figures there are printed first), 130 when
+/// interrupted.
+pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
+    let text = if json_out {
+        format!("{}\n", serde_json::to_string_pretty(&o.result)?)
+    } else {
+        o.result.table()
+    };
+    crate::output::print(&text)?;
+    if let Some(e) = &o.error {
+        eprintln!("linerate: error: {e}; figures measured until then are above");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(crate::output::exit_code(o.interrupted))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn controller_options_stripped() {
+        let line = [
+            "--count",
+            "5",
+            "--tx-agent",
+            "http://a",
+            "--rx-agent=http://b",
+            "--json",
+            "--tx-iface",
+            "eth1",
+            "--rx-iface=eth2",
+            "--rx-netns",
+            "nb",
+            "--token-file",
+            "/t",
+            "--rate",
+            "10",
+            "-r",
+        ]
+        .map(String::from);
+        let req = crate::request::RunRequest::stream(&line).unwrap();
+        assert_eq!(req.for_agents(), ["--count=5", "--rate=10"]);
+    }
+}

@@ -1,0 +1,142 @@
+//! Starting a two-host run: which agent runs which side (`--reverse`
+//! swaps them), both agents checked, the interfaces' MTUs compared, and
+//! each side's run created to start at one agreed instant.
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use super::{
+    client::{unix_ns, Remote},
+    side::Side,
+};
+use crate::{
+    remote::{
+        api::{self, Created, RunRequest},
+        token,
+    },
+    request,
+};
+
+/// Agents stop a run whose lease was not renewed for this long.
+const LEASE: Duration = Duration::from_secs(5);
+/// Time from the start request to the agreed start: both sides bind first.
+pub(super) const START_DELAY: Duration = Duration::from_secs(2);
+
+/// Where one side runs: its agent, its interface and namespace there, and
+/// the interface as the agent found it.
+pub(super) struct End {
+    pub(super) remote: Remote,
+    iface: String,
+    netns: Option<String>,
+    found: api::Iface,
+}
+
+/// Both ends, their agents connected.
+pub(super) struct Ends {
+    pub(super) tx: End,
+    pub(super) rx: End,
+}
+
+/// Connects to both agents the request names and reads both interfaces.
+pub(super) fn connect(req: &request::RunRequest) -> Result<Ends> {
+    let run = req.run();
+    let (Some(tx_agent), Some(rx_agent)) = (
+        run.agents.tx_agent.as_deref(),
+        run.agents.rx_agent.as_deref(),
+    ) else {
+        bail!("give both --tx-agent and --rx-agent");
+    };
+    let (Some(tx_iface), Some(rx_iface)) = (run.tx_iface.as_deref(), run.rx_iface.as_deref())
+    else {
+        bail!("with --tx-agent and --rx-agent, give --tx-iface (an interface of the tx agent's host) and --rx-iface (one of the rx agent's host)");
+    };
+    let mut tx = (tx_agent, tx_iface, &run.tx_netns);
+    let mut rx = (rx_agent, rx_iface, &run.rx_netns);
+    // --reverse: the rx agent's host sends.
+    if run.reverse {
+        std::mem::swap(&mut tx, &mut rx);
+    }
+    let token = token::read(run.agents.token_file.as_deref())?;
+    let tx_remote = Remote::connect("tx agent", tx.0, &token)?;
+    let rx_remote = Remote::connect("rx agent", rx.0, &token)?;
+    let end = |remote: Remote, (_, iface, netns): (&str, &str, &Option<String>)| -> Result<End> {
+        Ok(End {
+            found: remote.iface(iface, netns.as_deref())?,
+            remote,
+            iface: iface.to_string(),
+            netns: netns.clone(),
+        })
+    };
+    let ends = Ends {
+        tx: end(tx_remote, tx)?,
+        rx: end(rx_remote, rx)?,
+    };
+    let (t, r) = (&ends.tx, &ends.rx);
+    if t.found.mtu != r.found.mtu {
+        bail!(
+            "the MTUs differ: {} on the tx host has {}, {} on the rx host {}: set both to the same (`ip link set dev IF mtu N`)",
+            t.iface,
+            t.found.mtu,
+            r.iface,
+            r.found.mtu
+        );
+    }
+    Ok(ends)
+}
+
+impl End {
+    /// The run request for this end's side, `peer` the other end.
+    fn request(
+        &self,
+        req: &request::RunRequest,
+        role: &str,
+        peer: &End,
+        start_ns: u64,
+    ) -> RunRequest {
+        RunRequest {
+            test: req.command().to_string(),
+            role: role.to_string(),
+            args: req.for_agents(),
+            iface: self.iface.clone(),
+            netns: self.netns.clone(),
+            peer: api::Peer {
+                mac: peer.found.mac.clone(),
+                ip: peer.found.ipv4,
+            },
+            // The agreed instant on this agent's clock.
+            start_at_ns: (start_ns as i64 + self.remote.offset_ns) as u64,
+            lease_ms: LEASE.as_millis() as u64,
+        }
+    }
+}
+
+impl Ends {
+    /// Creates both sides' runs (the receiver's first), to start at one
+    /// instant; if the sender's cannot be created, the receiver's is
+    /// stopped.
+    pub(super) fn start(&self, req: &request::RunRequest) -> Result<(Side<'_>, Side<'_>)> {
+        let (tx, rx) = (&self.tx, &self.rx);
+        let start =
+            unix_ns() + START_DELAY.as_nanos() as u64 + tx.remote.rtt_ns.max(rx.remote.rtt_ns);
+        let (mut txs, mut rxs) = (Side::new(&tx.remote), Side::new(&rx.remote));
+        let c: Created = rx.remote.post(
+            "/v1/runs",
+            &rx.request(req, "rx", tx, start),
+            "the run request",
+        )?;
+        rxs.id = Some(c.id);
+        match tx.remote.post::<Created>(
+            "/v1/runs",
+            &tx.request(req, "tx", rx, start),
+            "the run request",
+        ) {
+            Ok(c) => txs.id = Some(c.id),
+            Err(e) => {
+                rxs.stop(true);
+                return Err(e.into());
+            }
+        }
+        Ok((txs, rxs))
+    }
+}

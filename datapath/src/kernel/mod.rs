@@ -16,7 +16,13 @@ pub use records::{read_datagram, RecordCutter, RecordHead, RecordParser};
 
 use crate::{
     message::Fragmentation,
-    worker::{Placement, StopSignal, WaitMode},
+    pacing::Pacer,
+    stats::{CounterSnapshot, WorkerCounters},
+    worker::{
+        spawn_with, FlowTable, Placement, RxSummary, StopSignal, TxSummary, WaitMode, Worker,
+        WorkerError,
+    },
+    xsk::BindMode,
 };
 
 /// Socket buffer size asked for (SO_SNDBUFFORCE / SO_RCVBUFFORCE).
@@ -75,4 +81,67 @@ pub struct KernelReceiverConfig {
     pub placement: Placement,
     /// When to stop.
     pub stop: StopSignal,
+}
+
+/// A kernel-socket worker's configuration: where it runs.
+pub(crate) trait Placed: Clone + Send + 'static {
+    /// Its core.
+    fn placement(&self) -> Placement;
+}
+
+macro_rules! placed {
+    ($($config:ty),*) => {$(
+        impl Placed for $config {
+            fn placement(&self) -> Placement {
+                self.placement.clone()
+            }
+        }
+    )*};
+}
+placed!(KernelStreamConfig, KernelReceiverConfig, rr::KernelRrConfig);
+
+/// Starts a kernel-socket worker on its core: `open` makes its sockets
+/// there (an error reaches the caller), `run` is its loop.
+pub(crate) fn spawn_socket<C: Placed, St: 'static, S: Send + 'static>(
+    name: String,
+    cfg: C,
+    open: impl FnOnce(&C) -> Result<St, WorkerError> + Send + 'static,
+    run: impl FnOnce(St, &C, &WorkerCounters) -> Result<S, WorkerError> + Send + 'static,
+) -> Result<Worker<S>, WorkerError> {
+    let setup = cfg.clone();
+    spawn_with(
+        name,
+        cfg.placement(),
+        move || Ok((open(&setup)?, BindMode::Kernel, None, false)),
+        move |st, counters| run(st, &cfg, counters),
+    )
+}
+
+/// A paced sender with nothing to send yet: sleeps until the pacer allows
+/// the next (at most 200 µs, to look at the stop flag again).
+pub(crate) fn pace_idle(pacer: &Pacer, sent: u64, elapsed: Duration, c: &mut CounterSnapshot) {
+    c.idle_loops += 1;
+    std::thread::sleep(
+        pacer
+            .until_next(sent, elapsed)
+            .min(Duration::from_micros(200)),
+    );
+}
+
+/// A sender's end: its last counters published.
+pub(crate) fn sent(c: CounterSnapshot, counters: &WorkerCounters) -> TxSummary {
+    counters.publish(&c);
+    TxSummary::kernel(c)
+}
+
+/// A receiver's end: the messages still in progress counted, the last
+/// counters published.
+pub(crate) fn received(
+    flows: FlowTable,
+    c: CounterSnapshot,
+    counters: &WorkerCounters,
+) -> RxSummary {
+    let summary = flows.finish(c, Default::default());
+    counters.publish(&summary.counters);
+    summary
 }

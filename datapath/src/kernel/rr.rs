@@ -15,7 +15,11 @@ use nix::{
 
 use crate::{
     message::Fragmentation,
-    worker::{Placement, StopSignal, WaitMode, WorkerError, MAX_LATENCY_NS},
+    stats::{CounterSnapshot, WorkerCounters},
+    worker::{
+        ClientConfig, Placement, RrSummary, StopSignal, WaitMode, Worker, WorkerError,
+        MAX_LATENCY_NS,
+    },
 };
 
 /// One side of a kernel-stack rr run.
@@ -53,8 +57,28 @@ pub(super) fn wait_any(fds: &[BorrowedFd<'_>], flags: PollFlags, ms: u16) {
     let _ = poll(&mut p, PollTimeout::from(ms));
 }
 
-pub(super) fn empty_hist() -> hdrhistogram::Histogram<u64> {
+/// A responder's latency histogram: empty (the client measures).
+fn empty_hist() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds")
+}
+
+/// A client's end: its last counters published, with its latencies.
+pub(super) fn answered(
+    c: CounterSnapshot,
+    latency: hdrhistogram::Histogram<u64>,
+    counters: &WorkerCounters,
+) -> RrSummary {
+    counters.publish(&c);
+    RrSummary {
+        counters: c,
+        latency,
+        xsk: Default::default(),
+    }
+}
+
+/// A responder's end: its last counters published.
+pub(super) fn responded(c: CounterSnapshot, counters: &WorkerCounters) -> RrSummary {
+    answered(c, empty_hist(), counters)
 }
 
 /// Waits for work as the wait mode says: spin (yielding) or poll for input.
@@ -63,4 +87,26 @@ pub(super) fn idle(wait: WaitMode, fds: &[BorrowedFd<'_>]) {
         WaitMode::Busy => std::thread::yield_now(),
         WaitMode::Wait => wait_any(fds, PollFlags::POLLIN, 1),
     }
+}
+
+/// A client's loop: its sockets (one per flow), the run, its clients.
+pub(super) type ClientLoop<St> =
+    fn(Vec<St>, &KernelRrConfig, &ClientConfig, &WorkerCounters) -> Result<RrSummary, WorkerError>;
+
+/// Starts a kernel rr client: `open` makes one socket per flow on the
+/// worker's core, `run` is its loop.
+pub(super) fn spawn_client_with<St: 'static>(
+    name: String,
+    cfg: KernelRrConfig,
+    client: ClientConfig,
+    open: fn(&KernelRrConfig) -> Result<St, WorkerError>,
+    run: ClientLoop<St>,
+) -> Result<Worker<RrSummary>, WorkerError> {
+    let flows = client.flows.len();
+    super::spawn_socket(
+        name,
+        cfg,
+        move |cfg| (0..flows).map(|_| open(cfg)).collect(),
+        move |socks, cfg, counters| run(socks, cfg, &client, counters),
+    )
 }

@@ -6,23 +6,22 @@ pub mod rr;
 
 use std::{
     io::{ErrorKind, Read, Write},
-    net::{TcpListener, TcpStream},
+    net::{SocketAddrV4, TcpListener, TcpStream},
     time::{Duration, Instant},
 };
 
 use nix::sys::socket::{setsockopt, sockopt};
 
 use crate::kernel::{
-    records::RecordCutter, KernelReceiverConfig, KernelStreamConfig, RecordParser, BLOCK_SLICE,
-    SOCKET_BUFFER,
+    pace_idle, received, records::RecordCutter, sent, spawn_socket, KernelReceiverConfig,
+    KernelStreamConfig, RecordParser, BLOCK_SLICE, SOCKET_BUFFER,
 };
 use crate::{
     header::{Kind, MESSAGE_HEADER_LEN},
     message::Fragmentation,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
-    worker::{spawn_with, FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
-    xsk::BindMode,
+    worker::{FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
 };
 
 /// Bytes handed to one write().
@@ -33,10 +32,10 @@ fn io(what: &'static str) -> impl Fn(std::io::Error) -> WorkerError {
 }
 
 /// Connects, retrying while the receiver is not listening yet.
-fn connect(cfg: &KernelStreamConfig) -> Result<TcpStream, WorkerError> {
+pub(super) fn connect(dst: SocketAddrV4) -> Result<TcpStream, WorkerError> {
     let until = Instant::now() + Duration::from_secs(5);
     loop {
-        match TcpStream::connect_timeout(&cfg.dst.into(), Duration::from_secs(1)) {
+        match TcpStream::connect_timeout(&dst.into(), Duration::from_secs(1)) {
             Ok(s) => return Ok(s),
             Err(e) if Instant::now() < until && e.kind() == ErrorKind::ConnectionRefused => {
                 std::thread::sleep(Duration::from_millis(20));
@@ -51,23 +50,22 @@ pub fn spawn_tcp_tx(
     name: String,
     cfg: KernelStreamConfig,
 ) -> Result<Worker<TxSummary>, WorkerError> {
-    let setup = cfg.clone();
-    spawn_with(
+    spawn_socket(
         name,
-        cfg.placement.clone(),
-        move || {
-            let s = connect(&setup)?;
+        cfg,
+        |cfg| {
+            let s = connect(cfg.dst)?;
             setsockopt(&s, sockopt::SndBufForce, &SOCKET_BUFFER)
                 .map_err(|e| WorkerError::Hook(format!("SO_SNDBUFFORCE: {e}")))?;
-            if setup.wait == WaitMode::Busy {
+            if cfg.wait == WaitMode::Busy {
                 s.set_nonblocking(true).map_err(io("nonblocking"))?;
             } else {
                 s.set_write_timeout(Some(BLOCK_SLICE))
                     .map_err(io("timeout"))?;
             }
-            Ok((s, BindMode::Kernel, None, false))
+            Ok(s)
         },
-        move |s, counters| send(s, &cfg, counters),
+        send,
     )
 }
 
@@ -125,12 +123,7 @@ fn send(
                 rec_left -= n as u64;
             }
             if filled == 0 {
-                c.idle_loops += 1;
-                std::thread::sleep(
-                    pacer
-                        .until_next(cutter.written(), now - start)
-                        .min(Duration::from_micros(200)),
-                );
+                pace_idle(&pacer, cutter.written(), now - start, &mut c);
                 continue;
             }
         }
@@ -159,8 +152,7 @@ fn send(
         c.bytes = bytes_out;
         counters.publish(&c);
     }
-    counters.publish(&c);
-    Ok(TxSummary::kernel(c))
+    Ok(sent(c, counters))
 }
 
 /// Starts a TCP receiver: accepts `flows` connections and reads records.
@@ -168,16 +160,15 @@ pub fn spawn_tcp_rx(
     name: String,
     cfg: KernelReceiverConfig,
 ) -> Result<Worker<RxSummary>, WorkerError> {
-    let setup = cfg.clone();
-    spawn_with(
+    spawn_socket(
         name,
-        cfg.placement.clone(),
-        move || {
-            let l = TcpListener::bind(setup.bind).map_err(io("listen"))?;
+        cfg,
+        |cfg| {
+            let l = TcpListener::bind(cfg.bind).map_err(io("listen"))?;
             l.set_nonblocking(true).map_err(io("nonblocking"))?;
-            Ok((l, BindMode::Kernel, None, false))
+            Ok(l)
         },
-        move |l, counters| receive(l, &cfg, counters),
+        receive,
     )
 }
 
@@ -233,9 +224,7 @@ fn receive(
         }
         counters.publish(&c);
     }
-    let summary = flows.finish(c, Default::default());
-    counters.publish(&summary.counters);
-    Ok(summary)
+    Ok(received(flows, c, counters))
 }
 
 /// Blocks in poll() on the listener and every connection, for a slice.

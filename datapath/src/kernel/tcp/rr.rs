@@ -6,7 +6,7 @@ use std::{
     net::{TcpListener, TcpStream},
     os::fd::{AsFd, BorrowedFd},
     sync::atomic::Ordering,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use nix::{
@@ -18,15 +18,13 @@ use crate::{
     clock::monotonic_ns,
     header::{Fragment, Header, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
     kernel::{
-        rr::{empty_hist, err, idle, wait_any, KernelRrConfig},
-        RecordParser, SOCKET_BUFFER,
+        rr::{answered, err, idle, responded, spawn_client_with, wait_any, KernelRrConfig},
+        spawn_socket, RecordParser, SOCKET_BUFFER,
     },
     stats::{CounterSnapshot, WorkerCounters},
     worker::{
-        spawn_with, transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker,
-        WorkerError,
+        transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker, WorkerError,
     },
-    xsk::BindMode,
 };
 
 /// Writes all of `bytes`, waiting for socket space when needed.
@@ -109,16 +107,15 @@ pub fn spawn_responder(
     name: String,
     cfg: KernelRrConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    let responder = cfg.responder;
-    spawn_with(
+    spawn_socket(
         name,
-        cfg.placement.clone(),
-        move || {
-            let l = TcpListener::bind(responder).map_err(err("TCP listen"))?;
+        cfg,
+        |cfg| {
+            let l = TcpListener::bind(cfg.responder).map_err(err("TCP listen"))?;
             l.set_nonblocking(true).map_err(err("TCP nonblocking"))?;
-            Ok((l, BindMode::Kernel, None, false))
+            Ok(l)
         },
-        move |l, counters| respond(l, &cfg, counters),
+        respond,
     )
 }
 
@@ -186,12 +183,7 @@ fn respond(
         }
         counters.publish(&c);
     }
-    counters.publish(&c);
-    Ok(RrSummary {
-        counters: c,
-        latency: empty_hist(),
-        xsk: Default::default(),
-    })
+    Ok(responded(c, counters))
 }
 
 /// Starts a TCP rr client: a connection per flow.
@@ -200,37 +192,12 @@ pub fn spawn_client(
     cfg: KernelRrConfig,
     client: ClientConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    let setup = cfg.clone();
-    let flows = client.flows.clone();
-    spawn_with(
-        name,
-        cfg.placement.clone(),
-        move || {
-            let mut conns = Vec::new();
-            for _ in &flows {
-                let until = Instant::now() + Duration::from_secs(5);
-                let s = loop {
-                    match TcpStream::connect_timeout(
-                        &setup.responder.into(),
-                        Duration::from_secs(1),
-                    ) {
-                        Ok(s) => break s,
-                        Err(e)
-                            if Instant::now() < until
-                                && e.kind() == ErrorKind::ConnectionRefused =>
-                        {
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                        Err(e) => return Err(err("TCP connect")(e)),
-                    }
-                };
-                tcp_setup(&s)?;
-                conns.push(s);
-            }
-            Ok((conns, BindMode::Kernel, None, false))
-        },
-        move |conns, counters| run_client(conns, &cfg, &client, counters),
-    )
+    let connect = |cfg: &KernelRrConfig| {
+        let s = super::connect(cfg.responder)?;
+        tcp_setup(&s)?;
+        Ok(s)
+    };
+    spawn_client_with(name, cfg, client, connect, run_client)
 }
 
 fn run_client(
@@ -314,10 +281,5 @@ fn run_client(
         }
         counters.publish(&c);
     }
-    counters.publish(&c);
-    Ok(RrSummary {
-        counters: c,
-        latency: tx.hist,
-        xsk: Default::default(),
-    })
+    Ok(answered(c, tx.hist, counters))
 }

@@ -8,7 +8,7 @@ use std::{
     io::{IoSlice, IoSliceMut},
     net::UdpSocket,
     os::fd::{AsFd, AsRawFd},
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use nix::{
@@ -20,17 +20,16 @@ use nix::{
 };
 
 use crate::kernel::{
-    busy_poll,
+    busy_poll, pace_idle, received,
     records::{read_datagram, RecordCutter},
-    KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE, SOCKET_BUFFER,
+    sent, spawn_socket, KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE, SOCKET_BUFFER,
 };
 use crate::{
     frame::HEADER_OFFSET,
     header::Kind,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
-    worker::{spawn_with, FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
-    xsk::BindMode,
+    worker::{FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
 };
 
 /// Largest UDP payload a GSO send may carry.
@@ -55,23 +54,22 @@ pub fn spawn_udp_tx(
     name: String,
     cfg: KernelStreamConfig,
 ) -> Result<Worker<TxSummary>, WorkerError> {
-    let setup = cfg.clone();
-    spawn_with(
+    spawn_socket(
         name,
-        cfg.placement.clone(),
-        move || {
-            let sock = UdpSocket::bind(setup.src).map_err(io)?;
-            sock.connect(setup.dst).map_err(io)?;
+        cfg,
+        |cfg| {
+            let sock = UdpSocket::bind(cfg.src).map_err(io)?;
+            sock.connect(cfg.dst).map_err(io)?;
             setsockopt(&sock, sockopt::SndBufForce, &SOCKET_BUFFER)
                 .map_err(nix_err("SO_SNDBUFFORCE"))?;
-            if setup.wait == WaitMode::Busy {
+            if cfg.wait == WaitMode::Busy {
                 sock.set_nonblocking(true).map_err(io)?;
             } else {
                 sock.set_write_timeout(Some(BLOCK_SLICE)).map_err(io)?;
             }
-            Ok((sock, BindMode::Kernel, None, false))
+            Ok(sock)
         },
-        move |sock, counters| send(sock, &cfg, counters),
+        send,
     )
 }
 
@@ -117,12 +115,7 @@ fn send(
         }
         let want = pacer.allowed(cutter.written(), now - start, nbufs * per_buf);
         if want == 0 {
-            c.idle_loops += 1;
-            std::thread::sleep(
-                pacer
-                    .until_next(cutter.written(), now - start)
-                    .min(Duration::from_micros(200)),
-            );
+            pace_idle(&pacer, cutter.written(), now - start, &mut c);
             continue;
         }
         // Fill buffers: one record each, or GSO runs of equal-length records
@@ -183,8 +176,7 @@ fn send(
         }
         counters.publish(&c);
     }
-    counters.publish(&c);
-    Ok(TxSummary::kernel(c))
+    Ok(sent(c, counters))
 }
 
 /// Starts a UDP receiver.
@@ -192,26 +184,25 @@ pub fn spawn_udp_rx(
     name: String,
     cfg: KernelReceiverConfig,
 ) -> Result<Worker<RxSummary>, WorkerError> {
-    let setup = cfg.clone();
-    spawn_with(
+    spawn_socket(
         name,
-        cfg.placement.clone(),
-        move || {
-            let sock = UdpSocket::bind(setup.bind).map_err(io)?;
+        cfg,
+        |cfg| {
+            let sock = UdpSocket::bind(cfg.bind).map_err(io)?;
             setsockopt(&sock, sockopt::RcvBufForce, &SOCKET_BUFFER)
                 .map_err(nix_err("SO_RCVBUFFORCE"))?;
-            if setup.gro {
+            if cfg.gro {
                 setsockopt(&sock, sockopt::UdpGroSegment, &true).map_err(nix_err("UDP_GRO"))?;
             }
-            if setup.wait == WaitMode::Busy {
+            if cfg.wait == WaitMode::Busy {
                 sock.set_nonblocking(true).map_err(io)?;
                 busy_poll::set(sock.as_fd(), 50).map_err(io)?;
             } else {
                 sock.set_read_timeout(Some(BLOCK_SLICE)).map_err(io)?;
             }
-            Ok((sock, BindMode::Kernel, None, false))
+            Ok(sock)
         },
-        move |sock, counters| receive(sock, &cfg, counters),
+        receive,
     )
 }
 
@@ -295,9 +286,7 @@ fn receive(
         let _ = sock.take_error();
         counters.publish(&c);
     }
-    let summary = flows.finish(c, Default::default());
-    counters.publish(&summary.counters);
-    Ok(summary)
+    Ok(received(flows, c, counters))
 }
 
 /// Accounts one received record (datagram).

@@ -21,16 +21,15 @@ use crate::{
     header::{Fragment, Header, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
     kernel::{
         read_datagram,
-        rr::{empty_hist, err, idle, nerr, wait_any, KernelRrConfig},
-        SOCKET_BUFFER,
+        rr::{answered, err, idle, nerr, responded, spawn_client_with, wait_any, KernelRrConfig},
+        spawn_socket, SOCKET_BUFFER,
     },
     message::{Fragmentation, MessageTracker},
     stats::{CounterSnapshot, WorkerCounters},
     worker::{
-        spawn_with, transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker,
-        WorkerError, MAX_FLOWS,
+        transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker, WorkerError,
+        MAX_FLOWS,
     },
-    xsk::BindMode,
 };
 
 /// Datagram sender of whole messages, in sendmmsg batches.
@@ -192,13 +191,7 @@ pub fn spawn_responder(
     name: String,
     cfg: KernelRrConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    let responder = cfg.responder;
-    spawn_with(
-        name,
-        cfg.placement.clone(),
-        move || Ok((udp_socket(responder)?, BindMode::Kernel, None, false)),
-        move |sock, counters| respond(sock, &cfg, counters),
-    )
+    spawn_socket(name, cfg, |cfg| udp_socket(cfg.responder), respond)
 }
 
 fn respond(
@@ -254,12 +247,7 @@ fn respond(
         }
         counters.publish(&c);
     }
-    counters.publish(&c);
-    Ok(RrSummary {
-        counters: c,
-        latency: empty_hist(),
-        xsk: Default::default(),
-    })
+    Ok(responded(c, counters))
 }
 
 /// Starts a UDP rr client for `client.flows`.
@@ -268,22 +256,12 @@ pub fn spawn_client(
     cfg: KernelRrConfig,
     client: ClientConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    let setup = cfg.clone();
-    let flows = client.flows.clone();
-    spawn_with(
-        name,
-        cfg.placement.clone(),
-        move || {
-            let mut socks = Vec::new();
-            for _ in &flows {
-                let s = udp_socket(SocketAddrV4::new(setup.client_ip, 0))?;
-                s.connect(setup.responder).map_err(err("UDP connect"))?;
-                socks.push(s);
-            }
-            Ok((socks, BindMode::Kernel, None, false))
-        },
-        move |socks, counters| run_client(socks, &cfg, &client, counters),
-    )
+    let connect = |cfg: &KernelRrConfig| {
+        let s = udp_socket(SocketAddrV4::new(cfg.client_ip, 0))?;
+        s.connect(cfg.responder).map_err(err("UDP connect"))?;
+        Ok(s)
+    };
+    spawn_client_with(name, cfg, client, connect, run_client)
 }
 
 fn run_client(
@@ -349,10 +327,5 @@ fn run_client(
         }
         counters.publish(&c);
     }
-    counters.publish(&c);
-    Ok(RrSummary {
-        counters: c,
-        latency: tx.hist,
-        xsk: Default::default(),
-    })
+    Ok(answered(c, tx.hist, counters))
 }

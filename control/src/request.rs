@@ -165,6 +165,19 @@ impl RunRequest {
     }
 }
 
+#[cfg(test)]
+impl RunRequest {
+    /// A stream's options as clap parses them (no checks), for tests.
+    pub fn stream_args(options: &[&str]) -> StreamArgs {
+        StreamLine::try_parse_from(options).unwrap().args
+    }
+
+    /// An rr run's options as clap parses them (no checks), for tests.
+    pub fn rr_args(options: &[&str]) -> RrArgs {
+        RrLine::try_parse_from(options).unwrap().args
+    }
+}
+
 /// A command's options with nothing given.
 fn defaults<P: Parser>() -> P {
     P::try_parse_from(std::iter::empty::<String>()).expect("every run option has a default")

@@ -142,29 +142,25 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
     use linerate_datapath::{
         geometry::Geometry, stats::CounterSnapshot, worker::Ready, xsk::BindMode,
     };
 
     use super::*;
     use crate::{
-        cli::{Cli, Command},
         path::PathPlan,
+        request::RunRequest,
         session::{busy_cores, Ends, Finished, Window},
     };
 
     fn plan(args: &[&str]) -> RrPlan {
-        let argv = ["linerate", "rr"].iter().chain(args);
-        let Command::Rr(a) = Cli::try_parse_from(argv).unwrap().command else {
-            unreachable!("an rr command")
-        };
+        let a = RunRequest::rr_args(args);
         let geometry = Geometry::for_mtu(1500);
         RrPlan {
             engine: crate::engine::for_rr(&a),
             request: geometry.fragments(a.request).unwrap(),
             response: geometry.fragments(a.response).unwrap(),
-            args: *a,
+            args: a,
             path: PathPlan::for_test(1500),
             multi_buffer: false,
             chunk_size: 2048,

@@ -145,7 +145,6 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
     use linerate_datapath::{
         stats::CounterSnapshot,
         worker::Ready,
@@ -154,21 +153,18 @@ mod tests {
 
     use super::*;
     use crate::{
-        cli::{Cli, Command},
         path::PathPlan,
+        request::RunRequest,
         session::{busy_cores, Ends, Finished, Window},
     };
 
     fn plan(args: &[&str]) -> StreamPlan {
-        let argv = ["linerate", "stream"].iter().chain(args);
-        let Command::Stream(a) = Cli::try_parse_from(argv).unwrap().command else {
-            unreachable!("a stream command")
-        };
+        let a = RunRequest::stream_args(args);
         let (sender, receiver) = crate::engine::for_stream(&a);
         let geometry = Geometry::for_mtu(1500);
         let message = a.message.map(|m| geometry.fragments(m).unwrap());
         StreamPlan {
-            args: *a,
+            args: a,
             sender,
             receiver,
             path: PathPlan::for_test(1500),

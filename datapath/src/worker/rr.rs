@@ -146,13 +146,25 @@ pub fn spawn_responder(
     name: String,
     cfg: RrWorkerConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
+    spawn_port(name, cfg, respond)
+}
+
+/// Starts an rr worker: its socket bound (and registered) on its core,
+/// then `run`.
+fn spawn_port(
+    name: String,
+    cfg: RrWorkerConfig,
+    run: impl FnOnce(DuplexPort, &RrWorkerConfig, &WorkerCounters) -> Result<RrSummary, WorkerError>
+        + Send
+        + 'static,
+) -> Result<Worker<RrSummary>, WorkerError> {
     let placement = cfg.placement.clone();
     let (cfg, hook) = take_hook(cfg);
     spawn_with(
         name,
         placement,
         move || bind(cfg, hook),
-        move |(port, cfg), counters| respond(port, &cfg, counters),
+        move |(port, cfg), counters| run(port, &cfg, counters),
     )
 }
 
@@ -216,14 +228,9 @@ pub fn spawn_client(
     cfg: RrWorkerConfig,
     client: ClientConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    let placement = cfg.placement.clone();
-    let (cfg, hook) = take_hook(cfg);
-    spawn_with(
-        name,
-        placement,
-        move || bind(cfg, hook),
-        move |(port, cfg), counters| run_client(port, &cfg, &client, counters),
-    )
+    spawn_port(name, cfg, move |port, cfg, counters| {
+        run_client(port, cfg, &client, counters)
+    })
 }
 
 fn run_client(

@@ -2,11 +2,9 @@
 //! client or responder does: the UMEM's chunks are split between the fill
 //! ring and the TX slots.
 
-use std::os::fd::BorrowedFd;
-
 use super::{
     rx::{RxFrame, RxRing},
-    socket::{BindMode, Bound, SocketOptions, XskError, XskStats, CHUNK_DATA},
+    socket::{Bound, SocketOptions, XskError, CHUNK_DATA},
     tx::{check_multi_buffer, TxFrame, TxSlots},
 };
 
@@ -16,6 +14,8 @@ pub struct DuplexPort {
     rx: RxRing,
     tx: TxSlots,
 }
+
+bound_port!(DuplexPort, receives);
 
 impl std::fmt::Debug for DuplexPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,26 +49,6 @@ impl DuplexPort {
         let rx = RxRing::new(&mut b.fill, &frames, batch.clamp(1, rx_ring as usize))?;
         let tx = TxSlots::new(&b.umem, tx_frames, template, max_len)?;
         Ok(Self { b, rx, tx })
-    }
-
-    /// Whether the UMEM is on huge pages.
-    pub fn huge_pages(&self) -> bool {
-        self.b.huge_pages
-    }
-
-    /// How the socket was bound.
-    pub fn mode(&self) -> BindMode {
-        self.b.mode
-    }
-
-    /// Why zero-copy was not used, when it was tried.
-    pub fn fallback_reason(&self) -> Option<&str> {
-        self.b.fallback_reason.as_deref()
-    }
-
-    /// The socket, for registering in the steering program's XSKMAP.
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        self.b.fd()
     }
 
     /// Receives up to one batch; see [`super::RxPort::recv`].
@@ -110,21 +90,5 @@ impl DuplexPort {
     #[inline]
     pub fn kick(&mut self) -> Result<(), XskError> {
         self.b.kick()
-    }
-
-    /// Nudges the driver's fill ring, when it asks.
-    #[inline]
-    pub fn wake_if_needed(&mut self) -> Result<(), XskError> {
-        self.b.wake_fill()
-    }
-
-    /// Blocks in poll() until frames arrive or `timeout_ms` passes.
-    pub fn wait_readable(&mut self, timeout_ms: i32) -> Result<bool, XskError> {
-        Ok(self.b.rx.poll(timeout_ms)?)
-    }
-
-    /// XDP_STATISTICS of the socket.
-    pub fn stats(&self) -> Result<XskStats, XskError> {
-        self.b.stats()
     }
 }

@@ -2,6 +2,61 @@
 //! descriptors or raw UMEM memory. Above it, workers use [`TxPort`],
 //! [`RxPort`] and [`DuplexPort`], which move whole frames.
 
+/// What every port tells of its bound socket (`self.b`): huge pages,
+/// bind mode, why zero-copy was not used, its statistics; and with
+/// `receives`, what a receiving port does with its RX ring: its socket for
+/// the XSKMAP, the fill ring's wake-up, waiting for frames.
+macro_rules! bound_port {
+    ($port:ty, receives) => {
+        bound_port!($port);
+
+        impl $port {
+            /// The socket, for registering in the steering program's XSKMAP.
+            pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                self.b.fd()
+            }
+
+            /// In busy mode: gives the kernel a nudge when the fill ring
+            /// asks for one (zero-copy drivers with need_wakeup).
+            #[inline]
+            pub fn wake_if_needed(&mut self) -> Result<(), $crate::xsk::XskError> {
+                self.b.wake_fill()
+            }
+
+            /// Blocks in poll() until frames arrive or `timeout_ms` passes.
+            pub fn wait_readable(
+                &mut self,
+                timeout_ms: i32,
+            ) -> Result<bool, $crate::xsk::XskError> {
+                Ok(self.b.rx.poll(timeout_ms)?)
+            }
+        }
+    };
+    ($port:ty) => {
+        impl $port {
+            /// Whether the UMEM is on huge pages.
+            pub fn huge_pages(&self) -> bool {
+                self.b.huge_pages
+            }
+
+            /// How the socket was bound.
+            pub fn mode(&self) -> $crate::xsk::BindMode {
+                self.b.mode
+            }
+
+            /// Why zero-copy was not used, when it was tried.
+            pub fn fallback_reason(&self) -> Option<&str> {
+                self.b.fallback_reason.as_deref()
+            }
+
+            /// XDP_STATISTICS of the socket.
+            pub fn stats(&self) -> Result<$crate::xsk::XskStats, $crate::xsk::XskError> {
+                self.b.stats()
+            }
+        }
+    };
+}
+
 mod duplex;
 mod rx;
 mod socket;

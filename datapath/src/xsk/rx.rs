@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 
 use xsk_rs::{FillQueue, FrameDesc, RxQueue, Umem};
 
-use super::socket::{BindMode, Bound, SocketOptions, XskError, XskStats};
+use super::socket::{Bound, SocketOptions, XskError};
 
 /// Descriptors one frame may span (the kernel's MAX_SKB_FRAGS + 1).
 const MAX_FRAGS: usize = 18;
@@ -131,6 +131,8 @@ pub struct RxPort {
     ring: RxRing,
 }
 
+bound_port!(RxPort, receives);
+
 impl std::fmt::Debug for RxPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RxPort")
@@ -150,26 +152,6 @@ impl RxPort {
         Ok(Self { b, ring })
     }
 
-    /// Whether the UMEM is on huge pages.
-    pub fn huge_pages(&self) -> bool {
-        self.b.huge_pages
-    }
-
-    /// How the socket was bound.
-    pub fn mode(&self) -> BindMode {
-        self.b.mode
-    }
-
-    /// Why zero-copy was not used, when it was tried.
-    pub fn fallback_reason(&self) -> Option<&str> {
-        self.b.fallback_reason.as_deref()
-    }
-
-    /// The socket, for registering in the steering program's XSKMAP.
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        self.b.fd()
-    }
-
     /// Frames given up on (more descriptors than a frame can have).
     pub fn overlong(&self) -> u64 {
         self.ring.overlong
@@ -181,23 +163,6 @@ impl RxPort {
     pub fn recv(&mut self, on_frame: impl FnMut(RxFrame<'_>)) -> usize {
         self.ring
             .recv(&mut self.b.rx, &mut self.b.fill, &self.b.umem, on_frame)
-    }
-
-    /// In busy mode: gives the kernel a nudge when the fill ring asks for
-    /// one (zero-copy drivers with need_wakeup).
-    #[inline]
-    pub fn wake_if_needed(&mut self) -> Result<(), XskError> {
-        self.b.wake_fill()
-    }
-
-    /// Blocks in poll() until frames arrive or `timeout_ms` passes.
-    pub fn wait_readable(&mut self, timeout_ms: i32) -> Result<bool, XskError> {
-        Ok(self.b.rx.poll(timeout_ms)?)
-    }
-
-    /// XDP_STATISTICS of the socket.
-    pub fn stats(&self) -> Result<XskStats, XskError> {
-        self.b.stats()
     }
 }
 

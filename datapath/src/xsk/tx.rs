@@ -11,9 +11,7 @@ use std::{collections::VecDeque, io::Write, os::fd::AsRawFd};
 
 use xsk_rs::{CompQueue, FrameDesc, TxQueue, Umem};
 
-use super::socket::{
-    chunk_data, BindMode, Bound, SocketOptions, XskError, XskStats, CHUNK_DATA, CHUNK_SIZE,
-};
+use super::socket::{chunk_data, Bound, SocketOptions, XskError, CHUNK_DATA, CHUNK_SIZE};
 use crate::frame::HEADER_OFFSET;
 use crate::header::HEADER_LEN;
 
@@ -233,6 +231,8 @@ pub struct TxPort {
     completed_since_kick: usize,
 }
 
+bound_port!(TxPort);
+
 impl std::fmt::Debug for TxPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TxPort")
@@ -259,21 +259,6 @@ impl TxPort {
             stalled: false,
             completed_since_kick: 0,
         })
-    }
-
-    /// Whether the UMEM is on huge pages.
-    pub fn huge_pages(&self) -> bool {
-        self.b.huge_pages
-    }
-
-    /// How the socket was bound.
-    pub fn mode(&self) -> BindMode {
-        self.b.mode
-    }
-
-    /// Why zero-copy was not used, when it was tried.
-    pub fn fallback_reason(&self) -> Option<&str> {
-        self.b.fallback_reason.as_deref()
     }
 
     /// Descriptors (chunks) a frame may span.
@@ -359,11 +344,6 @@ impl TxPort {
     /// passes.
     pub fn wait_writable(&mut self, timeout_ms: i32) -> Result<bool, XskError> {
         Ok(self.b.tx.poll(timeout_ms)?)
-    }
-
-    /// XDP_STATISTICS of the socket.
-    pub fn stats(&self) -> Result<XskStats, XskError> {
-        self.b.stats()
     }
 
     /// The socket's descriptor.

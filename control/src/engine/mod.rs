@@ -88,6 +88,11 @@ pub struct Capabilities {
     pub udp_offloads: bool,
     /// Counts frames another tool sends to its receivers (`--rx-only`).
     pub counts_foreign: bool,
+    /// Its sends wait for room at the link. Without (the generator), what
+    /// the link cannot take is dropped at the sender and counted only by
+    /// the sending interface (its tx drops; veth: `xdp_xmit_errors`): the
+    /// results take those from what was sent.
+    pub backpressure: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses

@@ -2,6 +2,7 @@
 
 use linerate_datapath::{
     geometry::Geometry,
+    stats::CounterSnapshot,
     worker::{RxSummary, TxSummary},
 };
 
@@ -19,8 +20,11 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
     let path = &plan.path;
     let window = &measured.window;
     let messages = plan.message.is_some();
+    // A sender without backpressure: what its link dropped never left.
+    let drops = !plan.sender.can().backpressure && measured.here.tx;
+    let dropped = |n: u64| if drops { n } else { 0 };
     let mut sender = SideFigures::from_window(
-        &window.tx(),
+        &less_dropped(&window.tx(), dropped(window.link.tx.tx_dropped)),
         window.seconds,
         &window.cpu,
         &path.tx_cores,
@@ -44,7 +48,8 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         &received,
         measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
         plan.message.map(|cut| (cut.msg_len, cut.count)),
-    );
+    )
+    .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
 
     let workers = measured.worker_reports(
         Ends { tx: "tx", rx: "rx" },
@@ -140,6 +145,26 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         interfaces: measured.interfaces.clone(),
         receiver_window_s: None,
         agents: None,
+    }
+}
+
+/// What is left of the frames `c` counts when `dropped` of them were
+/// dropped at the sending link: the frames, and their bytes and messages
+/// in proportion (exact for frames of one size).
+fn less_dropped(c: &CounterSnapshot, dropped: u64) -> CounterSnapshot {
+    let dropped = dropped.min(c.frames);
+    if dropped == 0 {
+        return *c;
+    }
+    let left = c.frames - dropped;
+    let part = |n: u64| (u128::from(n) * u128::from(left) / u128::from(c.frames)) as u64;
+    CounterSnapshot {
+        frames: left,
+        bytes: part(c.bytes),
+        payload_bytes: part(c.payload_bytes),
+        messages: part(c.messages),
+        message_bytes: part(c.message_bytes),
+        ..*c
     }
 }
 
@@ -302,6 +327,30 @@ mod tests {
             result(&rx_only, &one_side).setup.tx_bind_mode,
             "none (--rx-only)"
         );
+    }
+
+    #[test]
+    fn the_generator_sent_what_its_link_did_not_drop() {
+        let gen = plan(&["--tx-engine", "generator"]);
+        let mut m = measured((1_000, 900), (401_000, 300_900), 500_000, 390_000);
+        m.window.link.tx.tx_dropped = 100_000;
+        m.interfaces.tx.tx_dropped = 105_000;
+        let out = result(&gen, &m);
+        // The window: 400,000 handed over, 100,000 of them dropped there.
+        assert_eq!(out.sender.frames, 300_000);
+        assert_eq!(out.sender.frames_per_s, 600_000.0);
+        assert!((out.sender.payload_mb_s - 600_000.0 * 1472.0 / 1e6).abs() < 1e-6);
+        // The whole run: sent is what left; lost is lost on the way.
+        let f = &out.frames;
+        assert_eq!((f.sent, f.dropped_at_sender), (395_000, 105_000));
+        assert_eq!((f.received, f.lost), (390_000, 5_000));
+        // AF_XDP waits for room: its completions are what it sent.
+        let out = result(&plan(&[]), &m);
+        assert_eq!(
+            (out.frames.sent, out.frames.dropped_at_sender),
+            (500_000, 0)
+        );
+        assert_eq!(out.sender.frames, 400_000);
     }
 
     #[test]

@@ -130,6 +130,13 @@ pub fn print_table(r: &StreamResult) -> String {
         "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
         f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
     );
+    if f.dropped_at_sender > 0 {
+        let _ = writeln!(
+            o,
+            "  dropped at the sender's link: {} (handed over, but the link had no room: not sent, not lost)",
+            f.dropped_at_sender
+        );
+    }
     if let Some(m) = &f.messages {
         let _ = writeln!(
             o,

@@ -548,3 +548,98 @@ fn frames_dropped_at_the_sender_are_not_sent() {
     assert!(n(&f["received"]) <= n(&f["sent"]), "{f}");
     assert_eq!(n(&f["lost"]), n(&f["sent"]) - n(&f["received"]), "{f}");
 }
+
+/// `--rx-engine xdp`: the XDP-only receiver counts in the kernel exactly
+/// what reached the receiving interface (its own counters), paced from
+/// AF_XDP and from the generator, and unpaced from the generator (what
+/// veth dropped at the sender apart); what it cannot do is refused.
+#[test]
+fn stream_into_the_xdp_only_receiver() {
+    if !root_or_skip("stream --rx-engine xdp") {
+        return;
+    }
+    let _g = serial();
+    let lab = Lab::up("gn2", 1500);
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    for tx in ["backend", "generator"] {
+        let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
+        let r = counted_stream(
+            &lab.name,
+            20_000,
+            &["--tx-engine", tx, "--rx-engine", "xdp", "--size", "64"],
+        );
+        let (rx1, _) = packets(&lab.ns_b(), &lab.if_b());
+        assert_eq!(r["frames"]["sent"], 20_000, "{tx}: {}", r["frames"]);
+        assert_eq!(r["frames"]["received"], 20_000, "{tx}: {}", r["frames"]);
+        assert_eq!(rx1 - rx0, 20_000, "{tx}: the receiving interface's count");
+        assert_eq!(r["xdp"]["counted"], 20_000, "{tx}: {}", r["xdp"]);
+        assert_eq!(r["setup"]["rx_engine"], "xdp-only", "{}", r["setup"]);
+        assert!(
+            r["setup"]["rx_bind_mode"]
+                .as_str()
+                .unwrap()
+                .starts_with("xdp-only"),
+            "{}",
+            r["setup"]
+        );
+    }
+    // Unpaced: whatever the split, counted = what the interface received
+    // = what left the sender, and sent + dropped at the sender = handed over.
+    let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--tx-engine",
+        "generator",
+        "--rx-engine",
+        "xdp",
+        "--size",
+        "64",
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    let (rx1, _) = packets(&lab.ns_b(), &lab.if_b());
+    let f = &r["frames"];
+    eprintln!("unpaced into the XDP-only receiver: {f}");
+    assert_eq!(n(&f["received"]), rx1 - rx0, "{f}");
+    assert_eq!(n(&r["xdp"]["counted"]), n(&f["received"]));
+    assert_eq!(
+        n(&f["received"]),
+        n(&f["sent"]),
+        "nothing lost on the way: {f}"
+    );
+    let handed: u64 = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["role"] == "tx")
+        .map(|w| n(&w["total"]["frames"]))
+        .sum();
+    assert_eq!(n(&f["sent"]) + n(&f["dropped_at_sender"]), handed);
+    // Refused: other backends, messages, --rx-only.
+    for (args, want) in [
+        (vec!["--backend", "udp", "--count", "1"], "--backend xdp"),
+        (
+            vec!["--message", "3000", "--count", "1"],
+            "--rx-engine af-xdp",
+        ),
+        (vec!["--rx-only", "--duration", "1s"], "--rx-engine af-xdp"),
+    ] {
+        let mut argv = vec!["stream", "--lab", &lab.name, "--rx-engine", "xdp"];
+        argv.extend(args);
+        let out = run(&argv);
+        assert!(!out.status.success(), "{argv:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{argv:?}: {err}");
+    }
+}

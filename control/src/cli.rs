@@ -325,6 +325,19 @@ pub enum TxEngineArg {
     Generator,
 }
 
+/// Who receives a stream's frames (`--rx-engine`).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum RxEngineArg {
+    /// The engine --backend names (AF_XDP sockets with --backend xdp).
+    #[default]
+    #[value(name = "af-xdp", alias = "backend")]
+    AfXdp,
+    /// The XDP-only receiver: linerate's XDP program counts frames, bytes
+    /// and sequence gaps per flow and drops them, with no copy to user
+    /// space (--backend xdp; frames, not --message).
+    Xdp,
+}
+
 /// NAPI mode on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum NapiArg {
@@ -499,6 +512,12 @@ pub struct StreamArgs {
     /// receivers; frames up to 3412 bytes).
     #[arg(long, value_enum, default_value_t = TxEngineArg::Backend, conflicts_with = "rx_only")]
     pub tx_engine: TxEngineArg,
+    /// Who receives: `af-xdp` (the --backend engine's receivers: AF_XDP
+    /// sockets by default) or `xdp` (the XDP-only receiver: linerate's XDP
+    /// program counts frames, bytes and sequence gaps per flow and drops
+    /// them, with no copy to user space; the in-kernel limit of receiving).
+    #[arg(long, value_enum, default_value_t = RxEngineArg::AfXdp)]
+    pub rx_engine: RxEngineArg,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -8,6 +8,7 @@
 //! | kernel UDP sockets (sendmmsg/recvmmsg) | `udp` | `udp.rs` |
 //! | kernel TCP connections | `tcp` | `tcp.rs` |
 //! | the in-kernel frame generator (stream senders) | `--tx-engine generator` | `generator.rs` |
+//! | the XDP-only receiver (stream receivers) | `--rx-engine xdp` | `xdp_only.rs` |
 //!
 //! Commands never match on the engine: they build one config per role
 //! ([`SenderConfig`], [`ReceiverConfig`], [`RrConfig`]) and call the
@@ -29,6 +30,7 @@ mod generator;
 mod kernel;
 mod tcp;
 mod udp;
+mod xdp_only;
 
 use std::sync::Arc;
 
@@ -47,7 +49,7 @@ use linerate_datapath::{
 use linerate_ebpf::Steering;
 
 use crate::{
-    cli::{BackendArg, RrArgs, RunArgs, StreamArgs, TxEngineArg},
+    cli::{BackendArg, RrArgs, RunArgs, RxEngineArg, StreamArgs, TxEngineArg},
     path::PathEnd,
 };
 
@@ -308,9 +310,13 @@ pub fn backend(arg: BackendArg) -> &'static dyn Engine {
 /// The engines of a stream's senders and of its receivers.
 pub fn for_stream(args: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
     let engine = backend(args.run.backend);
+    let receiver: &'static dyn Engine = match args.rx_engine {
+        RxEngineArg::AfXdp => engine,
+        RxEngineArg::Xdp => &xdp_only::XdpOnly,
+    };
     match args.tx_engine {
-        TxEngineArg::Backend => (engine, engine),
-        TxEngineArg::Generator => (&generator::Generator, engine),
+        TxEngineArg::Backend => (engine, receiver),
+        TxEngineArg::Generator => (&generator::Generator, receiver),
     }
 }
 

@@ -128,6 +128,8 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             napi_threads: measured.napi_threads.clone(),
             napi: measured.napi.map(str::to_string),
             driver: path.rx.info.kind.clone(),
+            tx_engine: plan.sender.name().into(),
+            rx_engine: plan.receiver.name().into(),
         },
         window_s: window.seconds,
         interrupted: measured.interrupted,

@@ -99,6 +99,13 @@ pub fn print_table(r: &StreamResult) -> String {
         p.tx_cores,
         p.rx_cores,
     );
+    if !r.setup.tx_engine.is_empty() {
+        let _ = writeln!(
+            o,
+            "  engines: sent by {}, received by {}",
+            r.setup.tx_engine, r.setup.rx_engine
+        );
+    }
     let _ = writeln!(o, "  placement: {}", r.setup.placement);
     let _ = writeln!(
         o,

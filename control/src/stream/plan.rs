@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::StreamArgs,
+    cli::{BackendArg, RxEngineArg, StreamArgs},
     engine::{self, names_that, Engine},
     path::PathPlan,
 };
@@ -101,6 +101,23 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             sender.name(),
             receiver.name(),
             names_that(|c| c.frames && c.stream_receiver)
+        );
+    }
+    if args.rx_engine == RxEngineArg::Xdp {
+        if args.run.backend != BackendArg::Xdp {
+            bail!(
+                "--rx-engine xdp counts linerate's frames in its XDP program: use it with --backend xdp (the {} engine receives with its own sockets: --rx-engine af-xdp)",
+                engine::backend(args.run.backend).name()
+            );
+        }
+        if args.rx_only {
+            bail!("--rx-only counts frames another tool sends, which the XDP-only receiver cannot tell apart: use --rx-engine af-xdp");
+        }
+    }
+    if args.message.is_some() && !receive.messages {
+        bail!(
+            "--message: the {} receiver counts frames and their sequence, not whole messages; send frames (--size), or receive with --rx-engine af-xdp",
+            receiver.name()
         );
     }
     if args.rx_only && !receive.counts_foreign {

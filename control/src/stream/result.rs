@@ -147,6 +147,16 @@ pub struct Setup {
     /// written before it was reported).
     #[serde(default)]
     pub placement: String,
+    /// The engine that sent: "xdp" (AF_XDP sockets), "generator" (the
+    /// in-kernel generator), "udp", "tcp" (empty in results written before
+    /// it was reported: the backend's).
+    #[serde(default)]
+    pub tx_engine: String,
+    /// The engine that received: "xdp" (AF_XDP sockets), "xdp-only" (the
+    /// XDP-only receiver), "udp", "tcp" (empty in results written before
+    /// it was reported: the backend's).
+    #[serde(default)]
+    pub rx_engine: String,
 }
 
 /// Rates and CPU of one side over the window.

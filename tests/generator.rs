@@ -643,3 +643,55 @@ fn stream_into_the_xdp_only_receiver() {
         assert!(err.contains(want), "{argv:?}: {err}");
     }
 }
+
+/// `--tx-engine auto`: on veth (no AF_XDP zero-copy) with frames that fit,
+/// the generator sends, the receivers' NAPI threads are pinned beside it,
+/// and the placement line and the result say so and why; frames longer
+/// than live-frames mode takes go to AF_XDP, saying why.
+#[test]
+fn auto_chooses_the_sender_and_says_why() {
+    if !root_or_skip("stream --tx-engine auto") {
+        return;
+    }
+    let _g = serial();
+    let lab = Lab::up("gn3", 9000);
+    let r = counted_stream(
+        &lab.name,
+        10_000,
+        &[
+            "--tx-engine",
+            "auto",
+            "--size",
+            "1518",
+            "--napi",
+            "threaded",
+        ],
+    );
+    let placement = r["setup"]["placement"].as_str().unwrap();
+    assert_eq!(r["frames"]["received"], 10_000, "{}", r["frames"]);
+    assert_eq!(r["setup"]["tx_engine"], "generator", "{placement}");
+    assert_eq!(r["setup"]["rx_engine"], "xdp", "{placement}");
+    assert!(
+        placement.contains("sent by generator (auto: veth has no AF_XDP zero-copy"),
+        "{placement}"
+    );
+    let tx_core = r["params"]["tx_cores"][0].as_u64().unwrap();
+    let napi = r["setup"]["napi_threads"].as_array().unwrap();
+    assert!(!napi.is_empty(), "{placement}");
+    for t in napi {
+        assert_eq!(t[1].as_u64().unwrap(), tx_core, "{placement}");
+    }
+    assert!(
+        placement.contains("NAPI threads pinned beside the generator"),
+        "{placement}"
+    );
+    // 9018-byte frames: AF_XDP sends.
+    let r = counted_stream(&lab.name, 2_000, &["--tx-engine", "auto"]);
+    let placement = r["setup"]["placement"].as_str().unwrap();
+    assert_eq!(r["frames"]["received"], 2_000, "{}", r["frames"]);
+    assert_eq!(r["setup"]["tx_engine"], "xdp", "{placement}");
+    assert!(
+        placement.contains("auto: 9018-byte frames are longer than the generator sends"),
+        "{placement}"
+    );
+}

@@ -11,7 +11,7 @@ use super::{
     result::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     NAMES,
 };
-use crate::session::{placement, Ends, Measured};
+use crate::session::{placement_beside, Ends, Measured};
 
 /// The result of `plan`'s run, from what it measured.
 pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
@@ -117,13 +117,21 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             umem_chunk: umem.then_some(plan.chunk_size),
             umem_huge_pages: umem.then_some(huge_pages),
             payload_per_frame: Geometry::udp_payload(plan.frame_size),
-            placement: placement(
-                run,
-                NAMES,
-                path,
-                measured.napi,
-                &measured.napi_threads,
-                tx_wait,
+            placement: engines_placed(
+                plan,
+                placement_beside(
+                    run,
+                    NAMES,
+                    path,
+                    measured.napi,
+                    &measured.napi_threads,
+                    tx_wait,
+                    if plan.napi_beside_sender && measured.here.tx {
+                        plan.sender.name()
+                    } else {
+                        NAMES.rx
+                    },
+                ),
             ),
             napi_threads: measured.napi_threads.clone(),
             napi: measured.napi.map(str::to_string),
@@ -148,6 +156,21 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         receiver_window_s: None,
         agents: None,
     }
+}
+
+/// The placement line with the engines that sent and received, and why
+/// `--tx-engine auto` chose its sender.
+fn engines_placed(plan: &StreamPlan, placed: String) -> String {
+    let why = plan
+        .tx_engine_reason
+        .as_ref()
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
+    format!(
+        "sent by {}{why}, received by {}; {placed}",
+        plan.sender.name(),
+        plan.receiver.name()
+    )
 }
 
 /// What is left of the frames `c` counts when `dropped` of them were
@@ -203,6 +226,8 @@ mod tests {
             multi_buffer: false,
             chunk_size: 2048,
             message,
+            tx_engine_reason: None,
+            napi_beside_sender: false,
         }
     }
 

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::{BackendArg, RxEngineArg, StreamArgs},
+    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
 };
@@ -34,6 +34,12 @@ pub struct StreamPlan {
     pub chunk_size: u32,
     /// How messages are cut, with --message.
     pub message: Option<Fragmentation>,
+    /// Why `--tx-engine auto` chose the sender it chose.
+    pub tx_engine_reason: Option<String>,
+    /// Pin the receivers' NAPI threads beside the senders: the
+    /// generator into AF_XDP receivers (its best layout, measured: the
+    /// receivers busy on cores of their own).
+    pub napi_beside_sender: bool,
 }
 
 impl StreamPlan {
@@ -150,8 +156,11 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
 }
 
 /// Checks the frames the plan needs against what the engines carry.
-fn check_frames(args: &StreamArgs, frame_size: usize, max_descriptor: usize) -> Result<()> {
-    let (sender, receiver) = engine::for_stream(args);
+fn check_frames(
+    (sender, receiver): (&'static dyn Engine, &'static dyn Engine),
+    frame_size: usize,
+    max_descriptor: usize,
+) -> Result<()> {
     if let Some(max) = sender.can().max_frame.filter(|&m| frame_size > m) {
         bail!(
             "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames, lower the MTU, or send with --tx-engine backend (AF_XDP sends any size)",
@@ -185,7 +194,21 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     })?;
     let geometry = Geometry::for_mtu(path.mtu);
     let frame_size = frame_size(path.mtu);
-    let (sender, receiver) = engine::for_stream(args);
+    let (mut sender, receiver) = engine::for_stream(args);
+    let mut tx_engine_reason = None;
+    if args.tx_engine == TxEngineArg::Auto {
+        let kernel = crate::environment::describe().kernel;
+        let (chosen, why) = engine::auto_sender(
+            args,
+            engine::AutoFacts {
+                driver: path.tx.info.kind.as_deref(),
+                frame_size,
+                kernel: &kernel,
+            },
+        );
+        sender = chosen;
+        tx_engine_reason = Some(why);
+    }
     // An engine without frames (TCP) carries messages only; by default as
     // large as a full frame's UDP payload, so that defaults compare like
     // with like.
@@ -217,8 +240,10 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     } else {
         Geometry::descriptor_len(frame_size)
     };
-    check_frames(args, frame_size, max_descriptor)?;
+    check_frames((sender, receiver), frame_size, max_descriptor)?;
     Ok(StreamPlan {
+        tx_engine_reason,
+        napi_beside_sender: !sender.can().backpressure && receiver.can().umem,
         args: args.clone(),
         sender,
         receiver,

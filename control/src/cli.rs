@@ -319,10 +319,28 @@ pub enum BackendArg {
 pub enum TxEngineArg {
     /// The engine --backend names (AF_XDP sockets with --backend xdp).
     #[default]
+    #[value(alias = "af-xdp")]
     Backend,
     /// The in-kernel frame generator (BPF_PROG_RUN in live-frames mode:
     /// no skb, no copy), into AF_XDP receivers; frames up to 3412 bytes.
     Generator,
+    /// The generator where it pays (--backend xdp, a sending driver with
+    /// no AF_XDP zero-copy such as veth, frames that fit, kernel 5.18 or
+    /// later, no option only AF_XDP takes), else the --backend engine.
+    Auto,
+}
+
+/// Who receives a stream's frames (`--rx-engine`).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum RxEngineArg {
+    /// The engine --backend names (AF_XDP sockets with --backend xdp).
+    #[default]
+    #[value(name = "af-xdp", alias = "backend")]
+    AfXdp,
+    /// The XDP-only receiver: linerate's XDP program counts frames, bytes
+    /// and sequence gaps per flow and drops them, with no copy to user
+    /// space (--backend xdp; frames, not --message).
+    Xdp,
 }
 
 /// NAPI mode on the command line.
@@ -496,9 +514,18 @@ pub struct StreamArgs {
     /// default) or `generator` (linerate's XDP program run in the kernel in
     /// live-frames mode: no skb and no copy, past the AF_XDP copy-mode
     /// sender's limit on drivers without zero-copy; --backend xdp
-    /// receivers; frames up to 3412 bytes).
+    /// receivers; frames up to 3412 bytes), or `auto` (the generator where
+    /// the sending driver has no zero-copy and the frames fit, else the
+    /// backend's; the placement line says which and why). `af-xdp` is
+    /// another name for `backend`.
     #[arg(long, value_enum, default_value_t = TxEngineArg::Backend, conflicts_with = "rx_only")]
     pub tx_engine: TxEngineArg,
+    /// Who receives: `af-xdp` (the --backend engine's receivers: AF_XDP
+    /// sockets by default) or `xdp` (the XDP-only receiver: linerate's XDP
+    /// program counts frames, bytes and sequence gaps per flow and drops
+    /// them, with no copy to user space; the in-kernel limit of receiving).
+    #[arg(long, value_enum, default_value_t = RxEngineArg::AfXdp)]
+    pub rx_engine: RxEngineArg,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -237,6 +237,18 @@ impl Steering {
             .map_err(|e| EbpfError::map("config", e))
     }
 
+    /// The XDP-only receiver's accounting of one flow (zeros before its
+    /// first frame).
+    pub fn rx_flow(&self, flow: u16) -> Result<RxFlowCounters, EbpfError> {
+        let v = self
+            .rx_flows
+            .lookup(&u32::from(flow).to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("rx_flows", e))?
+            .unwrap_or_default();
+        RxFlowCounters::decode(&v)
+            .ok_or_else(|| EbpfError::Load("rx_flows value shorter than struct rx_flow".into()))
+    }
+
     /// The XDP-only receiver's accounting of every flow it saw.
     pub fn rx_flows(&self) -> Result<Vec<(u16, RxFlowCounters)>, EbpfError> {
         let mut out = Vec::new();

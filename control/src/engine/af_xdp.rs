@@ -37,6 +37,7 @@ const CAN: Capabilities = Capabilities {
     umem: true,
     udp_offloads: false,
     counts_foreign: true,
+    backpressure: true,
 };
 
 impl Engine for AfXdp {

@@ -16,6 +16,16 @@ use super::{Capabilities, Engine, SenderConfig};
 /// The generator engine.
 pub(super) struct Generator;
 
+/// Whether a kernel of release `release` (`uname -r`: "6.18.0-1-amd64")
+/// has live-frames mode (`BPF_F_TEST_XDP_LIVE_FRAMES`, Linux 5.18).
+pub(super) fn live_frames_kernel(release: &str) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (5, 18)
+}
+
 const CAN: Capabilities = Capabilities {
     stream_sender: true,
     stream_receiver: false,
@@ -31,6 +41,7 @@ const CAN: Capabilities = Capabilities {
     umem: false,
     udp_offloads: false,
     counts_foreign: false,
+    backpressure: false,
 };
 
 impl Engine for Generator {
@@ -59,5 +70,19 @@ impl Engine for Generator {
                 stop: cfg.workers.stop.clone(),
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_frames_from_5_18() {
+        assert!(live_frames_kernel("6.18.0-1-amd64"));
+        assert!(live_frames_kernel("5.18.0"));
+        assert!(!live_frames_kernel("5.17.15"));
+        assert!(!live_frames_kernel("4.19.0-27-amd64"));
+        assert!(!live_frames_kernel("unknown"));
     }
 }

@@ -8,6 +8,7 @@
 //! | kernel UDP sockets (sendmmsg/recvmmsg) | `udp` | `udp.rs` |
 //! | kernel TCP connections | `tcp` | `tcp.rs` |
 //! | the in-kernel frame generator (stream senders) | `--tx-engine generator` | `generator.rs` |
+//! | the XDP-only receiver (stream receivers) | `--rx-engine xdp` | `xdp_only.rs` |
 //!
 //! Commands never match on the engine: they build one config per role
 //! ([`SenderConfig`], [`ReceiverConfig`], [`RrConfig`]) and call the
@@ -29,6 +30,7 @@ mod generator;
 mod kernel;
 mod tcp;
 mod udp;
+mod xdp_only;
 
 use std::sync::Arc;
 
@@ -47,7 +49,7 @@ use linerate_datapath::{
 use linerate_ebpf::Steering;
 
 use crate::{
-    cli::{BackendArg, RrArgs, RunArgs, StreamArgs, TxEngineArg},
+    cli::{BackendArg, RrArgs, RunArgs, RxEngineArg, StreamArgs, TxEngineArg},
     path::PathEnd,
 };
 
@@ -88,6 +90,11 @@ pub struct Capabilities {
     pub udp_offloads: bool,
     /// Counts frames another tool sends to its receivers (`--rx-only`).
     pub counts_foreign: bool,
+    /// Its sends wait for room at the link. Without (the generator), what
+    /// the link cannot take is dropped at the sender and counted only by
+    /// the sending interface (its tx drops; veth: `xdp_xmit_errors`): the
+    /// results take those from what was sent.
+    pub backpressure: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses
@@ -303,9 +310,73 @@ pub fn backend(arg: BackendArg) -> &'static dyn Engine {
 /// The engines of a stream's senders and of its receivers.
 pub fn for_stream(args: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
     let engine = backend(args.run.backend);
+    let receiver: &'static dyn Engine = match args.rx_engine {
+        RxEngineArg::AfXdp => engine,
+        RxEngineArg::Xdp => &xdp_only::XdpOnly,
+    };
     match args.tx_engine {
-        TxEngineArg::Backend => (engine, engine),
-        TxEngineArg::Generator => (&generator::Generator, engine),
+        // Auto is decided once the path is known (auto_sender); until
+        // then, the backend's.
+        TxEngineArg::Backend | TxEngineArg::Auto => (engine, receiver),
+        TxEngineArg::Generator => (&generator::Generator, receiver),
+    }
+}
+
+/// What `--tx-engine auto` knows of the run when it chooses.
+#[derive(Debug, Clone, Copy)]
+pub struct AutoFacts<'a> {
+    /// The sending interface's link kind ("veth"; None: a NIC, or not known).
+    pub driver: Option<&'a str>,
+    /// The largest frame the senders send, FCS included.
+    pub frame_size: usize,
+    /// The kernel's release (`uname -r`).
+    pub kernel: &'a str,
+}
+
+/// Link kinds with no AF_XDP zero-copy (their AF_XDP sockets bind in copy
+/// mode: an skb and a copy per frame), where the generator pays.
+const NO_ZERO_COPY: &[&str] = &["veth", "macvlan", "ipvlan", "vxlan", "bridge", "bond"];
+
+/// `--tx-engine auto`: the generator where the sending driver has no
+/// zero-copy and the frames fit, else the backend's engine; with the
+/// reason, for the placement line.
+pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Engine, String) {
+    let backend_engine = backend(args.run.backend);
+    let gen: &'static dyn Engine = &generator::Generator;
+    let keep = |why: String| (backend_engine, format!("auto: {why}"));
+    if args.run.backend != BackendArg::Xdp {
+        return keep(format!(
+            "--backend {} sends with its own sockets",
+            backend_engine.name()
+        ));
+    }
+    if args.run.tx_wait.is_some() || args.run.zero_copy {
+        return keep("--tx-wait and --zero-copy are AF_XDP sender options".into());
+    }
+    if !generator::live_frames_kernel(facts.kernel) {
+        return keep(format!(
+            "kernel {} has no live-frames mode (5.18 or later)",
+            facts.kernel
+        ));
+    }
+    if let Some(max) = gen.can().max_frame.filter(|&m| facts.frame_size > m) {
+        return keep(format!(
+            "{}-byte frames are longer than the generator sends ({max})",
+            facts.frame_size
+        ));
+    }
+    match facts.driver.filter(|d| NO_ZERO_COPY.contains(d)) {
+        Some(driver) => (
+            gen,
+            format!(
+                "auto: {driver} has no AF_XDP zero-copy and {}-byte frames fit live-frames mode",
+                facts.frame_size
+            ),
+        ),
+        None => keep(format!(
+            "{} may have AF_XDP zero-copy",
+            facts.driver.unwrap_or("the sending NIC")
+        )),
     }
 }
 
@@ -365,6 +436,52 @@ mod tests {
         for arg in BackendArg::value_variants() {
             let name = arg.to_possible_value().unwrap().get_name().to_string();
             assert_eq!(backend(*arg).name(), name);
+        }
+    }
+
+    #[test]
+    fn auto_chooses_the_generator_where_it_pays() {
+        use clap::Parser;
+        let args = |extra: &[&str]| {
+            let argv = ["linerate", "stream", "--tx-engine", "auto"]
+                .iter()
+                .chain(extra);
+            match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+                crate::cli::Command::Stream(a) => *a,
+                _ => unreachable!("a stream command"),
+            }
+        };
+        let facts = |driver, frame_size, kernel| AutoFacts {
+            driver,
+            frame_size,
+            kernel,
+        };
+        let veth = facts(Some("veth"), 1518, "6.18.0-1-amd64");
+        let (e, why) = auto_sender(&args(&[]), veth);
+        assert_eq!(e.name(), "generator");
+        assert!(why.contains("veth has no AF_XDP zero-copy"), "{why}");
+        for (a, f, want) in [
+            (
+                args(&[]),
+                facts(None, 1518, "6.18.0"),
+                "may have AF_XDP zero-copy",
+            ),
+            (
+                args(&[]),
+                facts(Some("veth"), 9018, "6.18.0"),
+                "longer than",
+            ),
+            (
+                args(&[]),
+                facts(Some("veth"), 64, "5.15.0-91"),
+                "no live-frames mode",
+            ),
+            (args(&["--backend", "udp"]), veth, "--backend udp"),
+            (args(&["--tx-wait", "busy"]), veth, "AF_XDP sender options"),
+        ] {
+            let (e, why) = auto_sender(&a, f);
+            assert_ne!(e.name(), "generator", "{why}");
+            assert!(why.starts_with("auto: ") && why.contains(want), "{why}");
         }
     }
 

@@ -45,9 +45,11 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
         &rx.totals(Host::Rx),
         tx.frames.unfinished,
         tx.message_shape(),
-    );
+    )
+    .with_sender_drops(tx.frames.dropped_at_sender);
     let s = &mut m.setup;
     s.rx_bind_mode = rx.setup.rx_bind_mode.clone();
+    s.rx_engine = rx.setup.rx_engine.clone();
     s.xdp_mode = rx.setup.xdp_mode.clone();
     s.xdp_fallback_reason = rx.setup.xdp_fallback_reason.clone();
     s.driver = rx.setup.driver.clone();

@@ -312,6 +312,7 @@ const FIGURES: &[Figure] = &[
     stream!("frames.reordered", "frames", "Frames that came after a later one", |r| Some(r.frames.reordered as f64)),
     stream!("frames.duplicates", "frames", "Frames received twice", |r| Some(r.frames.duplicates as f64)),
     stream!("frames.bad", "frames", "Frames on the test port that were not valid linerate frames", |r| Some(r.frames.bad as f64)),
+    stream!("frames.dropped_at_sender", "frames", "Frames a sender without backpressure (the generator) handed to its link that the link dropped (the peer's ring full): neither sent nor lost", |r| Some(r.frames.dropped_at_sender as f64)),
     stream!("frames.unfinished", "frames", "Frames still in the senders' kernel queue when they gave up", |r| Some(r.frames.unfinished as f64)),
     stream!("frames.messages.message_bytes", "bytes", "Bytes per message (message streams)", |r| r.frames.messages.as_ref().map(|m| m.message_bytes as f64)),
     stream!("frames.messages.frames_per_message", "frames", "Frames each message is cut into", |r| r.frames.messages.as_ref().map(|m| m.frames_per_message as f64)),

@@ -19,6 +19,20 @@ pub fn placement(
     napi_threads: &[(i32, usize)],
     tx_wait: WaitMode,
 ) -> String {
+    placement_beside(args, names, path, napi, napi_threads, tx_wait, names.rx)
+}
+
+/// [`placement`], with the NAPI threads pinned beside `beside` (the
+/// workers whose cores they were pinned to: "receiver", "generator").
+pub fn placement_beside(
+    args: &RunArgs,
+    names: WorkerNames,
+    path: &PathPlan,
+    napi: Option<&str>,
+    napi_threads: &[(i32, usize)],
+    tx_wait: WaitMode,
+    beside: &str,
+) -> String {
     let who = if path.crossed {
         "chosen by linerate: too few cores to keep the names apart, so each core sends one queue and receives another"
     } else if args.tx_cores.is_none() && args.rx_cores.is_none() {
@@ -48,8 +62,7 @@ pub fn placement(
             .map(|(pid, core)| format!("{pid} on core {core}"))
             .collect();
         format!(
-            ", NAPI threads pinned beside the {}: {}",
-            names.rx,
+            ", NAPI threads pinned beside the {beside}: {}",
             cores.join(", ")
         )
     };

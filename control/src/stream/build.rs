@@ -2,6 +2,7 @@
 
 use linerate_datapath::{
     geometry::Geometry,
+    stats::CounterSnapshot,
     worker::{RxSummary, TxSummary},
 };
 
@@ -10,7 +11,7 @@ use super::{
     result::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     NAMES,
 };
-use crate::session::{placement, Ends, Measured};
+use crate::session::{placement_beside, Ends, Measured};
 
 /// The result of `plan`'s run, from what it measured.
 pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
@@ -19,8 +20,11 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
     let path = &plan.path;
     let window = &measured.window;
     let messages = plan.message.is_some();
+    // A sender without backpressure: what its link dropped never left.
+    let drops = !plan.sender.can().backpressure && measured.here.tx;
+    let dropped = |n: u64| if drops { n } else { 0 };
     let mut sender = SideFigures::from_window(
-        &window.tx(),
+        &less_dropped(&window.tx(), dropped(window.link.tx.tx_dropped)),
         window.seconds,
         &window.cpu,
         &path.tx_cores,
@@ -44,7 +48,8 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         &received,
         measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
         plan.message.map(|cut| (cut.msg_len, cut.count)),
-    );
+    )
+    .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
 
     let workers = measured.worker_reports(
         Ends { tx: "tx", rx: "rx" },
@@ -112,17 +117,27 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             umem_chunk: umem.then_some(plan.chunk_size),
             umem_huge_pages: umem.then_some(huge_pages),
             payload_per_frame: Geometry::udp_payload(plan.frame_size),
-            placement: placement(
-                run,
-                NAMES,
-                path,
-                measured.napi,
-                &measured.napi_threads,
-                tx_wait,
+            placement: engines_placed(
+                plan,
+                placement_beside(
+                    run,
+                    NAMES,
+                    path,
+                    measured.napi,
+                    &measured.napi_threads,
+                    tx_wait,
+                    if plan.napi_beside_sender && measured.here.tx {
+                        plan.sender.name()
+                    } else {
+                        NAMES.rx
+                    },
+                ),
             ),
             napi_threads: measured.napi_threads.clone(),
             napi: measured.napi.map(str::to_string),
             driver: path.rx.info.kind.clone(),
+            tx_engine: plan.sender.name().into(),
+            rx_engine: plan.receiver.name().into(),
         },
         window_s: window.seconds,
         interrupted: measured.interrupted,
@@ -140,6 +155,41 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         interfaces: measured.interfaces.clone(),
         receiver_window_s: None,
         agents: None,
+    }
+}
+
+/// The placement line with the engines that sent and received, and why
+/// `--tx-engine auto` chose its sender.
+fn engines_placed(plan: &StreamPlan, placed: String) -> String {
+    let why = plan
+        .tx_engine_reason
+        .as_ref()
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
+    format!(
+        "sent by {}{why}, received by {}; {placed}",
+        plan.sender.name(),
+        plan.receiver.name()
+    )
+}
+
+/// What is left of the frames `c` counts when `dropped` of them were
+/// dropped at the sending link: the frames, and their bytes and messages
+/// in proportion (exact for frames of one size).
+fn less_dropped(c: &CounterSnapshot, dropped: u64) -> CounterSnapshot {
+    let dropped = dropped.min(c.frames);
+    if dropped == 0 {
+        return *c;
+    }
+    let left = c.frames - dropped;
+    let part = |n: u64| (u128::from(n) * u128::from(left) / u128::from(c.frames)) as u64;
+    CounterSnapshot {
+        frames: left,
+        bytes: part(c.bytes),
+        payload_bytes: part(c.payload_bytes),
+        messages: part(c.messages),
+        message_bytes: part(c.message_bytes),
+        ..*c
     }
 }
 
@@ -172,6 +222,8 @@ mod tests {
             multi_buffer: false,
             chunk_size: 2048,
             message,
+            tx_engine_reason: None,
+            napi_beside_sender: false,
         }
     }
 
@@ -298,6 +350,30 @@ mod tests {
             result(&rx_only, &one_side).setup.tx_bind_mode,
             "none (--rx-only)"
         );
+    }
+
+    #[test]
+    fn the_generator_sent_what_its_link_did_not_drop() {
+        let gen = plan(&["--tx-engine", "generator"]);
+        let mut m = measured((1_000, 900), (401_000, 300_900), 500_000, 390_000);
+        m.window.link.tx.tx_dropped = 100_000;
+        m.interfaces.tx.tx_dropped = 105_000;
+        let out = result(&gen, &m);
+        // The window: 400,000 handed over, 100,000 of them dropped there.
+        assert_eq!(out.sender.frames, 300_000);
+        assert_eq!(out.sender.frames_per_s, 600_000.0);
+        assert!((out.sender.payload_mb_s - 600_000.0 * 1472.0 / 1e6).abs() < 1e-6);
+        // The whole run: sent is what left; lost is lost on the way.
+        let f = &out.frames;
+        assert_eq!((f.sent, f.dropped_at_sender), (395_000, 105_000));
+        assert_eq!((f.received, f.lost), (390_000, 5_000));
+        // AF_XDP waits for room: its completions are what it sent.
+        let out = result(&plan(&[]), &m);
+        assert_eq!(
+            (out.frames.sent, out.frames.dropped_at_sender),
+            (500_000, 0)
+        );
+        assert_eq!(out.sender.frames, 400_000);
     }
 
     #[test]

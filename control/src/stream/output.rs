@@ -99,6 +99,13 @@ pub fn print_table(r: &StreamResult) -> String {
         p.tx_cores,
         p.rx_cores,
     );
+    if !r.setup.tx_engine.is_empty() {
+        let _ = writeln!(
+            o,
+            "  engines: sent by {}, received by {}",
+            r.setup.tx_engine, r.setup.rx_engine
+        );
+    }
     let _ = writeln!(o, "  placement: {}", r.setup.placement);
     let _ = writeln!(
         o,
@@ -130,6 +137,13 @@ pub fn print_table(r: &StreamResult) -> String {
         "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
         f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
     );
+    if f.dropped_at_sender > 0 {
+        let _ = writeln!(
+            o,
+            "  dropped at the sender's link: {} (handed over, but the link had no room: not sent, not lost)",
+            f.dropped_at_sender
+        );
+    }
     if let Some(m) = &f.messages {
         let _ = writeln!(
             o,

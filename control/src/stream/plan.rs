@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::StreamArgs,
+    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
 };
@@ -34,6 +34,12 @@ pub struct StreamPlan {
     pub chunk_size: u32,
     /// How messages are cut, with --message.
     pub message: Option<Fragmentation>,
+    /// Why `--tx-engine auto` chose the sender it chose.
+    pub tx_engine_reason: Option<String>,
+    /// Pin the receivers' NAPI threads beside the senders: the
+    /// generator into AF_XDP receivers (its best layout, measured: the
+    /// receivers busy on cores of their own).
+    pub napi_beside_sender: bool,
 }
 
 impl StreamPlan {
@@ -103,6 +109,23 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.frames && c.stream_receiver)
         );
     }
+    if args.rx_engine == RxEngineArg::Xdp {
+        if args.run.backend != BackendArg::Xdp {
+            bail!(
+                "--rx-engine xdp counts linerate's frames in its XDP program: use it with --backend xdp (the {} engine receives with its own sockets: --rx-engine af-xdp)",
+                engine::backend(args.run.backend).name()
+            );
+        }
+        if args.rx_only {
+            bail!("--rx-only counts frames another tool sends, which the XDP-only receiver cannot tell apart: use --rx-engine af-xdp");
+        }
+    }
+    if args.message.is_some() && !receive.messages {
+        bail!(
+            "--message: the {} receiver counts frames and their sequence, not whole messages; send frames (--size), or receive with --rx-engine af-xdp",
+            receiver.name()
+        );
+    }
     if args.rx_only && !receive.counts_foreign {
         bail!(
             "--rx-only counts frames another tool sends to AF_XDP receivers: use it with --backend {}",
@@ -133,8 +156,11 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
 }
 
 /// Checks the frames the plan needs against what the engines carry.
-fn check_frames(args: &StreamArgs, frame_size: usize, max_descriptor: usize) -> Result<()> {
-    let (sender, receiver) = engine::for_stream(args);
+fn check_frames(
+    (sender, receiver): (&'static dyn Engine, &'static dyn Engine),
+    frame_size: usize,
+    max_descriptor: usize,
+) -> Result<()> {
     if let Some(max) = sender.can().max_frame.filter(|&m| frame_size > m) {
         bail!(
             "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames, lower the MTU, or send with --tx-engine backend (AF_XDP sends any size)",
@@ -168,7 +194,21 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     })?;
     let geometry = Geometry::for_mtu(path.mtu);
     let frame_size = frame_size(path.mtu);
-    let (sender, receiver) = engine::for_stream(args);
+    let (mut sender, receiver) = engine::for_stream(args);
+    let mut tx_engine_reason = None;
+    if args.tx_engine == TxEngineArg::Auto {
+        let kernel = crate::environment::describe().kernel;
+        let (chosen, why) = engine::auto_sender(
+            args,
+            engine::AutoFacts {
+                driver: path.tx.info.kind.as_deref(),
+                frame_size,
+                kernel: &kernel,
+            },
+        );
+        sender = chosen;
+        tx_engine_reason = Some(why);
+    }
     // An engine without frames (TCP) carries messages only; by default as
     // large as a full frame's UDP payload, so that defaults compare like
     // with like.
@@ -200,8 +240,10 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     } else {
         Geometry::descriptor_len(frame_size)
     };
-    check_frames(args, frame_size, max_descriptor)?;
+    check_frames((sender, receiver), frame_size, max_descriptor)?;
     Ok(StreamPlan {
+        tx_engine_reason,
+        napi_beside_sender: !sender.can().backpressure && receiver.can().umem,
         args: args.clone(),
         sender,
         receiver,

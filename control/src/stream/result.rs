@@ -147,6 +147,16 @@ pub struct Setup {
     /// written before it was reported).
     #[serde(default)]
     pub placement: String,
+    /// The engine that sent: "xdp" (AF_XDP sockets), "generator" (the
+    /// in-kernel generator), "udp", "tcp" (empty in results written before
+    /// it was reported: the backend's).
+    #[serde(default)]
+    pub tx_engine: String,
+    /// The engine that received: "xdp" (AF_XDP sockets), "xdp-only" (the
+    /// XDP-only receiver), "udp", "tcp" (empty in results written before
+    /// it was reported: the backend's).
+    #[serde(default)]
+    pub rx_engine: String,
 }
 
 /// Rates and CPU of one side over the window.
@@ -178,7 +188,8 @@ pub struct SideFigures {
 /// Whole-run frame accounting.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrameAccounting {
-    /// Frames the senders had completed.
+    /// Frames that left the senders: completed, less those the sending
+    /// link dropped ([`Self::dropped_at_sender`]).
     pub sent: u64,
     /// Linerate frames received.
     pub received: u64,
@@ -198,6 +209,13 @@ pub struct FrameAccounting {
     pub unfinished: u64,
     /// Whole messages, for message streams.
     pub messages: Option<MessageAccounting>,
+    /// Frames a sender without backpressure (the generator) handed to its
+    /// link that the link dropped there (the peer's ring was full; veth:
+    /// `tx_queue_N_xdp_xmit_errors`, and the interface's tx drops): not
+    /// sent, and not counted as lost on the way (0 in results written
+    /// before it was counted).
+    #[serde(default)]
+    pub dropped_at_sender: u64,
 }
 
 /// Whole-run message accounting.
@@ -307,7 +325,20 @@ impl FrameAccounting {
                     receiver_counted_lost: received.messages_lost,
                 }
             }),
+            dropped_at_sender: 0,
         }
+    }
+
+    /// The same accounting with `dropped` of the frames the senders
+    /// completed dropped at the sending link: those were never sent, so
+    /// they are neither sent nor lost.
+    pub fn with_sender_drops(mut self, dropped: u64) -> Self {
+        let completed = self.sent + self.dropped_at_sender;
+        self.dropped_at_sender = dropped.min(completed);
+        self.sent = completed - self.dropped_at_sender;
+        self.lost = self.sent.saturating_sub(self.received);
+        self.loss_pct = percent(self.lost, self.sent);
+        self
     }
 }
 
@@ -395,5 +426,27 @@ mod tests {
         // More received than sent (a sender's count cut short) is no loss.
         let f = FrameAccounting::count(&received, &sent, 0, None);
         assert_eq!((f.lost, f.loss_pct, f.messages), (0, 0.0, None));
+    }
+
+    #[test]
+    fn frames_dropped_at_the_sender_are_neither_sent_nor_lost() {
+        let completed = CounterSnapshot {
+            frames: 1000,
+            ..Default::default()
+        };
+        let received = CounterSnapshot {
+            frames: 590,
+            ..Default::default()
+        };
+        let f = FrameAccounting::count(&completed, &received, 0, None).with_sender_drops(400);
+        assert_eq!((f.sent, f.dropped_at_sender), (600, 400));
+        assert_eq!((f.received, f.lost), (590, 10));
+        assert!((f.loss_pct - 10.0 / 6.0).abs() < 1e-12);
+        // Applied again (the two-host merge), it replaces, never adds.
+        let again = f.clone().with_sender_drops(400);
+        assert_eq!(again, f);
+        // More drops than completions cannot make sent negative.
+        let all = FrameAccounting::count(&completed, &received, 0, None).with_sender_drops(5000);
+        assert_eq!((all.sent, all.dropped_at_sender, all.lost), (0, 1000, 0));
     }
 }

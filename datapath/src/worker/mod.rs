@@ -4,6 +4,7 @@
 //! run until told to stop, their deadline passes, or their frames are
 //! all sent.
 
+mod counted;
 mod flows;
 mod gen;
 mod outbox;
@@ -20,6 +21,7 @@ use std::{
 
 use crossbeam::channel::{bounded, Receiver};
 
+pub use counted::{spawn_counted, CountedWorkerConfig};
 pub use flows::{FlowAccounting, FlowTable, RxSummary, MAX_FLOWS};
 pub use gen::{spawn_gen, GenWorkerConfig};
 pub use rr::{spawn_client, spawn_responder, RrSummary, RrWorkerConfig};

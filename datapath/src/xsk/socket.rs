@@ -64,6 +64,9 @@ pub enum BindMode {
     Kernel,
     /// Not a socket: the in-kernel generator (xdp_frames, no copy).
     Generator,
+    /// Not a socket: the XDP-only receiver (frames counted and dropped in
+    /// the XDP program, no copy to user space).
+    XdpOnly,
 }
 
 impl BindMode {
@@ -74,6 +77,7 @@ impl BindMode {
             Self::Copy => "copy",
             Self::Kernel => "kernel socket",
             Self::Generator => "in-kernel generator",
+            Self::XdpOnly => "xdp-only (counted in the program)",
         }
     }
 }

@@ -472,6 +472,10 @@ pub struct RunArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Print the summary line alone (the first line of the table: rates,
+    /// loss or response times, CPU and service demand); --json wins.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]

@@ -526,12 +526,14 @@ pub fn run(
     })
 }
 
-/// Prints the outcome (JSON, or a table) and gives the exit status: 0, 3
-/// when a side failed (the figures there are printed first), 130 when
-/// interrupted.
-pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
+/// Prints the outcome (JSON, the summary line with `quiet`, or a table)
+/// and gives the exit status: 0, 3 when a side failed (the figures there
+/// are printed first), 130 when interrupted.
+pub fn report(o: &Outcome, json_out: bool, quiet: bool) -> Result<ExitCode> {
     let text = if json_out {
         format!("{}\n", serde_json::to_string_pretty(&o.result)?)
+    } else if quiet {
+        o.result.summary()
     } else {
         o.result.table()
     };

@@ -16,7 +16,7 @@ pub fn command(args: &RrArgs, argv: &[String]) -> Result<ExitCode> {
         plan::check_args(args)?;
         let interrupted = session::on_signal()?;
         let outcome = remote::controller::run("rr", argv, &args.run, &interrupted)?;
-        return remote::controller::report(&outcome, args.run.json);
+        return remote::controller::report(&outcome, args.run.json, args.run.quiet);
     }
     let interrupted = session::on_signal()?;
     let mut plan = plan::plan(args)?;
@@ -24,7 +24,13 @@ pub fn command(args: &RrArgs, argv: &[String]) -> Result<ExitCode> {
     let role = remote::role::Role::from_args(&args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = super::run_side(&plan, &interrupted, peer)?;
-    let table = || super::print_table(&result);
+    let table = || {
+        if args.run.quiet {
+            super::output::summary(&result)
+        } else {
+            super::print_table(&result)
+        }
+    };
     output::report(
         &result,
         args.run.json,

@@ -92,7 +92,7 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
                 .first()
                 .map_or(
                     if args.rx_only {
-                        "none (--rx-only)"
+                        super::output::RX_ONLY
                     } else {
                         "none (other host)"
                     },

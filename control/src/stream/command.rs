@@ -17,7 +17,7 @@ pub fn command(args: &StreamArgs, argv: &[String]) -> Result<ExitCode> {
         plan::check_args(args)?;
         let interrupted = session::on_signal()?;
         let outcome = remote::controller::run("stream", argv, &args.run, &interrupted)?;
-        return remote::controller::report(&outcome, args.run.json);
+        return remote::controller::report(&outcome, args.run.json, args.run.quiet);
     }
     let interrupted = session::on_signal()?;
     if let Some(threshold) = args.search_rate {
@@ -37,7 +37,13 @@ pub fn command(args: &StreamArgs, argv: &[String]) -> Result<ExitCode> {
     let role = remote::role::Role::from_args(&args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = super::run_side(&plan, &interrupted, peer)?;
-    let table = || super::print_table(&result);
+    let table = || {
+        if args.run.quiet {
+            super::output::summary(&result)
+        } else {
+            super::print_table(&result)
+        }
+    };
     output::report(
         &result,
         args.run.json,

@@ -10,7 +10,8 @@ fn sd(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.3}"))
 }
 
-fn thousands(n: f64) -> String {
+/// A number with its thousands grouped (1,234,567).
+pub(crate) fn thousands(n: f64) -> String {
     let s = format!("{:.0}", n);
     let (sign, digits) = s.strip_prefix('-').map_or(("", s.as_str()), |d| ("-", d));
     let mut out = String::new();
@@ -36,15 +37,78 @@ fn row(name: &str, s: &SideFigures) -> String {
     )
 }
 
-/// Renders the result as the terminal table.
+/// Whether the senders ran (not with --rx-only, where another tool sent).
+fn senders_ran(r: &StreamResult) -> bool {
+    r.setup.tx_bind_mode != RX_ONLY
+}
+
+/// The one line most runs are for, first in the table and alone with
+/// `-q`: what arrived (frames/s, Gbit/s on the wire), the loss, each
+/// side's CPU and the service demand.
+pub fn summary(r: &StreamResult) -> String {
+    let s = &r.receiver;
+    let mut o = format!(
+        "stream: received {} frames/s, {:.2} Gbit/s",
+        thousands(s.frames_per_s),
+        s.wire_gbit_s
+    );
+    if let Some(m) = s.messages_per_s {
+        let _ = write!(o, " ({} messages/s)", thousands(m));
+    }
+    let f = &r.frames;
+    if !senders_ran(r) {
+        o.push_str(", loss unknown (--rx-only: another tool sent)");
+    } else if let Some(m) = &f.messages {
+        let _ = write!(
+            o,
+            ", lost {} of {} messages ({:.4} %)",
+            thousands(m.lost as f64),
+            thousands(m.sent as f64),
+            m.loss_pct
+        );
+    } else {
+        let _ = write!(
+            o,
+            ", lost {} of {} frames ({:.4} %)",
+            thousands(f.lost as f64),
+            thousands(f.sent as f64),
+            f.loss_pct
+        );
+    }
+    let p = &r.params;
+    if r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores) {
+        let _ = write!(o, ", CPU tx+rx {:.1} %", r.cpu.total.cpu_pct);
+    } else if senders_ran(r) {
+        let _ = write!(
+            o,
+            ", CPU tx {:.1} % rx {:.1} %",
+            r.sender.cpu.cpu_pct, s.cpu.cpu_pct
+        );
+    } else {
+        let _ = write!(o, ", CPU rx {:.1} %", s.cpu.cpu_pct);
+    }
+    let _ = write!(o, ", SD {} ms/MB", sd(r.cpu.total.service_demand_ms_per_mb));
+    if r.interrupted {
+        o.push_str(" (INTERRUPTED)");
+    }
+    if r.fault.is_some() {
+        o.push_str(" (ENDED EARLY)");
+    }
+    o.push('\n');
+    o
+}
+
+/// What `tx_bind_mode` says when another tool sent (`--rx-only`).
+pub const RX_ONLY: &str = "none (--rx-only)";
+
+/// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &StreamResult) -> String {
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
-    let mut o = r
-        .agents
-        .as_ref()
-        .map(|a| two_host::header("stream", a))
-        .unwrap_or_default();
+    let mut o = summary(r);
+    if let Some(a) = &r.agents {
+        o.push_str(&two_host::header("stream", a));
+    }
     let _ = writeln!(
         o,
         "linerate stream ({}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
@@ -55,8 +119,16 @@ pub fn print_table(r: &StreamResult) -> String {
             (false, true) => ", GRO",
             _ => "",
         },
-        p.tx_iface,
-        ns(&p.tx_netns),
+        if senders_ran(r) {
+            p.tx_iface.as_str()
+        } else {
+            "another tool"
+        },
+        if senders_ran(r) {
+            ns(&p.tx_netns)
+        } else {
+            String::new()
+        },
         p.rx_iface,
         ns(&p.rx_netns),
         p.mtu,

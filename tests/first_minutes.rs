@@ -202,3 +202,100 @@ fn rx_only_takes_the_receiving_interface_alone() {
     assert_eq!(r["setup"]["tx_bind_mode"], "none (--rx-only)");
     assert_eq!(r["params"]["rx_iface"], lab.if_b());
 }
+
+#[test]
+fn tx_only_sends_to_a_receiver_that_is_not_linerate() {
+    if !root_or_skip("--tx-only") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("uxto", 1500);
+    // A plain UDP socket on the B side, with room for every datagram.
+    let ns = lab.ns_b();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let receiver = thread::spawn(move || {
+        let f = fs::File::open(format!("/run/netns/{ns}")).unwrap();
+        setns(f, CloneFlags::CLONE_NEWNET).unwrap();
+        let s = UdpSocket::bind("0.0.0.0:7471").unwrap();
+        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::RcvBufForce, &(64 << 20))
+            .unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        ready_tx.send(()).unwrap();
+        let mut buf = [0u8; 2048];
+        let (mut n, mut lens) = (0u64, std::collections::BTreeSet::new());
+        // Until nothing came for 3 s (the run is over).
+        while let Ok((len, _)) = s.recv_from(&mut buf) {
+            n += 1;
+            lens.insert(len);
+        }
+        (n, lens)
+    });
+    ready_rx.recv().unwrap();
+    let (rx_before, _) = packets(&lab.ns_b(), &lab.if_b());
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--tx-only",
+        // Receive work right after each send: no NAPI thread to deschedule.
+        "--napi",
+        "softirq",
+        "--size",
+        "128",
+        "--count",
+        "3000",
+        "--rate",
+        "20000",
+        "--warmup",
+        "0",
+        "--duration",
+        "30",
+        "--json",
+    ]);
+    let r = json(&out);
+    assert!(out.status.success(), "{r}");
+    let (got, lens) = receiver.join().unwrap();
+    let (rx_after, _) = packets(&lab.ns_b(), &lab.if_b());
+    // Exact accounting: what linerate says it sent, the socket received.
+    assert_eq!(r["frames"]["sent"], 3000, "{}", r["frames"]);
+    assert_eq!(got, 3000, "datagrams the socket received");
+    // 128-byte frames (FCS included): 128 - 4 - 14 - 20 - 8 bytes of UDP payload.
+    assert_eq!(lens.into_iter().collect::<Vec<_>>(), [82]);
+    assert!(rx_after - rx_before >= 3000, "{rx_before} -> {rx_after}");
+    // No receiver figures pretending to be measured.
+    assert_eq!(r["setup"]["rx_bind_mode"], "none (--tx-only)");
+    assert_eq!(
+        (
+            r["frames"]["received"].as_u64(),
+            r["frames"]["lost"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    assert!(
+        !has_xdp(&lab.ns_b(), &lab.if_b()),
+        "no program on the receiver"
+    );
+    let quiet = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--tx-only",
+        "--count",
+        "10",
+        "--rate",
+        "1000",
+        "--warmup",
+        "0",
+        "--duration",
+        "30",
+        "-q",
+    ]);
+    let line = stdout(&quiet);
+    assert!(
+        line.starts_with("stream: sent ")
+            && line.contains("no receiver of ours (--tx-only)")
+            && line.contains("CPU tx ")
+            && !line.contains(" rx "),
+        "{line}"
+    );
+}

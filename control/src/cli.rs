@@ -506,6 +506,12 @@ pub struct StreamArgs {
     /// testpmd). Give --port as the UDP destination port it sends to.
     #[arg(long, conflicts_with_all = ["count", "rate", "message"])]
     pub rx_only: bool,
+    /// Run only the senders, for a receiver that is not linerate (a device
+    /// under test, tcpdump, another tool's receiver): frames go to
+    /// --rx-iface's MAC and IPv4 address (the lab's B side by default), on
+    /// UDP port --port. The result has what was sent, no receiver figures.
+    #[arg(long, conflicts_with_all = ["rx_only", "search_rate"])]
+    pub tx_only: bool,
     /// Find the highest rate whose loss stays at or below PERCENT (RFC 2544
     /// throughput with a loss tolerance, TRex's NDR): trials of --duration
     /// each, the first unpaced, then a binary search to 1 %.

@@ -46,9 +46,13 @@ fn senders_ran(r: &StreamResult) -> bool {
 /// `-q`: what arrived (frames/s, Gbit/s on the wire), the loss, each
 /// side's CPU and the service demand.
 pub fn summary(r: &StreamResult) -> String {
-    let s = &r.receiver;
+    let (side, s) = if receivers_ran(r) {
+        ("received", &r.receiver)
+    } else {
+        ("sent", &r.sender)
+    };
     let mut o = format!(
-        "stream: received {} frames/s, {:.2} Gbit/s",
+        "stream: {side} {} frames/s, {:.2} Gbit/s",
         thousands(s.frames_per_s),
         s.wire_gbit_s
     );
@@ -56,7 +60,9 @@ pub fn summary(r: &StreamResult) -> String {
         let _ = write!(o, " ({} messages/s)", thousands(m));
     }
     let f = &r.frames;
-    if !senders_ran(r) {
+    if !receivers_ran(r) {
+        o.push_str(", no receiver of ours (--tx-only): loss not measured");
+    } else if !senders_ran(r) {
         o.push_str(", loss unknown (--rx-only: another tool sent)");
     } else if let Some(m) = &f.messages {
         let _ = write!(
@@ -78,14 +84,16 @@ pub fn summary(r: &StreamResult) -> String {
     let p = &r.params;
     if r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores) {
         let _ = write!(o, ", CPU tx+rx {:.1} %", r.cpu.total.cpu_pct);
+    } else if !receivers_ran(r) {
+        let _ = write!(o, ", CPU tx {:.1} %", r.sender.cpu.cpu_pct);
     } else if senders_ran(r) {
         let _ = write!(
             o,
             ", CPU tx {:.1} % rx {:.1} %",
-            r.sender.cpu.cpu_pct, s.cpu.cpu_pct
+            r.sender.cpu.cpu_pct, r.receiver.cpu.cpu_pct
         );
     } else {
-        let _ = write!(o, ", CPU rx {:.1} %", s.cpu.cpu_pct);
+        let _ = write!(o, ", CPU rx {:.1} %", r.receiver.cpu.cpu_pct);
     }
     let _ = write!(o, ", SD {} ms/MB", sd(r.cpu.total.service_demand_ms_per_mb));
     if r.interrupted {
@@ -100,6 +108,14 @@ pub fn summary(r: &StreamResult) -> String {
 
 /// What `tx_bind_mode` says when another tool sent (`--rx-only`).
 pub const RX_ONLY: &str = "none (--rx-only)";
+
+/// What `rx_bind_mode` says when no receiver of ours ran (`--tx-only`).
+pub const TX_ONLY: &str = "none (--tx-only)";
+
+/// Whether the receivers ran (not with --tx-only).
+fn receivers_ran(r: &StreamResult) -> bool {
+    r.setup.rx_bind_mode != TX_ONLY
+}
 
 /// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &StreamResult) -> String {
@@ -195,13 +211,21 @@ pub fn print_table(r: &StreamResult) -> String {
         "", "frames", "frames/s", "payload MB/s", "wire MB/s", "Gbit/s", "CPU %", "SD ms/MB"
     );
     o.push_str(&row("sent", &r.sender));
-    o.push_str(&row("received", &r.receiver));
     let f = &r.frames;
-    let _ = writeln!(
-        o,
-        "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
-        f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
-    );
+    if receivers_ran(r) {
+        o.push_str(&row("received", &r.receiver));
+        let _ = writeln!(
+            o,
+            "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
+            f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "  whole run: sent {}, still in the kernel at the end {}; no receiver of ours (--tx-only): nothing received or lost is measured",
+            f.sent, f.unfinished
+        );
+    }
     if let Some(m) = &f.messages {
         let _ = writeln!(
             o,
@@ -227,7 +251,10 @@ pub fn print_table(r: &StreamResult) -> String {
     let _ = writeln!(o, "  CPU per core (user + system + softirq + irq = busy):");
     for u in &r.cpu.per_core {
         // On two hosts a core is the tx host's or the rx host's.
-        let (tx, rx) = (p.tx_cores.contains(&u.core), p.rx_cores.contains(&u.core));
+        let (tx, rx) = (
+            senders_ran(r) && p.tx_cores.contains(&u.core),
+            receivers_ran(r) && p.rx_cores.contains(&u.core),
+        );
         let (tx, rx) = match u.host {
             Some(Host::Tx) => (tx, false),
             Some(Host::Rx) => (false, rx),
@@ -253,7 +280,7 @@ pub fn print_table(r: &StreamResult) -> String {
     let shared = r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,
-        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} received ({})",
+        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} {} ({})",
         r.cpu.total.cpu_pct,
         r.cpu.per_core.len(),
         sd(r.cpu.total.service_demand_ms_per_mb),
@@ -262,7 +289,10 @@ pub fn print_table(r: &StreamResult) -> String {
         } else {
             "of payload"
         },
-        if shared {
+        if receivers_ran(r) { "received" } else { "sent" },
+        if !receivers_ran(r) {
+            "senders only".to_string()
+        } else if shared {
             "both sides share the cores, so there is no split by side".to_string()
         } else {
             format!(
@@ -276,11 +306,13 @@ pub fn print_table(r: &StreamResult) -> String {
         o.push_str(&two_host::hosts_lines(h, &r.cpu.total));
     }
     let x = &r.xdp;
-    let _ = writeln!(
-        o,
-        "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}, dropped on purpose {}",
-        x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed, x.dropped
-    );
+    if receivers_ran(r) {
+        let _ = writeln!(
+            o,
+            "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}, dropped on purpose {}",
+            x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed, x.dropped
+        );
+    }
     for w in &r.workers {
         let x = &w.xsk;
         // On two hosts, receivers measured the receiving host's window.

@@ -126,6 +126,16 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.counts_foreign)
         );
     }
+    if args.tx_only && !send.frames {
+        bail!(
+            "--tx-only sends frames to a receiver that is not linerate; the {} engine sends a byte stream: use --backend {}",
+            sender.name(),
+            names_that(|c| c.frames && c.stream_sender)
+        );
+    }
+    if args.tx_only && args.run.agents.tx_agent.is_some() {
+        bail!("--tx-only runs the senders on this host: drop --tx-agent/--rx-agent");
+    }
     if args.size.is_some() && !send.frames {
         bail!(
             "--backend {} carries messages on a byte stream, not frames: give --message instead of --size",

@@ -127,11 +127,26 @@ pub fn parse_allowed_iface(text: &str) -> Result<AllowedIface, String> {
 }
 
 fn parse_positive_duration(text: &str) -> Result<Duration, String> {
-    match humantime::parse_duration(text) {
+    match parse_duration(text) {
         Ok(duration) if !duration.is_zero() => Ok(duration),
         Ok(_) => Err("use a duration longer than 0, e.g. 10s".into()),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// A duration as every duration option takes it: a bare number is seconds
+/// (`2`, `0.5`, as iperf3's `-t` and netperf's `-l`), or a number with
+/// its unit (`500ms`, `2s`, `1m 30s`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|_| {
+            format!("{text:?} is not a duration: give seconds from 0 up (e.g. 10 or 0.5), or a number with its unit (e.g. 500ms, 2m)")
+        });
+    }
+    humantime::parse_duration(text).map_err(|e| {
+        format!("{text:?} is not a duration ({e}): give seconds (e.g. 10 or 0.5), or a number with its unit (e.g. 500ms, 2m)")
+    })
 }
 
 /// Where the two sides of a run go when they run on two hosts.
@@ -382,10 +397,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub mtu: Option<u32>,
     /// Measured time, after the warm-up.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub duration: Duration,
     /// Warm-up, excluded from the figures.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
     /// Queues (one worker per queue on each side).
     #[arg(long, default_value_t = 1)]
@@ -475,6 +490,10 @@ pub struct RunArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Print the summary line alone (the first line of the table: rates,
+    /// loss or response times, CPU and service demand); --json wins.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]
@@ -505,6 +524,12 @@ pub struct StreamArgs {
     /// testpmd). Give --port as the UDP destination port it sends to.
     #[arg(long, conflicts_with_all = ["count", "rate", "message"])]
     pub rx_only: bool,
+    /// Run only the senders, for a receiver that is not linerate (a device
+    /// under test, tcpdump, another tool's receiver): frames go to
+    /// --rx-iface's MAC and IPv4 address (the lab's B side by default), on
+    /// UDP port --port. The result has what was sent, no receiver figures.
+    #[arg(long, conflicts_with_all = ["rx_only", "search_rate"])]
+    pub tx_only: bool,
     /// Find the highest rate whose loss stays at or below PERCENT (RFC 2544
     /// throughput with a loss tolerance, TRex's NDR): trials of --duration
     /// each, the first unpaced, then a binary search to 1 %.
@@ -555,7 +580,7 @@ pub struct RrArgs {
     #[arg(long, default_value_t = 1)]
     pub flows: u32,
     /// A transaction unanswered for this long is counted as a timeout and retried.
-    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Complete exactly this many transactions per flow, then stop; at
     /// most 2^48.
@@ -626,4 +651,63 @@ pub fn parse_cores(text: &str) -> Result<String, String> {
     crate::cores::ranges(text)
         .map(|_| text.to_string())
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_number_is_seconds() {
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration(" 10 "), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        // Units still work.
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m 30s"), Ok(Duration::from_secs(90)));
+        for bad in ["-1", "NaN", "inf", "2 parsecs", ""] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(
+                e.contains("is not a duration") && e.contains("e.g. 10"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(parse_positive_duration("0").is_err());
+        assert_eq!(parse_positive_duration("3"), Ok(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn every_duration_option_takes_seconds() {
+        let Command::Stream(a) =
+            Cli::try_parse_from(["linerate", "stream", "--duration", "2", "--warmup", "0.5"])
+                .unwrap()
+                .command
+        else {
+            unreachable!()
+        };
+        assert_eq!(a.run.duration, Duration::from_secs(2));
+        assert_eq!(a.run.warmup, Duration::from_millis(500));
+        let Command::Rr(a) = Cli::try_parse_from(["linerate", "rr", "--timeout", "0.02"])
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        assert_eq!(a.timeout, Duration::from_millis(20));
+        let Command::Agent(a) = Cli::try_parse_from([
+            "linerate",
+            "agent",
+            "--listen",
+            "127.0.0.1:7480",
+            "--header-timeout",
+            "3",
+        ])
+        .unwrap()
+        .command
+        else {
+            unreachable!()
+        };
+        assert_eq!(a.header_timeout, Duration::from_secs(3));
+    }
 }

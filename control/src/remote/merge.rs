@@ -221,7 +221,8 @@ mod tests {
         // The table is the local one with the two hosts' lines.
         let t = RunResult::Stream(m).table();
         assert!(
-            t.starts_with("linerate stream across two hosts: tx http://a:7480")
+            t.starts_with("stream: received ")
+                && t.contains("\nlinerate stream across two hosts: tx http://a:7480")
                 && t.contains("  tx host: 2 cores, CPU 25.0 %")
                 && t.contains("core 1 of the rx host")
                 && t.contains("all cores of both hosts"),
@@ -258,7 +259,8 @@ mod tests {
         assert!(m.cpu.hosts.is_some() && m.agents.is_some() && m.fault.is_none());
         let t = RunResult::Rr(m).table();
         assert!(
-            t.starts_with("linerate rr across two hosts")
+            t.starts_with("rr: ")
+                && t.contains("\nlinerate rr across two hosts")
                 && t.contains("core 1 of the responder's host")
                 && t.contains("  rx host: 2 cores, CPU 40.0 %"),
             "{t}"

@@ -72,6 +72,14 @@ impl RunResult {
         }
     }
 
+    /// The summary line (`-q`), the table's first.
+    pub fn summary(&self) -> String {
+        match self {
+            Self::Stream(r) => stream_output::summary(r),
+            Self::Rr(r) => rr_output::summary(r),
+        }
+    }
+
     /// The (sending) host.
     pub fn environment(&self) -> &Environment {
         match self {
@@ -135,6 +143,15 @@ pub struct Partial {
 }
 
 impl TwoHostResult {
+    /// The summary line of the merged result; with a side missing there
+    /// is none: the table, each side's own.
+    pub fn summary(&self) -> String {
+        match self {
+            Self::Merged(r) => r.summary(),
+            Self::Partial(_) => self.table(),
+        }
+    }
+
     /// The terminal table: the merged result's, or each side's own.
     pub fn table(&self) -> String {
         match self {
@@ -271,7 +288,8 @@ mod tests {
         let t = p.table();
         assert!(
             t.starts_with("linerate stream across two hosts: tx http://127.0.0.1:7591")
-                && t.contains("  tx host's own figures:\n  linerate stream (xdp)")
+                && t.contains("  tx host's own figures:\n  stream: received ")
+                && t.contains("\n  linerate stream (xdp)")
                 && t.ends_with("  rx host: no result\n"),
             "{t}"
         );

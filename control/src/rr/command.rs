@@ -20,7 +20,13 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
     let role = remote::role::Role::from_args(&args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = super::run_side(&plan, &interrupted, peer)?;
-    let table = || super::print_table(&result);
+    let table = || {
+        if args.run.quiet {
+            super::output::summary(&result)
+        } else {
+            super::print_table(&result)
+        }
+    };
     output::report(
         &result,
         args.run.json,

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::result::{RrResult, SideCpu};
-use crate::{cpu::Host, results::two_host};
+use crate::{cpu::Host, results::two_host, stream::output::thousands};
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))
@@ -25,15 +25,39 @@ fn side(name: &str, s: &SideCpu) -> String {
     )
 }
 
-/// Renders the result as the terminal table.
+/// The one line most runs are for, first in the table and alone with
+/// `-q`: transactions/s, response times, each side's CPU and the service
+/// demand (CPU per transaction).
+pub fn summary(r: &RrResult) -> String {
+    let (l, c) = (&r.latency, &r.cpu);
+    let mut o = format!(
+        "rr: {} transactions/s, response time p50 {:.1} us p99 {:.1} us, timeouts {}, CPU client {:.1} % responder {:.1} %, SD {} us/transaction",
+        thousands(r.transactions.per_s),
+        l.p50_us,
+        l.p99_us,
+        r.transactions.timeouts,
+        c.client.cpu.cpu_pct,
+        c.responder.cpu.cpu_pct,
+        opt(c.total.us_per_transaction, 2),
+    );
+    if r.interrupted {
+        o.push_str(" (INTERRUPTED)");
+    }
+    if r.fault.is_some() {
+        o.push_str(" (ENDED EARLY)");
+    }
+    o.push('\n');
+    o
+}
+
+/// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &RrResult) -> String {
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
-    let mut o = r
-        .agents
-        .as_ref()
-        .map(|a| two_host::header("rr", a))
-        .unwrap_or_default();
+    let mut o = summary(r);
+    if let Some(a) = &r.agents {
+        o.push_str(&two_host::header("rr", a));
+    }
     let _ = writeln!(
         o,
         "linerate rr: client {}{} -> responder {}{} ({}), MTU {}, request {} B ({} frame{}), response {} B ({} frame{})",

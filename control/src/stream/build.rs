@@ -39,17 +39,32 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
     );
     sender.link_packets_per_s = window.per_s(window.link.tx.tx_packets);
     receiver.link_packets_per_s = window.per_s(window.link.rx.rx_packets);
-    let total_cpu = crate::results::parts::figures(&window.cpu, &[], receiver.counted_mb_s());
+    // With --tx-only nothing is received here: the CPU per MB sent.
+    let counted_mb_s = if args.tx_only {
+        sender.counted_mb_s()
+    } else {
+        receiver.counted_mb_s()
+    };
+    let total_cpu = crate::results::parts::figures(&window.cpu, &[], counted_mb_s);
 
     let sent = measured.tx.total(|s| s.counters);
     let received = measured.rx.total(|s| s.counters);
-    let frames = FrameAccounting::count(
+    let mut frames = FrameAccounting::count(
         &sent,
         &received,
         measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
         plan.message.map(|cut| (cut.msg_len, cut.count)),
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
+    if args.tx_only {
+        // No receiver of ours: no loss measured (not all of it lost).
+        frames.lost = 0;
+        frames.loss_pct = 0.0;
+        if let Some(m) = &mut frames.messages {
+            m.lost = 0;
+            m.loss_pct = 0.0;
+        }
+    }
 
     let workers = measured.worker_reports(
         Ends { tx: "tx", rx: "rx" },
@@ -97,7 +112,7 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
                 .first()
                 .map_or(
                     if args.rx_only {
-                        "none (--rx-only)"
+                        super::output::RX_ONLY
                     } else {
                         "none (other host)"
                     },
@@ -108,7 +123,14 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
                 .rx
                 .ready
                 .first()
-                .map_or("none (other host)", |r| r.mode.as_str())
+                .map_or(
+                    if args.tx_only {
+                        super::output::TX_ONLY
+                    } else {
+                        "none (other host)"
+                    },
+                    |r| r.mode.as_str(),
+                )
                 .to_string(),
             zero_copy_refused: refused,
             xdp_mode: measured.xdp_mode.clone(),
@@ -374,6 +396,48 @@ mod tests {
             (500_000, 0)
         );
         assert_eq!(out.sender.frames, 400_000);
+    }
+
+    #[test]
+    fn tx_only_reports_no_receiver() {
+        let mut senders_only = measured((1_000, 0), (401_000, 0), 500_000, 0);
+        senders_only.rx = Finished::default();
+        senders_only.window.start.rx.clear();
+        senders_only.window.end.rx.clear();
+        senders_only.here = Ends {
+            tx: true,
+            rx: false,
+        };
+        let out = result(&plan(&["--tx-only"]), &senders_only);
+        assert_eq!(out.setup.rx_bind_mode, "none (--tx-only)");
+        assert_eq!(out.frames.sent, 500_000);
+        // Nothing of ours received: no loss measured, not all of it lost.
+        assert_eq!((out.frames.lost, out.frames.loss_pct), (0, 0.0));
+        // Service demand per MB sent: 75 % of 2 cores at 1177.6 MB/s sent.
+        let sd = out.cpu.total.service_demand_ms_per_mb.unwrap();
+        assert!((sd - 75.0 * 2.0 * 10.0 / 1177.6).abs() < 1e-9, "{sd}");
+        let line = super::super::output::summary(&out);
+        assert!(
+            line.starts_with("stream: sent 800,000 frames/s, 9.84 Gbit/s, no receiver of ours (--tx-only): loss not measured, CPU tx 100.0 %, SD 1.274 ms/MB"),
+            "{line}"
+        );
+        let table = super::super::output::print_table(&out);
+        assert!(!table.contains("\n  received "), "{table}");
+        assert!(
+            table.contains(
+                "whole run: sent 500000, still in the kernel at the end 3; no receiver of ours"
+            ),
+            "{table}"
+        );
+        // A whole stream's line: what arrived, the loss, both sides.
+        let both = result(
+            &plan(&[]),
+            &measured((1_000, 900), (401_000, 400_900), 500_000, 495_000),
+        );
+        assert_eq!(
+            super::super::output::summary(&both),
+            "stream: received 800,000 frames/s, 9.84 Gbit/s, lost 5,000 of 500,000 frames (1.0000 %), CPU tx 100.0 % rx 50.0 %, SD 1.274 ms/MB\n"
+        );
     }
 
     #[test]

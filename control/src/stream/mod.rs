@@ -51,6 +51,8 @@ pub fn run_side(
     let mut here = Ends::here(peer);
     // With --rx-only another tool sends.
     here.tx &= !args.rx_only;
+    // With --tx-only another tool (or a device) receives.
+    here.rx &= !args.tx_only;
     let session = Session::prepare(
         Prepare {
             args: run,

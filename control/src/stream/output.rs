@@ -10,7 +10,8 @@ fn sd(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.3}"))
 }
 
-fn thousands(n: f64) -> String {
+/// A number with its thousands grouped (1,234,567).
+pub(crate) fn thousands(n: f64) -> String {
     let s = format!("{:.0}", n);
     let (sign, digits) = s.strip_prefix('-').map_or(("", s.as_str()), |d| ("-", d));
     let mut out = String::new();
@@ -36,15 +37,94 @@ fn row(name: &str, s: &SideFigures) -> String {
     )
 }
 
-/// Renders the result as the terminal table.
+/// Whether the senders ran (not with --rx-only, where another tool sent).
+fn senders_ran(r: &StreamResult) -> bool {
+    r.setup.tx_bind_mode != RX_ONLY
+}
+
+/// The one line most runs are for, first in the table and alone with
+/// `-q`: what arrived (frames/s, Gbit/s on the wire), the loss, each
+/// side's CPU and the service demand.
+pub fn summary(r: &StreamResult) -> String {
+    let (side, s) = if receivers_ran(r) {
+        ("received", &r.receiver)
+    } else {
+        ("sent", &r.sender)
+    };
+    let mut o = format!(
+        "stream: {side} {} frames/s, {:.2} Gbit/s",
+        thousands(s.frames_per_s),
+        s.wire_gbit_s
+    );
+    if let Some(m) = s.messages_per_s {
+        let _ = write!(o, " ({} messages/s)", thousands(m));
+    }
+    let f = &r.frames;
+    if !receivers_ran(r) {
+        o.push_str(", no receiver of ours (--tx-only): loss not measured");
+    } else if !senders_ran(r) {
+        o.push_str(", loss unknown (--rx-only: another tool sent)");
+    } else if let Some(m) = &f.messages {
+        let _ = write!(
+            o,
+            ", lost {} of {} messages ({:.4} %)",
+            thousands(m.lost as f64),
+            thousands(m.sent as f64),
+            m.loss_pct
+        );
+    } else {
+        let _ = write!(
+            o,
+            ", lost {} of {} frames ({:.4} %)",
+            thousands(f.lost as f64),
+            thousands(f.sent as f64),
+            f.loss_pct
+        );
+    }
+    let p = &r.params;
+    if r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores) {
+        let _ = write!(o, ", CPU tx+rx {:.1} %", r.cpu.total.cpu_pct);
+    } else if !receivers_ran(r) {
+        let _ = write!(o, ", CPU tx {:.1} %", r.sender.cpu.cpu_pct);
+    } else if senders_ran(r) {
+        let _ = write!(
+            o,
+            ", CPU tx {:.1} % rx {:.1} %",
+            r.sender.cpu.cpu_pct, r.receiver.cpu.cpu_pct
+        );
+    } else {
+        let _ = write!(o, ", CPU rx {:.1} %", r.receiver.cpu.cpu_pct);
+    }
+    let _ = write!(o, ", SD {} ms/MB", sd(r.cpu.total.service_demand_ms_per_mb));
+    if r.interrupted {
+        o.push_str(" (INTERRUPTED)");
+    }
+    if r.fault.is_some() {
+        o.push_str(" (ENDED EARLY)");
+    }
+    o.push('\n');
+    o
+}
+
+/// What `tx_bind_mode` says when another tool sent (`--rx-only`).
+pub const RX_ONLY: &str = "none (--rx-only)";
+
+/// What `rx_bind_mode` says when no receiver of ours ran (`--tx-only`).
+pub const TX_ONLY: &str = "none (--tx-only)";
+
+/// Whether the receivers ran (not with --tx-only).
+fn receivers_ran(r: &StreamResult) -> bool {
+    r.setup.rx_bind_mode != TX_ONLY
+}
+
+/// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &StreamResult) -> String {
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
-    let mut o = r
-        .agents
-        .as_ref()
-        .map(|a| two_host::header("stream", a))
-        .unwrap_or_default();
+    let mut o = summary(r);
+    if let Some(a) = &r.agents {
+        o.push_str(&two_host::header("stream", a));
+    }
     let _ = writeln!(
         o,
         "linerate stream ({}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
@@ -55,8 +135,16 @@ pub fn print_table(r: &StreamResult) -> String {
             (false, true) => ", GRO",
             _ => "",
         },
-        p.tx_iface,
-        ns(&p.tx_netns),
+        if senders_ran(r) {
+            p.tx_iface.as_str()
+        } else {
+            "another tool"
+        },
+        if senders_ran(r) {
+            ns(&p.tx_netns)
+        } else {
+            String::new()
+        },
         p.rx_iface,
         ns(&p.rx_netns),
         p.mtu,
@@ -130,13 +218,21 @@ pub fn print_table(r: &StreamResult) -> String {
         "", "frames", "frames/s", "payload MB/s", "wire MB/s", "Gbit/s", "CPU %", "SD ms/MB"
     );
     o.push_str(&row("sent", &r.sender));
-    o.push_str(&row("received", &r.receiver));
     let f = &r.frames;
-    let _ = writeln!(
-        o,
-        "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
-        f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
-    );
+    if receivers_ran(r) {
+        o.push_str(&row("received", &r.receiver));
+        let _ = writeln!(
+            o,
+            "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
+            f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "  whole run: sent {}, still in the kernel at the end {}; no receiver of ours (--tx-only): nothing received or lost is measured",
+            f.sent, f.unfinished
+        );
+    }
     if f.dropped_at_sender > 0 {
         let _ = writeln!(
             o,
@@ -169,7 +265,10 @@ pub fn print_table(r: &StreamResult) -> String {
     let _ = writeln!(o, "  CPU per core (user + system + softirq + irq = busy):");
     for u in &r.cpu.per_core {
         // On two hosts a core is the tx host's or the rx host's.
-        let (tx, rx) = (p.tx_cores.contains(&u.core), p.rx_cores.contains(&u.core));
+        let (tx, rx) = (
+            senders_ran(r) && p.tx_cores.contains(&u.core),
+            receivers_ran(r) && p.rx_cores.contains(&u.core),
+        );
         let (tx, rx) = match u.host {
             Some(Host::Tx) => (tx, false),
             Some(Host::Rx) => (false, rx),
@@ -195,7 +294,7 @@ pub fn print_table(r: &StreamResult) -> String {
     let shared = r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,
-        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} received ({})",
+        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} {} ({})",
         r.cpu.total.cpu_pct,
         r.cpu.per_core.len(),
         sd(r.cpu.total.service_demand_ms_per_mb),
@@ -204,7 +303,10 @@ pub fn print_table(r: &StreamResult) -> String {
         } else {
             "of payload"
         },
-        if shared {
+        if receivers_ran(r) { "received" } else { "sent" },
+        if !receivers_ran(r) {
+            "senders only".to_string()
+        } else if shared {
             "both sides share the cores, so there is no split by side".to_string()
         } else {
             format!(
@@ -218,11 +320,13 @@ pub fn print_table(r: &StreamResult) -> String {
         o.push_str(&two_host::hosts_lines(h, &r.cpu.total));
     }
     let x = &r.xdp;
-    let _ = writeln!(
-        o,
-        "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}, dropped on purpose {}",
-        x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed, x.dropped
-    );
+    if receivers_ran(r) {
+        let _ = writeln!(
+            o,
+            "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}, dropped on purpose {}",
+            x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed, x.dropped
+        );
+    }
     for w in &r.workers {
         let x = &w.xsk;
         // On two hosts, receivers measured the receiving host's window.

@@ -1,11 +1,13 @@
 //! Turning `linerate stream` arguments into a checked plan: the engines,
 //! the path, the frame size, messages, whether multi-buffer is needed.
 
+use std::borrow::Cow;
+
 use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg},
+    cli::{BackendArg, RunArgs, RxEngineArg, StreamArgs, TxEngineArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
 };
@@ -49,9 +51,24 @@ impl StreamPlan {
     }
 }
 
+/// The run's options as the path takes them. With `--rx-only` another
+/// tool sends, so `--rx-iface X` alone names the whole path: X is both
+/// ends (nothing is sent from it, as on the receiving side of a two-host
+/// run).
+fn path_args(args: &StreamArgs) -> Cow<'_, RunArgs> {
+    let run = &args.run;
+    if !(args.rx_only && run.tx_iface.is_none() && run.rx_iface.is_some()) {
+        return Cow::Borrowed(run);
+    }
+    let mut run = run.clone();
+    run.tx_iface.clone_from(&run.rx_iface);
+    run.tx_netns.clone_from(&run.rx_netns);
+    Cow::Owned(run)
+}
+
 /// Checks arguments that need no system access.
 pub fn check_args(args: &StreamArgs) -> Result<()> {
-    crate::path::check_args(&args.run)?;
+    crate::path::check_args(&path_args(args))?;
     engine::check_run_args(&args.run)?;
     if args.run.duration.is_zero() && args.count.is_none() {
         bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
@@ -132,6 +149,16 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.counts_foreign)
         );
     }
+    if args.tx_only && !send.frames {
+        bail!(
+            "--tx-only sends frames to a receiver that is not linerate; the {} engine sends a byte stream: use --backend {}",
+            sender.name(),
+            names_that(|c| c.frames && c.stream_sender)
+        );
+    }
+    if args.tx_only && args.run.agents.tx_agent.is_some() {
+        bail!("--tx-only runs the senders on this host: drop --tx-agent/--rx-agent");
+    }
     if args.size.is_some() && !send.frames {
         bail!(
             "--backend {} carries messages on a byte stream, not frames: give --message instead of --size",
@@ -189,7 +216,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
     // at 9018 B, 0.6x at 64 B).
     let frame_size = |mtu: u32| args.size.unwrap_or(Geometry::for_mtu(mtu).max_frame());
-    let path = crate::path::plan(&args.run, "linerate stream", |mtu| {
+    let path = crate::path::plan(&path_args(args), "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
     let geometry = Geometry::for_mtu(path.mtu);
@@ -253,4 +280,41 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
         chunk_size: crate::path::umem_chunk(&args.run, max_descriptor)?,
         message,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn args(argv: &[&str]) -> StreamArgs {
+        let argv = ["linerate", "stream"].iter().chain(argv);
+        let Command::Stream(a) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!("a stream command")
+        };
+        *a
+    }
+
+    #[test]
+    fn rx_only_needs_no_sending_interface() {
+        let a = args(&["--rx-only", "--rx-iface", "eth1", "--rx-netns", "dut"]);
+        check_args(&a).unwrap();
+        let run = path_args(&a);
+        assert_eq!(
+            (run.tx_iface.as_deref(), run.tx_netns.as_deref()),
+            (Some("eth1"), Some("dut"))
+        );
+        // Senders need both ends.
+        let e = check_args(&args(&["--rx-iface", "eth1"])).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("give both --tx-iface and --rx-iface"),
+            "{e}"
+        );
+        // Given, the sending interface is kept as given.
+        let a = args(&["--rx-only", "--tx-iface", "a0", "--rx-iface", "b0"]);
+        assert_eq!(path_args(&a).tx_iface.as_deref(), Some("a0"));
+    }
 }

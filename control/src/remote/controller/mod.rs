@@ -43,7 +43,7 @@ pub fn command(req: &RunRequest) -> Result<ExitCode> {
     req.check()?;
     let interrupted = crate::session::on_signal()?;
     let outcome = run(req, &interrupted)?;
-    report(&outcome, req.run().json)
+    report(&outcome, req.run().json, req.run().quiet)
 }
 
 /// Runs `req` on the agents it names: each side on its host.
@@ -57,12 +57,14 @@ pub fn run(req: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Outcome> {
     Ok(collect::outcome(req.command(), &txs, &rxs, interrupted))
 }
 
-/// Prints the outcome (JSON, or a table) and gives the exit status: 0, 3
-/// when a side failed (the figures there are printed first), 130 when
-/// interrupted.
-pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
+/// Prints the outcome (JSON, the summary line with `quiet`, or a table)
+/// and gives the exit status: 0, 3 when a side failed (the figures there
+/// are printed first), 130 when interrupted.
+pub fn report(o: &Outcome, json_out: bool, quiet: bool) -> Result<ExitCode> {
     let text = if json_out {
         format!("{}\n", serde_json::to_string_pretty(&o.result)?)
+    } else if quiet {
+        o.result.summary()
     } else {
         o.result.table()
     };

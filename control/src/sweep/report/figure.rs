@@ -70,6 +70,16 @@ fn y_desc(f: &FigureSpec) -> String {
     }
 }
 
+/// Whether x values go on a log axis: asked for, or spanning a factor of
+/// `DECADES` (a 0 is then left out); never without a positive value.
+fn log_axis(xs: &[f64], asked: bool) -> bool {
+    let (lo, hi) = xs
+        .iter()
+        .filter(|x| **x > 0.0)
+        .fold((f64::MAX, f64::MIN), |a, x| (a.0.min(*x), a.1.max(*x)));
+    hi >= lo && (asked || hi / lo >= DECADES)
+}
+
 impl Plot {
     /// What figure `f` of part `pi` shows.
     pub fn of(d: &Data, pi: usize, f: &FigureSpec) -> Self {
@@ -81,11 +91,8 @@ impl Plot {
             .enumerate()
             .filter_map(|(i, v)| num(v).map(|x| (i, x)))
             .collect();
-        let positive: Vec<f64> = values.iter().map(|v| v.1).filter(|x| *x > 0.0).collect();
-        let (lo, hi) = positive
-            .iter()
-            .fold((f64::MAX, f64::MIN), |a, x| (a.0.min(*x), a.1.max(*x)));
-        let log_x = !positive.is_empty() && (f.log_x || hi / lo >= DECADES);
+        let all: Vec<f64> = values.iter().map(|v| v.1).collect();
+        let log_x = log_axis(&all, f.log_x);
         let shown = |x: f64| !log_x || x > 0.0;
         let lines: Vec<Series> = d
             .lines(pi, &f.x, f.series.as_deref(), &f.filter, &f.y)
@@ -386,4 +393,22 @@ pub fn write(d: &Data, pi: usize, f: &FigureSpec, dir: &Path, name: &str) -> Res
     }
     md += &format!("PNG: [{name}.png]({name}.png)\n\n");
     Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_spanning_decades_go_on_a_log_axis() {
+        // rpc: 0 B (null RPC) to 1 MB.
+        assert!(log_axis(&[0.0, 100.0, 1e3, 1e4, 1e5, 1e6], false));
+        // bs2000: 8 to 64 KB, and 1 to 16 flows.
+        assert!(!log_axis(&[8192.0, 32768.0, 65536.0], false));
+        assert!(!log_axis(&[1.0, 4.0, 16.0], false));
+        assert!(log_axis(&[1.0, 4.0, 16.0], true));
+        // Nothing positive: never log.
+        assert!(!log_axis(&[0.0], true));
+        assert!(!log_axis(&[], true));
+    }
 }

@@ -176,7 +176,16 @@ impl Plot {
             .flat_map(|l| l.points.iter().map(|p| p.1.max(p.3)))
             .chain(self.levels.iter().map(|l| l.1))
             .fold(0.0f64, f64::max);
-        top * 1.15 + 1e-9
+        // The legend sits in the top left corner: the points stay below
+        // it (a row of about 18 px per entry of a plot about 440 px high).
+        let entries = self.lines.len() + self.marks.len() + self.levels.len();
+        let legend = ((entries as f64 * 18.0 + 24.0) / 440.0).min(0.6);
+        if top > 0.0 {
+            top * 1.05 / (1.0 - legend)
+        } else {
+            // All zero (no loss, say): an axis to 1, not to nothing.
+            1.0
+        }
     }
 }
 

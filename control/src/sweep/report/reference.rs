@@ -234,8 +234,11 @@ pub fn on_figure(d: &Data, pi: usize, f: &FigureSpec) -> (Vec<Series>, Vec<(Stri
                 Some((x, y, y, y))
             })
             .collect();
-        if !pts.is_empty() {
-            marks.push(Series { name, points: pts });
+        // Two figures of one source are one entry of the legend.
+        match marks.iter_mut().find(|m: &&mut Series| m.name == name) {
+            Some(m) => m.points.extend(pts),
+            None if !pts.is_empty() => marks.push(Series { name, points: pts }),
+            None => {}
         }
     }
     (marks, levels)

@@ -11,7 +11,7 @@ use std::{collections::HashMap, fmt::Write as _, path::Path, process::ExitCode};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::{cell, fmt_num, load, Data, Loaded, COLS};
+use super::{fmt_num, load, Data, Loaded, COLS};
 use crate::sweep::{
     stats::{Spread, Verdict},
     store::write_atomic,
@@ -50,7 +50,7 @@ pub struct Row {
 }
 
 /// How a difference is judged, as the outputs say it.
-const RULE: &str = "a difference is beyond the spread when the repeats' ranges (min–max) do not overlap; ~: they overlap (within noise); ?: a side has one repeat";
+const RULE: &str = "A difference is beyond the spread when the repeats' ranges (min–max) do not overlap; ~: they overlap (within noise); ?: a side has one repeat";
 
 /// The rows of `dir` against `other`: every point of `dir` whose part
 /// (by position and kind) and axis values `other` has too.
@@ -96,6 +96,21 @@ fn rows(dir: &Loaded, other: &Loaded) -> Vec<Row> {
     out
 }
 
+/// A median with the range the verdict reads (not the interval of the
+/// mean the report's tables show).
+fn range(s: &Spread) -> String {
+    if s.n == 1 {
+        fmt_num(s.median)
+    } else {
+        format!(
+            "{} ({}–{})",
+            fmt_num(s.median),
+            fmt_num(s.min),
+            fmt_num(s.max)
+        )
+    }
+}
+
 fn verdict(r: &Row) -> String {
     match (r.verdict, r.ratio) {
         (Verdict::Differs, Some(q)) => format!("{:+.1} %", (q - 1.0) * 100.0),
@@ -108,7 +123,7 @@ fn verdict(r: &Row) -> String {
 /// The comparison as Markdown: a table per figure.
 fn markdown(c: &Comparison) -> String {
     let mut o = format!(
-        "# {} compared with {}\n\nMedians of the repeats (min–max). Ratio: {} / {}. {RULE}.\n",
+        "# {} compared with {}\n\nMedians of the repeats (their min–max). Ratio: {} / {}. {RULE}.\n",
         c.dir, c.other, c.dir, c.other
     );
     let mut metrics: Vec<&str> = Vec::new();
@@ -128,8 +143,8 @@ fn markdown(c: &Comparison) -> String {
                 o,
                 "| {} | {} | {} | {} | {} |",
                 r.point,
-                cell(Some(r.other)),
-                cell(Some(r.dir)),
+                range(&r.other),
+                range(&r.dir),
                 r.ratio.map_or("n/a".into(), |q| format!("{q:.3}")),
                 verdict(r)
             );

@@ -94,8 +94,12 @@ impl Plot {
         let all: Vec<f64> = values.iter().map(|v| v.1).collect();
         let log_x = log_axis(&all, f.log_x);
         let shown = |x: f64| !log_x || x > 0.0;
-        let lines: Vec<Series> = d
-            .lines(pi, &f.x, f.series.as_deref(), &f.filter, &f.y)
+        let raw = d.lines(pi, &f.x, f.series.as_deref(), &f.filter, &f.y);
+        let measured: Vec<f64> = raw
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .collect();
+        let lines: Vec<Series> = raw
             .into_iter()
             .map(|l| Series {
                 name: match (l.series, &f.series) {
@@ -109,11 +113,6 @@ impl Plot {
                     .map(|(x, s)| (*x, s.median, s.min, s.max))
                     .collect(),
             })
-            .collect();
-        let measured: Vec<f64> = d
-            .lines(pi, &f.x, f.series.as_deref(), &f.filter, &f.y)
-            .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.0))
             .collect();
         let left_out = values
             .iter()
@@ -407,6 +406,40 @@ pub fn write(d: &Data, pi: usize, f: &FigureSpec, dir: &Path, name: &str) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plot_names_its_lines_ticks_and_axes() {
+        let (spec, kept) = super::super::fixture(
+            "[[figure]]\ntitle = \"CPU\"\nx = \"message\"\ny = \"cpu.total.cpu_pct\"\n",
+        );
+        let d = Data::new(&spec, &kept);
+        let p = Plot::of(&d, 0, &spec.parts[0].figures[0]);
+        assert!(p.log_x, "log_x = true in the file");
+        assert_eq!(
+            p.ticks,
+            [
+                (1024.0, "1 KB".to_string()),
+                (8192.0, "8 KB".into()),
+                (65536.0, "64 KB".into())
+            ]
+        );
+        assert_eq!(p.x_desc, "message length");
+        assert_eq!(p.y_desc, "receiver.message_mb_s (MB/s)");
+        let names: Vec<&str> = p.lines.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["busy sender", "blocking sender"]);
+        // Busy sender at 1 KB: median 988.0 of 987.1 and 988.9.
+        let (x, y, lo, hi) = p.lines[0].points[0];
+        assert_eq!(x, 1024.0);
+        assert!((y - 988.0).abs() < 0.1 && lo < y && y < hi, "{y} {lo} {hi}");
+        assert!(p.marks.is_empty() && p.left_out.is_empty());
+        // One line without a series axis; 1 KB to 64 KB is not 100x: linear.
+        let p = Plot::of(&d, 0, &spec.parts[0].figures[1]);
+        assert!(!p.log_x);
+        assert_eq!(p.lines.len(), 1);
+        assert_eq!(p.lines[0].name, "linerate");
+        assert_eq!(p.y_desc, "cpu.total.cpu_pct (%)");
+        assert!(p.y_top() > 100.0);
+    }
 
     #[test]
     fn sizes_spanning_decades_go_on_a_log_axis() {

@@ -37,6 +37,14 @@ pub enum Command {
     Report {
         /// The sweep's output directory.
         dir: std::path::PathBuf,
+        /// Another sweep directory: the two side by side, per point the
+        /// ratio of medians and whether the difference is beyond the
+        /// repeats' spread (written to DIR/compare.md and compare.json).
+        #[arg(long, value_name = "OTHER_DIR")]
+        compare: Option<std::path::PathBuf>,
+        /// With --compare: print the comparison as JSON.
+        #[arg(long, requires = "compare")]
+        json: bool,
     },
     /// Fit the per-message overhead (time per message = overhead + size /
     /// rate) to `stream --message` or `rr` results saved with --json.

@@ -77,7 +77,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Lab { action } => lab::command(action),
         Command::Doctor(args) => doctor::command(&args),
         Command::Sweep(args) => sweep::command(args),
-        Command::Report { dir } => sweep::report::command(&dir),
+        Command::Report { dir, compare, json } => {
+            sweep::report::command(&dir, compare.as_deref(), json)
+        }
         Command::Overhead { files, json } => overhead::command(&files, json),
         Command::Agent(args) => remote::agent::command(&args),
         Command::Stream(args) => stream::command(&args),

@@ -206,6 +206,48 @@ pub struct Reference {
     /// The point (axis = value) whose figure is set beside it.
     #[serde(default)]
     pub at: toml::Table,
+    /// The statistic the document's figure is (e.g. "mean", "maximum"):
+    /// named on both sides of its row.
+    #[serde(default)]
+    pub statistic: Option<String>,
+    /// Ours is the largest (`take = "max"`) or smallest (`"min"`) median
+    /// over the values of this axis, the others at `at`.
+    #[serde(default)]
+    pub over: Option<String>,
+    /// What `over` takes.
+    #[serde(default)]
+    pub take: Take,
+    /// The document's figure as a number in the unit of `ours` (drawn on
+    /// the figures of `ours`).
+    #[serde(default)]
+    pub number: Option<f64>,
+    /// The document's figure at several points: a row and a mark each.
+    #[serde(default, rename = "point")]
+    pub points: Vec<ReferencePoint>,
+}
+
+/// What a reference `over` an axis takes of our medians.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Take {
+    /// The largest.
+    #[default]
+    Max,
+    /// The smallest.
+    Min,
+}
+
+/// One point of a reference given at several points.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReferencePoint {
+    /// Axis values added to the reference's `at`.
+    pub at: toml::Table,
+    /// The document's figure there, as it states it.
+    pub value: String,
+    /// The same as a number in the unit of `ours`.
+    #[serde(default)]
+    pub number: Option<f64>,
 }
 
 /// A sweep file that does not hold up.

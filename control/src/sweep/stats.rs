@@ -55,6 +55,33 @@ impl Spread {
     }
 }
 
+/// How two spreads of the same figure compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The repeats' ranges (min..max) do not overlap: a difference beyond
+    /// the spread.
+    Differs,
+    /// The ranges overlap: within noise ("~").
+    Same,
+    /// A side has one repeat: no spread to judge by ("?").
+    Unknown,
+}
+
+impl Spread {
+    /// Whether `other` differs from `self` beyond the repeats' spread:
+    /// their min..max ranges do not overlap (each needs 2 repeats or more).
+    pub fn compare(&self, other: &Self) -> Verdict {
+        if self.n < 2 || other.n < 2 {
+            Verdict::Unknown
+        } else if self.max < other.min || other.max < self.min {
+            Verdict::Differs
+        } else {
+            Verdict::Same
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +96,18 @@ mod tests {
         assert_eq!(s.median, 1.5);
         assert_eq!(s.ci95, None);
         assert!(Spread::of(&[]).is_none());
+    }
+
+    #[test]
+    fn two_spreads_differ_when_their_ranges_do_not_overlap() {
+        let a = Spread::of(&[10.0, 11.0, 12.0]).unwrap();
+        let b = Spread::of(&[12.5, 13.0, 14.0]).unwrap();
+        let c = Spread::of(&[11.5, 13.0]).unwrap();
+        let one = Spread::of(&[20.0]).unwrap();
+        assert_eq!(a.compare(&b), Verdict::Differs);
+        assert_eq!(b.compare(&a), Verdict::Differs);
+        assert_eq!(a.compare(&c), Verdict::Same);
+        assert_eq!(a.compare(&a), Verdict::Same);
+        assert_eq!(a.compare(&one), Verdict::Unknown);
     }
 }

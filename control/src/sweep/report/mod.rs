@@ -1,17 +1,24 @@
 //! `linerate report DIR`: report.md with the sweep's parameters, the
 //! machine, the reference figures beside ours, tables laid out as the
-//! documents lay them out, and SVG figures; the same tables for the
-//! terminal; points.csv with every point's medians.
+//! documents lay them out, and figures (SVG and PNG); the same tables for
+//! the terminal; points.csv with every point's medians; report.html, the
+//! same on one self-contained page. `--compare OTHER` sets two sweeps side
+//! by side.
+
+mod compare;
+mod figure;
+mod html;
+mod reference;
+mod scale;
 
 use std::{collections::HashMap, fmt::Write as _, fs, path::Path, process::ExitCode};
 
 use anyhow::{Context, Result};
-use plotters::prelude::*;
 use toml::Value as Tv;
 
 use super::{
     expand::{points, Point},
-    spec::{show, FigureSpec, FitSpec, Part, SweepSpec, TableSpec},
+    spec::{show, FitSpec, Part, SweepSpec, TableSpec},
     stats::Spread,
     store::{self, write_atomic},
     Record, RESULTS, SPEC,
@@ -181,6 +188,63 @@ impl<'a> Data<'a> {
                     .all(|(a, v)| p.value(a).is_none_or(|x| x == v))
         })
     }
+
+    /// The spread of `metric` at each numeric value of axis `x`, one line
+    /// per value of axis `series` (one line without), the other axes as
+    /// `filter` says: what a figure draws and a fit reads.
+    fn lines(
+        &self,
+        pi: usize,
+        x: &str,
+        series: Option<&str>,
+        filter: &toml::Table,
+        metric: &str,
+    ) -> Vec<Line> {
+        let part = &self.spec.parts[pi];
+        let xs = part.axis(x).expect("checked");
+        let axis = series.map(|s| part.axis(s).expect("checked"));
+        let series: Vec<Option<usize>> = match axis {
+            Some(a) => (0..a.values.len()).map(Some).collect(),
+            None => vec![None],
+        };
+        series
+            .into_iter()
+            .map(|s| {
+                let mut points = Vec::new();
+                for xv in &xs.values {
+                    let Some(xn) = num(xv) else { continue };
+                    let mut want = vec![(x, xv)];
+                    if let (Some(si), Some(a)) = (s, axis) {
+                        want.push((a.name.as_str(), &a.values[si]));
+                    }
+                    if let Some(y) = self
+                        .find(pi, &want, filter)
+                        .and_then(|p| self.spread(p, metric))
+                    {
+                        points.push((xn, y));
+                    }
+                }
+                Line { series: s, points }
+            })
+            .collect()
+    }
+}
+
+/// One line or set of marks, with its legend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Its legend entry.
+    pub name: String,
+    /// (x, y, y's smallest and largest over the repeats).
+    pub points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// One line of a figure or a fit.
+struct Line {
+    /// The value (index) of the series axis it is drawn for.
+    series: Option<usize>,
+    /// (x, the spread of the metric there).
+    points: Vec<(f64, Spread)>,
 }
 
 fn fmt_num(x: f64) -> String {
@@ -272,121 +336,20 @@ fn num(v: &Tv) -> Option<f64> {
     }
 }
 
-/// Draws a figure into `path`; returns whether any point was plotted.
-fn figure(d: &Data, pi: usize, f: &FigureSpec, path: &Path) -> Result<bool> {
-    let part = &d.spec.parts[pi];
-    let xs = part.axis(&f.x).expect("checked");
-    let series: Vec<Option<usize>> = match &f.series {
-        Some(s) => (0..part.axis(s).expect("checked").values.len())
-            .map(Some)
-            .collect(),
-        None => vec![None],
-    };
-    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for s in &series {
-        let mut pts = Vec::new();
-        for xv in &xs.values {
-            let Some(x) = num(xv) else { continue };
-            let mut want = vec![(f.x.as_str(), xv)];
-            if let (Some(si), Some(ax)) = (s, &f.series) {
-                want.push((ax.as_str(), &part.axis(ax).expect("checked").values[*si]));
-            }
-            if let Some(y) = d.find(pi, &want, &f.filter).and_then(|p| d.spread(p, &f.y)) {
-                pts.push((x, y.median));
-            }
-        }
-        let name = match (s, &f.series) {
-            (Some(i), Some(ax)) => label(part, ax, *i),
-            _ => f.y.clone(),
-        };
-        lines.push((name, pts));
-    }
-    let all: Vec<(f64, f64)> = lines.iter().flat_map(|l| l.1.iter().copied()).collect();
-    if all.is_empty() {
-        return Ok(false);
-    }
-    let (x0, x1) = all
-        .iter()
-        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
-    let y1 = all.iter().fold(0.0f64, |a, p| a.max(p.1)) * 1.1 + 1e-9;
-    let mut svg = String::new();
-    let root = SVGBackend::with_string(&mut svg, (800, 480)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut b = ChartBuilder::on(&root);
-    b.caption(&f.title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60);
-    let y_label = if f.y_label.is_empty() {
-        f.y.clone()
-    } else {
-        f.y_label.clone()
-    };
-    let colors = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
-    macro_rules! draw {
-        ($chart:expr) => {{
-            let mut chart = $chart;
-            chart
-                .configure_mesh()
-                .x_desc(f.x.clone())
-                .y_desc(y_label.clone())
-                .draw()?;
-            for (i, (name, pts)) in lines.iter().enumerate() {
-                let c = colors[i % colors.len()];
-                chart
-                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
-                    .label(name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c));
-                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .draw()?;
-        }};
-    }
-    if f.log_x && x0 > 0.0 {
-        draw!(b.build_cartesian_2d((x0 * 0.8..x1 * 1.25).log_scale(), 0.0..y1)?);
-    } else {
-        draw!(b.build_cartesian_2d(x0..x1 + (x1 - x0).max(1.0) * 0.02, 0.0..y1)?);
-    }
-    root.present()?;
-    drop(root);
-    write_atomic(path, svg.as_bytes())?;
-    Ok(true)
-}
-
 fn fit(d: &Data, pi: usize, f: &FitSpec) -> String {
     let part = &d.spec.parts[pi];
-    let xs = part.axis(&f.x).expect("checked");
-    let series: Vec<Option<usize>> = match &f.series {
-        Some(s) => (0..part.axis(s).expect("checked").values.len())
-            .map(Some)
-            .collect(),
-        None => vec![None],
-    };
     let mut o = format!(
         "**{}**: time per message = overhead + size / rate, least squares\n\n| {} | overhead (us) | asymptotic MB/s | r² |\n|---|---|---|---|\n",
         f.title,
         f.series.as_deref().unwrap_or("fit")
     );
-    for s in series {
-        let mut pts = Vec::new();
-        for xv in &xs.values {
-            let Some(x) = num(xv) else { continue };
-            let mut want = vec![(f.x.as_str(), xv)];
-            if let (Some(si), Some(ax)) = (s, &f.series) {
-                want.push((ax.as_str(), &part.axis(ax).expect("checked").values[si]));
-            }
-            if let Some(t) = d
-                .find(pi, &want, &f.filter)
-                .and_then(|p| d.spread(p, PER_MESSAGE))
-            {
-                pts.push((x, t.median / 1e6));
-            }
-        }
-        let name = match (s, &f.series) {
+    for line in d.lines(pi, &f.x, f.series.as_deref(), &f.filter, PER_MESSAGE) {
+        let pts: Vec<(f64, f64)> = line
+            .points
+            .iter()
+            .map(|(x, t)| (*x, t.median / 1e6))
+            .collect();
+        let name = match (line.series, &f.series) {
             (Some(i), Some(ax)) => label(part, ax, i),
             _ => "all".into(),
         };
@@ -426,23 +389,22 @@ fn machine(kept: &Kept) -> String {
             n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
         )
     };
-    let (from, to, driver, bind, xdp, napi) = match r {
+    // The sides as each kind of run names them.
+    let (from, to, bind) = match r {
         RunResult::Stream(s) => (
             iface(&s.params.tx_iface, &s.params.tx_netns),
             iface(&s.params.rx_iface, &s.params.rx_netns),
-            &s.setup.driver,
             &s.setup.rx_bind_mode,
-            &s.setup.xdp_mode,
-            &s.setup.napi,
         ),
         RunResult::Rr(s) => (
             iface(&s.params.client_iface, &s.params.client_netns),
             iface(&s.params.responder_iface, &s.params.responder_netns),
-            &s.setup.driver,
             &s.setup.client_bind_mode,
-            &s.setup.xdp_mode,
-            &s.setup.napi,
         ),
+    };
+    let (driver, xdp, napi) = match r {
+        RunResult::Stream(s) => (&s.setup.driver, &s.setup.xdp_mode, &s.setup.napi),
+        RunResult::Rr(s) => (&s.setup.driver, &s.setup.xdp_mode, &s.setup.napi),
     };
     format!(
         "| | |\n|---|---|\n| kernel | {} |\n| CPU | {} ({} cores) |\n| path | {from} -> {to} |\n| NIC driver | {} |\n| AF_XDP bind mode | {bind} |\n| XDP attach mode | {xdp} |\n| backends | {} |\n| NAPI | {} |\n",
@@ -491,26 +453,6 @@ fn parameters(spec: &SweepSpec, quick: bool) -> String {
                 .collect();
             let _ = writeln!(o, "  - axis `{}`: {}", a.name, vals.join("; "));
         }
-    }
-    o
-}
-
-fn references(d: &Data) -> String {
-    if d.spec.references.is_empty() {
-        return String::new();
-    }
-    let mut o = String::from("| source | case | document | linerate |\n|---|---|---|---|\n");
-    for r in &d.spec.references {
-        let ours = r.ours.as_ref().map_or("–".to_string(), |path| {
-            let want: Vec<(&str, &Tv)> = r.at.iter().map(|(k, v)| (k.as_str(), v)).collect();
-            (0..d.spec.parts.len())
-                .find_map(|pi| {
-                    let p = d.find(pi, &want, &toml::Table::new())?;
-                    d.spread(p, path)
-                })
-                .map_or("n/a".into(), |s| format!("{} ({path})", cell(Some(s))))
-        });
-        let _ = writeln!(o, "| {} | {} | {} | {} |", r.source, r.case, r.value, ours);
     }
     o
 }
@@ -564,10 +506,18 @@ fn csv(d: &Data) -> String {
     o
 }
 
-/// Writes report.md, the SVG figures and points.csv into `dir` from its
-/// files (lines of results.jsonl that are not records are left out, with
-/// a warning); returns the tables for the terminal.
-pub fn write(dir: &Path) -> Result<String> {
+/// A sweep directory as a report reads it.
+struct Loaded {
+    spec: SweepSpec,
+    kept: Kept,
+    quick: bool,
+    /// Lines of results.jsonl that are not records of the sweep.
+    skipped: usize,
+}
+
+/// Reads the sweep file and the records of `dir` (lines of results.jsonl
+/// that are not records are left out, with a warning).
+fn load(dir: &Path) -> Result<Loaded> {
     let text = fs::read_to_string(dir.join(SPEC)).with_context(|| {
         format!(
             "{} holds no {SPEC}: is it a sweep directory?",
@@ -590,12 +540,24 @@ pub fn write(dir: &Path) -> Result<String> {
         .ok()
         .and_then(|t| serde_json::from_str::<super::SweepOptions>(&t).ok())
         .is_some_and(|o| o.quick);
-    render(dir, &spec, &kept, quick, loaded.skipped)
+    Ok(Loaded {
+        spec,
+        kept,
+        quick,
+        skipped: loaded.skipped,
+    })
 }
 
-/// Writes report.md, the SVG figures and points.csv of the runs `kept`
-/// into `dir`, each file replaced whole; returns the tables for the
-/// terminal.
+/// Writes report.md, report.html, the figures and points.csv into `dir`
+/// from its files; returns the tables for the terminal.
+pub fn write(dir: &Path) -> Result<String> {
+    let l = load(dir)?;
+    render(dir, &l.spec, &l.kept, l.quick, l.skipped)
+}
+
+/// Writes report.md, report.html, the figures (SVG and PNG) and
+/// points.csv of the runs `kept` into `dir`, each file replaced whole;
+/// returns the tables for the terminal.
 pub fn render(
     dir: &Path,
     spec: &SweepSpec,
@@ -612,16 +574,20 @@ pub fn render(
     } else {
         String::new()
     };
+    let title = if spec.title.is_empty() {
+        &spec.name
+    } else {
+        &spec.title
+    };
     let mut md = format!(
-        "# {}\n\nSweep `{}`: {} point(s); {finished} run(s) finished, {failed} failed.{skipped} Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
-        if spec.title.is_empty() { &spec.name } else { &spec.title },
+        "# {title}\n\nSweep `{}`: {} point(s); {finished} run(s) finished, {failed} failed.{skipped} Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
         spec.name,
         total,
         parameters(spec, quick),
         machine(kept)
     );
     let mut term = String::new();
-    let refs = references(&d);
+    let refs = reference::markdown(&reference::rows(&d));
     if !refs.is_empty() {
         let _ = write!(
             md,
@@ -655,28 +621,48 @@ pub fn render(
         }
         for f in &part.figures {
             fig_no += 1;
-            let name = format!("figure-{fig_no}.svg");
-            if figure(&d, pi, f, &dir.join(&name))? {
-                let _ = write!(md, "![{}]({name})\n\n", f.title);
-            } else {
-                let _ = write!(md, "*{}: no point has finished yet.*\n\n", f.title);
-            }
+            let name = format!("figure-{fig_no}");
+            md.push_str(&figure::write(&d, pi, f, dir, &name)?);
         }
     }
-    md.push_str("## Raw results\n\nEvery run: [results.jsonl](results.jsonl) (one JSON object per line, as `--json` prints it). Medians per point: [points.csv](points.csv). The sweep file: [spec.toml](spec.toml).\n");
+    md.push_str("## Raw results\n\nEvery run: [results.jsonl](results.jsonl) (one JSON object per line, as `--json` prints it). Medians per point: [points.csv](points.csv). The sweep file: [spec.toml](spec.toml). This report on one page: [report.html](report.html).\n");
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     write_atomic(&dir.join("points.csv"), csv(&d).as_bytes())?;
+    write_atomic(
+        &dir.join(html::FILE),
+        html::page(title, &md, dir).as_bytes(),
+    )?;
     Ok(term)
 }
 
-/// `linerate report DIR`: the report of a sweep directory, rewritten.
-pub fn command(dir: &Path) -> Result<ExitCode> {
+/// `linerate report DIR [--compare OTHER]`: the report of a sweep
+/// directory, rewritten; with OTHER, the two side by side.
+pub fn command(dir: &Path, other: Option<&Path>, json: bool) -> Result<ExitCode> {
+    if let Some(other) = other {
+        return compare::command(dir, other, json);
+    }
     let text = write(dir)?;
     crate::output::emit(&format!(
-        "{text}report: {}\n",
-        dir.join("report.md").display()
+        "{text}report: {}\nreport: {}\n",
+        dir.join("report.md").display(),
+        dir.join(html::FILE).display()
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fixture sweep (tests/fixtures/sweep-small: 6 points, 2 repeats)
+/// with `extra` added to its sweep file, and its records.
+#[cfg(test)]
+fn fixture(extra: &str) -> (SweepSpec, Kept) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sweep-small");
+    let text = fs::read_to_string(dir.join("spec.toml")).unwrap() + extra;
+    let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
+    let mut kept = Kept::new(&spec);
+    store::load(&dir.join(RESULTS), &[6], store::Mode::Report, |r| {
+        kept.add(r)
+    })
+    .unwrap();
+    (spec, kept)
 }
 
 #[cfg(test)]

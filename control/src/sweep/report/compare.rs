@@ -1,0 +1,210 @@
+//! `linerate report DIR --compare OTHER`: two sweeps side by side. Per
+//! point and figure: both medians, their ratio (DIR / OTHER) and whether
+//! the difference is beyond the repeats' spread — the repeats' ranges
+//! (min..max) do not overlap; "~" when they overlap, "?" when a side has
+//! one repeat. (Not a rank test: with the presets' 3 repeats a side, the
+//! smallest two-sided p of a Mann-Whitney U test is 0.1, so it could
+//! never say a difference is real.)
+
+use std::{collections::HashMap, fmt::Write as _, path::Path, process::ExitCode};
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use super::{fmt_num, load, Data, Loaded, COLS};
+use crate::sweep::{
+    stats::{Spread, Verdict},
+    store::write_atomic,
+};
+
+/// The comparison, as compare.json holds it.
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    /// The sweep directory compared (the numerator of the ratios).
+    pub dir: String,
+    /// The one it is compared with (the denominator).
+    pub other: String,
+    /// How a difference is judged.
+    pub rule: &'static str,
+    /// Every point and figure measured in both.
+    pub rows: Vec<Row>,
+}
+
+/// One figure at one point, in both sweeps.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// Part index.
+    pub part: usize,
+    /// The point ("message=1024 mtu=1500").
+    pub point: String,
+    /// The figure's name in the metric list.
+    pub metric: String,
+    /// In OTHER.
+    pub other: Spread,
+    /// In DIR.
+    pub dir: Spread,
+    /// DIR's median / OTHER's (none when OTHER's is 0).
+    pub ratio: Option<f64>,
+    /// Whether the difference is beyond the spread.
+    pub verdict: Verdict,
+}
+
+/// How a difference is judged, as the outputs say it.
+const RULE: &str = "A difference is beyond the spread when the repeats' ranges (min–max) do not overlap; ~: they overlap (within noise); ?: a side has one repeat";
+
+/// The rows of `dir` against `other`: every point of `dir` whose part
+/// (by position and kind) and axis values `other` has too.
+fn rows(dir: &Loaded, other: &Loaded) -> Vec<Row> {
+    let a = Data::new(&dir.spec, &dir.kept);
+    let b = Data::new(&other.spec, &other.kept);
+    let mut names: Vec<&str> = COLS.to_vec();
+    for m in dir.spec.metric_names() {
+        if !names.contains(&m) {
+            names.push(m);
+        }
+    }
+    let mut out = Vec::new();
+    for (pi, points) in a.points.iter().enumerate() {
+        let (Some(pa), Some(pb)) = (dir.spec.parts.get(pi), other.spec.parts.get(pi)) else {
+            continue;
+        };
+        if pa.kind != pb.kind {
+            continue;
+        }
+        let theirs: HashMap<String, _> = b.points[pi].iter().map(|p| (p.describe(), p)).collect();
+        for p in points {
+            let point = p.describe();
+            let Some(q) = theirs.get(&point) else {
+                continue;
+            };
+            for m in &names {
+                let (Some(x), Some(y)) = (a.spread(p, m), b.spread(q, m)) else {
+                    continue;
+                };
+                out.push(Row {
+                    part: pi,
+                    point: point.clone(),
+                    metric: m.to_string(),
+                    ratio: (y.median != 0.0).then(|| x.median / y.median),
+                    verdict: y.compare(&x),
+                    other: y,
+                    dir: x,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A median with the range the verdict reads (not the interval of the
+/// mean the report's tables show).
+fn range(s: &Spread) -> String {
+    if s.n == 1 {
+        fmt_num(s.median)
+    } else {
+        format!(
+            "{} ({}–{})",
+            fmt_num(s.median),
+            fmt_num(s.min),
+            fmt_num(s.max)
+        )
+    }
+}
+
+fn verdict(r: &Row) -> String {
+    match (r.verdict, r.ratio) {
+        (Verdict::Differs, Some(q)) => format!("{:+.1} %", (q - 1.0) * 100.0),
+        (Verdict::Differs, None) => "differs".into(),
+        (Verdict::Same, _) => "~".into(),
+        (Verdict::Unknown, _) => "?".into(),
+    }
+}
+
+/// The comparison as Markdown: a table per figure.
+fn markdown(c: &Comparison) -> String {
+    let mut o = format!(
+        "# {} compared with {}\n\nMedians of the repeats (their min–max). Ratio: {} / {}. {RULE}.\n",
+        c.dir, c.other, c.dir, c.other
+    );
+    let mut metrics: Vec<&str> = Vec::new();
+    for r in &c.rows {
+        if !metrics.contains(&r.metric.as_str()) {
+            metrics.push(&r.metric);
+        }
+    }
+    for m in metrics {
+        let _ = write!(
+            o,
+            "\n**{m}**\n\n| point | {} | {} | ratio | beyond the spread |\n|---|---|---|---|---|\n",
+            c.other, c.dir
+        );
+        for r in c.rows.iter().filter(|r| r.metric == m) {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} |",
+                r.point,
+                range(&r.other),
+                range(&r.dir),
+                r.ratio.map_or("n/a".into(), |q| format!("{q:.3}")),
+                verdict(r)
+            );
+        }
+    }
+    o
+}
+
+fn name(p: &Path) -> String {
+    p.file_name()
+        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+}
+
+/// `linerate report DIR --compare OTHER [--json]`: prints the comparison
+/// and writes it to DIR/compare.md and DIR/compare.json.
+pub fn command(dir: &Path, other: &Path, json: bool) -> Result<ExitCode> {
+    let a = load(dir)?;
+    let b = load(other)?;
+    let rows = rows(&a, &b);
+    if rows.is_empty() {
+        bail!(
+            "{} and {} have no point measured in both (same part, same axis values): compare two runs of the same sweep file or preset",
+            dir.display(),
+            other.display()
+        );
+    }
+    let (mut da, mut db) = (name(dir), name(other));
+    if da == db {
+        (da, db) = (dir.display().to_string(), other.display().to_string());
+    }
+    let c = Comparison {
+        dir: da,
+        other: db,
+        rule: RULE,
+        rows,
+    };
+    let md = markdown(&c);
+    let js = serde_json::to_string_pretty(&c)? + "\n";
+    write_atomic(&dir.join("compare.md"), md.as_bytes())?;
+    write_atomic(&dir.join("compare.json"), js.as_bytes())?;
+    let differs = c
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Differs)
+        .count();
+    crate::output::emit(&if json {
+        js
+    } else {
+        format!(
+            "{md}\n{differs} of {} figures differ beyond the spread (median ratio {}).\ncompare: {}\n",
+            c.rows.len(),
+            fmt_num(median_ratio(&c.rows)),
+            dir.join("compare.md").display()
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The median of the rows' ratios (a summary of the drift).
+fn median_ratio(rows: &[Row]) -> f64 {
+    let v: Vec<f64> = rows.iter().filter_map(|r| r.ratio).collect();
+    Spread::of(&v).map_or(f64::NAN, |s| s.median)
+}

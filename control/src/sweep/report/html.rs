@@ -1,0 +1,100 @@
+//! report.html: report.md on one self-contained page (tables, the
+//! machine, the figures embedded as data URIs), to open from a file://
+//! URL. A small script marks each figure loaded or not, in the page's DOM
+//! (`data-figures="3 of 3 loaded"` on the body), which a browser test
+//! reads.
+
+use std::{fs, path::Path};
+
+use base64::Engine as _;
+use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
+
+/// Its file name in a sweep directory.
+pub const FILE: &str = "report.html";
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}\
+table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{border:1px solid #bbb;padding:3px 8px;text-align:left}\
+th{background:#eee}tr:nth-child(even) td{background:#f8f8f8}img{max-width:100%;height:auto;border:1px solid #ddd}\
+code{background:#f2f2f2;padding:0 3px}";
+
+const CHECK: &str = "window.addEventListener('load',function(){var im=document.images,ok=0;\
+for(var i=0;i<im.length;i++){var l=im[i].complete&&im[i].naturalWidth>0;\
+im[i].setAttribute('data-loaded',l?'yes':'no');if(l)ok++;}\
+document.body.setAttribute('data-figures',ok+' of '+im.length+' loaded');});";
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A figure of `dir` as a data URI (None: not a figure file of the
+/// directory, or unreadable; the link is left as it is).
+fn embedded(dir: &Path, url: &str) -> Option<String> {
+    let mime = match url.rsplit_once('.')?.1 {
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        _ => return None,
+    };
+    if url.contains('/') || url.contains(':') {
+        return None;
+    }
+    let bytes = fs::read(dir.join(url)).ok()?;
+    Some(format!(
+        "data:{mime};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
+}
+
+/// The page of report `md` of sweep directory `dir`.
+pub fn page(title: &str, md: &str, dir: &Path) -> String {
+    let parser = Parser::new_ext(md, Options::ENABLE_TABLES).map(|e| match e {
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => {
+            let dest_url = embedded(dir, &dest_url).map_or(dest_url, CowStr::from);
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            })
+        }
+        other => other,
+    });
+    let mut body = String::new();
+    html::push_html(&mut body, parser);
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}<script>{CHECK}</script>\n</body>\n</html>\n",
+        escape(title)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_embedded_and_tables_rendered() {
+        let dir = std::env::temp_dir().join(format!("linerate-html-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("figure-1.svg"),
+            "<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+        )
+        .unwrap();
+        let md =
+            "# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![F](figure-1.svg)\n\n![G](missing.svg)\n";
+        let p = page("T <1>", md, &dir);
+        assert!(p.contains("<title>T &lt;1&gt;</title>"), "{p}");
+        assert!(p.contains("<td>1</td>"), "{p}");
+        assert!(p.contains("src=\"data:image/svg+xml;base64,PHN2Zy"), "{p}");
+        // A figure not in the directory stays a link (and shows as not loaded).
+        assert!(p.contains("src=\"missing.svg\""), "{p}");
+        let _ = fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,323 @@
+//! Reports of sweep directories (no lab, no root: rendering only reads
+//! files): figures as SVG and PNG with axes, legends and the documents'
+//! points; `report --compare` of two sweeps; the one-page HTML report,
+//! rendered in a real headless Chromium, with every figure loaded.
+
+mod common;
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::Value;
+
+/// The fixture sweep: 6 points x 2 repeats of a small stream sweep.
+const SWEEP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sweep-small");
+
+/// A copy of the fixture sweep (6 points x 2 repeats), its sweep file
+/// with `extra` added.
+fn sweep_copy(name: &str, extra: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("linerate-rp-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    for f in ["results.jsonl", "options.json"] {
+        fs::copy(Path::new(SWEEP).join(f), dir.join(f)).unwrap();
+    }
+    let spec = fs::read_to_string(Path::new(SWEEP).join("spec.toml")).unwrap();
+    fs::write(dir.join("spec.toml"), spec + extra).unwrap();
+    dir
+}
+
+fn report(dir: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["report", dir.to_str().unwrap()];
+    args.extend(extra);
+    run(&args)
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A second figure and the document's own points for the fixture.
+const MORE: &str = r#"
+[[figure]]
+title = "CPU vs size"
+x = "message"
+y = "cpu.total.cpu_pct"
+y_label = "total CPU"
+series = "mode"
+
+[[reference]]
+source = "doc 9"
+case = "one flow"
+value = "250 / 925 MB/s"
+ours = "receiver.message_mb_s"
+at = { mode = { tx_wait = "busy", rx_wait = "wait" } }
+[[reference.point]]
+at = { message = 8192 }
+value = "250 MB/s"
+number = 250
+[[reference.point]]
+at = { message = 65536 }
+value = "925 MB/s"
+number = 925
+"#;
+
+/// The texts of an SVG figure.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+/// (width, height) of a PNG file, from its header.
+fn png_size(p: &Path) -> (u32, u32) {
+    let b = fs::read(p).unwrap();
+    assert_eq!(
+        &b[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is not a PNG",
+        p.display()
+    );
+    assert_eq!(&b[12..16], b"IHDR");
+    let n = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().unwrap());
+    (n(16), n(20))
+}
+
+#[test]
+fn figures_show_the_documents_points_readable_axes_and_a_png() {
+    let dir = sweep_copy("fig", MORE);
+    ok(&report(&dir, &[]));
+    let svg = fs::read_to_string(dir.join("figure-1.svg")).unwrap();
+    let text = texts(&svg);
+    // Ticks at the sizes, as sizes; no decimals on counts.
+    for t in ["1 KB", "8 KB", "64 KB", "1,000", "0"] {
+        assert!(text.iter().any(|x| x == t), "{t} missing from {text:?}");
+    }
+    assert!(
+        !text.iter().any(|t| t.contains(".0") || t.contains("8192")),
+        "{text:?}"
+    );
+    // The y axis names its unit; the legend the lines and the document.
+    for t in [
+        "receiver.message_mb_s (MB/s)",
+        "message length",
+        "busy sender",
+        "blocking sender",
+        "doc 9 (document)",
+    ] {
+        assert!(text.iter().any(|x| x == t), "{t} missing from {text:?}");
+    }
+    // Its marks are drawn: a filled triangle per point (and the legend's).
+    assert_eq!(svg.matches("<polygon").count(), 3, "{svg}");
+    let text2 = texts(&fs::read_to_string(dir.join("figure-2.svg")).unwrap());
+    assert!(text2.iter().any(|x| x == "total CPU (%)"), "{text2:?}");
+    assert!(
+        !text2.iter().any(|x| x.contains("(document)")),
+        "no reference of CPU"
+    );
+    // The same figures as PNG, of the same size.
+    for i in [1, 2] {
+        assert_eq!(png_size(&dir.join(format!("figure-{i}.png"))), (960, 560));
+    }
+    let md = fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("[figure-2.png](figure-2.png)"), "{md}");
+    // The reference at two points shows ours at each of them.
+    assert!(
+        md.contains("| doc 9 | one flow: 8 KB | 250 MB/s | 1057 (965.8–1147) MB/s — "),
+        "{md}"
+    );
+    assert!(
+        md.contains("| doc 9 | one flow: 64 KB | 925 MB/s | 999.5 (877.2–1122) MB/s — "),
+        "{md}"
+    );
+    let _ = fs::remove_dir_all(dir);
+}
+
+/// The fixture with receiver.message_mb_s doubled in the runs of point 0.
+fn doubled(name: &str) -> PathBuf {
+    let dir = sweep_copy(name, "");
+    let path = dir.join("results.jsonl");
+    let text: Vec<String> = fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            if r["point"] == 0 {
+                let v = &mut r["result"]["receiver"]["message_mb_s"];
+                *v = (v.as_f64().unwrap() * 2.0).into();
+            }
+            r.to_string()
+        })
+        .collect();
+    fs::write(&path, text.join("\n") + "\n").unwrap();
+    dir
+}
+
+#[test]
+fn compare_sets_two_sweeps_side_by_side() {
+    let base = sweep_copy("base", "");
+    let new = doubled("new");
+    let text = ok(&report(&new, &["--compare", base.to_str().unwrap()]));
+    // Point 0 (busy sender, 1 KB): 988.0 (987.1–988.9) before, twice that
+    // now: beyond the spread. Point 1 unchanged: within it.
+    let head = format!(
+        "| point | {} | {} | ratio | beyond the spread |",
+        base.file_name().unwrap().to_str().unwrap(),
+        new.file_name().unwrap().to_str().unwrap()
+    );
+    assert!(text.contains(&head), "{text}");
+    assert!(
+        text.contains("| 988.0 (987.1–988.9) | 1976 (1974–1978) | 2.000 | +100.0 % |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| 1057 (965.8–1147) | 1057 (965.8–1147) | 1.000 | ~ |"),
+        "{text}"
+    );
+    assert!(text.contains("1 of "), "{text}");
+    assert_eq!(
+        fs::read_to_string(new.join("compare.md")).unwrap(),
+        text[..text.find("\n1 of ").unwrap()]
+    );
+    // JSON: every figure of every point, one of them beyond the spread.
+    let j = json(&report(
+        &new,
+        &["--compare", base.to_str().unwrap(), "--json"],
+    ));
+    let rows = j["rows"].as_array().unwrap();
+    let differ: Vec<&Value> = rows.iter().filter(|r| r["verdict"] == "differs").collect();
+    assert_eq!(differ.len(), 1, "{j}");
+    assert_eq!(differ[0]["metric"], "receiver.message_mb_s");
+    assert_eq!(differ[0]["ratio"], 2.0);
+    assert_eq!(differ[0]["other"]["n"], 2);
+    assert!(rows.len() >= 6 * 3, "{} rows", rows.len());
+    assert!(rows
+        .iter()
+        .all(|r| r["verdict"] == "differs" || r["verdict"] == "same"));
+    assert_eq!(
+        j,
+        serde_json::from_str::<Value>(&fs::read_to_string(new.join("compare.json")).unwrap())
+            .unwrap()
+    );
+    // Two sweeps with no point in common: said, not an empty table.
+    let other = sweep_copy("other", "");
+    let spec = fs::read_to_string(other.join("spec.toml")).unwrap();
+    fs::write(
+        other.join("spec.toml"),
+        spec.replace("values = [1024, 8192, 65536]", "values = [100, 200, 300]"),
+    )
+    .unwrap();
+    let out = report(&new, &["--compare", other.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("have no point measured in both"), "{err}");
+    // --json needs --compare.
+    let out = report(&new, &["--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    for d in [base, new, other] {
+        let _ = fs::remove_dir_all(d);
+    }
+}
+
+/// The browser: `chromium` (Debian's package). None outside CI when it is
+/// not installed; under CI its absence is a failure.
+fn chromium() -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|b| {
+            std::env::var_os("PATH")?
+                .to_str()?
+                .split(':')
+                .map(|d| Path::new(d).join(b))
+                .find(|p| p.is_file())
+        });
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but chromium is not installed: scripts/install-deps installs it"
+        );
+        eprintln!("skipped: no chromium (install it with scripts/install-deps)");
+    }
+    found
+}
+
+/// The page's DOM after its scripts ran, as headless Chromium sees it.
+fn dom(browser: &Path, page: &Path) -> String {
+    let profile = page.with_extension("profile");
+    let _ = fs::remove_dir_all(&profile);
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not render {} in 180 s", page.display());
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let _ = fs::remove_dir_all(&profile);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_html_report_loads_every_figure_in_a_headless_browser() {
+    let dir = sweep_copy("html", MORE);
+    ok(&report(&dir, &[]));
+    let page = dir.join("report.html");
+    let html = fs::read_to_string(&page).unwrap();
+    // One file: tables, the machine, the figures inside it.
+    assert!(
+        html.contains("<td>lr-a0 (lr-a) -&gt; lr-b0 (lr-b)</td>"),
+        "{html}"
+    );
+    assert!(html.contains("<th>busy sender</th>"), "{html}");
+    assert_eq!(html.matches("src=\"data:image/svg+xml;base64,").count(), 2);
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let d = dom(&browser, &page);
+    assert!(d.contains("data-figures=\"2 of 2 loaded\""), "{d}");
+    assert_eq!(d.matches("data-loaded=\"yes\"").count(), 2, "{d}");
+    // The check sees a figure that does not load.
+    let start = html.find("base64,").unwrap() + "base64,".len();
+    let broken = format!("{}AAAA{}", &html[..start], &html[start + 40..]);
+    let bad = dir.join("broken.html");
+    fs::write(&bad, broken).unwrap();
+    let d = dom(&browser, &bad);
+    assert!(d.contains("data-figures=\"1 of 2 loaded\""), "{d}");
+    let _ = fs::remove_dir_all(dir);
+}

@@ -33,7 +33,8 @@ pub enum Command {
     /// Run a document-style sweep: a built-in preset (see --list) or a
     /// sweep file (TOML); results are saved as each point finishes.
     Sweep(SweepArgs),
-    /// Write report.md, figures and points.csv of a sweep directory.
+    /// Write report.md, report.html, figures (SVG and PNG) and points.csv of a
+    /// sweep directory; with --compare, two sweeps side by side.
     Report {
         /// The sweep's output directory.
         dir: std::path::PathBuf,

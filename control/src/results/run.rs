@@ -64,6 +64,16 @@ impl RunResult {
         }
     }
 
+    /// Prints a finished run (`--json`, or its table) and gives the exit
+    /// status (`output::report`: 130 if interrupted, 3 on a fault).
+    pub fn report(&self, json: bool) -> anyhow::Result<std::process::ExitCode> {
+        let (interrupted, fault) = match self {
+            Self::Stream(r) => (r.interrupted, &r.fault),
+            Self::Rr(r) => (r.interrupted, &r.fault),
+        };
+        crate::output::report(self, json, || self.table(), interrupted, fault)
+    }
+
     /// The terminal table.
     pub fn table(&self) -> String {
         match self {

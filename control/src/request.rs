@@ -129,8 +129,10 @@ impl RunRequest {
                 line.some("--count", &args.count);
                 line.some("--rate", &args.rate);
                 line.flag("--rx-only", args.rx_only);
+                line.flag("--tx-only", args.tx_only);
                 line.some("--search-rate", &args.search_rate);
                 line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
+                line.named("--rx-engine", &args.rx_engine, &d.rx_engine);
                 line.run(&args.run, &d.run);
             }
             Self::Rr(args) => {
@@ -151,7 +153,7 @@ impl RunRequest {
     /// What each agent's child of a two-host run is given: this request
     /// without the options the controller keeps for itself (the agents,
     /// the token, the interfaces and namespaces, the lab, --reverse,
-    /// --json), as options after the command.
+    /// --json, --quiet), as options after the command.
     pub fn for_agents(&self) -> Vec<String> {
         let mut req = self.clone();
         let lab = defaults::<StreamLine>().args.run.lab;
@@ -159,6 +161,7 @@ impl RunRequest {
         run.agents = AgentArgs::default();
         run.reverse = false;
         run.json = false;
+        run.quiet = false;
         run.lab = lab;
         (run.tx_iface, run.rx_iface, run.tx_netns, run.rx_netns) = (None, None, None, None);
         req.argv().split_off(1)
@@ -258,6 +261,7 @@ impl Line {
         self.named("--xdp-mode", &run.xdp_mode, &d.xdp_mode);
         self.flag("--force", run.force);
         self.flag("--json", run.json);
+        self.flag("--quiet", run.quiet);
         self.some("--tx-agent", &run.agents.tx_agent);
         self.some("--rx-agent", &run.agents.rx_agent);
         let token = run.agents.token_file.as_ref().map(|p| p.display());
@@ -459,6 +463,8 @@ mod tests {
         &["--xdp-mode", "generic"],
         &["--force"],
         &["--json"],
+        &["--quiet"],
+        &["-q"],
         &["--tx-agent", "http://a:1", "--rx-agent", "http://b:2"],
         &["--token-file", "/tmp/t o k"],
         &["--role", "client"],
@@ -471,8 +477,10 @@ mod tests {
         &["--count", "77"],
         &["--rate", "1234.5"],
         &["--rx-only"],
+        &["--tx-only"],
         &["--search-rate", "0.5"],
         &["--tx-engine", "generator"],
+        &["--rx-engine", "xdp"],
         // rr
         &["--request", "100"],
         &["--response", "200"],

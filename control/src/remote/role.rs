@@ -38,6 +38,18 @@ pub struct Role {
 }
 
 impl Role {
+    /// The side this process runs (none: the whole run): the path's other
+    /// end pointed at the peer host ([`patch_path`]), then
+    /// [`Role::from_args`].
+    pub fn for_side(
+        path: &mut PathPlan,
+        args: &RoleArgs,
+        interrupted: &Arc<AtomicBool>,
+    ) -> Result<Option<Self>> {
+        patch_path(path, args)?;
+        Self::from_args(args, interrupted)
+    }
+
     /// The role the hidden options ask for; watches stdin from now on
     /// (`stop`: finish normally; end of input: set `interrupted`).
     pub fn from_args(args: &RoleArgs, interrupted: &Arc<AtomicBool>) -> Result<Option<Self>> {

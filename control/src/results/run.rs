@@ -64,6 +64,24 @@ impl RunResult {
         }
     }
 
+    /// Prints a finished run (`--json`, the summary line with `quiet`, or
+    /// its table) and gives the exit status (`output::report`: 130 if
+    /// interrupted, 3 on a fault).
+    pub fn report(&self, json: bool, quiet: bool) -> anyhow::Result<std::process::ExitCode> {
+        let (interrupted, fault) = match self {
+            Self::Stream(r) => (r.interrupted, &r.fault),
+            Self::Rr(r) => (r.interrupted, &r.fault),
+        };
+        let text = || {
+            if quiet {
+                self.summary()
+            } else {
+                self.table()
+            }
+        };
+        crate::output::report(self, json, text, interrupted, fault)
+    }
+
     /// The terminal table.
     pub fn table(&self) -> String {
         match self {

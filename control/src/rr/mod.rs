@@ -19,7 +19,6 @@ use anyhow::Result;
 use linerate_datapath::worker::{ClientConfig, RrSummary, Worker, WorkerError};
 
 pub use command::command;
-pub use output::print_table;
 use plan::RrPlan;
 use result::RrResult;
 

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{plan, search};
-use crate::{cli::StreamArgs, output, remote, request::RunRequest, session};
+use crate::{
+    cli::StreamArgs, output, remote, request::RunRequest, results::run::RunResult, session,
+};
 
 /// `linerate stream`.
 pub fn command(args: &StreamArgs) -> Result<ExitCode> {
@@ -29,22 +31,8 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
         );
     }
     let mut plan = plan::plan(args)?;
-    remote::role::patch_path(&mut plan.path, &args.run.role)?;
-    let role = remote::role::Role::from_args(&args.run.role, &interrupted)?;
+    let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
-    let result = super::run_side(&plan, &interrupted, peer)?;
-    let table = || {
-        if args.run.quiet {
-            super::output::summary(&result)
-        } else {
-            super::print_table(&result)
-        }
-    };
-    output::report(
-        &result,
-        args.run.json,
-        table,
-        result.interrupted,
-        &result.fault,
-    )
+    RunResult::from(super::run_side(&plan, &interrupted, peer)?)
+        .report(args.run.json, args.run.quiet)
 }

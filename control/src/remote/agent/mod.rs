@@ -369,6 +369,37 @@ mod tests {
         );
     }
 
+    /// The child runs with the command line built from the typed request:
+    /// the side's options added, the request's own carried, nothing else.
+    #[test]
+    fn the_child_argv_is_built_from_the_typed_request() {
+        let (argv, run) = child_args(&request("lr-b0", Some("lr-b"), &["--size", "128"])).unwrap();
+        assert_eq!(
+            argv,
+            [
+                "stream",
+                "--size=128",
+                "--tx-iface=lr-b0",
+                "--rx-iface=lr-b0",
+                "--tx-netns=lr-b",
+                "--rx-netns=lr-b",
+                "--json",
+                "--role=rx",
+                "--peer-mac=02:00:c6:12:00:01",
+                "--peer-ip=198.18.0.1",
+                "--start-at=0",
+            ]
+            .map(String::from)
+        );
+        assert_eq!(
+            format!("{run:?}"),
+            format!("{:?}", request::RunRequest::parse(&argv).unwrap())
+        );
+        // An option the side sets is not the request's to give.
+        let e = child_args(&request("lr-b0", None, &["--tx-iface", "x"])).unwrap_err();
+        assert!(e.contains("--tx-iface"), "{e}");
+    }
+
     #[test]
     fn shell_words() {
         assert_eq!(quoted("lr-b0@lr-b"), "lr-b0@lr-b");

@@ -166,6 +166,10 @@ pub struct RoleArgs {
     /// When the run starts, in ns since the Unix epoch (this host's clock).
     #[arg(long, hide = true, requires = "role")]
     pub start_at: Option<u64>,
+    /// The receiving side: this host's CLOCK_MONOTONIC minus the sending
+    /// host's, ns, taken off every one-way latency.
+    #[arg(long, hide = true, requires = "role", allow_hyphen_values = true)]
+    pub clock_offset_ns: Option<i64>,
 }
 
 /// The side of a run one host plays.

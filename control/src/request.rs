@@ -135,6 +135,8 @@ pub struct Side<'a> {
     pub peer_ip: String,
     /// The agreed start (ns since the epoch).
     pub start_at_ns: u64,
+    /// The receiving side: its monotonic clock minus the sender's, ns.
+    pub clock_offset_ns: Option<i64>,
 }
 
 /// The child's command line: `command`, the controller's options, then the
@@ -151,6 +153,10 @@ pub fn side_argv(command: &str, options: &[String], side: &Side<'_>) -> Vec<Stri
         ("--peer-mac", Some(side.peer_mac.to_string())),
         ("--peer-ip", Some(side.peer_ip.clone())),
         ("--start-at", Some(side.start_at_ns.to_string())),
+        (
+            "--clock-offset-ns",
+            side.clock_offset_ns.map(|n| n.to_string()),
+        ),
     ] {
         if let Some(value) = value {
             argv.extend([flag.to_string(), value]);
@@ -262,6 +268,7 @@ mod tests {
             peer_mac: "m",
             peer_ip: "i".into(),
             start_at_ns: 1,
+            clock_offset_ns: None,
         };
         let argv = side_argv("stream", &[], &side);
         named.extend(
@@ -287,6 +294,7 @@ mod tests {
             peer_mac: "02:00:00:00:00:01",
             peer_ip: "10.0.0.1".into(),
             start_at_ns: 42,
+            clock_offset_ns: Some(-7),
         };
         let options = vec!["--size".to_string(), "128".into()];
         let argv = side_argv("stream", &options, &side);
@@ -296,6 +304,11 @@ mod tests {
         assert_eq!(args.run.tx_iface.as_deref(), Some("lr-b0"));
         assert_eq!(args.run.rx_netns.as_deref(), Some("lr-b"));
         assert!(args.run.json);
+        assert_eq!(
+            args.run.role.clock_offset_ns,
+            Some(-7),
+            "a negative offset parses"
+        );
         assert_eq!(RunRequest::Stream(args).command(), "stream");
     }
 

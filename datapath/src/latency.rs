@@ -15,6 +15,8 @@
 //! batch's receive time. Recording is an index computation and an
 //! increment in a histogram allocated up front: nothing allocates per frame.
 
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+
 use hdrhistogram::Histogram;
 
 use crate::{
@@ -39,9 +41,21 @@ pub struct OneWay {
     out_of_range: u64,
 }
 
+/// The receiver's clock minus the sender's, ns, for receivers made from
+/// now on: set once by the receiving side of a two-host run before its
+/// workers start (0 on one host).
+static CLOCK_OFFSET_NS: AtomicI64 = AtomicI64::new(0);
+
+/// Sets the offset later receivers take off (the receiving side of a
+/// two-host run, from the controller's measurement).
+pub fn set_clock_offset(ns: i64) {
+    CLOCK_OFFSET_NS.store(ns, Relaxed);
+}
+
 impl Default for OneWay {
+    /// Latencies with the offset [`set_clock_offset`] set (0 by default).
     fn default() -> Self {
-        Self::new(0)
+        Self::new(CLOCK_OFFSET_NS.load(Relaxed))
     }
 }
 

@@ -27,6 +27,7 @@ use super::{
 use crate::{
     cli::RunArgs,
     results::{
+        latency::ClockCorrection,
         run::{Partial, RunResult, TwoHostResult},
         two_host::{Agent, Agents},
     },
@@ -109,6 +110,19 @@ struct Remote {
     version: api::Version,
     offset_ns: i64,
     rtt_ns: u64,
+    /// Its CLOCK_MONOTONIC minus our wall clock, ns, from the same sample
+    /// (None: an agent that does not report it).
+    monotonic_ns: Option<i64>,
+}
+
+/// The receiving host's CLOCK_MONOTONIC minus the sending host's, ns, and
+/// the uncertainty of that figure, us: each host's offset is known within
+/// half the round trip of its sample.
+fn monotonic_offset(tx: (Option<i64>, u64), rx: (Option<i64>, u64)) -> Option<ClockCorrection> {
+    Some(ClockCorrection {
+        offset_ns: rx.0? - tx.0?,
+        uncertainty_us: (tx.1 + rx.1) as f64 / 2.0 / 1000.0,
+    })
 }
 
 fn unix_ns() -> u64 {
@@ -140,6 +154,7 @@ impl Remote {
             version: api::Version::ours(),
             offset_ns: 0,
             rtt_ns: 0,
+            monotonic_ns: None,
         };
         let v: api::Version = r.get("/v1/version", "the version request")?;
         let ours = api::Version::ours();
@@ -156,18 +171,20 @@ impl Remote {
         }
         r.version = v;
         // NTP style: the sample with the lowest round trip bounds the offset best.
-        let mut best: Option<(u64, i64)> = None;
+        let mut best: Option<(u64, i64, Option<i64>)> = None;
         for _ in 0..CLOCK_SAMPLES {
             let t0 = unix_ns();
             let c: api::Clock = r.get("/v1/clock", "the clock request")?;
             let t1 = unix_ns();
             let rtt = t1.saturating_sub(t0);
-            let offset = c.unix_ns as i64 - ((t0 / 2 + t1 / 2) as i64);
-            if best.is_none_or(|(b, _)| rtt < b) {
-                best = Some((rtt, offset));
+            let mid = (t0 / 2 + t1 / 2) as i64;
+            let offset = c.unix_ns as i64 - mid;
+            let monotonic = (c.monotonic_ns != 0).then(|| c.monotonic_ns as i64 - mid);
+            if best.is_none_or(|(b, _, _)| rtt < b) {
+                best = Some((rtt, offset, monotonic));
             }
         }
-        (r.rtt_ns, r.offset_ns) = best.unwrap_or_default();
+        (r.rtt_ns, r.offset_ns, r.monotonic_ns) = best.unwrap_or_default();
         Ok(r)
     }
 
@@ -400,6 +417,8 @@ pub fn run(
         );
     }
     let args = crate::request::for_agents(raw);
+    // One-way latencies: the receiver takes the clocks' offset off.
+    let clock = monotonic_offset((tx.monotonic_ns, tx.rtt_ns), (rx.monotonic_ns, rx.rtt_ns));
     let start = unix_ns() + START_DELAY.as_nanos() as u64 + tx.rtt_ns.max(rx.rtt_ns);
     let request =
         |r: &Remote, role: &str, iface: &str, netns: &Option<String>, peer: &api::Iface| {
@@ -415,6 +434,9 @@ pub fn run(
                 },
                 start_at_ns: (start as i64 + r.offset_ns) as u64,
                 lease_ms: LEASE.as_millis() as u64,
+                clock_offset_ns: (role == "rx")
+                    .then_some(clock.map(|c| c.offset_ns))
+                    .flatten(),
             }
         };
     let mut rxs = Side {
@@ -506,7 +528,11 @@ pub fn run(
     let cut = interrupted.load(Ordering::Relaxed);
     let result = match (txs.result(), rxs.result()) {
         (Some(RunResult::Stream(t)), Some(RunResult::Stream(r))) => {
-            TwoHostResult::Merged(merge::stream(t, r, agents).into())
+            let mut m = merge::stream(t, r, agents);
+            if let Some(l) = m.latency.as_mut() {
+                l.clock = clock;
+            }
+            TwoHostResult::Merged(m.into())
         }
         (Some(RunResult::Rr(t)), Some(RunResult::Rr(r))) => {
             TwoHostResult::Merged(merge::rr(t, r, agents).into())
@@ -546,6 +572,27 @@ pub fn report(o: &Outcome, json_out: bool) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_monotonic_offset_is_the_difference_of_the_hosts() {
+        // tx's monotonic clock reads 1 s more than our wall clock minus
+        // 10 s; rx's 3 s more: rx runs 2 s ahead of tx.
+        let c = monotonic_offset(
+            (Some(1_000_000_000), 400_000),
+            (Some(3_000_000_000), 200_000),
+        )
+        .unwrap();
+        assert_eq!(c.offset_ns, 2_000_000_000);
+        assert!(
+            (c.uncertainty_us - 300.0).abs() < 1e-9,
+            "half of both round trips"
+        );
+        assert_eq!(
+            monotonic_offset((None, 1), (Some(1), 1)),
+            None,
+            "an older agent"
+        );
+    }
 
     #[test]
     fn names_are_encoded_in_urls() {

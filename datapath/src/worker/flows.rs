@@ -95,15 +95,6 @@ pub struct FlowTable {
 }
 
 impl FlowTable {
-    /// A table whose latencies take off `clock_offset_ns`, the receiver's
-    /// clock minus the sender's (0 on one host).
-    pub fn with_clock_offset(clock_offset_ns: i64) -> Self {
-        Self {
-            flows: Vec::new(),
-            latency: OneWay::new(clock_offset_ns),
-        }
-    }
-
     /// A new batch of frames: the latency clock is read again at its
     /// first frame (once per batch, not per frame).
     #[inline]

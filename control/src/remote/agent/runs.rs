@@ -107,6 +107,7 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, Cli), String>
             peer_mac: &req.peer.mac,
             peer_ip: req.peer.ip.to_string(),
             start_at_ns: req.start_at_ns,
+            clock_offset_ns: req.clock_offset_ns,
         },
     );
     let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(argv.clone()))

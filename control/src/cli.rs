@@ -48,6 +48,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// RFC 2544's four tests (throughput, latency, frame loss, back-to-back)
+    /// over the standard frame sizes, into a resumable report directory.
+    Rfc2544(Box<Rfc2544Args>),
     /// Serve the control API on this host, so that a controller elsewhere
     /// runs one side of stream, rr and sweep here (see "Across two hosts").
     Agent(AgentServeArgs),
@@ -505,6 +508,31 @@ pub struct StreamArgs {
     pub tx_engine: TxEngineArg,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `linerate rfc2544`.
+#[derive(Debug, Args, Clone)]
+pub struct Rfc2544Args {
+    /// Short trials, a coarser throughput search and fewer bursts: under
+    /// two minutes on the lab.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory [default: sweeps/rfc2544-DATE].
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Resume an interrupted run in DIR, skipping finished tests.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "quick"])]
+    pub resume: Option<std::path::PathBuf>,
+    /// Loss the throughput test tolerates, percent (RFC 2544: 0).
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    pub loss: f64,
+    /// Length of every trial (tests).
+    #[arg(long, hide = true, value_parser = humantime::parse_duration)]
+    pub trial: Option<Duration>,
+    /// The stream options of every trial (--size: that frame size only;
+    /// --duration: each trial's length).
+    #[command(flatten)]
+    pub stream: StreamArgs,
 }
 
 /// Who answers requests in `linerate rr`.

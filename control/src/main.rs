@@ -17,6 +17,7 @@ mod privilege;
 mod remote;
 mod request;
 mod results;
+mod rfc2544;
 mod rr;
 mod session;
 mod sh;
@@ -80,10 +81,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Lab { action } => lab::command(action),
         Command::Doctor(args) => doctor::command(&args),
         Command::Sweep(args) => sweep::command(args),
+        Command::Report { dir } if rfc2544::is_run_dir(&dir) => rfc2544::report_command(&dir),
         Command::Report { dir } => sweep::report::command(&dir),
         Command::Overhead { files, json } => overhead::command(&files, json),
         Command::Agent(args) => remote::agent::command(&args),
         Command::Stream(args) => stream::command(&args, &argv()),
         Command::Rr(args) => rr::command(&args, &argv()),
+        Command::Rfc2544(args) => rfc2544::command(&args, &argv()),
     }
 }

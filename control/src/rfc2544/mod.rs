@@ -226,13 +226,13 @@ pub fn command(given: &Rfc2544Args, argv: &[String]) -> Result<ExitCode> {
             serde_json::to_string_pretty(&o)?.as_bytes(),
         )?;
     }
-    // What finished: kept, not run again.
+    // What finished: kept, not run again (a test that failed runs again).
     let mut done = vec![[false; 4]; sizes.len()];
     store::load(
         &dir.join(RESULTS),
         &vec![Test::ALL.len() as u64; sizes.len()],
         store::Mode::Resume,
-        |r| done[r.part][r.point] = true,
+        |r| done[r.part][r.point] |= r.values.contains_key("outcome") || r.result.is_some(),
     )?;
     let left: usize = done.iter().flatten().filter(|d| !**d).count();
     let per_trial = targs.run.warmup + targs.run.duration;

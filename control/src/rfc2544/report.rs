@@ -79,6 +79,9 @@ pub fn load(dir: &Path, sizes: &[usize]) -> Result<Vec<SizeReport>> {
 
 fn add(s: &mut SizeReport, r: &Record) -> Result<()> {
     let test = Test::ALL[r.point];
+    // The last record of a test holds: a failure a resumed run ran again
+    // is gone.
+    s.errors.retain(|(t, _)| t != test.name());
     let Some(v) = r.values.get("outcome").cloned() else {
         if let Some(e) = &r.error {
             s.errors.push((test.name().into(), e.clone()));
@@ -366,6 +369,54 @@ pub fn write(dir: &Path, head: &str, sizes: &[SizeReport]) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_run_again_after_a_failure_reports_its_outcome_alone() {
+        let dir = std::env::temp_dir().join(format!("linerate-rfc-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut out = store::Results::open(&dir.join(RESULTS)).unwrap();
+        let record = |point, outcome: Option<serde_json::Value>, error: Option<&str>| {
+            let mut values = serde_json::Map::new();
+            if let Some(o) = outcome {
+                values.insert("outcome".into(), o);
+            }
+            Record {
+                part: 1,
+                point,
+                repeat: 0,
+                values,
+                result: None,
+                error: error.map(str::to_string),
+            }
+        };
+        let b2b = BackToBack {
+            longest_frames: Some(64),
+            ..Default::default()
+        };
+        for r in [
+            record(3, None, Some("the lab went away")),
+            record(2, None, Some("not run")),
+            record(
+                3,
+                Some(serde_json::to_value(&b2b).unwrap()),
+                Some("no trial kept"),
+            ),
+        ] {
+            out.append(&r).unwrap();
+        }
+        let sizes = load(&dir, &[64, 128]).unwrap();
+        assert_eq!(
+            sizes[0].errors.len() + sizes[0].back_to_back.iter().count(),
+            0
+        );
+        assert_eq!(sizes[1].back_to_back, Some(b2b));
+        assert_eq!(
+            sizes[1].errors,
+            vec![("frame loss".to_string(), "not run".to_string())]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn line_rates_count_preamble_and_gap() {

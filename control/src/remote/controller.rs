@@ -575,8 +575,8 @@ mod tests {
 
     #[test]
     fn the_monotonic_offset_is_the_difference_of_the_hosts() {
-        // tx's monotonic clock reads 1 s more than our wall clock minus
-        // 10 s; rx's 3 s more: rx runs 2 s ahead of tx.
+        // tx's monotonic clock reads 1 s more than our wall clock, rx's
+        // 3 s more: rx runs 2 s ahead of tx.
         let c = monotonic_offset(
             (Some(1_000_000_000), 400_000),
             (Some(3_000_000_000), 200_000),

@@ -429,6 +429,39 @@ pub fn report_command(dir: &Path) -> Result<ExitCode> {
 mod tests {
     use super::*;
 
+    fn parse(args: &[&str]) -> Rfc2544Args {
+        let argv = ["linerate", "rfc2544"].iter().chain(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Rfc2544(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn options_the_tests_set_are_refused_by_name() {
+        for (args, want) in [
+            (
+                &["--rate", "1000"][..],
+                "rfc2544 does not take --rate: the tests set every trial's rate; remove it",
+            ),
+            (&["--count", "5"], "rfc2544 does not take --count"),
+            (
+                &["--search-rate", "1"],
+                "rfc2544 does not take --search-rate: use --loss",
+            ),
+            (
+                &["--tx-agent", "h:1", "--rx-agent", "h:2"],
+                "rfc2544 does not take --tx-agent/--rx-agent",
+            ),
+            (&["--loss", "100"], "--loss 100 is out of range"),
+        ] {
+            let e = check(&parse(args)).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{args:?}: {e}");
+        }
+        check(&parse(&["--loss", "0.5", "--size", "64", "--quick"])).unwrap();
+        assert_eq!(trial_args(&parse(&["--quick"])).run.duration, QUICK_TRIAL.1);
+    }
+
     #[test]
     fn sizes_follow_the_mtu() {
         assert_eq!(sizes_for(1500), SIZES.to_vec());

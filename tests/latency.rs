@@ -57,11 +57,12 @@ fn every_frame_has_a_latency_and_a_starved_receiver_shows_it() {
     // Paced far below what the lab carries (10,000 frames/s, where it
     // carries over 100,000 even with a busy loop beside the receiver):
     // frames never queue, so the latency is the path's plus the
-    // receiver's wake-up from poll(), tens of us on an idle VM. The bound
-    // is 20 ms, not 5: with other builds keeping both cores busy (load
-    // average 4-5 on this 2-core VM) the receiver waits for its core and
-    // p99 measured 4.4-5.9 ms; 20 ms leaves room for that and still lies
-    // below what the starved receiver below shows (p99 over 40 ms).
+    // receiver's wake-up from poll(): p50 15-40 us here when the VM is
+    // quiet. The bound on p99 is 50 ms, not 5: with other builds keeping
+    // both cores of this shared 2-core VM busy (load average 4-8) the
+    // receiver waits for its core, and p99 measured 4.2, 4.4, 5.9, 13.7
+    // and once 28 ms. A frame that queued behind a starved receiver waits
+    // far longer (below).
     let calm = stream(
         &lab.name,
         &[
@@ -83,12 +84,12 @@ fn every_frame_has_a_latency_and_a_starved_receiver_shows_it() {
     assert!(calm["frames"]["received"].as_u64().unwrap() > 5_000);
     let (p50, p99) = (us(&calm, "p50_us"), us(&calm, "p99_us"));
     assert!(p50 > 0.0 && p50 <= p99, "{}", calm["latency"]);
-    assert!(p99 < 20_000.0, "p99 {p99} us paced far below capacity");
+    assert!(p99 < 50_000.0, "p99 {p99} us paced far below capacity");
     assert!(us(&calm, "min_us") <= p50 && p99 <= us(&calm, "max_us"));
 
-    // Starved: unpaced, the receiver (and its NAPI thread) on a core a
-    // busy loop shares: frames wait in the deep RX ring behind it.
-    let hog = Hog::on(1);
+    // Starved: unpaced, the receiver (and its NAPI thread) on a core three
+    // busy loops share: frames wait in the deepest RX ring behind it.
+    let hogs: Vec<Hog> = (0..3).map(|_| Hog::on(1)).collect();
     let starved = stream(
         &lab.name,
         &[
@@ -102,21 +103,22 @@ fn every_frame_has_a_latency_and_a_starved_receiver_shows_it() {
             "1",
             "--rx-wait",
             "wait",
+            "--rx-ring",
+            "16384",
             "--napi",
             "threaded",
         ],
     );
-    drop(hog);
+    drop(hogs);
     assert_eq!(starved["latency"]["count"], starved["frames"]["received"]);
     let (s50, s99) = (us(&starved, "p50_us"), us(&starved, "p99_us"));
     eprintln!("paced: p50 {p50} p99 {p99} us; starved: p50 {s50} p99 {s99} us");
-    // Its tail, compared as a ratio: frames queue behind the busy loop for
-    // tens of ms (p99 41-56 ms measured) where a calm run's tail is the
-    // scheduler's (0.1-14 ms measured, other builds running). The median
-    // is left out: with both cores busy with other work the calm run's
-    // median rose to 3 ms, as high as the starved one's.
+    // Compared as ratios, generous: frames queue behind the busy loops
+    // (with one loop: p50 4.7-5.4 ms, p99 34-56 ms measured), where a calm
+    // run's median is the wake-up's (15 us-3.2 ms measured, the highest
+    // with other builds hogging both cores) and its tail the scheduler's.
     assert!(
-        s99 > 2.0 * p99,
+        s50 > 2.0 * p50 && s99 > p99,
         "a starved receiver's latency rises: paced p50 {p50} p99 {p99} us, starved p50 {s50} p99 {s99} us"
     );
 

@@ -95,13 +95,6 @@ pub struct FlowTable {
 }
 
 impl FlowTable {
-    /// A new batch of frames: the latency clock is read again at its
-    /// first frame (once per batch, not per frame).
-    #[inline]
-    pub fn begin_batch(&mut self) {
-        self.latency.begin_batch();
-    }
-
     /// Accounts one received frame (or datagram): `bytes` as the frame
     /// counts them, `payload` its UDP payload. A frame without a fragment
     /// header is a whole message of `message_len` bytes when that is given.

@@ -86,7 +86,6 @@ fn run(
     let mut c = CounterSnapshot::default();
     let mut flows = FlowTable::default();
     while !stop.should_stop(Instant::now()) {
-        flows.begin_batch();
         let n = if count_foreign {
             port.recv(|f| count_any(&mut c, f.len as u64))
         } else {

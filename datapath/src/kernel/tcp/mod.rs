@@ -207,7 +207,6 @@ fn receive(
             match s.read(&mut buf) {
                 Ok(0) => {}
                 Ok(n) => {
-                    flows.begin_batch();
                     got += n;
                     c.payload_bytes += n as u64;
                     c.bytes += n as u64;

@@ -240,7 +240,6 @@ fn receive(
         MsgFlags::empty()
     };
     while !cfg.stop.should_stop(Instant::now()) {
-        flows.begin_batch();
         let got = if cfg.gro {
             let mut iov = [IoSliceMut::new(&mut bufs[0])];
             match recvmsg::<SockaddrIn>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags) {

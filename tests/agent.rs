@@ -361,6 +361,14 @@ fn two_agents_stream_rr_metrics_and_api() {
     }
     assert!(r["sender"]["cpu"]["service_demand_ms_per_mb"].is_f64());
     assert!(r["receiver"]["cpu"]["service_demand_ms_per_mb"].is_f64());
+    // One-way latency of every frame, corrected by the offset of the two
+    // hosts' monotonic clocks: one host here, so the offset measured is 0
+    // within the uncertainty stated.
+    let l = &r["latency"];
+    assert_eq!(l["count"], COUNT, "{l}");
+    let c = &l["clock"];
+    let off_us = c["offset_ns"].as_i64().unwrap().unsigned_abs() as f64 / 1000.0;
+    assert!(off_us <= c["uncertainty_us"].as_f64().unwrap() + 1.0, "{c}");
     no_xdp_left();
 
     // /metrics parses and its counters are the run's.
@@ -379,6 +387,7 @@ fn two_agents_stream_rr_metrics_and_api() {
         COUNT as f64
     );
     assert_eq!(mb[r#"linerate_run_active{test="stream",role="rx"}"#], 0.0);
+    assert!(mb[r#"linerate_latency_seconds{quantile="0.99"}"#] > 0.0);
     assert!(ma
         .keys()
         .any(|k| k.starts_with("linerate_cpu_seconds_total{core=\"1\"")));

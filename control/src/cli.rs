@@ -57,6 +57,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// RFC 2544's four tests (throughput, latency, frame loss, back-to-back)
+    /// over the standard frame sizes, into a resumable report directory.
+    Rfc2544(Box<Rfc2544Args>),
     /// Serve the control API on this host, so that a controller elsewhere
     /// runs one side of stream, rr and sweep here (see "Across two hosts").
     Agent(AgentServeArgs),
@@ -190,6 +193,10 @@ pub struct RoleArgs {
     /// When the run starts, in ns since the Unix epoch (this host's clock).
     #[arg(long, hide = true, requires = "role")]
     pub start_at: Option<u64>,
+    /// The receiving side: this host's CLOCK_MONOTONIC minus the sending
+    /// host's, ns, taken off every one-way latency.
+    #[arg(long, hide = true, requires = "role", allow_hyphen_values = true)]
+    pub clock_offset_ns: Option<i64>,
 }
 
 /// The side of a run one host plays.
@@ -562,6 +569,31 @@ pub struct StreamArgs {
     pub rx_engine: RxEngineArg,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `linerate rfc2544`.
+#[derive(Debug, Args, Clone)]
+pub struct Rfc2544Args {
+    /// Short trials, a coarser throughput search and fewer bursts: under
+    /// two minutes on the lab.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory [default: sweeps/rfc2544-DATE].
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Resume an interrupted run in DIR, skipping finished tests.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "quick"])]
+    pub resume: Option<std::path::PathBuf>,
+    /// Loss the throughput test tolerates, percent (RFC 2544: 0).
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    pub loss: f64,
+    /// Length of every trial (tests).
+    #[arg(long, hide = true, value_parser = humantime::parse_duration)]
+    pub trial: Option<Duration>,
+    /// The stream options of every trial (--size: that frame size only;
+    /// --duration: each trial's length).
+    #[command(flatten)]
+    pub stream: StreamArgs,
 }
 
 /// Who answers requests in `linerate rr`.

@@ -17,6 +17,7 @@ mod privilege;
 mod remote;
 mod request;
 mod results;
+mod rfc2544;
 mod rr;
 mod session;
 mod sh;
@@ -77,6 +78,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Lab { action } => lab::command(action),
         Command::Doctor(args) => doctor::command(&args),
         Command::Sweep(args) => sweep::command(args),
+        Command::Report { dir, compare, .. } if compare.is_none() && rfc2544::is_run_dir(&dir) => {
+            rfc2544::report_command(&dir)
+        }
         Command::Report { dir, compare, json } => {
             sweep::report::command(&dir, compare.as_deref(), json)
         }
@@ -84,5 +88,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Agent(args) => remote::agent::command(&args),
         Command::Stream(args) => stream::command(&args),
         Command::Rr(args) => rr::command(&args),
+        Command::Rfc2544(args) => rfc2544::command(&args),
     }
 }

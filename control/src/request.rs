@@ -16,7 +16,7 @@ use std::{fmt::Display, time::Duration};
 
 use clap::{Parser, ValueEnum};
 
-use crate::cli::{AgentArgs, RrArgs, RunArgs, StreamArgs, SweepArgs};
+use crate::cli::{AgentArgs, Rfc2544Args, RrArgs, RunArgs, StreamArgs, SweepArgs};
 
 /// A run's options, parsed.
 #[derive(Debug, Clone)]
@@ -182,6 +182,22 @@ impl RunRequest {
 }
 
 /// A command's options with nothing given.
+/// The options of an rfc2544 run (after `rfc2544`) that parse back to
+/// `args`, as its directory keeps them for `--resume` (without --resume
+/// itself).
+pub fn rfc2544_argv(args: &Rfc2544Args) -> Vec<String> {
+    let mut line = Line(RunRequest::Stream(Box::new(args.stream.clone())).argv());
+    line.0.remove(0);
+    line.flag("--quick", args.quick);
+    let out = args.out.as_ref().map(|p| p.display());
+    line.some("--out", &out);
+    line.value("--loss", &args.loss, &0.0);
+    if let Some(trial) = args.trial {
+        line.duration("--trial", trial, Duration::ZERO);
+    }
+    line.0
+}
+
 fn defaults<P: Parser>() -> P {
     P::try_parse_from(std::iter::empty::<String>()).expect("every run option has a default")
 }
@@ -270,6 +286,7 @@ impl Line {
         self.some("--peer-mac", &run.role.peer_mac);
         self.some("--peer-ip", &run.role.peer_ip);
         self.some("--start-at", &run.role.start_at);
+        self.some("--clock-offset-ns", &run.role.clock_offset_ns);
     }
 }
 
@@ -288,6 +305,8 @@ pub struct Side<'a> {
     pub peer_ip: String,
     /// The agreed start (ns since the epoch).
     pub start_at_ns: u64,
+    /// The receiving side: its monotonic clock minus the sender's, ns.
+    pub clock_offset_ns: Option<i64>,
 }
 
 /// The child's command line: `command`, the controller's options, then the
@@ -304,6 +323,10 @@ pub fn side_argv(command: &str, options: &[String], side: &Side<'_>) -> Vec<Stri
         ("--peer-mac", Some(side.peer_mac.to_string())),
         ("--peer-ip", Some(side.peer_ip.clone())),
         ("--start-at", Some(side.start_at_ns.to_string())),
+        (
+            "--clock-offset-ns",
+            side.clock_offset_ns.map(|n| n.to_string()),
+        ),
     ] {
         if let Some(value) = value {
             argv.extend([flag.to_string(), value]);
@@ -415,6 +438,7 @@ mod tests {
             peer_mac: "m",
             peer_ip: "i".into(),
             start_at_ns: 1,
+            clock_offset_ns: None,
         };
         let argv = side_argv("stream", &[], &side);
         named.extend(
@@ -471,6 +495,7 @@ mod tests {
         &["--role", "rx", "--peer-mac", "02:00:00:00:00:01"],
         &["--role", "tx", "--peer-ip", "198.18.0.9"],
         &["--role", "tx", "--start-at", "12345"],
+        &["--role", "rx", "--clock-offset-ns", "7"],
         // stream
         &["--size", "128"],
         &["--message", "9000"],
@@ -583,6 +608,7 @@ mod tests {
             peer_mac: "02:00:00:00:00:01",
             peer_ip: "10.0.0.1".into(),
             start_at_ns: 42,
+            clock_offset_ns: Some(-7),
         };
         let options = vec!["--size".to_string(), "128".into()];
         let argv = side_argv("stream", &options, &side);
@@ -592,6 +618,11 @@ mod tests {
         assert_eq!(args.run.tx_iface.as_deref(), Some("lr-b0"));
         assert_eq!(args.run.rx_netns.as_deref(), Some("lr-b"));
         assert!(args.run.json);
+        assert_eq!(
+            args.run.role.clock_offset_ns,
+            Some(-7),
+            "a negative offset parses"
+        );
         assert_eq!(RunRequest::Stream(args).command(), "stream");
     }
 

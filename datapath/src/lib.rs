@@ -13,6 +13,7 @@ pub mod fuzzing;
 pub mod geometry;
 pub mod header;
 pub mod kernel;
+pub mod latency;
 pub mod message;
 pub mod names;
 pub mod netns;

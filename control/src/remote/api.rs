@@ -31,6 +31,10 @@ impl Version {
 pub struct Clock {
     /// The agent's wall clock, ns since the Unix epoch.
     pub unix_ns: u64,
+    /// Its CLOCK_MONOTONIC at the same instant, ns (the clock frames are
+    /// stamped with; 0 from an agent that does not say).
+    #[serde(default)]
+    pub monotonic_ns: u64,
 }
 
 /// `GET /v1/ifaces/{name}`.
@@ -77,6 +81,10 @@ pub struct RunRequest {
     pub start_at_ns: u64,
     /// The run is stopped when no renewal came for this long.
     pub lease_ms: u64,
+    /// The receiving side: its CLOCK_MONOTONIC minus the sending host's,
+    /// ns, taken off every one-way latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_ns: Option<i64>,
 }
 
 /// `POST /v1/runs` answer.

@@ -66,6 +66,7 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
         .collect();
     m.xdp = rx.xdp;
     m.interfaces.rx = rx.interfaces.rx;
+    m.latency = rx.latency.clone();
     let (hosts, total) = two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, rx.counted_mb_s());
     m.cpu.per_core = two_host::label_cores(&tx.cpu.per_core, &rx.cpu.per_core);
     m.cpu.total = total;

@@ -4,6 +4,8 @@
 //! list (`results::metrics`), and every core's CPU time. Live while a run
 //! goes (from the child's live lines); after it, the run's final figures.
 
+use std::sync::atomic::AtomicU64;
+
 use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
 use linerate_ebpf::SteerStats;
 use prometheus_client::{
@@ -13,8 +15,10 @@ use prometheus_client::{
 };
 
 use crate::results::{
+    latency::Latency,
     metrics::{
-        CPU_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS, XSK_EVENTS, XSK_FAMILY,
+        CPU_FAMILY, LATENCY_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS,
+        XSK_EVENTS, XSK_FAMILY,
     },
     parts::{side_of, Live},
     run::RunResult,
@@ -74,6 +78,22 @@ fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) 
     }
 }
 
+/// A latency's figures by quantile label, us.
+fn quantiles(l: &Latency) -> Vec<(&'static str, f64)> {
+    if l.count == 0 {
+        return Vec::new();
+    }
+    vec![
+        ("0", l.min_us),
+        ("0.5", l.p50_us),
+        ("0.9", l.p90_us),
+        ("0.99", l.p99_us),
+        ("0.999", l.p99_9_us),
+        ("1", l.max_us),
+        ("mean", l.mean_us),
+    ]
+}
+
 /// The exposition text.
 pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
     let mut reg = Registry::default();
@@ -93,6 +113,8 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
     reg.register(STEERING_FAMILY.0, STEERING_FAMILY.1, xdp.clone());
     let cpu = Family::<Labels, Counter<f64>>::default();
     reg.register(CPU_FAMILY.0, CPU_FAMILY.1, cpu.clone());
+    let latency = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    reg.register(LATENCY_FAMILY.0, LATENCY_FAMILY.1, latency.clone());
 
     if let Some(run) = run {
         active
@@ -117,6 +139,16 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
                     xsk.get_or_create(&l).inc_by((c.read)(&x));
                 }
             }
+        }
+        let measured = match &run.result {
+            Some(RunResult::Stream(s)) => s.latency.as_ref(),
+            Some(RunResult::Rr(r)) if run.role == "tx" => Some(&r.latency),
+            _ => None,
+        };
+        for (q, us) in measured.map(quantiles).unwrap_or_default() {
+            latency
+                .get_or_create(&vec![("quantile".into(), q.into())])
+                .set(us / 1e6);
         }
         if let Some(s) = steer {
             for c in STEERING {
@@ -242,6 +274,38 @@ mod tests {
         );
         // Clients and responders are labelled by their side.
         assert!(text.contains(r#"linerate_worker_transactions_total{role="tx",queue="0"}"#));
+    }
+
+    #[test]
+    fn a_streams_one_way_latency_exported_by_quantile() {
+        let mut r = fixture("stream.json");
+        let RunResult::Stream(s) = &mut r else {
+            panic!()
+        };
+        let plain = view("stream", "rx", None, Some(RunResult::Stream(s.clone())));
+        assert!(
+            !plain.contains("linerate_latency_seconds{"),
+            "none measured: {plain}"
+        );
+        s.latency = Some(Latency {
+            count: 10,
+            min_us: 2.0,
+            p50_us: 5.0,
+            p99_us: 1500.0,
+            max_us: 2000.0,
+            mean_us: 7.5,
+            ..Default::default()
+        });
+        let text = view("stream", "rx", None, Some(r));
+        for line in [
+            r#"linerate_latency_seconds{quantile="0"} 0.000002"#,
+            r#"linerate_latency_seconds{quantile="0.5"} 0.000005"#,
+            r#"linerate_latency_seconds{quantile="0.99"} 0.0015"#,
+            r#"linerate_latency_seconds{quantile="1"} 0.002"#,
+            r#"linerate_latency_seconds{quantile="mean"} 0.0000075"#,
+        ] {
+            assert!(text.contains(&format!("{line}\n")), "{line}: {text}");
+        }
     }
 
     #[test]

@@ -56,6 +56,10 @@ impl Role {
         let Some(side) = args.role else {
             return Ok(None);
         };
+        if let Some(ns) = args.clock_offset_ns {
+            // Before any receiver starts: they take it when made.
+            linerate_datapath::latency::set_clock_offset(ns);
+        }
         let start = match args.start_at {
             Some(ns) => {
                 let now = SystemTime::now()

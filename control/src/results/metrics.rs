@@ -328,14 +328,15 @@ const FIGURES: &[Figure] = &[
     rr!("transactions.timeouts", "transactions", "Transactions timed out (and retried) over the whole run", |r| Some(r.transactions.timeouts as f64)),
     rr!("transactions.late", "responses", "Responses that came after their transaction timed out", |r| Some(r.transactions.late as f64)),
     rr!("transactions.answered", "requests", "Requests the responders answered", |r| Some(r.transactions.answered as f64)),
-    rr!("latency.count", "samples", "Response times measured in the window", |r| Some(r.latency.count as f64)),
-    rr!("latency.mean_us", "us", "Mean response time", |r| Some(r.latency.mean_us)),
-    rr!("latency.min_us", "us", "Shortest response time", |r| Some(r.latency.min_us)),
-    rr!("latency.p50_us", "us", "Median response time", |r| Some(r.latency.p50_us)),
-    rr!("latency.p90_us", "us", "90th percentile of the response time", |r| Some(r.latency.p90_us)),
-    rr!("latency.p99_us", "us", "99th percentile of the response time", |r| Some(r.latency.p99_us)),
-    rr!("latency.p99_9_us", "us", "99.9th percentile of the response time", |r| Some(r.latency.p99_9_us)),
-    rr!("latency.max_us", "us", "Longest response time", |r| Some(r.latency.max_us)),
+    both!("latency.count", "samples", "Latencies measured: rr's response times in the window; a stream's one-way latencies, one per received frame over the whole run", |r| r.latency.as_ref().map(|l| l.count as f64), |r| Some(r.latency.count as f64)),
+    both!("latency.mean_us", "us", "Mean latency: rr's response time; a stream's one-way latency (receive time minus send time) of every received frame", |r| r.latency.as_ref().map(|l| l.mean_us), |r| Some(r.latency.mean_us)),
+    both!("latency.min_us", "us", "Shortest latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.min_us), |r| Some(r.latency.min_us)),
+    both!("latency.p50_us", "us", "Median latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.p50_us), |r| Some(r.latency.p50_us)),
+    both!("latency.p90_us", "us", "90th percentile of the latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.p90_us), |r| Some(r.latency.p90_us)),
+    both!("latency.p99_us", "us", "99th percentile of the latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.p99_us), |r| Some(r.latency.p99_us)),
+    both!("latency.p99_9_us", "us", "99.9th percentile of the latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.p99_9_us), |r| Some(r.latency.p99_9_us)),
+    both!("latency.max_us", "us", "Longest latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.max_us), |r| Some(r.latency.max_us)),
+    stream!("latency.clock.uncertainty_us", "us", "Two hosts: uncertainty of the clock offset taken off every one-way latency", |r| r.latency.as_ref().and_then(|l| l.clock).map(|c| c.uncertainty_us)),
     // CPU.
     both!("cpu.total.cpu_pct", "%", "Mean busy percent of every core (of both hosts, across two)", |r| Some(r.cpu.total.cpu_pct), |r| Some(r.cpu.total.cpu.cpu_pct)),
     both!("cpu.total.service_demand_ms_per_mb", "ms/MB", "CPU of every core per MB counted: received payload (message) MB of a stream, request and response MB of rr", |r| r.cpu.total.service_demand_ms_per_mb, |r| r.cpu.total.cpu.service_demand_ms_per_mb),
@@ -400,6 +401,12 @@ pub const XSK_FAMILY: (&str, &str) = (
 pub const STEERING_FAMILY: (&str, &str) = (
     "linerate_xdp_frames",
     "Frames the steering program handled, by action",
+);
+/// /metrics: the last run's latency by quantile (label quantile: 0 is
+/// the shortest, 1 the longest; mean with label quantile="mean").
+pub const LATENCY_FAMILY: (&str, &str) = (
+    "linerate_latency_seconds",
+    "Latency of the last run once it ended: a stream's one-way latency of every received frame, rr's response time (label quantile; \"mean\": the mean)",
 );
 /// /metrics: every core's CPU time by mode since boot (labels core, mode).
 pub const CPU_FAMILY: (&str, &str) = (
@@ -850,7 +857,8 @@ pub fn markdown() -> String {
          | `linerate_worker_*_total` | role, queue | the worker counters above |\n\
          | `{}_total` | role, queue, event | {} |\n\
          | `{}_total` | action | {} |\n\
-         | `{}_total` | core, mode | {} |\n",
+         | `{}_total` | core, mode | {} |\n\
+         | `{}` | quantile | {} |\n",
         RUN_ACTIVE.0,
         RUN_ACTIVE.1,
         XSK_FAMILY.0,
@@ -859,6 +867,8 @@ pub fn markdown() -> String {
         STEERING_FAMILY.1,
         CPU_FAMILY.0,
         CPU_FAMILY.1,
+        LATENCY_FAMILY.0,
+        LATENCY_FAMILY.1,
     );
     o
 }

@@ -12,10 +12,13 @@
 //! - [`run`]: a result of either test, as `--json` prints it, an agent
 //!   returns it and a sweep stores it; its table comes from
 //!   `stream::output` or `rr::output`;
+//! - [`latency`]: latency statistics of a histogram (rr's response
+//!   times, a stream's one-way latencies);
 //! - [`metrics`]: the one list of metric names (sweep files, the report,
 //!   /metrics, docs/metrics.md), each with its unit, meaning and how it is
 //!   read from a typed result.
 
+pub mod latency;
 pub mod metrics;
 pub mod parts;
 pub mod run;

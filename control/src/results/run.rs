@@ -15,6 +15,7 @@ use crate::{
 /// The result of a `stream` or an `rr` run, local or across two hosts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // a result, built once a run: boxing buys nothing
 pub enum RunResult {
     /// `linerate stream`.
     Stream(StreamResult),

@@ -1,10 +1,10 @@
 //! The figures of one request/response run, as printed and as JSON, and
 //! the pure functions a local run and the two-host merge build them with.
 
-use hdrhistogram::Histogram;
 use linerate_ebpf::SteerStats;
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use crate::results::latency::Latency;
 use crate::{
     cpu::CoreUse,
     environment::Environment,
@@ -147,53 +147,6 @@ pub struct Transactions {
     pub answered: u64,
 }
 
-/// Response time statistics, microseconds, and the histogram in ns.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    /// Samples.
-    pub count: u64,
-    /// Mean, us.
-    pub mean_us: f64,
-    /// Smallest, us.
-    pub min_us: f64,
-    /// Median, us.
-    pub p50_us: f64,
-    /// 90th percentile, us.
-    pub p90_us: f64,
-    /// 99th percentile, us.
-    pub p99_us: f64,
-    /// 99.9th percentile, us.
-    pub p99_9_us: f64,
-    /// Largest, us.
-    pub max_us: f64,
-    /// The whole histogram: [value_ns, count] of every recorded bucket.
-    pub histogram_ns: Vec<(u64, u64)>,
-}
-
-impl Latency {
-    /// Statistics of a histogram of ns.
-    pub fn from_histogram(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        let us = |ns: u64| ns as f64 / 1000.0;
-        Self {
-            count: h.len(),
-            mean_us: h.mean() / 1000.0,
-            min_us: us(h.min()),
-            p50_us: us(h.value_at_quantile(0.50)),
-            p90_us: us(h.value_at_quantile(0.90)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p99_9_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-            histogram_ns: h
-                .iter_recorded()
-                .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                .collect(),
-        }
-    }
-}
-
 /// CPU over the window, with the service demand per transaction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RrCpu {
@@ -288,23 +241,5 @@ mod tests {
         let c = SideCpu::new(&uses, &[0], 100_000.0, 0.0);
         assert!((c.us_per_transaction.unwrap() - 5.0).abs() < 1e-9);
         assert_eq!(SideCpu::new(&uses, &[], 0.0, 0.0).us_per_transaction, None);
-    }
-
-    #[test]
-    fn latency_statistics() {
-        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
-        for v in 1..=1000u64 {
-            h.record(v * 1000).unwrap();
-        }
-        let l = Latency::from_histogram(&h);
-        assert_eq!(l.count, 1000);
-        assert!((l.p50_us - 500.0).abs() < 1.0, "{}", l.p50_us);
-        assert!((l.p99_us - 990.0).abs() < 1.5, "{}", l.p99_us);
-        assert!((l.mean_us - 500.5).abs() < 1.0);
-        assert_eq!(l.histogram_ns.iter().map(|x| x.1).sum::<u64>(), 1000);
-        assert_eq!(
-            Latency::from_histogram(&Histogram::new(3).unwrap()).count,
-            0
-        );
     }
 }

@@ -11,7 +11,21 @@ use super::{
     result::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     NAMES,
 };
-use crate::session::{placement_beside, Ends, Measured};
+use crate::{
+    results::latency::Latency,
+    session::{placement_beside, Ends, Measured},
+};
+
+/// The receivers' one-way latencies merged; none when no receiver of ours
+/// ran, or they counted another tool's frames (no send time in them).
+fn one_way(rx_only: bool, receivers: &[RxSummary]) -> Option<Latency> {
+    if rx_only {
+        return None;
+    }
+    let mut l = Latency::merged(receivers.iter().map(|s| s.latency.histogram()))?;
+    l.out_of_range = receivers.iter().map(|s| s.latency.out_of_range()).sum();
+    Some(l)
+}
 
 /// The result of `plan`'s run, from what it measured.
 pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
@@ -175,6 +189,7 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
         workers,
         xdp: measured.steering.rx,
         interfaces: measured.interfaces.clone(),
+        latency: one_way(args.rx_only, &measured.rx.summaries),
         receiver_window_s: None,
         agents: None,
     }

@@ -106,6 +106,32 @@ pub fn summary(r: &StreamResult) -> String {
     o
 }
 
+/// The one-way latency line: percentiles of every received frame's
+/// latency, and across two hosts the clock correction's uncertainty.
+fn latency_line(l: &crate::results::latency::Latency) -> String {
+    let mut o = format!(
+        "  one-way latency of {} frames, us: min {:.1}, mean {:.1}, p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",
+        l.count, l.min_us, l.mean_us, l.p50_us, l.p99_us, l.p99_9_us, l.max_us
+    );
+    if let Some(c) = l.clock {
+        let _ = write!(
+            o,
+            " (clocks of the two hosts {:+.1} us apart, corrected: each figure +/- {:.1} us)",
+            c.offset_ns as f64 / 1000.0,
+            c.uncertainty_us
+        );
+    }
+    if l.out_of_range > 0 {
+        let _ = write!(
+            o,
+            "; {} frames' send time after their receive time or over 60 s before (left out)",
+            l.out_of_range
+        );
+    }
+    o.push('\n');
+    o
+}
+
 /// What `tx_bind_mode` says when another tool sent (`--rx-only`).
 pub const RX_ONLY: &str = "none (--rx-only)";
 
@@ -261,6 +287,9 @@ pub fn print_table(r: &StreamResult) -> String {
                 s.message_mb_s.unwrap_or(0.0)
             );
         }
+    }
+    if let Some(l) = &r.latency {
+        o.push_str(&latency_line(l));
     }
     let _ = writeln!(o, "  CPU per core (user + system + softirq + irq = busy):");
     for u in &r.cpu.per_core {

@@ -11,6 +11,7 @@ use crate::{
     cpu::CoreUse,
     environment::Environment,
     results::{
+        latency::Latency,
         parts::{self, figures, percent, CpuFigures},
         two_host::{Agents, HostsCpu},
     },
@@ -55,6 +56,12 @@ pub struct StreamResult {
     pub xdp: SteerStats,
     /// The interfaces' own counters over the whole run (`ip -s link`).
     pub interfaces: InterfaceCounters,
+    /// One-way latency of every received frame over the whole run
+    /// (receive time minus the send time in its header), merged over the
+    /// receivers; none where not measured (`--rx-only`, a result written
+    /// before it was, the sender's side of a two-host run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
     /// Two hosts: the receiving host's window, seconds (`window_s` is the
     /// sending host's).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,20 +13,24 @@ use std::{
 };
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{plan::StreamPlan, result::StreamResult};
 
 /// Trials after the first, at most.
-const MAX_TRIALS: usize = 10;
+pub const MAX_TRIALS: usize = 10;
 /// The search ends when the interval is this narrow (share of its top).
 const RESOLUTION: f64 = 0.01;
 
-/// One trial of the search.
-#[derive(Debug, Clone, Serialize)]
+/// One trial of the search (and of `rfc2544`'s tests).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Trial {
     /// Frames per second per queue offered (None: unpaced).
     pub offered_pps: Option<f64>,
+    /// Frames sent, all queues, whole trial.
+    pub sent: u64,
+    /// Frames received, all queues, whole trial.
+    pub received: u64,
     /// Frames per second sent, all queues.
     pub sent_fps: f64,
     /// Frames per second received, all queues.
@@ -35,6 +39,21 @@ pub struct Trial {
     pub loss_pct: f64,
     /// Whether the loss stayed within the tolerance.
     pub pass: bool,
+}
+
+impl Trial {
+    /// The trial `result` was, offered `offered_pps` per queue.
+    pub fn of(offered_pps: Option<f64>, result: &StreamResult, pass: bool) -> Self {
+        Self {
+            offered_pps,
+            sent: result.frames.sent,
+            received: result.frames.received,
+            sent_fps: result.sender.frames_per_s,
+            received_fps: result.receiver.frames_per_s,
+            loss_pct: result.frames.loss_pct,
+            pass,
+        }
+    }
 }
 
 /// What the search found.
@@ -62,6 +81,17 @@ pub fn run(
     threshold: f64,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<SearchResult> {
+    run_limited(plan, threshold, MAX_TRIALS, interrupted)
+}
+
+/// Runs the search with at most `max_trials` paced trials after the
+/// unpaced one (`rfc2544 --quick` takes fewer).
+pub fn run_limited(
+    plan: &StreamPlan,
+    threshold: f64,
+    max_trials: usize,
+    interrupted: &Arc<AtomicBool>,
+) -> Result<SearchResult> {
     let queues = f64::from(plan.args.run.queues);
     let mut out = SearchResult {
         test: "stream-search",
@@ -78,13 +108,7 @@ pub fn run(
         let result = super::run(&paced, interrupted)?;
         let pass =
             result.frames.sent > 0 && result.frames.loss_pct <= threshold && result.fault.is_none();
-        out.trials.push(Trial {
-            offered_pps: rate,
-            sent_fps: result.sender.frames_per_s,
-            received_fps: result.receiver.frames_per_s,
-            loss_pct: result.frames.loss_pct,
-            pass,
-        });
+        out.trials.push(Trial::of(rate, &result, pass));
         out.interrupted = result.interrupted;
         out.fault.clone_from(&result.fault);
         if result.interrupted || result.fault.is_some() {
@@ -102,7 +126,7 @@ pub fn run(
         return Ok(out);
     }
     let (mut lo, mut hi) = (0.0, out.trials[0].sent_fps / queues);
-    for _ in 0..MAX_TRIALS {
+    for _ in 0..max_trials {
         if hi - lo <= hi * RESOLUTION || interrupted.load(Ordering::Relaxed) {
             break;
         }

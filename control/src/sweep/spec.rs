@@ -590,13 +590,16 @@ value = "8.5 MB/s"
             "{e}"
         );
         let e = SweepSpec::parse(
-            &GOOD.replace("y = \"receiver.message_mb_s\"", "y = \"latency.p99_us\""),
+            &GOOD.replace(
+                "y = \"receiver.message_mb_s\"",
+                "y = \"transactions.per_s\"",
+            ),
             "b.toml",
         )
         .unwrap_err();
         assert!(
             e.message
-                .contains("shows \"latency.p99_us\", which `linerate stream` does not measure"),
+                .contains("shows \"transactions.per_s\", which `linerate stream` does not measure"),
             "{e}"
         );
         let with_goal = format!(

@@ -5,6 +5,7 @@
 use crate::{
     frame::parse,
     header::{Fragment, Header},
+    latency::OneWay,
     message::{MessageTracker, Outcome},
     sequence::SequenceTracker,
     stats::CounterSnapshot,
@@ -23,6 +24,9 @@ pub struct RxSummary {
     pub xsk: XskStats,
     /// Per-flow accounting of the flows seen.
     pub flows: Vec<(u16, FlowAccounting)>,
+    /// One-way latency of every frame accounted (not of frames counted
+    /// bad).
+    pub latency: OneWay,
 }
 
 /// Frame and message accounting of one flow.
@@ -87,6 +91,7 @@ impl Totals {
 #[derive(Debug, Default)]
 pub struct FlowTable {
     flows: Vec<Option<FlowAccounting>>,
+    latency: OneWay,
 }
 
 impl FlowTable {
@@ -127,6 +132,7 @@ impl FlowTable {
         let t = self.flows[flow].get_or_insert_with(FlowAccounting::new);
         let before = Totals::of(t);
         t.frames.record(header.seq);
+        self.latency.record(header.send_ns);
         c.frames += 1;
         c.bytes += bytes;
         c.payload_bytes += payload;
@@ -183,6 +189,7 @@ impl FlowTable {
                 .enumerate()
                 .filter_map(|(i, t)| t.map(|t| (i as u16, t)))
                 .collect(),
+            latency: self.latency,
         }
     }
 }
@@ -216,6 +223,12 @@ mod tests {
         }
         assert_eq!((c.frames, c.bad, c.lost, c.reordered), (200, 2, 0, 0));
         let s = t.finish(c, XskStats::default());
+        let l = &s.latency;
+        assert_eq!(
+            l.histogram().len() + l.out_of_range(),
+            200,
+            "a latency for every frame accounted, none for bad ones"
+        );
         assert_eq!(s.flows.len(), 1, "no flow made up by a forged frame");
     }
 

@@ -296,6 +296,7 @@ mod tests {
             },
             start_at_ns: 0,
             lease_ms: 3000,
+            clock_offset_ns: None,
         }
     }
 

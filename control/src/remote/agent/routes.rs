@@ -39,7 +39,10 @@ pub(super) fn unix_ns() -> u64 {
 }
 
 pub(super) async fn clock() -> Json<api::Clock> {
-    Json(api::Clock { unix_ns: unix_ns() })
+    Json(api::Clock {
+        unix_ns: unix_ns(),
+        monotonic_ns: linerate_datapath::clock::monotonic_ns(),
+    })
 }
 
 #[derive(Deserialize)]

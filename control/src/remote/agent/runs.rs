@@ -103,6 +103,7 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunR
             peer_mac: &req.peer.mac,
             peer_ip: req.peer.ip.to_string(),
             start_at_ns: req.start_at_ns,
+            clock_offset_ns: req.clock_offset_ns,
         },
     );
     let run = request::RunRequest::parse(&argv)?;

@@ -82,6 +82,9 @@ pub(super) struct Remote {
     version: api::Version,
     pub(super) offset_ns: i64,
     pub(super) rtt_ns: u64,
+    /// Its CLOCK_MONOTONIC minus our wall clock, ns, from the same sample
+    /// (None: an agent that does not report it).
+    pub(super) monotonic_ns: Option<i64>,
 }
 
 /// This host's wall clock, ns since the Unix epoch.
@@ -114,6 +117,7 @@ impl Remote {
             version: api::Version::ours(),
             offset_ns: 0,
             rtt_ns: 0,
+            monotonic_ns: None,
         };
         let v: api::Version = r.get("/v1/version", "the version request")?;
         let ours = api::Version::ours();
@@ -136,10 +140,11 @@ impl Remote {
             samples.push(clock::Sample {
                 sent,
                 theirs: c.unix_ns,
+                monotonic: c.monotonic_ns,
                 back: unix_ns(),
             });
         }
-        (r.rtt_ns, r.offset_ns) = clock::offset(&samples);
+        (r.rtt_ns, r.offset_ns, r.monotonic_ns) = clock::offset(&samples);
         Ok(r)
     }
 

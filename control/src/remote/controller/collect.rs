@@ -16,6 +16,7 @@ use super::{side::Side, Outcome};
 use crate::{
     remote::merge,
     results::{
+        latency::ClockCorrection,
         run::{Partial, RunResult, TwoHostResult},
         two_host::Agents,
     },
@@ -69,6 +70,7 @@ pub(super) fn outcome(
     txs: &Side<'_>,
     rxs: &Side<'_>,
     interrupted: &Arc<AtomicBool>,
+    clock: Option<ClockCorrection>,
 ) -> Outcome {
     let agents = Agents {
         tx: txs.remote.describe(),
@@ -87,7 +89,11 @@ pub(super) fn outcome(
     let cut = interrupted.load(Ordering::Relaxed);
     let result = match (txs.result(), rxs.result()) {
         (Some(RunResult::Stream(t)), Some(RunResult::Stream(r))) => {
-            TwoHostResult::Merged(merge::stream(t, r, agents).into())
+            let mut merged = merge::stream(t, r, agents);
+            if let Some(latency) = merged.latency.as_mut() {
+                latency.clock = clock;
+            }
+            TwoHostResult::Merged(merged.into())
         }
         (Some(RunResult::Rr(t)), Some(RunResult::Rr(r))) => {
             TwoHostResult::Merged(merge::rr(t, r, agents).into())

@@ -54,7 +54,13 @@ pub fn run(req: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Outcome> {
     let deadline =
         Instant::now() + start::START_DELAY + run.warmup + run.duration + Duration::from_secs(45);
     collect::follow(&mut txs, &mut rxs, deadline, interrupted);
-    Ok(collect::outcome(req.command(), &txs, &rxs, interrupted))
+    Ok(collect::outcome(
+        req.command(),
+        &txs,
+        &rxs,
+        interrupted,
+        ends.clock(),
+    ))
 }
 
 /// Prints the outcome (JSON, the summary line with `quiet`, or a table)

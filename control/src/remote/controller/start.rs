@@ -16,6 +16,7 @@ use crate::{
         token,
     },
     request,
+    results::latency::ClockCorrection,
 };
 
 /// Agents stop a run whose lease was not renewed for this long.
@@ -107,11 +108,19 @@ impl End {
             // The agreed instant on this agent's clock.
             start_at_ns: (start_ns as i64 + self.remote.offset_ns) as u64,
             lease_ms: LEASE.as_millis() as u64,
+            // One-way latencies: the receiver takes the clocks' offset off.
+            clock_offset_ns: (role == "rx")
+                .then(|| peer.clock_to(self).map(|c| c.offset_ns))
+                .flatten(),
         }
     }
 }
 
 impl Ends {
+    /// The receiving host's CLOCK_MONOTONIC minus the sending host's.
+    pub(super) fn clock(&self) -> Option<ClockCorrection> {
+        self.tx.clock_to(&self.rx)
+    }
     /// Creates both sides' runs (the receiver's first), to start at one
     /// instant; if the sender's cannot be created, the receiver's is
     /// stopped.
@@ -138,5 +147,15 @@ impl Ends {
             }
         }
         Ok((txs, rxs))
+    }
+}
+
+impl End {
+    /// `rx`'s CLOCK_MONOTONIC minus this end's (the sender's).
+    fn clock_to(&self, rx: &End) -> Option<ClockCorrection> {
+        super::clock::monotonic_offset(
+            (self.remote.monotonic_ns, self.remote.rtt_ns),
+            (rx.remote.monotonic_ns, rx.remote.rtt_ns),
+        )
     }
 }

@@ -233,8 +233,9 @@ const MARKS: [RGBColor; 4] = [
     RGBColor(150, 150, 20),
 ];
 
-/// Registers the built-in font once.
-fn font() -> Result<()> {
+/// Registers the built-in font once (every figure, also rfc2544's, sets
+/// its text in it).
+pub(crate) fn font() -> Result<()> {
     static DONE: OnceLock<bool> = OnceLock::new();
     if *DONE.get_or_init(|| register_font(FAMILY, FontStyle::Normal, FONT).is_ok()) {
         Ok(())

@@ -7,6 +7,7 @@
 
 mod compare;
 mod figure;
+pub(crate) use figure::font;
 mod html;
 mod reference;
 mod scale;

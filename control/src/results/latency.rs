@@ -1,0 +1,124 @@
+//! Latency statistics of a histogram of ns: rr's response times and a
+//! stream's one-way latencies, one type for both.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Latency statistics, microseconds, and the histogram in ns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Samples.
+    pub count: u64,
+    /// Mean, us.
+    pub mean_us: f64,
+    /// Smallest, us.
+    pub min_us: f64,
+    /// Median, us.
+    pub p50_us: f64,
+    /// 90th percentile, us.
+    pub p90_us: f64,
+    /// 99th percentile, us.
+    pub p99_us: f64,
+    /// 99.9th percentile, us.
+    pub p99_9_us: f64,
+    /// Largest, us.
+    pub max_us: f64,
+    /// The whole histogram: [value_ns, count] of every recorded bucket.
+    pub histogram_ns: Vec<(u64, u64)>,
+    /// One-way latency: frames received but left out of the histogram
+    /// (send time after the receive time, or over 60 s before it: the
+    /// hosts' clocks too far apart).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub out_of_range: u64,
+    /// One-way latency across two hosts: how the clocks were corrected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockCorrection>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// Two hosts: the receiving host's clock minus the sending host's, as the
+/// controller measured it, taken off every one-way latency.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockCorrection {
+    /// The offset taken off, ns.
+    pub offset_ns: i64,
+    /// Its uncertainty, +/- us: every latency is uncertain by as much.
+    pub uncertainty_us: f64,
+}
+
+impl Latency {
+    /// Statistics of a histogram of ns.
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Self {
+            count: h.len(),
+            mean_us: h.mean() / 1000.0,
+            min_us: us(h.min()),
+            p50_us: us(h.value_at_quantile(0.50)),
+            p90_us: us(h.value_at_quantile(0.90)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p99_9_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+            histogram_ns: h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+            out_of_range: 0,
+            clock: None,
+        }
+    }
+
+    /// Several receivers' histograms merged (None when none measured).
+    pub fn merged<'a>(hists: impl IntoIterator<Item = &'a Histogram<u64>>) -> Option<Self> {
+        let mut all = linerate_datapath::latency::empty_histogram();
+        let mut any = false;
+        for h in hists {
+            any = true;
+            let _ = all.add(h);
+        }
+        any.then(|| Self::from_histogram(&all))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_of_a_histogram_and_merged() {
+        let mut h = linerate_datapath::latency::empty_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let l = Latency::from_histogram(&h);
+        assert_eq!(l.count, 1000);
+        assert!((l.p50_us - 500.0).abs() < 1.0, "{}", l.p50_us);
+        assert!((l.p99_us - 990.0).abs() < 1.0, "{}", l.p99_us);
+        assert!((l.min_us - 1.0).abs() < 0.01 && (l.max_us - 1000.0).abs() < 1.0);
+        assert!((l.mean_us - 500.5).abs() < 1.0);
+        assert_eq!(l.histogram_ns.iter().map(|x| x.1).sum::<u64>(), 1000);
+        assert_eq!(
+            Latency::from_histogram(&Histogram::new(3).unwrap()).count,
+            0
+        );
+        let two = Latency::merged([&h, &h]).unwrap();
+        assert_eq!(two.count, 2000);
+        assert_eq!(two.p50_us, l.p50_us);
+        assert_eq!(Latency::merged([]), None);
+    }
+
+    #[test]
+    fn old_results_without_the_new_fields_still_read() {
+        let old = r#"{"count":1,"mean_us":1.0,"min_us":1.0,"p50_us":1.0,"p90_us":1.0,
+            "p99_us":1.0,"p99_9_us":1.0,"max_us":1.0,"histogram_ns":[[1000,1]]}"#;
+        let l: Latency = serde_json::from_str(old).unwrap();
+        assert_eq!((l.out_of_range, l.clock), (0, None));
+        assert!(!serde_json::to_string(&l).unwrap().contains("clock"));
+    }
+}

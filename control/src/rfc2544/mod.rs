@@ -1,0 +1,472 @@
+//! `linerate rfc2544`: the four tests of RFC 2544 section 26 (throughput,
+//! latency, frame loss rate, back-to-back frames) over the standard frame
+//! sizes, each test a series of stream trials run by the stream machinery
+//! (the throughput search is `stream --search-rate`'s). Each test of each
+//! size is appended whole to results.jsonl as it finishes (the sweep's
+//! store), so an interrupted run resumes where it stopped; the report
+//! ([`report`]) is written from that file alone.
+
+mod report;
+mod trials;
+
+use std::{
+    fs,
+    path::Path,
+    process::ExitCode,
+    sync::{atomic::Ordering, Arc},
+    time::Duration,
+};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{
+    cli::{Cli, Command, Rfc2544Args, StreamArgs},
+    output,
+    results::run::RunResult,
+    session,
+    stream::plan::{self, StreamPlan},
+    sweep::{self, store, Record, RESULTS},
+};
+use trials::{Budget, Ran, Throughput};
+
+/// How the run was started, for --resume and `linerate report`.
+pub const OPTIONS: &str = "rfc2544.json";
+/// The figure.
+pub const FIGURE: &str = "rfc2544.svg";
+/// The per-size figures.
+pub const TABLE: &str = "rfc2544.csv";
+
+/// RFC 2544's frame sizes for Ethernet (section 9.1), FCS included.
+pub const SIZES: [usize; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
+/// The jumbo frame size tested when the MTU carries it.
+pub const JUMBO: usize = 9018;
+
+/// A quick run's trials: warm-up and duration.
+const QUICK_TRIAL: (Duration, Duration) = (Duration::from_millis(100), Duration::from_millis(300));
+
+/// The tests, in the order they run at each size (a record's point).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Test {
+    /// 26.1.
+    Throughput,
+    /// 26.2.
+    Latency,
+    /// 26.3.
+    FrameLoss,
+    /// 26.4.
+    BackToBack,
+}
+
+impl Test {
+    /// Every test, in order.
+    pub const ALL: [Test; 4] = [
+        Test::Throughput,
+        Test::Latency,
+        Test::FrameLoss,
+        Test::BackToBack,
+    ];
+
+    /// Its name in records and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::Throughput => "throughput",
+            Test::Latency => "latency",
+            Test::FrameLoss => "frame loss",
+            Test::BackToBack => "back-to-back",
+        }
+    }
+}
+
+/// rfc2544.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Options {
+    /// The command's options as given (after `rfc2544`).
+    argv: Vec<String>,
+    /// The frame sizes, as the path's MTU decided them.
+    sizes: Vec<usize>,
+}
+
+/// The frame sizes for an MTU: the standard ones that fit, and the jumbo
+/// size (or the largest frame, when it lies between 1518 and 9018).
+pub fn sizes_for(mtu: u32) -> Vec<usize> {
+    let largest = mtu as usize + linerate_datapath::frame::L2_OVERHEAD;
+    let mut s: Vec<usize> = SIZES.iter().copied().filter(|&s| s <= largest).collect();
+    if largest > 1518 {
+        s.push(largest.min(JUMBO));
+    }
+    s
+}
+
+/// Whether `dir` holds an RFC 2544 run (for `linerate report`).
+pub fn is_run_dir(dir: &Path) -> bool {
+    dir.join(OPTIONS).is_file()
+}
+
+/// Refuses stream options that the tests set themselves.
+fn check(args: &Rfc2544Args) -> Result<()> {
+    let s = &args.stream;
+    for (given, name, why) in [
+        (
+            s.count.is_some(),
+            "--count",
+            "the back-to-back test sets the burst",
+        ),
+        (
+            s.rate.is_some(),
+            "--rate",
+            "the tests set every trial's rate",
+        ),
+        (
+            s.search_rate.is_some(),
+            "--search-rate",
+            "use --loss for the throughput test's tolerance",
+        ),
+        (s.message.is_some(), "--message", "RFC 2544 tests frames"),
+        (
+            s.rx_only,
+            "--rx-only",
+            "the tests count what the senders sent",
+        ),
+        (
+            s.run.agents.tx_agent.is_some() || s.run.agents.rx_agent.is_some(),
+            "--tx-agent/--rx-agent",
+            "rfc2544 runs on one host (the lab, or two interfaces of it)",
+        ),
+    ] {
+        if given {
+            bail!("rfc2544 does not take {name}: {why}; remove it");
+        }
+    }
+    if !(args.loss.is_finite() && (0.0..100.0).contains(&args.loss)) {
+        bail!("--loss {} is out of range: give a loss tolerance in percent, from 0 up to (not including) 100", args.loss);
+    }
+    Ok(())
+}
+
+/// The stream options of every trial: the command's, with a quick run's
+/// (or --trial's) durations.
+fn trial_args(args: &Rfc2544Args) -> StreamArgs {
+    let mut s = args.stream.clone();
+    s.run.json = false;
+    if args.quick {
+        (s.run.warmup, s.run.duration) = QUICK_TRIAL;
+    }
+    if let Some(t) = args.trial {
+        s.run.duration = t;
+        s.run.warmup = s.run.warmup.min(t);
+    }
+    s
+}
+
+/// `linerate rfc2544`.
+pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
+    let (args, dir, saved) = match &given.resume {
+        Some(dir) => {
+            let saved = read_options(dir)?;
+            let mut full = vec!["linerate".to_string(), "rfc2544".to_string()];
+            full.extend(saved.argv.iter().cloned());
+            let args = match Cli::try_parse_from(&full) {
+                Ok(Cli {
+                    command: Command::Rfc2544(a),
+                }) => *a,
+                Ok(_) => bail!(
+                    "{}: not the options of an rfc2544 run",
+                    dir.join(OPTIONS).display()
+                ),
+                Err(e) => bail!(
+                    "{}: the saved options do not parse: {e}",
+                    dir.join(OPTIONS).display()
+                ),
+            };
+            (args, dir.clone(), Some(saved))
+        }
+        None => (
+            given.clone(),
+            given
+                .out
+                .clone()
+                .unwrap_or_else(|| sweep::default_dir("rfc2544")),
+            None,
+        ),
+    };
+    check(&args)?;
+    let interrupted = session::on_signal()?;
+    let targs = trial_args(&args);
+    let sizes = match &saved {
+        Some(s) => s.sizes.clone(),
+        None => match targs.size {
+            Some(one) => vec![one],
+            None => sizes_for(plan::plan(&targs)?.path.mtu),
+        },
+    };
+    let budget = if args.quick {
+        Budget::QUICK
+    } else {
+        Budget::FULL
+    };
+    if saved.is_none() {
+        if dir.join(OPTIONS).exists() || dir.join(RESULTS).exists() {
+            bail!(
+                "{} already holds a run: resume it with `linerate rfc2544 --resume {}`, or give another --out",
+                dir.display(),
+                dir.display()
+            );
+        }
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let o = Options {
+            argv: crate::request::rfc2544_argv(&args),
+            sizes: sizes.clone(),
+        };
+        store::write_atomic(
+            &dir.join(OPTIONS),
+            serde_json::to_string_pretty(&o)?.as_bytes(),
+        )?;
+    }
+    // What finished: kept, not run again (a test that failed runs again).
+    let mut done = vec![[false; 4]; sizes.len()];
+    store::load(
+        &dir.join(RESULTS),
+        &vec![Test::ALL.len() as u64; sizes.len()],
+        store::Mode::Resume,
+        |r| done[r.part][r.point] |= r.values.contains_key("outcome") || r.result.is_some(),
+    )?;
+    let left: usize = done.iter().flatten().filter(|d| !**d).count();
+    let per_trial = targs.run.warmup + targs.run.duration;
+    let most = sweep::estimate(std::iter::repeat_n(
+        per_trial,
+        budget.trials_per_size() * left.div_ceil(4),
+    ));
+    eprintln!(
+        "linerate: rfc2544 over {} frame size(s) ({:?}), {left} test(s) to run: at most about {} ({} trials of {} + set-up per size at most; fewer when the tests settle early){}",
+        sizes.len(),
+        sizes,
+        humantime::format_duration(Duration::from_secs(most.as_secs())),
+        budget.trials_per_size(),
+        humantime::format_duration(per_trial),
+        if args.quick { ", quick" } else { "" },
+    );
+    let mut out = store::Results::open(&dir.join(RESULTS))?;
+    let bar = ProgressBar::new((sizes.len() * Test::ALL.len()) as u64).with_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} test {pos}/{len} {msg}",
+        )
+        .expect("valid template"),
+    );
+    let mut reports = report::load(&dir, &sizes)?;
+    'sizes: for (part, &size) in sizes.iter().enumerate() {
+        let mut sargs = targs.clone();
+        sargs.size = Some(size);
+        let plan = plan::plan(&sargs);
+        for (point, test) in Test::ALL.into_iter().enumerate() {
+            if done[part][point] {
+                bar.inc(1);
+                continue;
+            }
+            if interrupted.load(Ordering::Relaxed) {
+                break 'sizes;
+            }
+            bar.set_message(format!("{size} B {}", test.name()));
+            let ran = match &plan {
+                Ok(p) => run_test(p, test, &reports[part], args.loss, &budget, &interrupted),
+                Err(e) => Err(anyhow::anyhow!("{e:#}")),
+            };
+            let mut values = Map::new();
+            values.insert("frame_size".into(), size.into());
+            values.insert("test".into(), test.name().into());
+            let record = match ran {
+                Ok(Some((outcome, result, cut))) => {
+                    if cut {
+                        // A cut-short test is not finished: resume runs it again.
+                        break 'sizes;
+                    }
+                    values.insert("outcome".into(), outcome);
+                    Record {
+                        part,
+                        point,
+                        repeat: 0,
+                        values,
+                        error: result
+                            .is_none()
+                            .then(|| format!("no trial within {} % loss to keep whole", args.loss)),
+                        result: result.map(RunResult::Stream),
+                    }
+                }
+                Ok(None) => Record {
+                    part,
+                    point,
+                    repeat: 0,
+                    values,
+                    result: None,
+                    error: Some(format!(
+                        "not run: the throughput test found no rate within {} % loss",
+                        args.loss
+                    )),
+                },
+                Err(e) => {
+                    bar.println(format!("linerate: {size} B {} failed: {e:#}", test.name()));
+                    Record {
+                        part,
+                        point,
+                        repeat: 0,
+                        values,
+                        result: None,
+                        error: Some(format!("{e:#}")),
+                    }
+                }
+            };
+            out.append(&record).with_context(|| {
+                format!(
+                    "the finished tests are kept whole: `linerate rfc2544 --resume {}` runs the rest",
+                    dir.display()
+                )
+            })?;
+            reports = report::load(&dir, &sizes)?;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let was_cut = interrupted.load(Ordering::Relaxed);
+    let text = report::write(&dir, &head(&args, &dir), &reports)?;
+    if was_cut {
+        eprintln!(
+            "linerate: rfc2544 interrupted; finished tests are in {}; resume with `linerate rfc2544 --resume {}`",
+            dir.display(),
+            dir.display()
+        );
+    }
+    // --json as given now (a resumed run: not as saved).
+    output::report(&reports, given.stream.run.json, || text, was_cut, &None)
+}
+
+/// The report's first lines.
+fn head(args: &Rfc2544Args, dir: &Path) -> String {
+    let r = &trial_args(args).run;
+    format!(
+        "linerate rfc2544 in {}: trials of {} after {} warm-up{}, {} queue(s), loss tolerated {} %.",
+        dir.display(),
+        humantime::format_duration(r.duration),
+        humantime::format_duration(r.warmup),
+        if args.quick { " (--quick: a coarser throughput search, fewer bursts)" } else { "" },
+        r.queues,
+        args.loss
+    )
+}
+
+fn read_options(dir: &Path) -> Result<Options> {
+    let path = dir.join(OPTIONS);
+    let text = fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{} is not an rfc2544 run directory (no {OPTIONS}): give the --out of an earlier run",
+            dir.display()
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| format!("{} does not hold up", path.display()))
+}
+
+type Done = (Value, Option<crate::stream::result::StreamResult>, bool);
+
+/// Runs one test at one size: its outcome as JSON, the trial kept whole,
+/// whether it was cut short. None: it cannot run (no throughput found).
+fn run_test(
+    plan: &StreamPlan,
+    test: Test,
+    so_far: &report::SizeReport,
+    loss: f64,
+    budget: &Budget,
+    interrupted: &Arc<std::sync::atomic::AtomicBool>,
+) -> Result<Option<Done>> {
+    fn done<T: Serialize>(r: Ran<T>) -> Result<Option<Done>> {
+        Ok(Some((
+            serde_json::to_value(&r.outcome)?,
+            r.result,
+            r.interrupted,
+        )))
+    }
+    let tp: Option<&Throughput> = so_far.throughput.as_ref();
+    match test {
+        Test::Throughput => done(trials::throughput(plan, loss, budget.search, interrupted)?),
+        Test::Latency => match tp.filter(|t| t.fps.is_some()) {
+            Some(t) => done(trials::latency(plan, t, interrupted)?),
+            None => Ok(None),
+        },
+        Test::FrameLoss => match tp.filter(|t| t.highest_fps > 0.0) {
+            Some(t) => done(trials::frame_loss(plan, t.highest_fps, interrupted)?),
+            None => Ok(None),
+        },
+        Test::BackToBack => match tp.filter(|t| t.highest_fps > 0.0) {
+            Some(t) => done(trials::back_to_back(
+                plan,
+                t.highest_fps,
+                budget,
+                interrupted,
+            )?),
+            None => Ok(None),
+        },
+    }
+}
+
+/// `linerate report DIR` of an rfc2544 run.
+pub fn report_command(dir: &Path) -> Result<ExitCode> {
+    let o = read_options(dir)?;
+    let reports = report::load(dir, &o.sizes)?;
+    let text = report::write(
+        dir,
+        &format!(
+            "linerate rfc2544 in {} (rewritten by `linerate report`).",
+            dir.display()
+        ),
+        &reports,
+    )?;
+    output::emit(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Rfc2544Args {
+        let argv = ["linerate", "rfc2544"].iter().chain(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Rfc2544(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn options_the_tests_set_are_refused_by_name() {
+        for (args, want) in [
+            (
+                &["--rate", "1000"][..],
+                "rfc2544 does not take --rate: the tests set every trial's rate; remove it",
+            ),
+            (&["--count", "5"], "rfc2544 does not take --count"),
+            (
+                &["--search-rate", "1"],
+                "rfc2544 does not take --search-rate: use --loss",
+            ),
+            (
+                &["--tx-agent", "h:1", "--rx-agent", "h:2"],
+                "rfc2544 does not take --tx-agent/--rx-agent",
+            ),
+            (&["--loss", "100"], "--loss 100 is out of range"),
+        ] {
+            let e = check(&parse(args)).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{args:?}: {e}");
+        }
+        check(&parse(&["--loss", "0.5", "--size", "64", "--quick"])).unwrap();
+        assert_eq!(trial_args(&parse(&["--quick"])).run.duration, QUICK_TRIAL.1);
+    }
+
+    #[test]
+    fn sizes_follow_the_mtu() {
+        assert_eq!(sizes_for(1500), SIZES.to_vec());
+        assert_eq!(sizes_for(9000), [&SIZES[..], &[9018]].concat());
+        assert_eq!(sizes_for(3000), [&SIZES[..], &[3018]].concat());
+        assert_eq!(sizes_for(1000), vec![64, 128, 256, 512]);
+    }
+}

@@ -106,6 +106,8 @@ pub struct Io {
     pub multi_buffer: bool,
     /// Zero-copy policy (AF_XDP).
     pub zero_copy: ZeroCopy,
+    /// Frames each worker keeps a copy of (AF_XDP, `--pcap`).
+    pub capture: Option<usize>,
 }
 
 impl Io {
@@ -122,6 +124,7 @@ impl Io {
             } else {
                 ZeroCopy::Auto
             },
+            capture: None,
         }
     }
 }

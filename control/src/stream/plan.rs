@@ -126,6 +126,14 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.counts_foreign)
         );
     }
+    if args.pcap.is_some() && !(send.umem && receive.umem) {
+        bail!(
+            "--pcap copies the frames AF_XDP workers send and receive: use --backend xdp (and --tx-engine backend), or tcpdump on the interfaces for the kernel's sockets"
+        );
+    }
+    if args.pcap.is_some() && args.run.agents.tx_agent.is_some() {
+        bail!("--pcap writes the frames of a run on this host: drop --tx-agent/--rx-agent");
+    }
     if args.tx_only && !send.frames {
         bail!(
             "--tx-only sends frames to a receiver that is not linerate; the {} engine sends a byte stream: use --backend {}",

@@ -23,6 +23,8 @@ pub struct RxSummary {
     pub xsk: XskStats,
     /// Per-flow accounting of the flows seen.
     pub flows: Vec<(u16, FlowAccounting)>,
+    /// The first frames received (`--pcap`).
+    pub capture: Option<crate::capture::Capture>,
 }
 
 /// Frame and message accounting of one flow.
@@ -183,6 +185,7 @@ impl FlowTable {
                 .enumerate()
                 .filter_map(|(i, t)| t.map(|t| (i as u16, t)))
                 .collect(),
+            capture: None,
         }
     }
 }

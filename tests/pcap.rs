@@ -69,36 +69,21 @@ fn pcap_holds_the_frames_sent_and_received() {
     let lab = Lab::up("uxpc", 1500);
     let file = std::env::temp_dir().join(format!("ux-pcap-{}.pcapng", std::process::id()));
     let start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let out = run(&[
-        "stream",
-        "--lab",
+    let r = counted_stream(
         &lab.name,
-        "--size",
-        "256",
-        "--count",
-        "400",
-        "--rate",
-        "20000",
-        "--napi",
-        "softirq",
-        "--warmup",
-        "0",
-        "--duration",
-        "30",
-        "--pcap",
-        file.to_str().unwrap(),
-        "--pcap-count",
-        "150",
-        "--json",
-    ]);
-    let end = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let r = json(&out);
-    assert!(out.status.success(), "{r}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("wrote 150 frames sent and 150 received to"),
-        "{err}"
+        400,
+        &[
+            "--size",
+            "256",
+            "--rate",
+            "20000",
+            "--pcap",
+            file.to_str().unwrap(),
+            "--pcap-count",
+            "150",
+        ],
     );
+    let end = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let (interfaces, packets) = read(&file);
     let _ = fs::remove_file(&file);
     assert_eq!(

@@ -13,7 +13,10 @@ pub mod search;
 use std::sync::{atomic::AtomicBool, Arc};
 
 use anyhow::Result;
-use linerate_datapath::worker::{RxSummary, TxSummary, Worker};
+use linerate_datapath::{
+    capture::Capture,
+    worker::{RxSummary, TxSummary, Worker},
+};
 
 pub use command::command;
 pub use output::print_table;
@@ -161,21 +164,11 @@ fn write_pcap(
     use crate::pcap::Side;
     let tx = Side {
         iface: &path.tx.iface,
-        captures: measured
-            .tx
-            .summaries
-            .iter()
-            .filter_map(|s| s.capture.as_ref())
-            .collect(),
+        captures: kept(&measured.tx.summaries, |s| &s.capture),
     };
     let rx = Side {
         iface: &path.rx.iface,
-        captures: measured
-            .rx
-            .summaries
-            .iter()
-            .filter_map(|s| s.capture.as_ref())
-            .collect(),
+        captures: kept(&measured.rx.summaries, |s| &s.capture),
     };
     let shown = file.path().display().to_string();
     match file.write(&tx, &rx) {
@@ -185,4 +178,12 @@ fn write_pcap(
         ),
         Err(e) => eprintln!("linerate: warning: {e:#}; the run's figures are not affected"),
     }
+}
+
+/// The captures a side's workers kept.
+fn kept<S>(summaries: &[S], capture: impl Fn(&S) -> &Option<Capture>) -> Vec<&Capture> {
+    summaries
+        .iter()
+        .filter_map(|s| capture(s).as_ref())
+        .collect()
 }

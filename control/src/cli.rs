@@ -546,6 +546,16 @@ pub struct StreamArgs {
     /// UDP port --port. The result has what was sent, no receiver figures.
     #[arg(long, conflicts_with_all = ["rx_only", "search_rate"])]
     pub tx_only: bool,
+    /// Write the first frames each sender sent and each receiver received
+    /// to FILE (pcapng, nanosecond timestamps; direction in each packet's
+    /// flags, one interface per side): tcpdump sees neither AF_XDP sends
+    /// nor XDP-redirected receives. `tshark -r FILE` decodes it.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<std::path::PathBuf>,
+    /// Frames --pcap keeps of each sender and each receiver, 1 to 100000
+    /// (copied into memory allocated before the run, written after it).
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "pcap", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub pcap_count: u32,
     /// Find the highest rate whose loss stays at or below PERCENT (RFC 2544
     /// throughput with a loss tolerance, TRex's NDR): trials of --duration
     /// each, the first unpaced, then a binary search to 1 %.

@@ -13,6 +13,7 @@ mod napi;
 mod output;
 mod overhead;
 mod path;
+mod pcap;
 mod privilege;
 mod remote;
 mod request;

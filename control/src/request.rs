@@ -130,6 +130,9 @@ impl RunRequest {
                 line.some("--rate", &args.rate);
                 line.flag("--rx-only", args.rx_only);
                 line.flag("--tx-only", args.tx_only);
+                let pcap = args.pcap.as_ref().map(|p| p.display());
+                line.some("--pcap", &pcap);
+                line.value("--pcap-count", &args.pcap_count, &d.pcap_count);
                 line.some("--search-rate", &args.search_rate);
                 line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
                 line.named("--rx-engine", &args.rx_engine, &d.rx_engine);
@@ -503,6 +506,8 @@ mod tests {
         &["--rate", "1234.5"],
         &["--rx-only"],
         &["--tx-only"],
+        &["--pcap", "/tmp/a b.pcapng"],
+        &["--pcap", "f", "--pcap-count", "5"],
         &["--search-rate", "0.5"],
         &["--tx-engine", "generator"],
         &["--rx-engine", "xdp"],

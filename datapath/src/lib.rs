@@ -7,6 +7,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod capture;
 pub mod clock;
 pub mod frame;
 pub mod fuzzing;

@@ -66,6 +66,7 @@ impl Engine for AfXdp {
                 count: cfg.count,
                 placement: cfg.workers.placement(queue),
                 stop: cfg.workers.stop.clone(),
+                capture: cfg.io.capture,
             },
         )
     }
@@ -85,6 +86,7 @@ impl Engine for AfXdp {
                 stop: cfg.workers.stop.clone(),
                 on_bound: register(cfg.workers.steering, queue),
                 count_foreign: cfg.count_foreign,
+                capture: cfg.io.capture,
             },
         )
     }

@@ -113,6 +113,8 @@ pub struct Io {
     pub multi_buffer: bool,
     /// Zero-copy policy (AF_XDP).
     pub zero_copy: ZeroCopy,
+    /// Frames each worker keeps a copy of (AF_XDP, `--pcap`).
+    pub capture: Option<usize>,
 }
 
 impl Io {
@@ -129,6 +131,7 @@ impl Io {
             } else {
                 ZeroCopy::Auto
             },
+            capture: None,
         }
     }
 }

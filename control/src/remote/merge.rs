@@ -121,7 +121,10 @@ mod tests {
     use super::*;
     use crate::{
         cpu::CoreUse,
-        results::{run::RunResult, two_host::Agent},
+        results::{
+            run::{RunResult, TwoHostResult},
+            two_host::Agent,
+        },
     };
 
     fn fixture(name: &str) -> RunResult {
@@ -220,7 +223,13 @@ mod tests {
         let a = m.agents.as_ref().unwrap();
         assert_eq!(a.rx.environment.as_ref(), Some(&rx.environment));
         // The table is the local one with the two hosts' lines.
-        let t = RunResult::Stream(m).table();
+        let merged = RunResult::Stream(m);
+        let t = merged.table();
+        // -q on the controller: the table's first line alone.
+        assert_eq!(
+            TwoHostResult::Merged(merged.clone()).summary(),
+            format!("{}\n", t.lines().next().unwrap())
+        );
         assert!(
             t.starts_with("stream: received ")
                 && t.contains("\nlinerate stream across two hosts: tx http://a:7480")

@@ -312,6 +312,7 @@ mod tests {
                 counters: frames(sent, 1),
                 xsk: XskStats::default(),
                 unfinished: 3,
+                capture: None,
             }],
         };
         let rx = Finished {

@@ -13,7 +13,10 @@ pub mod search;
 use std::sync::{atomic::AtomicBool, Arc};
 
 use anyhow::Result;
-use linerate_datapath::worker::Worker;
+use linerate_datapath::{
+    capture::Capture,
+    worker::{RxSummary, TxSummary, Worker},
+};
 
 pub use command::command;
 pub use output::print_table;
@@ -53,6 +56,12 @@ pub fn run_side(
     here.tx &= !args.rx_only;
     // With --tx-only another tool (or a device) receives.
     here.rx &= !args.tx_only;
+    // Before anything runs: a --pcap file that cannot be written fails now.
+    let pcap = args
+        .pcap
+        .as_deref()
+        .map(crate::pcap::PcapFile::create)
+        .transpose()?;
     let session = Session::prepare(
         Prepare {
             args: run,
@@ -77,7 +86,8 @@ pub fn run_side(
         interrupted,
     )?;
     let stop = session.stop_signals();
-    let io = Io::new(run, plan.chunk_size, plan.multi_buffer);
+    let mut io = Io::new(run, plan.chunk_size, plan.multi_buffer);
+    io.capture = pcap.as_ref().map(|_| args.pcap_count as usize);
     let receivers = ReceiverConfig {
         workers: SideWorkers {
             end: &path.rx,
@@ -139,5 +149,42 @@ pub fn run_side(
     let window = session.measure(&crew, true, &senders_done)?;
     session.await_peer(&crew, &arrived);
     let measured = session.finish(crew, window, Drain::UntilQuiet)?;
+    if let Some(file) = pcap {
+        write_pcap(file, path, &measured);
+    }
     Ok(build::result(plan, &measured))
+}
+
+/// Writes what the workers captured (`--pcap`); a failure is told on
+/// stderr and costs nothing of the result.
+fn write_pcap(
+    file: crate::pcap::PcapFile,
+    path: &crate::path::PathPlan,
+    measured: &crate::session::Measured<TxSummary, RxSummary>,
+) {
+    use crate::pcap::Side;
+    let tx = Side {
+        iface: &path.tx.iface,
+        captures: kept(&measured.tx.summaries, |s| &s.capture),
+    };
+    let rx = Side {
+        iface: &path.rx.iface,
+        captures: kept(&measured.rx.summaries, |s| &s.capture),
+    };
+    let shown = file.path().display().to_string();
+    match file.write(&tx, &rx) {
+        Ok(w) => eprintln!(
+            "linerate: wrote {} frames sent and {} received to {shown} (pcapng; `tshark -r {shown}` decodes them)",
+            w.sent, w.received
+        ),
+        Err(e) => eprintln!("linerate: warning: {e:#}; the run's figures are not affected"),
+    }
+}
+
+/// The captures a side's workers kept.
+fn kept<S>(summaries: &[S], capture: impl Fn(&S) -> &Option<Capture>) -> Vec<&Capture> {
+    summaries
+        .iter()
+        .filter_map(|s| capture(s).as_ref())
+        .collect()
 }

@@ -149,6 +149,17 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.counts_foreign)
         );
     }
+    if args.pcap.is_some() && !(send.umem && receive.umem) {
+        bail!(
+            "--pcap copies the frames AF_XDP workers send and receive: use --backend xdp (and --tx-engine backend), or tcpdump on the interfaces for the kernel's sockets"
+        );
+    }
+    // On two hosts, or as an agent's child (never a file on the agent's
+    // host named by a remote controller).
+    let two_hosts = args.run.agents.tx_agent.is_some() || args.run.role.role.is_some();
+    if args.pcap.is_some() && two_hosts {
+        bail!("--pcap writes the frames of a run on this host: drop --tx-agent/--rx-agent");
+    }
     if args.tx_only && !send.frames {
         bail!(
             "--tx-only sends frames to a receiver that is not linerate; the {} engine sends a byte stream: use --backend {}",
@@ -156,7 +167,7 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.frames && c.stream_sender)
         );
     }
-    if args.tx_only && args.run.agents.tx_agent.is_some() {
+    if args.tx_only && two_hosts {
         bail!("--tx-only runs the senders on this host: drop --tx-agent/--rx-agent");
     }
     if args.size.is_some() && !send.frames {
@@ -295,6 +306,29 @@ mod tests {
             unreachable!("a stream command")
         };
         *a
+    }
+
+    #[test]
+    fn pcap_and_tx_only_run_on_one_host() {
+        for option in [&["--pcap", "/etc/x"][..], &["--tx-only"]] {
+            for two in [
+                &["--tx-agent", "http://a", "--rx-agent", "http://b"][..],
+                &[
+                    "--role",
+                    "rx",
+                    "--peer-mac",
+                    "02:00:00:00:00:01",
+                    "--peer-ip",
+                    "198.18.0.1",
+                ],
+            ] {
+                let mut argv = option.to_vec();
+                argv.extend(two);
+                let e = check_args(&args(&argv)).unwrap_err().to_string();
+                assert!(e.contains("drop --tx-agent/--rx-agent"), "{argv:?}: {e}");
+            }
+            check_args(&args(option)).unwrap();
+        }
     }
 
     #[test]

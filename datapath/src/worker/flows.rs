@@ -27,6 +27,8 @@ pub struct RxSummary {
     /// One-way latency of every frame accounted (not of frames counted
     /// bad).
     pub latency: OneWay,
+    /// The first frames received (`--pcap`).
+    pub capture: Option<crate::capture::Capture>,
 }
 
 /// Frame and message accounting of one flow.
@@ -190,6 +192,7 @@ impl FlowTable {
                 .filter_map(|(i, t)| t.map(|t| (i as u16, t)))
                 .collect(),
             latency: self.latency,
+            capture: None,
         }
     }
 }

@@ -5,8 +5,10 @@ use std::{os::fd::BorrowedFd, time::Instant};
 use super::flows::{FlowTable, RxSummary};
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
+    capture::Capture,
+    clock::monotonic_ns,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{RxPort, SocketOptions},
+    xsk::{RxFrame, RxPort, SocketOptions, CHUNK_DATA},
 };
 
 /// Called in the worker's thread once its socket is bound and the fill
@@ -30,6 +32,8 @@ pub struct RxWorkerConfig {
     /// Count frames without a linerate header as received frames (another
     /// tool sends) instead of bad ones.
     pub count_foreign: bool,
+    /// Keep a copy of the first this many frames received (`--pcap`).
+    pub capture: Option<usize>,
 }
 
 impl std::fmt::Debug for RxWorkerConfig {
@@ -52,6 +56,7 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
         stop,
         on_bound,
         count_foreign,
+        capture,
     } = cfg;
     spawn_with(
         name,
@@ -63,7 +68,12 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
             let huge = port.huge_pages();
             Ok((port, mode, why, huge))
         },
-        move |port, counters| run(port, wait, &stop, count_foreign, counters),
+        move |port, counters| {
+            // The first chunk of each frame: every header, and all of a
+            // frame that fits one chunk.
+            let capture = capture.map(|n| Capture::new(n, CHUNK_DATA));
+            run(port, wait, &stop, count_foreign, capture, counters)
+        },
     )
 }
 
@@ -76,20 +86,38 @@ fn count_any(c: &mut CounterSnapshot, len: u64) {
     c.payload_bytes += len.saturating_sub(crate::frame::HEADER_OFFSET as u64);
 }
 
+/// Copies a frame with the time it came, while `capture` has room
+/// (without --pcap: one branch on the Option).
+#[inline]
+fn keep(capture: &mut Option<Capture>, f: &RxFrame<'_>) {
+    if let Some(c) = capture {
+        if !c.is_full() {
+            c.record(monotonic_ns(), f.head, f.len);
+        }
+    }
+}
+
 fn run(
     mut port: RxPort,
     wait: WaitMode,
     stop: &StopSignal,
     count_foreign: bool,
+    mut capture: Option<Capture>,
     counters: &WorkerCounters,
 ) -> Result<RxSummary, WorkerError> {
     let mut c = CounterSnapshot::default();
     let mut flows = FlowTable::default();
     while !stop.should_stop(Instant::now()) {
         let n = if count_foreign {
-            port.recv(|f| count_any(&mut c, f.len as u64))
+            port.recv(|f| {
+                keep(&mut capture, &f);
+                count_any(&mut c, f.len as u64)
+            })
         } else {
-            port.recv(|f| flows.account_frame(&mut c, f.head, f.len as u64))
+            port.recv(|f| {
+                keep(&mut capture, &f);
+                flows.account_frame(&mut c, f.head, f.len as u64)
+            })
         };
         if n == 0 {
             c.idle_loops += 1;
@@ -115,7 +143,8 @@ fn run(
         counters.publish(&c);
     }
     c.bad += port.overlong();
-    let summary = flows.finish(c, port.stats().unwrap_or_default());
+    let mut summary = flows.finish(c, port.stats().unwrap_or_default());
+    summary.capture = capture;
     counters.publish(&summary.counters);
     Ok(summary)
 }

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
+    capture::Capture,
     clock::monotonic_ns,
     frame::{set_lengths, FrameSpec, HEADER_OFFSET},
     geometry::Geometry,
@@ -11,7 +12,7 @@ use crate::{
     message::Fragmentation,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{SocketOptions, TxFrame, TxPort, XskStats},
+    xsk::{SocketOptions, TxFrame, TxPort, XskStats, CHUNK_DATA},
 };
 
 /// Everything a sender needs.
@@ -35,6 +36,8 @@ pub struct TxWorkerConfig {
     pub placement: Placement,
     /// When to stop.
     pub stop: StopSignal,
+    /// Keep a copy of the first this many frames sent (`--pcap`).
+    pub capture: Option<usize>,
 }
 
 /// What a sender reports when it ends.
@@ -46,6 +49,8 @@ pub struct TxSummary {
     pub xsk: XskStats,
     /// Frames still in the kernel when the sender gave up waiting.
     pub unfinished: u64,
+    /// The first frames sent, with `capture`.
+    pub capture: Option<Capture>,
 }
 
 impl TxSummary {
@@ -125,6 +130,11 @@ fn run(
         frags,
     };
     let batch = cfg.batch.max(1);
+    // The first chunk of each frame: every header, and all of a frame
+    // that fits one chunk.
+    let mut capture = cfg
+        .capture
+        .map(|n| Capture::new(n, cfg.frame.len().min(CHUNK_DATA)));
     let frame_len = cfg.frame.len() as u64;
     let payload_len = cfg.frame.payload_len() as u64;
     let mut c = CounterSnapshot::default();
@@ -197,6 +207,10 @@ fn run(
         let (mut wire, mut payload) = (0, 0);
         let queued = port.send(want, |f| {
             let (w, p) = stamper.stamp(f, seq, ts);
+            if let Some(c) = &mut capture {
+                let len = f.len();
+                c.record(ts, f.head(), len);
+            }
             wire += w;
             payload += p;
             seq += 1;
@@ -241,6 +255,7 @@ fn run(
         counters: c,
         xsk: port.stats().unwrap_or_default(),
         unfinished: port.in_flight_frames() as u64,
+        capture,
     })
 }
 

@@ -1,0 +1,145 @@
+//! `--pcap FILE`: the frames the workers sent and received, as pcapng
+//! (written with `pcap-file`). Taps see neither AF_XDP copy-mode sends
+//! nor XDP-redirected receives; the workers keep a bounded copy of their
+//! first frames ([`Capture`]) and this writes it after the run.
+//!
+//! The file has one interface per side (0: the sending interface, 1: the
+//! receiving one), nanosecond timestamps (when a sender stamped the
+//! frame, when a receiver took it from its ring, on the wall clock) and
+//! each packet's direction in its flags (outbound, inbound); packets are
+//! in the order of their timestamps.
+
+use std::{
+    borrow::Cow,
+    fs::File,
+    io::{BufWriter, Write},
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::{Context, Result};
+use linerate_datapath::capture::Capture;
+use nix::time::{clock_gettime, ClockId};
+use pcap_file::{
+    pcapng::{
+        blocks::{
+            enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption},
+            interface_description::{InterfaceDescriptionBlock, InterfaceDescriptionOption},
+        },
+        PcapNgWriter,
+    },
+    DataLink,
+};
+
+/// EPB flags: the direction bits (pcapng, epb_flags).
+const INBOUND: u32 = 1;
+const OUTBOUND: u32 = 2;
+
+/// A --pcap file, created before the run (so that a path that cannot be
+/// written fails before anything runs).
+pub struct PcapFile {
+    path: PathBuf,
+    file: File,
+}
+
+/// What was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Frames the senders sent.
+    pub sent: usize,
+    /// Frames the receivers received.
+    pub received: usize,
+}
+
+/// One side of the path as the file names it.
+pub struct Side<'a> {
+    /// Its interface.
+    pub iface: &'a str,
+    /// Its workers' captures.
+    pub captures: Vec<&'a Capture>,
+}
+
+impl PcapFile {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &Path) -> Result<Self> {
+        let file = File::create(path).with_context(|| {
+            format!(
+                "--pcap {}: creating the file failed; give a file in a directory you can write",
+                path.display()
+            )
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the frames of both sides, flushed to the disk.
+    pub fn write(self, tx: &Side<'_>, rx: &Side<'_>) -> Result<Written> {
+        let context = || format!("writing --pcap {}", self.path.display());
+        // Workers stamp CLOCK_MONOTONIC; the file has the wall clock.
+        let offset = wall_minus_monotonic();
+        let mut packets = Vec::new();
+        for (interface, flags, side) in [(0, OUTBOUND, tx), (1, INBOUND, rx)] {
+            for capture in &side.captures {
+                packets.extend(capture.frames().map(|(r, bytes)| EnhancedPacketBlock {
+                    interface_id: interface,
+                    timestamp: Duration::from_nanos(r.ts_ns.saturating_add_signed(offset)),
+                    original_len: r.len,
+                    data: Cow::Borrowed(bytes),
+                    options: vec![EnhancedPacketOption::Flags(flags)],
+                }));
+            }
+        }
+        // In time order (stable: a sender's batch shares one stamp).
+        packets.sort_by_key(|p| p.timestamp);
+        let snaplen = [tx, rx]
+            .iter()
+            .flat_map(|s| s.captures.iter().map(|c| c.snaplen()))
+            .max()
+            .unwrap_or(0);
+        let mut w = PcapNgWriter::new(BufWriter::new(&self.file)).with_context(context)?;
+        for side in [tx, rx] {
+            w.write_pcapng_block(InterfaceDescriptionBlock {
+                linktype: DataLink::ETHERNET,
+                snaplen: snaplen as u32,
+                options: vec![
+                    InterfaceDescriptionOption::IfName(Cow::Borrowed(side.iface)),
+                    // Timestamps in nanoseconds.
+                    InterfaceDescriptionOption::IfTsResol(9),
+                ],
+            })
+            .with_context(context)?;
+        }
+        let mut written = Written {
+            sent: 0,
+            received: 0,
+        };
+        for p in packets {
+            if p.interface_id == 0 {
+                written.sent += 1;
+            } else {
+                written.received += 1;
+            }
+            w.write_pcapng_block(p).with_context(context)?;
+        }
+        w.into_inner().flush().with_context(context)?;
+        self.file.sync_data().with_context(context)?;
+        Ok(written)
+    }
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, ns.
+fn wall_minus_monotonic() -> i64 {
+    let ns = |id| {
+        clock_gettime(id)
+            .map(|t| t.tv_sec() * 1_000_000_000 + t.tv_nsec())
+            .unwrap_or(0)
+    };
+    ns(ClockId::CLOCK_REALTIME) - ns(ClockId::CLOCK_MONOTONIC)
+}

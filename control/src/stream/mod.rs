@@ -69,7 +69,6 @@ pub fn run_side(
                 tx: false,
                 rx: true,
             },
-            rx_napi_beside_tx: plan.napi_beside_sender,
         },
         peer,
         interrupted,

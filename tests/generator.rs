@@ -486,6 +486,49 @@ fn stream_with_the_generator_engine() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("byte stream"));
 }
 
+/// An unpaced second of 64-byte frames from the generator on `lab`, with
+/// `extra` options: the result.
+fn unpaced_generator(lab: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "stream",
+        "--lab",
+        lab,
+        "--tx-engine",
+        "generator",
+        "--size",
+        "64",
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+fn n(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap()
+}
+
+/// The frames the senders handed to their link, over the whole run (their
+/// workers' totals).
+fn handed_over(r: &serde_json::Value) -> u64 {
+    r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["role"] == "tx")
+        .map(|w| n(&w["total"]["frames"]))
+        .sum()
+}
+
 /// Honest sent counts: unpaced 64-byte frames overrun the AF_XDP receiver
 /// (copy mode on veth) and the peer's ring, so veth drops part of them at
 /// the sender. Those are reported apart (`dropped_at_sender`), "sent" is
@@ -504,26 +547,7 @@ fn frames_dropped_at_the_sender_are_not_sent() {
     let drop0 = ip_link(&ns_a, &if_a)["stats64"]["tx"]["dropped"]
         .as_u64()
         .unwrap();
-    let out = run(&[
-        "stream",
-        "--lab",
-        &lab.name,
-        "--tx-engine",
-        "generator",
-        "--size",
-        "64",
-        "--warmup",
-        "0s",
-        "--duration",
-        "1s",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = json(&out);
+    let r = unpaced_generator(&lab.name, &[]);
     let left = ethtool_sum(&ns_a, &if_a, "_xdp_xmit") - xmit0;
     let errors = ethtool_sum(&ns_a, &if_a, "_xdp_xmit_errors") - err0;
     let dropped = ip_link(&ns_a, &if_a)["stats64"]["tx"]["dropped"]
@@ -531,14 +555,7 @@ fn frames_dropped_at_the_sender_are_not_sent() {
         .unwrap()
         - drop0;
     let f = &r["frames"];
-    let n = |v: &serde_json::Value| v.as_u64().unwrap();
-    let redirected: u64 = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["role"] == "tx")
-        .map(|w| n(&w["total"]["frames"]))
-        .sum();
+    let redirected = handed_over(&r);
     eprintln!("redirected {redirected}, left {left}, dropped at the sender {errors}: {f}");
     assert_eq!(n(&f["dropped_at_sender"]), errors, "veth's xdp_xmit_errors");
     assert_eq!(errors, dropped, "ip -s link: the sender's tx drops");
@@ -560,7 +577,6 @@ fn stream_into_the_xdp_only_receiver() {
     }
     let _g = serial();
     let lab = Lab::up("gn2", 1500);
-    let n = |v: &serde_json::Value| v.as_u64().unwrap();
     for tx in ["backend", "generator"] {
         let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
         let r = counted_stream(
@@ -586,28 +602,7 @@ fn stream_into_the_xdp_only_receiver() {
     // Unpaced: whatever the split, counted = what the interface received
     // = what left the sender, and sent + dropped at the sender = handed over.
     let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
-    let out = run(&[
-        "stream",
-        "--lab",
-        &lab.name,
-        "--tx-engine",
-        "generator",
-        "--rx-engine",
-        "xdp",
-        "--size",
-        "64",
-        "--warmup",
-        "0s",
-        "--duration",
-        "1s",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = json(&out);
+    let r = unpaced_generator(&lab.name, &["--rx-engine", "xdp"]);
     let (rx1, _) = packets(&lab.ns_b(), &lab.if_b());
     let f = &r["frames"];
     eprintln!("unpaced into the XDP-only receiver: {f}");
@@ -618,13 +613,7 @@ fn stream_into_the_xdp_only_receiver() {
         n(&f["sent"]),
         "nothing lost on the way: {f}"
     );
-    let handed: u64 = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["role"] == "tx")
-        .map(|w| n(&w["total"]["frames"]))
-        .sum();
+    let handed = handed_over(&r);
     assert_eq!(n(&f["sent"]) + n(&f["dropped_at_sender"]), handed);
     // Refused: other backends, messages, --rx-only.
     for (args, want) in [
@@ -732,7 +721,6 @@ fn search_rate_with_the_generator() {
         String::from_utf8_lossy(&out.stderr)
     );
     let s = json(&out);
-    let n = |v: &serde_json::Value| v.as_u64().unwrap();
     let trials = s["trials"].as_array().unwrap();
     eprintln!("{}", serde_json::to_string_pretty(trials).unwrap());
     let first = &trials[0];
@@ -760,13 +748,7 @@ fn search_rate_with_the_generator() {
     }
     assert_eq!(found["setup"]["tx_engine"], "generator");
     let f = &found["frames"];
-    let handed: u64 = found["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["role"] == "tx")
-        .map(|w| n(&w["total"]["frames"]))
-        .sum();
+    let handed = handed_over(found);
     assert_eq!(n(&f["sent"]) + n(&f["dropped_at_sender"]), handed, "{f}");
     assert_eq!(n(&f["received"]) + n(&f["lost"]), n(&f["sent"]), "{f}");
     let lost = (n(&f["lost"]) + n(&f["dropped_at_sender"])) as f64;
@@ -838,4 +820,37 @@ metrics = ["frames.received"]
     engines.sort();
     assert_eq!(engines, ["generator", "xdp"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `stream --rx-only` needs only the receiving interface: given alone,
+/// the run counts what reaches it (here nothing is sent: 0 frames).
+#[test]
+fn rx_only_needs_only_the_receiving_interface() {
+    if !root_or_skip("stream --rx-only --rx-iface") {
+        return;
+    }
+    let _g = serial();
+    let lab = Lab::up("gn6", 1500);
+    let out = run(&[
+        "stream",
+        "--rx-only",
+        "--rx-iface",
+        &lab.if_b(),
+        "--rx-netns",
+        &lab.ns_b(),
+        "--warmup",
+        "0s",
+        "--duration",
+        "0.5s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    assert_eq!(r["setup"]["tx_bind_mode"], "none (--rx-only)");
+    assert_eq!(r["params"]["rx_iface"], lab.if_b());
+    assert_eq!(r["frames"]["received"], 0, "{}", r["frames"]);
 }

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg},
+    cli::{BackendArg, RunArgs, RxEngineArg, StreamArgs, TxEngineArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
 };
@@ -45,9 +45,20 @@ impl StreamPlan {
     }
 }
 
+/// The run's options as the path takes them: with --rx-only only the
+/// receiving interface is used, so given alone it is both ends.
+fn path_args(args: &StreamArgs) -> RunArgs {
+    let mut run = args.run.clone();
+    if args.rx_only && run.rx_iface.is_some() && run.tx_iface.is_none() {
+        run.tx_iface.clone_from(&run.rx_iface);
+        run.tx_netns.clone_from(&run.rx_netns);
+    }
+    run
+}
+
 /// Checks arguments that need no system access.
 pub fn check_args(args: &StreamArgs) -> Result<()> {
-    crate::path::check_args(&args.run)?;
+    crate::path::check_args(&path_args(args))?;
     engine::check_run_args(&args.run)?;
     if args.run.duration.is_zero() && args.count.is_none() {
         bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
@@ -185,7 +196,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
     // at 9018 B, 0.6x at 64 B).
     let frame_size = |mtu: u32| args.size.unwrap_or(Geometry::for_mtu(mtu).max_frame());
-    let path = crate::path::plan(&args.run, "linerate stream", |mtu| {
+    let path = crate::path::plan(&path_args(args), "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
     let geometry = Geometry::for_mtu(path.mtu);

@@ -507,7 +507,7 @@ def report(out_dir, results, meta):
     pl = med.get("linerate xdp, 1518 B", {}).get("placement")
     if pl:
         target("placement chosen by the engine", True, f"default run chose: {pl}")
-    lines += ["", "## Targets (issue 7), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
+    lines += ["", "## Targets (issues 7 and 15), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
     if errors:
         lines += ["", "## Runs that failed", ""] + [f"- {e['row']} (round {e['round']}): {e['error']}" for e in errors]
     text = "\n".join(lines) + "\n"

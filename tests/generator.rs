@@ -548,6 +548,8 @@ fn frames_dropped_at_the_sender_are_not_sent() {
         .as_u64()
         .unwrap();
     let r = unpaced_generator(&lab.name, &[]);
+    // The generator into AF_XDP receivers: NAPI in softirq (auto).
+    assert_eq!(r["setup"]["napi"], "softirq", "{}", r["setup"]["placement"]);
     let left = ethtool_sum(&ns_a, &if_a, "_xdp_xmit") - xmit0;
     let errors = ethtool_sum(&ns_a, &if_a, "_xdp_xmit_errors") - err0;
     let dropped = ip_link(&ns_a, &if_a)["stats64"]["tx"]["dropped"]
@@ -603,6 +605,13 @@ fn stream_into_the_xdp_only_receiver() {
     // = what left the sender, and sent + dropped at the sender = handed over.
     let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
     let r = unpaced_generator(&lab.name, &["--rx-engine", "xdp"]);
+    // Into the XDP-only receiver NAPI is all the receive work: threaded,
+    // on the receiver's core.
+    assert_eq!(
+        r["setup"]["napi"], "threaded",
+        "{}",
+        r["setup"]["placement"]
+    );
     let (rx1, _) = packets(&lab.ns_b(), &lab.if_b());
     let f = &r["frames"];
     eprintln!("unpaced into the XDP-only receiver: {f}");

@@ -491,7 +491,7 @@ def report(out_dir, results, meta):
             target(f"generator, {size} B: >= {mpps} Mpps received by AF_XDP, loss <= {max_loss} %",
                    f >= mpps * 1e6 and (l or 0) <= max_loss,
                    f"{f/1e6:.3f} Mpps ({f/(mpps*1e6):.2f}x the target), loss on the way {l:.4f} %, "
-                   f"dropped at the sender {dr:.2f} % (unpaced: the peer's ring full)")
+                   f"dropped at the sender {dr:.2f} % (unpaced)")
         tp, pr = v(theirs, "fps"), paired(ours, theirs)
         if f and tp and peer_x:
             target(f"generator, {size} B: >= {peer_x}x testpmd's sender into the same receiver",

@@ -828,6 +828,12 @@ metrics = ["frames.received"]
     }
     engines.sort();
     assert_eq!(engines, ["generator", "xdp"]);
+    // The report says which engine sent.
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("xdp (sent by generator, received by xdp)"),
+        "{report}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -486,6 +486,17 @@ fn stream_with_the_generator_engine() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("byte stream"));
 }
 
+/// Runs `linerate args...`, which must succeed; its JSON.
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
 /// An unpaced second of 64-byte frames from the generator on `lab`, with
 /// `extra` options: the result.
 fn unpaced_generator(lab: &str, extra: &[&str]) -> serde_json::Value {
@@ -504,13 +515,7 @@ fn unpaced_generator(lab: &str, extra: &[&str]) -> serde_json::Value {
         "--json",
     ];
     args.extend_from_slice(extra);
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
+    run_json(&args)
 }
 
 fn n(v: &serde_json::Value) -> u64 {
@@ -708,7 +713,7 @@ fn search_rate_with_the_generator() {
     }
     let _g = serial();
     let lab = Lab::up("gn4", 1500);
-    let out = run(&[
+    let s = run_json(&[
         "stream",
         "--lab",
         &lab.name,
@@ -724,12 +729,6 @@ fn search_rate_with_the_generator() {
         "0.5s",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s = json(&out);
     let trials = s["trials"].as_array().unwrap();
     eprintln!("{}", serde_json::to_string_pretty(trials).unwrap());
     let first = &trials[0];
@@ -846,7 +845,7 @@ fn rx_only_needs_only_the_receiving_interface() {
     }
     let _g = serial();
     let lab = Lab::up("gn6", 1500);
-    let out = run(&[
+    let r = run_json(&[
         "stream",
         "--rx-only",
         "--rx-iface",
@@ -859,12 +858,6 @@ fn rx_only_needs_only_the_receiving_interface() {
         "0.5s",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = json(&out);
     assert_eq!(r["setup"]["tx_bind_mode"], "none (--rx-only)");
     assert_eq!(r["params"]["rx_iface"], lab.if_b());
     assert_eq!(r["frames"]["received"], 0, "{}", r["frames"]);

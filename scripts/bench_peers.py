@@ -105,8 +105,15 @@ def lr_stream(lab, extra, duration, warmup):
     out.update(
         sent_fps=s["frames_per_s"],
         loss_pct=d["frames"]["loss_pct"],
+        # Frames a sender without backpressure (the generator) handed to
+        # its link that the link dropped (not sent, not lost on the way),
+        # in % of those handed over.
+        dropped_at_sender_pct=100.0 * d["frames"].get("dropped_at_sender", 0)
+        / max(1, d["frames"]["sent"] + d["frames"].get("dropped_at_sender", 0)),
         link_pps=r["link_packets_per_s"],
         placement=f"tx cores {d['params']['tx_cores']}, rx cores {d['params']['rx_cores']}, "
+        f"sent by {d['setup'].get('tx_engine') or d['params']['backend']}, "
+        f"received by {d['setup'].get('rx_engine') or d['params']['backend']}, "
         f"NAPI {d['setup'].get('napi')}, XDP {d['setup']['xdp_mode']}, "
         f"bind {d['setup']['rx_bind_mode']}, UMEM chunks {d['setup'].get('umem_chunk')} B on "
         f"{'huge' if d['setup'].get('umem_huge_pages') else '4 KB'} pages",
@@ -137,9 +144,10 @@ def link_tx_packets(ns, dev):
     return json.loads(p.stdout)[0]["stats64"]["tx"]["packets"]
 
 
-def testpmd(lab, frame, duration, warmup):
+def testpmd(lab, frame, duration, warmup, rx_extra=()):
     """testpmd sends `frame`-byte frames (FCS included) from side a; linerate
-    --rx-only receives on side b, port 9 (txonly's UDP port)."""
+    --rx-only receives on side b, port 9 (txonly's UDP port), with
+    `rx_extra` options."""
     mac = json.loads(run(["ip", "-n", f"{lab}-b", "-j", "link", "show", f"{lab}-b0"], 10).stdout)[0]["address"]
     cmd = netns(f"{lab}-a", [
         "dpdk-testpmd", "--no-huge", "-m", "1024", "--no-pci", "-l", f"{SEND_CORE},{RECV_CORE}",
@@ -161,7 +169,7 @@ def testpmd(lab, frame, duration, warmup):
                 break
         else:
             raise RuntimeError("testpmd sent nothing within 30 s")
-        row = lr_stream(lab, ["--rx-only", "--port", "9", "--size", str(frame)], duration, warmup)
+        row = lr_stream(lab, ["--rx-only", "--port", "9", "--size", str(frame)] + list(rx_extra), duration, warmup)
     finally:
         try:
             p.stdin.write("\n")
@@ -177,6 +185,7 @@ def testpmd(lab, frame, duration, warmup):
     row["testpmd_tx_packets"] = int(m[-1]) if m else None
     row.pop("sent_fps", None)
     row.pop("loss_pct", None)
+    row.pop("dropped_at_sender_pct", None)
     return row
 
 
@@ -303,6 +312,23 @@ def plan(d, w):
         # is then the work done, not spinning at saturation, so service
         # demand compares the cost of a MB at the three sizes.
     ] + [
+        # The in-kernel generator (BPF_PROG_RUN, live frames: no skb, no
+        # copy) into the AF_XDP receiver (busy on its own core) and into
+        # the XDP-only receiver (counted and dropped in the XDP program),
+        # and testpmd's sender into the same AF_XDP receiver.
+        ("generator", f"linerate generator -> AF_XDP rx (busy), {size} B", "linerate",
+         xs(lab, ["--tx-engine", "generator", "--size", str(size), "--rx-wait", "busy"]))
+        for lab, size in ((LAB15, 64), (LAB15, 1518), (LAB90, 3412))
+    ] + [
+        ("generator", "testpmd txonly -> AF_XDP rx (busy), 64 B", "dpdk-testpmd",
+         lambda: testpmd(LAB15, 64, d, w, ["--rx-wait", "busy"])),
+        ("generator", "testpmd txonly -> AF_XDP rx (busy), 1518 B", "dpdk-testpmd",
+         lambda: testpmd(LAB15, 1518, d, w, ["--rx-wait", "busy"])),
+    ] + [
+        ("generator", f"linerate generator -> XDP-only rx, {size} B", "linerate",
+         xs(lab, ["--tx-engine", "generator", "--rx-engine", "xdp", "--size", str(size)]))
+        for lab, size in ((LAB15, 64), (LAB15, 1518), (LAB90, 3412))
+    ] + [
         ("messages_paced", f"linerate xdp, {name} messages, paced 400 MB/s, blocking", "linerate",
          xs(LAB15, ["--message", str(size), "--rate", str(round(400e6 / size)),
                     "--tx-wait", "wait", "--rx-wait", "wait"]))
@@ -358,14 +384,15 @@ def report(out_dir, results, meta):
     lines.append("")
     lines.append("## Streams")
     lines.append("")
-    lines.append("| row | received frames/s | payload MB/s | loss % | CPU % core 0 / 1 | SD total | SD tx | SD rx |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("| row | received frames/s | payload MB/s | loss % | dropped at the sender % | CPU % core 0 / 1 | SD total | SD tx | SD rx |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     for _, name, _, _ in plan(1, 1):
         m = med.get(name)
         if not m or "tps" in m:
             continue
         cpu = " / ".join(f"{c:.0f}" for c in m.get("cpu", []))
-        lines.append(f"| {name} | {fmt(m.get('fps'))} | {fmt(m.get('mb_s'))} | {fmt(m.get('loss_pct'), 3)} | {cpu} | "
+        lines.append(f"| {name} | {fmt(m.get('fps'))} | {fmt(m.get('mb_s'))} | {fmt(m.get('loss_pct'), 3)} | "
+                     f"{fmt(m.get('dropped_at_sender_pct'), 2)} | {cpu} | "
                      f"{fmt(m.get('sd_total'), 2)} | {fmt(m.get('sd_tx'), 2)} | {fmt(m.get('sd_rx'), 2)} |")
     lines += ["", "## Request/response", "",
               "| row | transactions/s | mean us | p50 us | p99 us | CPU % core 0 / 1 | CPU us per transaction |",
@@ -455,10 +482,32 @@ def report(out_dir, results, meta):
             spread = max(sds) / min(sds) - 1
             target(f"SD flat beyond 8 KB messages (within 10 %), {what}", spread <= 0.10,
                    f"{' / '.join(f'{s:.3f}' for s in sds)} ms/MB at 8 KB / 64 KB / 1 MB (spread {100*spread:.0f} %)")
+    # Issue 15: the generator.
+    for size, mpps, max_loss, peer_x in ((64, 1.9, 0.1, 1.6), (1518, 1.35, 0.01, None)):
+        ours = f"linerate generator -> AF_XDP rx (busy), {size} B"
+        theirs = f"testpmd txonly -> AF_XDP rx (busy), {size} B"
+        f, l, dr = v(ours, "fps"), v(ours, "loss_pct"), v(ours, "dropped_at_sender_pct")
+        if f is not None:
+            target(f"generator, {size} B: >= {mpps} Mpps received by AF_XDP, loss <= {max_loss} %",
+                   f >= mpps * 1e6 and (l or 0) <= max_loss,
+                   f"{f/1e6:.3f} Mpps ({f/(mpps*1e6):.2f}x the target), loss on the way {l:.4f} %, "
+                   f"dropped at the sender {dr:.2f} % (unpaced)")
+        tp, pr = v(theirs, "fps"), paired(ours, theirs)
+        if f and tp and peer_x:
+            target(f"generator, {size} B: >= {peer_x}x testpmd's sender into the same receiver",
+                   (pr or (f / tp,))[0] >= peer_x,
+                   f"ratio of medians {f/tp:.2f}" + (f"; median of the rounds' ratios {pr[0]:.2f} ({pr[1]:.2f}-{pr[2]:.2f})" if pr else ""))
+    f = v("linerate generator -> XDP-only rx, 64 B", "fps")
+    if f is not None:
+        target("XDP-only receiver: >= 5 Mpps at 64 B", f >= 5e6, f"{f/1e6:.3f} Mpps ({f/5e6:.2f}x)")
+    mb = v("linerate generator -> AF_XDP rx (busy), 3412 B", "mb_s")
+    if mb is not None:
+        target("generator, 3412 B frames at MTU 9000: >= 3,723 MB/s payload received by AF_XDP", mb >= 3723,
+               f"{mb:,.0f} MB/s ({mb/3723:.2f}x)")
     pl = med.get("linerate xdp, 1518 B", {}).get("placement")
     if pl:
         target("placement chosen by the engine", True, f"default run chose: {pl}")
-    lines += ["", "## Targets (issue 7), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
+    lines += ["", "## Targets (issues 7 and 15), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
     if errors:
         lines += ["", "## Runs that failed", ""] + [f"- {e['row']} (round {e['round']}): {e['error']}" for e in errors]
     text = "\n".join(lines) + "\n"

@@ -486,6 +486,54 @@ fn stream_with_the_generator_engine() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("byte stream"));
 }
 
+/// Runs `linerate args...`, which must succeed; its JSON.
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+/// An unpaced second of 64-byte frames from the generator on `lab`, with
+/// `extra` options: the result.
+fn unpaced_generator(lab: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "stream",
+        "--lab",
+        lab,
+        "--tx-engine",
+        "generator",
+        "--size",
+        "64",
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    run_json(&args)
+}
+
+fn n(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap()
+}
+
+/// The frames the senders handed to their link, over the whole run (their
+/// workers' totals).
+fn handed_over(r: &serde_json::Value) -> u64 {
+    r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["role"] == "tx")
+        .map(|w| n(&w["total"]["frames"]))
+        .sum()
+}
+
 /// Honest sent counts: unpaced 64-byte frames overrun the AF_XDP receiver
 /// (copy mode on veth) and the peer's ring, so veth drops part of them at
 /// the sender. Those are reported apart (`dropped_at_sender`), "sent" is
@@ -504,26 +552,9 @@ fn frames_dropped_at_the_sender_are_not_sent() {
     let drop0 = ip_link(&ns_a, &if_a)["stats64"]["tx"]["dropped"]
         .as_u64()
         .unwrap();
-    let out = run(&[
-        "stream",
-        "--lab",
-        &lab.name,
-        "--tx-engine",
-        "generator",
-        "--size",
-        "64",
-        "--warmup",
-        "0s",
-        "--duration",
-        "1s",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = json(&out);
+    let r = unpaced_generator(&lab.name, &[]);
+    // The generator into AF_XDP receivers: NAPI in softirq (auto).
+    assert_eq!(r["setup"]["napi"], "softirq", "{}", r["setup"]["placement"]);
     let left = ethtool_sum(&ns_a, &if_a, "_xdp_xmit") - xmit0;
     let errors = ethtool_sum(&ns_a, &if_a, "_xdp_xmit_errors") - err0;
     let dropped = ip_link(&ns_a, &if_a)["stats64"]["tx"]["dropped"]
@@ -531,14 +562,7 @@ fn frames_dropped_at_the_sender_are_not_sent() {
         .unwrap()
         - drop0;
     let f = &r["frames"];
-    let n = |v: &serde_json::Value| v.as_u64().unwrap();
-    let redirected: u64 = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["role"] == "tx")
-        .map(|w| n(&w["total"]["frames"]))
-        .sum();
+    let redirected = handed_over(&r);
     eprintln!("redirected {redirected}, left {left}, dropped at the sender {errors}: {f}");
     assert_eq!(n(&f["dropped_at_sender"]), errors, "veth's xdp_xmit_errors");
     assert_eq!(errors, dropped, "ip -s link: the sender's tx drops");
@@ -560,7 +584,6 @@ fn stream_into_the_xdp_only_receiver() {
     }
     let _g = serial();
     let lab = Lab::up("gn2", 1500);
-    let n = |v: &serde_json::Value| v.as_u64().unwrap();
     for tx in ["backend", "generator"] {
         let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
         let r = counted_stream(
@@ -586,28 +609,14 @@ fn stream_into_the_xdp_only_receiver() {
     // Unpaced: whatever the split, counted = what the interface received
     // = what left the sender, and sent + dropped at the sender = handed over.
     let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
-    let out = run(&[
-        "stream",
-        "--lab",
-        &lab.name,
-        "--tx-engine",
-        "generator",
-        "--rx-engine",
-        "xdp",
-        "--size",
-        "64",
-        "--warmup",
-        "0s",
-        "--duration",
-        "1s",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
+    let r = unpaced_generator(&lab.name, &["--rx-engine", "xdp"]);
+    // Into the XDP-only receiver NAPI is all the receive work: threaded,
+    // on the receiver's core.
+    assert_eq!(
+        r["setup"]["napi"], "threaded",
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        r["setup"]["placement"]
     );
-    let r = json(&out);
     let (rx1, _) = packets(&lab.ns_b(), &lab.if_b());
     let f = &r["frames"];
     eprintln!("unpaced into the XDP-only receiver: {f}");
@@ -618,13 +627,7 @@ fn stream_into_the_xdp_only_receiver() {
         n(&f["sent"]),
         "nothing lost on the way: {f}"
     );
-    let handed: u64 = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["role"] == "tx")
-        .map(|w| n(&w["total"]["frames"]))
-        .sum();
+    let handed = handed_over(&r);
     assert_eq!(n(&f["sent"]) + n(&f["dropped_at_sender"]), handed);
     // Refused: other backends, messages, --rx-only.
     for (args, want) in [
@@ -645,8 +648,8 @@ fn stream_into_the_xdp_only_receiver() {
 }
 
 /// `--tx-engine auto`: on veth (no AF_XDP zero-copy) with frames that fit,
-/// the generator sends, the receivers' NAPI threads are pinned beside it,
-/// and the placement line and the result say so and why; frames longer
+/// the generator sends, and the placement line and the result say so and
+/// why, and where the NAPI threads went; frames longer
 /// than live-frames mode takes go to AF_XDP, saying why.
 #[test]
 fn auto_chooses_the_sender_and_says_why() {
@@ -675,14 +678,16 @@ fn auto_chooses_the_sender_and_says_why() {
         placement.contains("sent by generator (auto: veth has no AF_XDP zero-copy"),
         "{placement}"
     );
-    let tx_core = r["params"]["tx_cores"][0].as_u64().unwrap();
+    // NAPI beside the receivers (beside the generator's two runners it
+    // starves: measured), and the line says where.
+    let rx_core = r["params"]["rx_cores"][0].as_u64().unwrap();
     let napi = r["setup"]["napi_threads"].as_array().unwrap();
     assert!(!napi.is_empty(), "{placement}");
     for t in napi {
-        assert_eq!(t[1].as_u64().unwrap(), tx_core, "{placement}");
+        assert_eq!(t[1].as_u64().unwrap(), rx_core, "{placement}");
     }
     assert!(
-        placement.contains("NAPI threads pinned beside the generator"),
+        placement.contains("NAPI threads pinned beside the receiver"),
         "{placement}"
     );
     // 9018-byte frames: AF_XDP sends.
@@ -694,4 +699,166 @@ fn auto_chooses_the_sender_and_says_why() {
         placement.contains("auto: 9018-byte frames are longer than the generator sends"),
         "{placement}"
     );
+}
+
+/// `--search-rate` with the generator: the unpaced first trial overruns
+/// the peer's ring (what veth drops at the sender counts as lost for the
+/// search), the paced trials search below what left, and the run found
+/// accounts every frame: sent + dropped at the sender = handed over,
+/// received + lost = sent, within the tolerance.
+#[test]
+fn search_rate_with_the_generator() {
+    if !root_or_skip("search-rate with the generator") {
+        return;
+    }
+    let _g = serial();
+    let lab = Lab::up("gn4", 1500);
+    let s = run_json(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--tx-engine",
+        "generator",
+        "--size",
+        "64",
+        "--search-rate",
+        "1",
+        "--warmup",
+        "0s",
+        "--duration",
+        "0.5s",
+        "--json",
+    ]);
+    let trials = s["trials"].as_array().unwrap();
+    eprintln!("{}", serde_json::to_string_pretty(trials).unwrap());
+    let first = &trials[0];
+    assert!(first["offered_pps"].is_null());
+    assert!(first["sent_fps"].as_f64().unwrap() > 0.0, "{first}");
+    assert!(
+        first["pass"].as_bool().unwrap() || trials.len() > 1,
+        "a failed first trial bounds a search"
+    );
+    for t in &trials[1..] {
+        assert!(
+            t["offered_pps"].as_f64().unwrap() <= first["sent_fps"].as_f64().unwrap(),
+            "{t}"
+        );
+        assert_eq!(
+            t["pass"].as_bool().unwrap(),
+            t["loss_pct"].as_f64().unwrap() <= 1.0,
+            "{t}"
+        );
+    }
+    let found = &s["found"];
+    if found.is_null() {
+        // A loaded machine may find no rate; the trials were checked.
+        return;
+    }
+    assert_eq!(found["setup"]["tx_engine"], "generator");
+    let f = &found["frames"];
+    let handed = handed_over(found);
+    assert_eq!(n(&f["sent"]) + n(&f["dropped_at_sender"]), handed, "{f}");
+    assert_eq!(n(&f["received"]) + n(&f["lost"]), n(&f["sent"]), "{f}");
+    let lost = (n(&f["lost"]) + n(&f["dropped_at_sender"])) as f64;
+    assert!(lost <= handed as f64 * 0.01, "{f}");
+}
+
+/// A sweep whose axis is the sending engine: each point runs with the
+/// engine it names, records it in its result, and every frame is
+/// accounted (paced, counted).
+#[test]
+fn a_sweep_over_the_tx_engine() {
+    if !root_or_skip("sweep over --tx-engine") {
+        return;
+    }
+    let _g = serial();
+    let lab = Lab::up("gn5", 1500);
+    let dir = std::env::temp_dir().join(format!("linerate-gn5-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("engines.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "engines"
+title = "The sending engines"
+kind = "stream"
+
+[fixed]
+size = 64
+count = 5000
+rate = 50000
+napi = "softirq"
+warmup = "0s"
+duration = "10s"
+
+[[axis]]
+name = "tx_engine"
+values = ["backend", "generator"]
+
+[[table]]
+title = "Frames received"
+rows = "tx_engine"
+metrics = ["frames.received"]
+"#,
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--lab",
+        &lab.name,
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let mut engines = Vec::new();
+    for line in text.lines() {
+        let rec: serde_json::Value = serde_json::from_str(line).unwrap();
+        let r = &rec["result"];
+        assert_eq!(r["frames"]["sent"], 5000, "{}", r["frames"]);
+        assert_eq!(r["frames"]["received"], 5000, "{}", r["frames"]);
+        engines.push(r["setup"]["tx_engine"].as_str().unwrap().to_string());
+    }
+    engines.sort();
+    assert_eq!(engines, ["generator", "xdp"]);
+    // The report says which engine sent.
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("xdp (sent by generator, received by xdp)"),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `stream --rx-only` needs only the receiving interface: given alone,
+/// the run counts what reaches it (here nothing is sent: 0 frames).
+#[test]
+fn rx_only_needs_only_the_receiving_interface() {
+    if !root_or_skip("stream --rx-only --rx-iface") {
+        return;
+    }
+    let _g = serial();
+    let lab = Lab::up("gn6", 1500);
+    let r = run_json(&[
+        "stream",
+        "--rx-only",
+        "--rx-iface",
+        &lab.if_b(),
+        "--rx-netns",
+        &lab.ns_b(),
+        "--warmup",
+        "0s",
+        "--duration",
+        "0.5s",
+        "--json",
+    ]);
+    assert_eq!(r["setup"]["tx_bind_mode"], "none (--rx-only)");
+    assert_eq!(r["params"]["rx_iface"], lab.if_b());
+    assert_eq!(r["frames"]["received"], 0, "{}", r["frames"]);
 }

@@ -353,6 +353,11 @@ pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Eng
             backend_engine.name()
         ));
     }
+    if args.message.is_some() && args.rate.is_none() {
+        return keep(
+            "unpaced messages need a sender with backpressure (a frame the generator's link drops breaks its whole message)".into(),
+        );
+    }
     if args.run.tx_wait.is_some() || args.run.zero_copy {
         return keep("--tx-wait and --zero-copy are AF_XDP sender options".into());
     }
@@ -463,6 +468,8 @@ mod tests {
         let (e, why) = auto_sender(&args(&[]), veth);
         assert_eq!(e.name(), "generator");
         assert!(why.contains("veth has no AF_XDP zero-copy"), "{why}");
+        let paced = args(&["--message", "65536", "--rate", "1000"]);
+        assert_eq!(auto_sender(&paced, veth).0.name(), "generator");
         for (a, f, want) in [
             (
                 args(&[]),
@@ -481,6 +488,7 @@ mod tests {
             ),
             (args(&["--backend", "udp"]), veth, "--backend udp"),
             (args(&["--tx-wait", "busy"]), veth, "AF_XDP sender options"),
+            (args(&["--message", "65536"]), veth, "backpressure"),
         ] {
             let (e, why) = auto_sender(&a, f);
             assert_ne!(e.name(), "generator", "{why}");

@@ -70,7 +70,6 @@ pub fn run_side(
             },
             threaded_by_default: false,
             pin_napi: Ends { tx: true, rx: true },
-            rx_napi_beside_tx: false,
         },
         peer,
         interrupted,

@@ -49,7 +49,7 @@ use linerate_datapath::{
 use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
 
 pub use peer::{Live, Peer};
-pub use placement::{placement, placement_beside};
+pub use placement::placement;
 pub use signal::on_signal;
 pub use system::steering_config;
 #[cfg(test)]
@@ -119,11 +119,6 @@ pub struct Prepare<'a> {
     pub threaded_by_default: bool,
     /// Which ends' NAPI threads are pinned beside their workers.
     pub pin_napi: Ends<bool>,
-    /// Pin the rx end's NAPI threads beside the tx end's workers instead
-    /// (when both run here): the generator's layout, where receive work
-    /// runs beside the sender that costs the kernel little, and the
-    /// receivers have their cores to themselves.
-    pub rx_napi_beside_tx: bool,
 }
 
 /// How the rx end finishes once the tx end has stopped.
@@ -256,12 +251,7 @@ impl<'a> Session<'a> {
         let napi = apply_napi(args, path, asked.threaded_by_default, &mut restore)?;
         let mut napi_threads = Vec::new();
         if here.rx && asked.pin_napi.rx {
-            let cores = if asked.rx_napi_beside_tx && here.tx {
-                &path.tx_cores
-            } else {
-                &path.rx_cores
-            };
-            napi_threads.extend(pin_napi(&path.rx, cores, &mut restore));
+            napi_threads.extend(pin_napi(&path.rx, &path.rx_cores, &mut restore));
         }
         if here.tx && asked.pin_napi.tx {
             napi_threads.extend(pin_napi(&path.tx, &path.tx_cores, &mut restore));

@@ -19,20 +19,6 @@ pub fn placement(
     napi_threads: &[(i32, usize)],
     tx_wait: WaitMode,
 ) -> String {
-    placement_beside(args, names, path, napi, napi_threads, tx_wait, names.rx)
-}
-
-/// [`placement`], with the NAPI threads pinned beside `beside` (the
-/// workers whose cores they were pinned to: "receiver", "generator").
-pub fn placement_beside(
-    args: &RunArgs,
-    names: WorkerNames,
-    path: &PathPlan,
-    napi: Option<&str>,
-    napi_threads: &[(i32, usize)],
-    tx_wait: WaitMode,
-    beside: &str,
-) -> String {
     let who = if path.crossed {
         "chosen by linerate: too few cores to keep the names apart, so each core sends one queue and receives another"
     } else if args.tx_cores.is_none() && args.rx_cores.is_none() {
@@ -62,7 +48,8 @@ pub fn placement_beside(
             .map(|(pid, core)| format!("{pid} on core {core}"))
             .collect();
         format!(
-            ", NAPI threads pinned beside the {beside}: {}",
+            ", NAPI threads pinned beside the {}: {}",
+            names.rx,
             cores.join(", ")
         )
     };

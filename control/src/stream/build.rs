@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     results::latency::Latency,
-    session::{placement_beside, Ends, Measured},
+    session::{placement, Ends, Measured},
 };
 
 /// The receivers' one-way latencies merged; none when no receiver of ours
@@ -35,10 +35,18 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
     let window = &measured.window;
     let messages = plan.message.is_some();
     // A sender without backpressure: what its link dropped never left.
+    // Over the window, what left is what the link itself sent (read at
+    // the window's edges, not the difference of two large counts read
+    // at slightly different instants).
     let drops = !plan.sender.can().backpressure && measured.here.tx;
     let dropped = |n: u64| if drops { n } else { 0 };
+    let sent_in_window = if drops {
+        as_left(&window.tx(), &window.link.tx)
+    } else {
+        window.tx()
+    };
     let mut sender = SideFigures::from_window(
-        &less_dropped(&window.tx(), dropped(window.link.tx.tx_dropped)),
+        &sent_in_window,
         window.seconds,
         &window.cpu,
         &path.tx_cores,
@@ -155,18 +163,13 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             payload_per_frame: Geometry::udp_payload(plan.frame_size),
             placement: engines_placed(
                 plan,
-                placement_beside(
+                placement(
                     run,
                     NAMES,
                     path,
                     measured.napi,
                     &measured.napi_threads,
                     tx_wait,
-                    if plan.napi_beside_sender && measured.here.tx {
-                        plan.sender.name()
-                    } else {
-                        NAMES.rx
-                    },
                 ),
             ),
             napi_threads: measured.napi_threads.clone(),
@@ -210,19 +213,18 @@ fn engines_placed(plan: &StreamPlan, placed: String) -> String {
     )
 }
 
-/// What is left of the frames `c` counts when `dropped` of them were
-/// dropped at the sending link: the frames, and their bytes and messages
-/// in proportion (exact for frames of one size).
-fn less_dropped(c: &CounterSnapshot, dropped: u64) -> CounterSnapshot {
-    let dropped = dropped.min(c.frames);
-    if dropped == 0 {
-        return *c;
-    }
-    let left = c.frames - dropped;
-    let part = |n: u64| (u128::from(n) * u128::from(left) / u128::from(c.frames)) as u64;
+/// The frames `c` counts as what left the sending link: the frames and
+/// bytes the link itself sent (`link`), payload and messages in
+/// proportion (exact for frames of one size).
+fn as_left(c: &CounterSnapshot, link: &crate::iface::IfCounters) -> CounterSnapshot {
+    let part = |n: u64| {
+        (u128::from(n) * u128::from(link.tx_packets))
+            .checked_div(u128::from(c.frames))
+            .unwrap_or(0) as u64
+    };
     CounterSnapshot {
-        frames: left,
-        bytes: part(c.bytes),
+        frames: link.tx_packets,
+        bytes: link.tx_bytes,
         payload_bytes: part(c.payload_bytes),
         messages: part(c.messages),
         message_bytes: part(c.message_bytes),
@@ -260,7 +262,6 @@ mod tests {
             chunk_size: 2048,
             message,
             tx_engine_reason: None,
-            napi_beside_sender: false,
         }
     }
 
@@ -395,9 +396,11 @@ mod tests {
         let gen = plan(&["--tx-engine", "generator"]);
         let mut m = measured((1_000, 900), (401_000, 300_900), 500_000, 390_000);
         m.window.link.tx.tx_dropped = 100_000;
+        m.window.link.tx.tx_packets = 300_000;
+        m.window.link.tx.tx_bytes = 300_000 * 1514;
         m.interfaces.tx.tx_dropped = 105_000;
         let out = result(&gen, &m);
-        // The window: 400,000 handed over, 100,000 of them dropped there.
+        // The window: 400,000 handed over, 300,000 of them left the link.
         assert_eq!(out.sender.frames, 300_000);
         assert_eq!(out.sender.frames_per_s, 600_000.0);
         assert!((out.sender.payload_mb_s - 600_000.0 * 1472.0 / 1e6).abs() < 1e-6);

@@ -38,10 +38,6 @@ pub struct StreamPlan {
     pub message: Option<Fragmentation>,
     /// Why `--tx-engine auto` chose the sender it chose.
     pub tx_engine_reason: Option<String>,
-    /// Pin the receivers' NAPI threads beside the senders: the
-    /// generator into AF_XDP receivers (its best layout, measured: the
-    /// receivers busy on cores of their own).
-    pub napi_beside_sender: bool,
 }
 
 impl StreamPlan {
@@ -281,7 +277,6 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     check_frames((sender, receiver), frame_size, max_descriptor)?;
     Ok(StreamPlan {
         tx_engine_reason,
-        napi_beside_sender: !sender.can().backpressure && receiver.can().umem,
         args: args.clone(),
         sender,
         receiver,

@@ -98,7 +98,21 @@ impl Kept {
             .result
             .as_ref()
             .map(|res| self.metrics.iter().map(|m| m.value(res)).collect());
-        let backend = r.result.as_ref().map(|res| res.backend().into());
+        let backend = r.result.as_ref().map(|res| match res {
+            // Which engine sent and received, where not the backend's.
+            RunResult::Stream(s)
+                if !s.setup.tx_engine.is_empty()
+                    && (s.setup.tx_engine != s.params.backend
+                        || s.setup.rx_engine != s.params.backend) =>
+            {
+                format!(
+                    "{} (sent by {}, received by {})",
+                    s.params.backend, s.setup.tx_engine, s.setup.rx_engine
+                )
+                .into()
+            }
+            _ => res.backend().into(),
+        });
         if self.first.is_none() {
             self.first = r.result;
         }

@@ -183,24 +183,43 @@ pub const MIN_LEN: usize = MIN_FRAME_SIZE - FCS_LEN;
 pub fn set_lengths(frame: &mut [u8], len: usize) -> usize {
     let ip = ETH_LEN;
     let ip_len = (len - ETH_LEN) as u16;
+    let old_len = u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]);
     frame[ip + 2..ip + 4].copy_from_slice(&ip_len.to_be_bytes());
-    frame[ip + 10..ip + 12].fill(0);
-    let sum = ipv4_checksum(&frame[ip..ip + IPV4_LEN]);
-    frame[ip + 10..ip + 12].copy_from_slice(&sum.to_be_bytes());
+    // Only the total length changed under the header checksum: update it
+    // (RFC 1624) instead of summing the header again.
+    let check = u16::from_be_bytes([frame[ip + 10], frame[ip + 11]]);
+    let check = checksum_update(check, old_len, ip_len);
+    frame[ip + 10..ip + 12].copy_from_slice(&check.to_be_bytes());
     let udp_len = (len - ETH_LEN - IPV4_LEN) as u16;
     frame[ip + IPV4_LEN + 4..ip + IPV4_LEN + 6].copy_from_slice(&udp_len.to_be_bytes());
     len.max(MIN_LEN)
 }
 
-fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = h
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
+/// The Internet checksum's one's-complement sum of `b` as big-endian 16-bit
+/// words (an odd last byte padded with zero), not yet folded.
+pub fn ones_sum(b: &[u8]) -> u32 {
+    let mut words = b.chunks_exact(2);
+    let sum: u32 = words
+        .by_ref()
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
         .sum();
+    sum + words.remainder().first().map_or(0, |&b| u32::from(b) << 8)
+}
+
+/// Folds a one's-complement sum into 16 bits.
+#[inline]
+pub fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    !(sum as u16)
+    sum as u16
+}
+
+/// A checksum after one 16-bit word under it changed from `old` to `new`:
+/// RFC 1624, eqn. 3 (HC' = ~(~HC + ~m + m')).
+#[inline]
+pub fn checksum_update(check: u16, old: u16, new: u16) -> u16 {
+    !fold(u32::from(!check) + u32::from(!old) + u32::from(new))
 }
 
 /// What a receiver learns from the first buffer of a frame.
@@ -345,6 +364,72 @@ mod tests {
             let cut = cut.min(f.len());
             let r = parse(&f[..cut]);
             if cut >= HEADER_OFFSET + HEADER_LEN { prop_assert!(r.is_ok()); } else { prop_assert!(r.is_err()); }
+        }
+    }
+
+    /// Whether a frame's checksums are what a decoder (Wireshark) expects:
+    /// a valid IPv4 header checksum, and a valid UDP checksum or (IPv4
+    /// only) none. etherparse computes them.
+    pub(crate) fn checksums_valid(f: &[u8]) -> Result<(), String> {
+        let sliced = SlicedPacket::from_ethernet(f).map_err(|e| e.to_string())?;
+        let Some(TransportSlice::Udp(udp)) = &sliced.transport else {
+            return Err("not UDP".into());
+        };
+        let header = udp.to_header();
+        let want = match &sliced.net {
+            Some(etherparse::NetSlice::Ipv4(ip)) => {
+                let h = ip.header().to_header();
+                if h.header_checksum != h.calc_header_checksum() {
+                    return Err(format!("IPv4 header checksum {:#06x}", h.header_checksum));
+                }
+                if header.checksum == 0 {
+                    return Ok(());
+                }
+                header.calc_checksum_ipv4(&h, udp.payload())
+            }
+            Some(etherparse::NetSlice::Ipv6(ip)) => {
+                header.calc_checksum_ipv6(&ip.header().to_header(), udp.payload())
+            }
+            _ => return Err("not IP".into()),
+        }
+        .map_err(|e| e.to_string())?;
+        if header.checksum != want {
+            return Err(format!(
+                "UDP checksum {:#06x}, want {want:#06x}",
+                header.checksum
+            ));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Every frame a sender builds, stamped with any sequence and time,
+        /// or cut to any fragment length, carries valid checksums.
+        #[test]
+        fn built_frames_carry_valid_checksums(size in 64usize..=9018, flow: u16, seq in 0..=crate::header::MASK48, t in 0..=crate::header::MASK48, cut in 0usize..9000) {
+            let s = spec(size, flow);
+            let mut f = s.template().unwrap();
+            prop_assert_eq!(checksums_valid(&f), Ok(()));
+            Header::patch(&mut f[HEADER_OFFSET..], seq, t);
+            prop_assert_eq!(checksums_valid(&f), Ok(()));
+            let len = HEADER_OFFSET + MESSAGE_HEADER_LEN + cut % (size - 4 - HEADER_OFFSET - MESSAGE_HEADER_LEN + 1);
+            let mut m = FrameSpec { kind: Kind::Message, ..s }.template().unwrap();
+            let wire = set_lengths(&mut m, len);
+            prop_assert_eq!(checksums_valid(&m[..wire]), Ok(()));
+        }
+
+        #[test]
+        fn checksum_update_agrees_with_a_full_sum(b in proptest::collection::vec(any::<u8>(), 2..64), at: usize, new: u16) {
+            let b = if b.len() % 2 == 1 { &b[1..] } else { &b[..] };
+            let i = at % (b.len() / 2) * 2;
+            let before = !fold(ones_sum(b));
+            let old = u16::from_be_bytes([b[i], b[i + 1]]);
+            let mut c = b.to_vec();
+            c[i..i + 2].copy_from_slice(&new.to_be_bytes());
+            let after = !fold(ones_sum(&c));
+            let updated = checksum_update(before, old, new);
+            // 0x0000 and 0xffff are the same number in one's complement.
+            prop_assert!(updated == after || (updated ^ after) == 0xffff && (after == 0 || after == 0xffff), "{updated:#x} vs {after:#x}");
         }
     }
 

@@ -467,9 +467,11 @@ pub struct RunArgs {
 #[derive(Debug, Args, Clone)]
 pub struct StreamArgs {
     /// Frame size as RFC 2544 counts it, FCS included: 64 up to MTU+18
-    /// [default: MTU+18, the largest frame].
-    #[arg(long)]
-    pub size: Option<usize>,
+    /// [default: MTU+18, the largest frame]; or a traffic mix: `imix`
+    /// (simple IMIX: 64:7,594:4,1518:1) or a list of SIZE:WEIGHT, sent
+    /// interleaved in that proportion (AF_XDP senders).
+    #[arg(long, value_name = "BYTES|imix|SIZE:WEIGHT,...", value_parser = parse_size)]
+    pub size: Option<linerate_datapath::mix::SizeMix>,
     /// Send messages of this many bytes (0 to 256 MiB), each cut into as
     /// many MTU-sized frames as it needs; the receiver accounts whole
     /// messages. With it, --count and --rate count messages.
@@ -539,6 +541,12 @@ pub struct RrArgs {
     pub responder: ResponderArg,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// A --size: one frame size, `imix`, or SIZE:WEIGHT,... (the sizes are
+/// checked against the link's MTU by the plan).
+pub fn parse_size(text: &str) -> Result<linerate_datapath::mix::SizeMix, String> {
+    linerate_datapath::mix::SizeMix::parse(text).map_err(|e| e.to_string())
 }
 
 /// An interface name, checked as the kernel checks it.

@@ -133,6 +133,12 @@ impl Geometry {
         bytes + frames * (FCS_LEN + WIRE_OVERHEAD) as u64
     }
 
+    /// The mean frame size (FCS included) of `frames` frames whose
+    /// descriptors held `bytes` bytes; None without frames.
+    pub fn mean_frame_size(bytes: u64, frames: u64) -> Option<f64> {
+        (frames > 0).then(|| bytes as f64 / frames as f64 + FCS_LEN as f64)
+    }
+
     /// Whether descriptors of `max_descriptor` bytes span several UMEM
     /// chunks (AF_XDP multi-buffer).
     pub fn multi_buffer(max_descriptor: usize) -> bool {
@@ -192,6 +198,9 @@ mod tests {
         assert_eq!(Geometry::udp_payload(1518), 1472);
         // 10 frames of 1514 descriptor bytes: 1538 bytes each on the wire.
         assert_eq!(Geometry::wire_bytes(15_140, 10), 15_380);
+        // IMIX: 7 x 60 + 4 x 590 + 1514 bytes in 12 frames.
+        assert!((Geometry::mean_frame_size(4294, 12).unwrap() - 4342.0 / 12.0).abs() < 1e-9);
+        assert_eq!(Geometry::mean_frame_size(0, 0), None);
     }
 
     #[test]

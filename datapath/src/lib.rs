@@ -14,6 +14,7 @@ pub mod geometry;
 pub mod header;
 pub mod kernel;
 pub mod message;
+pub mod mix;
 pub mod names;
 pub mod netns;
 pub mod pacing;

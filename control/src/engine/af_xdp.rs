@@ -37,6 +37,7 @@ const CAN: Capabilities = Capabilities {
     umem: true,
     udp_offloads: false,
     counts_foreign: true,
+    size_mix: true,
 };
 
 impl Engine for AfXdp {
@@ -59,6 +60,7 @@ impl Engine for AfXdp {
                 socket: socket(cfg.workers.end, queue, cfg.io.tx_ring, &cfg.io),
                 frame: cfg.frame(queue),
                 message: cfg.message,
+                mix: cfg.mix.cloned(),
                 batch: cfg.io.batch,
                 wait: cfg.workers.wait,
                 rate: cfg.rate,

@@ -31,6 +31,7 @@ const CAN: Capabilities = Capabilities {
     umem: false,
     udp_offloads: false,
     counts_foreign: false,
+    size_mix: false,
 };
 
 impl Engine for Generator {

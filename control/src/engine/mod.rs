@@ -38,6 +38,7 @@ use linerate_datapath::{
     frame::FrameSpec,
     header::Kind,
     message::Fragmentation,
+    mix::SizeMix,
     worker::{
         ClientConfig, Placement, RrSummary, RxSummary, StopSignal, TxSummary, WaitMode, Worker,
         WorkerError,
@@ -88,6 +89,9 @@ pub struct Capabilities {
     pub udp_offloads: bool,
     /// Counts frames another tool sends to its receivers (`--rx-only`).
     pub counts_foreign: bool,
+    /// Sends frames of several sizes in one stream (`--size imix`, or a
+    /// list of SIZE:WEIGHT).
+    pub size_mix: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses
@@ -165,6 +169,8 @@ pub struct SenderConfig<'a> {
     pub frame_size: usize,
     /// How messages are cut, when the stream carries messages.
     pub message: Option<Fragmentation>,
+    /// Frames of several sizes (`frame_size` is the largest); None: one size.
+    pub mix: Option<&'a SizeMix>,
     /// Frames (messages) per second per queue; None: as fast as possible.
     pub rate: Option<f64>,
     /// Frames (messages) per queue; None: until stopped.

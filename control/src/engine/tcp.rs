@@ -23,6 +23,7 @@ pub(super) const TCP: KernelEngine = KernelEngine {
         umem: false,
         udp_offloads: false,
         counts_foreign: false,
+        size_mix: false,
     },
     sender: spawn_tcp_tx,
     receiver: spawn_tcp_rx,

@@ -23,6 +23,7 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         umem: false,
         udp_offloads: true,
         counts_foreign: false,
+        size_mix: false,
     },
     sender: spawn_udp_tx,
     receiver: spawn_udp_rx,

@@ -64,6 +64,7 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             gso: run.gso,
             gro: run.gro,
             frame_size: plan.frame_size,
+            size_mix: plan.mix.as_ref().map(ToString::to_string),
             mtu: path.mtu,
             queues: run.queues,
             warmup_s: run.warmup.as_secs_f64(),
@@ -176,6 +177,7 @@ mod tests {
             multi_buffer: false,
             chunk_size: 2048,
             message,
+            mix: None,
         }
     }
 

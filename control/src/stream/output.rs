@@ -38,6 +38,7 @@ fn row(name: &str, s: &SideFigures) -> String {
 
 /// Renders the result as the terminal table.
 pub fn print_table(r: &StreamResult) -> String {
+    let mean = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.1}"));
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
     let mut o = r
@@ -130,6 +131,14 @@ pub fn print_table(r: &StreamResult) -> String {
         "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
         f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
     );
+    if let Some(mix) = &p.size_mix {
+        let _ = writeln!(
+            o,
+            "  traffic mix {mix} (SIZE:WEIGHT, FCS included): mean frame {} B sent, {} B received",
+            mean(r.sender.avg_frame_size),
+            mean(r.receiver.avg_frame_size)
+        );
+    }
     if let Some(m) = &f.messages {
         let _ = writeln!(
             o,

@@ -2,7 +2,7 @@
 //! the path, the frame size, messages, whether multi-buffer is needed.
 
 use anyhow::{bail, Result};
-use linerate_datapath::{geometry::Geometry, message::Fragmentation};
+use linerate_datapath::{geometry::Geometry, message::Fragmentation, mix::SizeMix};
 
 use crate::{
     cli::StreamArgs,
@@ -34,6 +34,9 @@ pub struct StreamPlan {
     pub chunk_size: u32,
     /// How messages are cut, with --message.
     pub message: Option<Fragmentation>,
+    /// Frames of several sizes (`--size imix`); `frame_size` is the
+    /// largest. None: every frame is `frame_size`.
+    pub mix: Option<SizeMix>,
 }
 
 impl StreamPlan {
@@ -115,6 +118,14 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             sender.name()
         );
     }
+    if args.size.as_ref().is_some_and(|m| !m.is_single()) && !send.size_mix {
+        bail!(
+            "--size {}: the {} engine sends frames of one size per stream; send a mix with --backend {} (--tx-engine backend), or give one size",
+            args.size.as_ref().map(ToString::to_string).unwrap_or_default(),
+            sender.name(),
+            names_that(|c| c.size_mix)
+        );
+    }
     if args.message.is_some() && !send.messages {
         bail!(
             "--message: the {} engine sends no messages; use --backend {}",
@@ -162,7 +173,11 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     // Crossing the queues over the cores pays with large frames and costs
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
     // at 9018 B, 0.6x at 64 B).
-    let frame_size = |mtu: u32| args.size.unwrap_or(Geometry::for_mtu(mtu).max_frame());
+    let frame_size = |mtu: u32| {
+        args.size
+            .as_ref()
+            .map_or(Geometry::for_mtu(mtu).max_frame(), SizeMix::max_frame)
+    };
     let path = crate::path::plan(&args.run, "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
@@ -191,9 +206,13 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
             );
         }
     }
-    geometry.check_frame(frame_size).map_err(|e| {
-        anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
-    })?;
+    let mix = args.size.clone().filter(|m| !m.is_single());
+    let one = [frame_size];
+    for &size in mix.as_ref().map_or(&one[..], |m| m.pattern()) {
+        geometry.check_frame(size).map_err(|e| {
+            anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
+        })?;
+    }
     // With --rx-only another tool sends: whatever the link carries.
     let max_descriptor = if args.rx_only {
         Geometry::descriptor_len(frame_size).max(geometry.max_descriptor())
@@ -210,5 +229,6 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
         multi_buffer: Geometry::multi_buffer(max_descriptor),
         chunk_size: crate::path::umem_chunk(&args.run, max_descriptor)?,
         message,
+        mix,
     })
 }

@@ -9,6 +9,7 @@ use crate::{
     geometry::Geometry,
     header::{Fragment, Header, HEADER_LEN},
     message::Fragmentation,
+    mix::SizeMix,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
     xsk::{SocketOptions, TxFrame, TxPort, XskStats},
@@ -23,6 +24,9 @@ pub struct TxWorkerConfig {
     pub frame: FrameSpec,
     /// Messages to cut into frames, if the stream carries messages.
     pub message: Option<Fragmentation>,
+    /// Frames of several sizes (`frame` is the largest), sent in the mix's
+    /// order; None: every frame is `frame`.
+    pub mix: Option<SizeMix>,
     /// Descriptors per batch.
     pub batch: usize,
     /// Busy or wait when the TX ring is full.
@@ -76,15 +80,33 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
 }
 
 /// Writes one frame's header: sequence and time, and for messages the
-/// fragment header and the frame's length.
+/// fragment header and the frame's length (for mixes, the frame's length).
 struct Stamper {
     message: Option<Fragmentation>,
+    mix: Option<SizeMix>,
     frags: u64,
 }
 
 impl Stamper {
+    /// Whether frames differ in length (their bytes are counted per batch).
+    fn varies(&self) -> bool {
+        self.message.is_some() || self.mix.is_some()
+    }
+
+    /// Stamps frame `seq`; returns its bytes and UDP payload bytes when
+    /// frames differ in length.
     #[inline]
     fn stamp(&self, f: &mut TxFrame<'_>, seq: u64, ts: u64) -> (u64, u64) {
+        if let Some(mix) = &self.mix {
+            let len = Geometry::descriptor_len(mix.size_of(seq));
+            if f.len() != len {
+                f.set_len(len);
+            }
+            let h = f.head();
+            set_lengths(h, len);
+            Header::patch(&mut h[HEADER_OFFSET..], seq, ts);
+            return (len as u64, (len - HEADER_OFFSET) as u64);
+        }
         let Some(m) = &self.message else {
             Header::patch(f.header(), seq, ts);
             return (0, 0);
@@ -122,6 +144,7 @@ fn run(
     );
     let stamper = Stamper {
         message: cfg.message,
+        mix: cfg.mix.clone(),
         frags,
     };
     let batch = cfg.batch.max(1);
@@ -138,7 +161,7 @@ fn run(
                     done: u64,
                     q: &mut std::collections::VecDeque<(u64, u64, u64)>| {
         c.frames += done;
-        if stamper.message.is_none() {
+        if !stamper.varies() {
             c.bytes = c.frames * frame_len;
             c.payload_bytes = c.frames * payload_len;
             return;
@@ -161,8 +184,10 @@ fn run(
             }
             left -= take;
         }
-        c.messages = c.frames / frags;
-        c.message_bytes = c.messages * stamper.message.map_or(0, |m| m.msg_len as u64);
+        if let Some(m) = &stamper.message {
+            c.messages = c.frames / frags;
+            c.message_bytes = c.messages * m.msg_len as u64;
+        }
     };
     loop {
         let now = Instant::now();
@@ -201,7 +226,7 @@ fn run(
             payload += p;
             seq += 1;
         });
-        if queued > 0 && stamper.message.is_some() {
+        if queued > 0 && stamper.varies() {
             queued_bytes.push_back((queued as u64, wire, payload));
         }
         c.queued += queued as u64;

@@ -23,22 +23,7 @@ fn mixed_stream(lab: &Lab, size: &str, count: u64, want_bytes: u64) -> Value {
     let (tx0, _) = bytes(&lab.ns_a(), &lab.if_a());
     let (_, rx0) = bytes(&lab.ns_b(), &lab.if_b());
     let r = counted_stream(&lab.name, count, &["--size", size]);
-    let f = &r["frames"];
-    assert_eq!(f["sent"], count, "{r:#}");
-    assert_eq!(f["received"], count, "every frame counted: {r:#}");
-    for k in ["lost", "bad", "duplicates", "seq_gaps", "unfinished"] {
-        assert_eq!(f[k], 0, "{k}: {r:#}");
-    }
-    for role in ["tx", "rx"] {
-        let w = r["workers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["role"] == role)
-            .unwrap_or_else(|| panic!("no {role} worker: {r:#}"));
-        assert_eq!(w["total"]["frames"], count, "{role}: {w:#}");
-        assert_eq!(w["total"]["bytes"], want_bytes, "{role} bytes: {w:#}");
-    }
+    assert_whole(&r, count, want_bytes);
     let (tx1, _) = bytes(&lab.ns_a(), &lab.if_a());
     let (_, rx1) = bytes(&lab.ns_b(), &lab.if_b());
     // veth counts a frame's bytes after its 14-byte Ethernet header (a

@@ -440,6 +440,13 @@ pub struct RunArgs {
     /// see losses counted.
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
     pub inject_loss: f64,
+    /// Test traffic over IPv6 (RFC 5180): Ethernet/IPv6/UDP frames between
+    /// the interfaces' global IPv6 addresses (the lab's are 2001:2::1 and
+    /// 2001:2::2, from 2001:2::/48), with valid UDP checksums; the
+    /// smallest frame grows to 84 bytes (the IPv6 header is 20 bytes
+    /// longer). AF_XDP senders and receivers.
+    #[arg(long)]
+    pub ipv6: bool,
     /// Swap the roles of the two sides (as -r in 002): the lab's B side sends.
     #[arg(short = 'r', long)]
     pub reverse: bool,

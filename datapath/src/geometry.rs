@@ -9,7 +9,7 @@
 
 use crate::{
     frame::{
-        FrameError, FrameSpec, ETH_LEN, FCS_LEN, HEADER_OFFSET, IPV4_LEN, L2_OVERHEAD,
+        FrameError, FrameSpec, ETH_LEN, FCS_LEN, HEADER_OFFSET, IPV4_LEN, IPV6_LEN, L2_OVERHEAD,
         MIN_FRAME_SIZE, UDP_LEN, WIRE_OVERHEAD,
     },
     header::{HEADER_LEN, MESSAGE_HEADER_LEN},
@@ -25,6 +25,8 @@ pub const UMEM_CHUNKS: [u32; 2] = [SMALL_CHUNK_SIZE, CHUNK_SIZE];
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
     mtu: usize,
+    /// IP header length: 20 (IPv4) or 40 (IPv6).
+    ip_len: usize,
 }
 
 /// Why a UMEM chunk size does not fit a run's frames.
@@ -47,7 +49,23 @@ pub struct ChunkError {
 impl Geometry {
     /// Frames on a link of `mtu` bytes (the IP MTU, as `ip link` shows it).
     pub fn for_mtu(mtu: u32) -> Self {
-        Self { mtu: mtu as usize }
+        Self {
+            mtu: mtu as usize,
+            ip_len: IPV4_LEN,
+        }
+    }
+
+    /// The same link carrying IPv6 test frames (`ipv6`) or IPv4 ones.
+    pub fn ipv6(self, ipv6: bool) -> Self {
+        Self {
+            ip_len: if ipv6 { IPV6_LEN } else { IPV4_LEN },
+            ..self
+        }
+    }
+
+    /// Whether the frames are IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.ip_len == IPV6_LEN
     }
 
     /// The link's MTU.
@@ -55,9 +73,11 @@ impl Geometry {
         self.mtu
     }
 
-    /// The smallest frame (RFC 2544), FCS included.
+    /// The smallest frame, FCS included: 64 bytes (RFC 2544) over IPv4;
+    /// over IPv6 (RFC 5180) the smallest that holds the Ethernet, IPv6 and
+    /// UDP headers, linerate's header and the FCS: 84 bytes.
     pub fn min_frame(&self) -> usize {
-        MIN_FRAME_SIZE
+        MIN_FRAME_SIZE.max(ETH_LEN + self.ip_len + UDP_LEN + HEADER_LEN + FCS_LEN)
     }
 
     /// The largest frame the link carries, FCS included: MTU + 18.
@@ -73,17 +93,32 @@ impl Geometry {
 
     /// Checks a frame size against the link.
     pub fn check_frame(&self, frame_size: usize) -> Result<(), FrameError> {
-        FrameSpec::check_size(frame_size, self.mtu)
+        FrameSpec::check_size(frame_size, self.mtu)?;
+        if frame_size < self.min_frame() {
+            return Err(FrameError::SizeOutOfRange {
+                size: frame_size,
+                min: self.min_frame(),
+                max: self.max_frame(),
+                mtu: self.mtu,
+            });
+        }
+        Ok(())
     }
 
     /// Message bytes one fragment carries on this link.
     pub fn payload_per_fragment(&self) -> usize {
-        self.mtu - IPV4_LEN - UDP_LEN - MESSAGE_HEADER_LEN
+        self.mtu - self.ip_len - UDP_LEN - MESSAGE_HEADER_LEN
     }
 
     /// The largest UDP payload of one frame (linerate header included).
     pub fn max_udp_payload(&self) -> usize {
-        self.mtu - IPV4_LEN - UDP_LEN
+        self.mtu - self.ip_len - UDP_LEN
+    }
+
+    /// UDP payload bytes (linerate header included) of a frame of
+    /// `frame_size` on this link's IP version.
+    pub fn udp_payload_of(&self, frame_size: usize) -> usize {
+        frame_size - FCS_LEN - ETH_LEN - self.ip_len - UDP_LEN
     }
 
     /// How a message of `msg_len` bytes is cut on this link.
@@ -187,6 +222,21 @@ mod tests {
         assert_eq!(j.max_frame(), 9018);
         assert_eq!(Geometry::buffers_per_frame(9018), 3);
         assert_eq!(Geometry::buffers_per_frame(1518), 1);
+    }
+
+    #[test]
+    fn ipv6_frames_follow_rfc5180() {
+        let g = Geometry::for_mtu(1500).ipv6(true);
+        assert!(g.is_ipv6() && !Geometry::for_mtu(1500).is_ipv6());
+        // 14 + 40 + 8 + 18 + 4: the IPv6 header is 20 bytes longer.
+        assert_eq!(g.min_frame(), 84);
+        assert_eq!(g.max_frame(), 1518);
+        assert!(g.check_frame(84).is_ok() && g.check_frame(1518).is_ok());
+        let e = g.check_frame(64).unwrap_err().to_string();
+        assert!(e.contains("between 84 and 1518"), "{e}");
+        assert_eq!(g.max_udp_payload(), 1452);
+        assert_eq!(g.udp_payload_of(84), 18);
+        assert_eq!(g.payload_per_fragment(), 1452 - MESSAGE_HEADER_LEN);
     }
 
     #[test]

@@ -38,6 +38,7 @@ const CAN: Capabilities = Capabilities {
     udp_offloads: false,
     counts_foreign: true,
     size_mix: true,
+    ipv6: true,
 };
 
 impl Engine for AfXdp {

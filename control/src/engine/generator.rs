@@ -32,6 +32,7 @@ const CAN: Capabilities = Capabilities {
     udp_offloads: false,
     counts_foreign: false,
     size_mix: false,
+    ipv6: false,
 };
 
 impl Engine for Generator {

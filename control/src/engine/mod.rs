@@ -92,6 +92,8 @@ pub struct Capabilities {
     /// Sends frames of several sizes in one stream (`--size imix`, or a
     /// list of SIZE:WEIGHT).
     pub size_mix: bool,
+    /// Carries IPv6 test traffic (`--ipv6`).
+    pub ipv6: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses
@@ -350,6 +352,13 @@ pub fn check_run_args(args: &RunArgs) -> Result<()> {
         bail!(
             "--inject-loss works in the XDP program: use it with --backend {}",
             names_that(|can| can.steering)
+        );
+    }
+    if args.ipv6 && !can.ipv6 {
+        bail!(
+            "--ipv6: the {} engine carries IPv4 test traffic only; use --backend {}",
+            engine.name(),
+            names_that(|can| can.ipv6)
         );
     }
     if args.tx_wait.is_some() && !can.wait_modes {

@@ -24,6 +24,7 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         udp_offloads: true,
         counts_foreign: false,
         size_mix: false,
+        ipv6: false,
     },
     sender: spawn_udp_tx,
     receiver: spawn_udp_rx,

@@ -86,6 +86,9 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
 
 /// Checks everything and brings up the lab if needed.
 pub fn plan(args: &RrArgs) -> Result<RrPlan> {
+    if args.run.ipv6 {
+        bail!("--ipv6 carries streams for now: rr over IPv6 is not built yet; run rr over IPv4");
+    }
     check_args(args)?;
     let path = crate::path::plan(&args.run, "linerate rr", |_| false)?;
     let geometry = Geometry::for_mtu(path.mtu);

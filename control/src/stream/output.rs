@@ -48,7 +48,7 @@ pub fn print_table(r: &StreamResult) -> String {
         .unwrap_or_default();
     let _ = writeln!(
         o,
-        "linerate stream ({}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
+        "linerate stream ({}{}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
         p.backend,
         match (p.gso, p.gro) {
             (true, true) => ", GSO+GRO",
@@ -56,6 +56,7 @@ pub fn print_table(r: &StreamResult) -> String {
             (false, true) => ", GRO",
             _ => "",
         },
+        if p.ipv6 { ", IPv6" } else { "" },
         p.tx_iface,
         ns(&p.tx_netns),
         p.rx_iface,

@@ -126,6 +126,16 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.size_mix)
         );
     }
+    if args.run.ipv6 && !send.ipv6 {
+        bail!(
+            "--ipv6: the {} engine sends IPv4 test traffic only; send with --backend {} (--tx-engine backend)",
+            sender.name(),
+            names_that(|c| c.ipv6)
+        );
+    }
+    if args.run.ipv6 && args.message.is_some() {
+        bail!("--ipv6 carries frames, not --message streams yet: drop --message, or send messages over IPv4");
+    }
     if args.message.is_some() && !send.messages {
         bail!(
             "--message: the {} engine sends no messages; use --backend {}",
@@ -178,10 +188,11 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
             .as_ref()
             .map_or(Geometry::for_mtu(mtu).max_frame(), SizeMix::max_frame)
     };
+    let ipv6 = args.run.ipv6;
     let path = crate::path::plan(&args.run, "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
-    let geometry = Geometry::for_mtu(path.mtu);
+    let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let frame_size = frame_size(path.mtu);
     let (sender, receiver) = engine::for_stream(args);
     // An engine without frames (TCP) carries messages only; by default as
@@ -210,7 +221,14 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     let one = [frame_size];
     for &size in mix.as_ref().map_or(&one[..], |m| m.pattern()) {
         geometry.check_frame(size).map_err(|e| {
-            anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
+            let fix = if size < geometry.min_frame() && ipv6 {
+                "IPv6 frames hold a header 20 bytes longer (RFC 5180): send larger frames"
+            } else if size < geometry.min_frame() {
+                "send larger frames"
+            } else {
+                "raise the MTU with --mtu or send smaller frames"
+            };
+            anyhow::anyhow!("--size: {e}; {fix}")
         })?;
     }
     // With --rx-only another tool sends: whatever the link carries.

@@ -79,6 +79,9 @@ pub struct Params {
     /// frame is `frame_size`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_mix: Option<String>,
+    /// Whether the test traffic was IPv6 (`--ipv6`; absent: IPv4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ipv6: bool,
     /// MTU.
     pub mtu: u32,
     /// Queues.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     clock::monotonic_ns,
-    frame::{set_lengths, FrameSpec, HEADER_OFFSET},
+    frame::{set_lengths, FrameSpec, Stamp, HEADER_OFFSET},
     geometry::Geometry,
     header::{Fragment, Header, HEADER_LEN},
     message::Fragmentation,
@@ -83,12 +83,42 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
 /// fragment header and the frame's length (for mixes, the frame's length).
 struct Stamper {
     message: Option<Fragmentation>,
-    mix: Option<SizeMix>,
+    /// The mix, and how to stamp each frame of its pattern.
+    mix: Option<(SizeMix, Vec<Stamp>)>,
+    /// How to stamp frames of the template's size.
+    stamp: Stamp,
     frags: u64,
 }
 
 impl Stamper {
     /// Whether frames differ in length (their bytes are counted per batch).
+    fn new(cfg: &TxWorkerConfig) -> Result<Self, WorkerError> {
+        let mix = match &cfg.mix {
+            Some(mix) => {
+                let stamps = mix
+                    .pattern()
+                    .iter()
+                    .map(|&frame_size| {
+                        let t = FrameSpec {
+                            frame_size,
+                            ..cfg.frame
+                        }
+                        .template()?;
+                        Ok(Stamp::for_template(&t))
+                    })
+                    .collect::<Result<Vec<_>, WorkerError>>()?;
+                Some((mix.clone(), stamps))
+            }
+            None => None,
+        };
+        Ok(Self {
+            message: cfg.message,
+            mix,
+            stamp: Stamp::for_template(&cfg.frame.template()?),
+            frags: cfg.message.map_or(1, |m| m.count as u64),
+        })
+    }
+
     fn varies(&self) -> bool {
         self.message.is_some() || self.mix.is_some()
     }
@@ -97,18 +127,19 @@ impl Stamper {
     /// frames differ in length.
     #[inline]
     fn stamp(&self, f: &mut TxFrame<'_>, seq: u64, ts: u64) -> (u64, u64) {
-        if let Some(mix) = &self.mix {
-            let len = Geometry::descriptor_len(mix.size_of(seq));
+        if let Some((mix, stamps)) = &self.mix {
+            let i = (seq % stamps.len() as u64) as usize;
+            let len = Geometry::descriptor_len(mix.pattern()[i]);
             if f.len() != len {
                 f.set_len(len);
             }
             let h = f.head();
             set_lengths(h, len);
-            Header::patch(&mut h[HEADER_OFFSET..], seq, ts);
-            return (len as u64, (len - HEADER_OFFSET) as u64);
+            stamps[i].apply(h, seq, ts);
+            return (len as u64, (len - stamps[i].offset()) as u64);
         }
         let Some(m) = &self.message else {
-            Header::patch(f.header(), seq, ts);
+            self.stamp.apply(f.head(), seq, ts);
             return (0, 0);
         };
         let k = seq % self.frags;
@@ -142,11 +173,7 @@ fn run(
         cfg.rate.map(|r| r * frags as f64),
         cfg.count.map(|c| c * frags),
     );
-    let stamper = Stamper {
-        message: cfg.message,
-        mix: cfg.mix.clone(),
-        frags,
-    };
+    let stamper = Stamper::new(cfg)?;
     let batch = cfg.batch.max(1);
     let frame_len = cfg.frame.len() as u64;
     let payload_len = cfg.frame.payload_len() as u64;

@@ -91,6 +91,63 @@ fn ipv6_streams_are_counted_exactly() {
 }
 
 #[test]
+fn ipv6_rr_is_answered_by_both_responders() {
+    if !root_or_skip("ipv6 rr") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("mxv6rr", 1500);
+    // One-frame messages (the XDP responder answers those), and messages
+    // of several frames for the AF_XDP responder.
+    for (responder, request, response) in [
+        ("xdp", "100", "100"),
+        ("af-xdp", "100", "100"),
+        ("af-xdp", "3000", "5000"),
+    ] {
+        let out = run(&[
+            "rr",
+            "--lab",
+            &lab.name,
+            "--ipv6",
+            "--count",
+            "2000",
+            "--responder",
+            responder,
+            "--request",
+            request,
+            "--response",
+            response,
+            "--warmup",
+            "0s",
+            "--duration",
+            "60s",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = json(&out);
+        let t = &r["transactions"];
+        assert_eq!(t["total"], 2000, "{responder} {request}/{response}: {r:#}");
+        assert_eq!(
+            t["answered"], 2000,
+            "{responder} {request}/{response}: {r:#}"
+        );
+        let xdp = &r["xdp"]["responder"];
+        assert_eq!(xdp["malformed"], 0, "{r:#}");
+        if responder == "xdp" {
+            // Every request answered in XDP, none handed to user space.
+            assert_eq!(xdp["responded"], 2000, "{r:#}");
+            assert_eq!(xdp["redirected"], 0, "{r:#}");
+        } else {
+            assert_eq!(xdp["responded"], 0, "{r:#}");
+        }
+    }
+}
+
+#[test]
 fn ipv6_refusals_name_the_fix() {
     if !root_or_skip("ipv6 refusals") {
         return;
@@ -111,7 +168,10 @@ fn ipv6_refusals_name_the_fix() {
             "--ipv6: the generator engine sends IPv4 test traffic only",
         ),
         (vec!["stream", "--message", "3000"], "--ipv6 carries frames, not --message"),
-        (vec!["rr"], "rr over IPv6 is not built yet"),
+        (
+            vec!["rr", "--mtu", "9000", "--request", "8000"],
+            "--ipv6: rr frames over IPv6 fit one UMEM chunk for now",
+        ),
     ] {
         let mut argv = args.clone();
         argv.extend(["--lab", &lab.name, "--ipv6", "--count", "10", "--warmup", "0s"]);

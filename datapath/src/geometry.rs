@@ -131,6 +131,12 @@ impl Geometry {
         (Self::fragment_len(cut.per_fragment.min(cut.msg_len)) + FCS_LEN).max(MIN_FRAME_SIZE)
     }
 
+    /// [`Self::fragment_frame`] over IPv6 (`ipv6`) or IPv4: IPv6 headers
+    /// are 20 bytes longer.
+    pub fn fragment_frame_ip(cut: &Fragmentation, ipv6: bool) -> usize {
+        Self::fragment_frame(cut) + if ipv6 { IPV6_LEN - IPV4_LEN } else { 0 }
+    }
+
     /// Header and data bytes of the fragment that carries `piece` bytes of
     /// its message (Ethernet header to the end of the data): what its IP
     /// and UDP lengths count.
@@ -237,6 +243,12 @@ mod tests {
         assert_eq!(g.max_udp_payload(), 1452);
         assert_eq!(g.udp_payload_of(84), 18);
         assert_eq!(g.payload_per_fragment(), 1452 - MESSAGE_HEADER_LEN);
+        let cut = g.fragments(3000).unwrap();
+        assert_eq!(Geometry::fragment_frame_ip(&cut, true), 1518);
+        assert_eq!(
+            Geometry::fragment_frame_ip(&g.fragments(0).unwrap(), true),
+            100
+        );
     }
 
     #[test]

@@ -159,7 +159,7 @@ fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> Fr
     FrameSpec {
         src,
         dst,
-        frame_size: Geometry::fragment_frame(cut),
+        frame_size: Geometry::fragment_frame_ip(cut, src.ip.is_ipv6()),
         flow: 0,
         kind,
     }

@@ -104,7 +104,7 @@ fn ipv6_rr_is_answered_by_both_responders() {
         ("af-xdp", "100", "100"),
         ("af-xdp", "3000", "5000"),
     ] {
-        let out = run(&[
+        let r = run_json(&[
             "rr",
             "--lab",
             &lab.name,
@@ -123,12 +123,6 @@ fn ipv6_rr_is_answered_by_both_responders() {
             "60s",
             "--json",
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let r = json(&out);
         let t = &r["transactions"];
         assert_eq!(t["total"], 2000, "{responder} {request}/{response}: {r:#}");
         assert_eq!(
@@ -202,5 +196,74 @@ fn ipv6_refusals_name_the_fix() {
     assert!(
         err.contains("has no global IPv6 address for --ipv6; add one with `ip -6 addr add"),
         "{err}"
+    );
+}
+
+/// The XDP responder's answer to an IPv6 request, run once in the kernel
+/// (BPF_PROG_RUN, no interface): addresses and ports swapped, kind set to
+/// response, and a UDP checksum that is valid for the new frame.
+#[test]
+fn the_xdp_responder_keeps_ipv6_checksums_valid() {
+    use linerate_datapath::{
+        frame::{set_lengths, set_udp6_checksum, Endpoint, FrameSpec, HEADER_OFFSET_V6},
+        header::{Fragment, Kind, HEADER_LEN},
+    };
+    use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
+
+    if !root_or_skip("xdp responder over IPv6") {
+        return;
+    }
+    let end = |last: u8, ip: &str, port| Endpoint {
+        mac: [2, 0, 0, 0, 0, last],
+        ip: ip.parse().unwrap(),
+        port,
+    };
+    let (client, responder) = (end(1, "2001:2::1", 7472), end(2, "2001:2::2", 7471));
+    let spec = FrameSpec {
+        src: client,
+        dst: responder,
+        frame_size: 200,
+        flow: 0,
+        kind: Kind::Request,
+    };
+    let mut request = spec.template().unwrap();
+    let len = request.len();
+    set_lengths(&mut request, len);
+    Fragment {
+        msg_id: 7,
+        index: 0,
+        count: 1,
+        msg_len: (len - HEADER_OFFSET_V6 - 34) as u32,
+    }
+    .write(&mut request[HEADER_OFFSET_V6 + HEADER_LEN..]);
+    set_udp6_checksum(&mut request, len);
+    let cfg = SteeringConfig {
+        port_lo: 7471,
+        port_hi: 7471,
+        policy: AttachPolicy::Auto,
+        force: false,
+        respond: true,
+        drop_ppm: 0,
+    };
+    let (action, response) = Steering::run_once(cfg, &request).unwrap();
+    assert_eq!(action, 3, "XDP_TX");
+    // What the response must be: the request with its ends swapped and its
+    // kind a response, its checksum summed whole.
+    let mut want = FrameSpec {
+        src: responder,
+        dst: client,
+        kind: Kind::Response,
+        ..spec
+    }
+    .template()
+    .unwrap();
+    want[HEADER_OFFSET_V6 + HEADER_LEN..]
+        .copy_from_slice(&request[HEADER_OFFSET_V6 + HEADER_LEN..]);
+    set_udp6_checksum(&mut want, len);
+    assert_eq!(response, want);
+    assert_ne!(
+        &response[60..62],
+        &[0, 0],
+        "an IPv6 UDP checksum is never zero"
     );
 }

@@ -194,3 +194,14 @@ pub fn assert_whole(r: &Value, count: u64, bytes: u64) {
         assert_eq!(w["total"]["bytes"], bytes, "{role} bytes: {w:#}");
     }
 }
+
+/// Runs `linerate args...`, asserts it succeeded and returns its JSON.
+pub fn run_json(args: &[&str]) -> Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "linerate {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}

@@ -177,6 +177,21 @@ static __always_inline int count_frame(struct xdp_md *ctx, struct steer_stats *s
 	return XDP_DROP;
 }
 
+/* Swaps the frame's MAC addresses and UDP ports: a request's become its
+ * response's. */
+static __always_inline void swap_macs_and_ports(struct ethhdr *eth, struct udphdr *udp)
+{
+	__u8 mac[ETH_ALEN];
+	__be16 port;
+
+	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	port = udp->source;
+	udp->source = udp->dest;
+	udp->dest = port;
+}
+
 /* Turns a single-frame request into its response in place: addresses and
  * ports swapped, kind set to response, and sends it back out (XDP_TX).
  * Swapping addresses leaves the IPv4 checksum as it was; the UDP checksum
@@ -184,19 +199,12 @@ static __always_inline int count_frame(struct xdp_md *ctx, struct steer_stats *s
 static __always_inline int respond_ipv4(struct steer_stats *s, struct ethhdr *eth,
 					struct iphdr *ip, struct udphdr *udp, __u8 *lr)
 {
-	__u8 mac[ETH_ALEN];
 	__be32 addr;
-	__be16 port;
 
-	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	swap_macs_and_ports(eth, udp);
 	addr = ip->saddr;
 	ip->saddr = ip->daddr;
 	ip->daddr = addr;
-	port = udp->source;
-	udp->source = udp->dest;
-	udp->dest = port;
 	udp->check = 0;
 	lr[3] = LR_KIND_RESPONSE;
 	s->responded++;
@@ -210,20 +218,13 @@ static __always_inline int respond_ipv4(struct steer_stats *s, struct ethhdr *et
 static __always_inline int respond_ipv6(struct steer_stats *s, struct ethhdr *eth,
 					struct ipv6hdr *ip, struct udphdr *udp, __u8 *lr)
 {
-	__u8 mac[ETH_ALEN];
 	struct in6_addr addr;
-	__be16 port;
 	__u32 sum;
 
-	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	swap_macs_and_ports(eth, udp);
 	addr = ip->saddr;
 	ip->saddr = ip->daddr;
 	ip->daddr = addr;
-	port = udp->source;
-	udp->source = udp->dest;
-	udp->dest = port;
 	/* HC' = ~(~HC + ~m + m'), m and m' the word (version << 8 | kind). */
 	sum = (__u16)~bpf_ntohs(udp->check);
 	sum += (__u16)~(LR_VERSION << 8 | LR_KIND_REQUEST);

@@ -88,6 +88,20 @@ fn ipv6_streams_are_counted_exactly() {
     let r = ipv6_stream_is_exact(&lab, "128:3,9018:1", 1000, 250 * (3 * 124 + 9014));
     assert_eq!(r["setup"]["descs_per_frame"], 3, "{r:#}");
     assert_eq!(r["setup"]["payload_per_frame"], 9018 - 4 - 62, "{r:#}");
+    drop(lab);
+
+    // Messages over IPv6 at MTU 1500: 3000 bytes in 3 fragments of at
+    // most 1500 - 40 - 8 - 34 = 1418 bytes, each frame's checksum summed.
+    let lab = Lab::up("mxv6m", 1500);
+    let r = counted_stream(&lab.name, 500, &["--ipv6", "--message", "3000"]);
+    let m = &r["frames"]["messages"];
+    assert_eq!(m["frames_per_message"], 3, "{r:#}");
+    assert_eq!(m["sent"], 500, "{r:#}");
+    assert_eq!(m["received"], 500, "{r:#}");
+    assert_eq!(m["lost"], 0, "{r:#}");
+    assert_eq!(r["frames"]["received"], 1500, "{r:#}");
+    // Bytes: two full fragments (62 + 34 + 1418) and the last (62 + 34 + 164).
+    assert_whole(&r, 1500, 500 * (2 * 1514 + 260));
 }
 
 #[test]
@@ -161,7 +175,10 @@ fn ipv6_refusals_name_the_fix() {
             vec!["stream", "--tx-engine", "generator"],
             "--ipv6: the generator engine sends IPv4 test traffic only",
         ),
-        (vec!["stream", "--message", "3000"], "--ipv6 carries frames, not --message"),
+        (
+            vec!["stream", "--mtu", "9000", "--message", "20000"],
+            "--ipv6 --message: message frames over IPv6 fit one UMEM chunk for now",
+        ),
         (
             vec!["rr", "--mtu", "9000", "--request", "8000"],
             "--ipv6: rr frames over IPv6 fit one UMEM chunk for now",

@@ -133,9 +133,6 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             names_that(|c| c.ipv6)
         );
     }
-    if args.run.ipv6 && args.message.is_some() {
-        bail!("--ipv6 carries frames, not --message streams yet: drop --message, or send messages over IPv4");
-    }
     if args.message.is_some() && !send.messages {
         bail!(
             "--message: the {} engine sends no messages; use --backend {}",
@@ -238,6 +235,11 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
         Geometry::descriptor_len(frame_size)
     };
     check_frames(args, frame_size, max_descriptor)?;
+    if ipv6 && message.is_some() && Geometry::multi_buffer(max_descriptor) {
+        bail!(
+            "--ipv6 --message: message frames over IPv6 fit one UMEM chunk for now ({max_descriptor} bytes here, multi-buffer): lower the MTU (--mtu 3000) or send messages over IPv4"
+        );
+    }
     Ok(StreamPlan {
         args: args.clone(),
         sender,

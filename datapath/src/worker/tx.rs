@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
     clock::monotonic_ns,
-    frame::{set_lengths, FrameSpec, Stamp, HEADER_OFFSET},
+    frame::{set_lengths, set_udp6_checksum, FrameSpec, Stamp, HEADER_OFFSET},
     geometry::Geometry,
     header::{Fragment, Header, HEADER_LEN},
     message::Fragmentation,
@@ -144,22 +144,27 @@ impl Stamper {
         };
         let k = seq % self.frags;
         let (_, piece) = m.piece(k as usize);
-        let len = Geometry::fragment_len(piece);
+        // IPv6 headers are 20 bytes longer than IPv4's.
+        let lr = self.stamp.offset();
+        let len = Geometry::fragment_len(piece) + lr - HEADER_OFFSET;
         let wire = len.max(crate::frame::MIN_LEN);
         if f.len() != wire {
             f.set_len(wire);
         }
         let h = f.head();
         set_lengths(h, len);
-        Header::patch(&mut h[HEADER_OFFSET..], seq, ts);
+        Header::patch(&mut h[lr..], seq, ts);
         Fragment {
             msg_id: (seq / self.frags) as u32,
             index: k as u32,
             count: self.frags as u32,
             msg_len: m.msg_len as u32,
         }
-        .write(&mut h[HEADER_OFFSET + HEADER_LEN..]);
-        (wire as u64, (len - HEADER_OFFSET) as u64)
+        .write(&mut h[lr + HEADER_LEN..]);
+        // IPv6: the fragment's checksum, summed whole (its frames fit one
+        // UMEM chunk: the plan checks it).
+        set_udp6_checksum(h, len);
+        (wire as u64, (len - lr) as u64)
     }
 }
 

@@ -23,12 +23,12 @@ fn spec(size: usize, kind: Kind) -> FrameSpec {
     FrameSpec {
         src: Endpoint {
             mac: [2, 0, 0, 0, 0, 1],
-            ip: Ipv4Addr::new(198, 18, 0, 1),
+            ip: Ipv4Addr::new(198, 18, 0, 1).into(),
             port: 7472,
         },
         dst: Endpoint {
             mac: [2, 0, 0, 0, 0, 2],
-            ip: Ipv4Addr::new(198, 18, 0, 2),
+            ip: Ipv4Addr::new(198, 18, 0, 2).into(),
             port: 7471,
         },
         frame_size: size,

@@ -489,6 +489,13 @@ pub struct RunArgs {
     /// see losses counted.
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
     pub inject_loss: f64,
+    /// Test traffic over IPv6 (RFC 5180): Ethernet/IPv6/UDP frames between
+    /// the interfaces' global IPv6 addresses (the lab's are 2001:2::1 and
+    /// 2001:2::2, from 2001:2::/48), with valid UDP checksums; the
+    /// smallest frame grows to 84 bytes (the IPv6 header is 20 bytes
+    /// longer). AF_XDP senders and receivers.
+    #[arg(long)]
+    pub ipv6: bool,
     /// Swap the roles of the two sides (as -r in 002): the lab's B side sends.
     #[arg(short = 'r', long)]
     pub reverse: bool,
@@ -520,9 +527,11 @@ pub struct RunArgs {
 #[derive(Debug, Args, Clone)]
 pub struct StreamArgs {
     /// Frame size as RFC 2544 counts it, FCS included: 64 up to MTU+18
-    /// [default: MTU+18, the largest frame].
-    #[arg(long)]
-    pub size: Option<usize>,
+    /// [default: MTU+18, the largest frame]; or a traffic mix: `imix`
+    /// (simple IMIX: 64:7,594:4,1518:1) or a list of SIZE:WEIGHT, sent
+    /// interleaved in that proportion (AF_XDP senders).
+    #[arg(long, value_name = "BYTES|imix|SIZE:WEIGHT,...", value_parser = parse_size)]
+    pub size: Option<linerate_datapath::mix::SizeMix>,
     /// Send messages of this many bytes (0 to 256 MiB), each cut into as
     /// many MTU-sized frames as it needs; the receiver accounts whole
     /// messages. With it, --count and --rate count messages.
@@ -642,6 +651,12 @@ pub struct RrArgs {
     pub responder: ResponderArg,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// A --size: one frame size, `imix`, or SIZE:WEIGHT,... (the sizes are
+/// checked against the link's MTU by the plan).
+pub fn parse_size(text: &str) -> Result<linerate_datapath::mix::SizeMix, String> {
+    linerate_datapath::mix::SizeMix::parse(text).map_err(|e| e.to_string())
 }
 
 /// An interface name, checked as the kernel checks it.

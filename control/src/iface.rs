@@ -119,6 +119,24 @@ pub fn ipv4(netns: Option<&str>, name: &str) -> Result<Ipv4Addr> {
         })
 }
 
+/// The first global IPv6 address of an interface (test traffic with
+/// `--ipv6`).
+pub fn ipv6(netns: Option<&str>, name: &str) -> Result<std::net::Ipv6Addr> {
+    let out = sh::ip(
+        netns,
+        &["-j", "-6", "addr", "show", "dev", name, "scope", "global"],
+    )?;
+    let v: Value = serde_json::from_str(&out)?;
+    v.pointer("/0/addr_info/0/local")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            anyhow!(
+                "interface {name:?} has no global IPv6 address for --ipv6; add one with `ip -6 addr add ADDR/64 dev {name} nodad` (the lab's are 2001:2::1 and 2001:2::2)"
+            )
+        })
+}
+
 fn parse_link(json: &str) -> Result<IfaceInfo> {
     let v: Value = serde_json::from_str(json)?;
     let l = v.get(0).ok_or_else(|| anyhow!("empty answer"))?;

@@ -21,7 +21,7 @@ use crate::{
     iface,
     output::{self, emit},
     privilege, sh,
-    sysfs::{self, Attr, NetSysctl},
+    sysfs::{self, Attr, Ipv6Conf, NetSysctl},
 };
 
 /// Largest MTU the lab sets (veth's own limit is higher, AF_XDP
@@ -33,6 +33,10 @@ pub const MGMT_A: (&str, &str) = ("198.19.255.1", "198.19.255.2");
 pub const MGMT_B: (&str, &str) = ("198.19.255.5", "198.19.255.6");
 /// Smallest MTU IPv4 allows.
 pub const MIN_MTU: u32 = 576;
+
+/// The smallest MTU that carries IPv6 (RFC 8200): the lab has IPv6
+/// addresses at this MTU and above.
+pub const IPV6_MIN_MTU: u32 = 1280;
 
 /// Names and addresses of one lab.
 #[derive(Debug, Clone, Serialize)]
@@ -51,6 +55,10 @@ pub struct Lab {
     pub ip_a: &'static str,
     /// Address of B.
     pub ip_b: &'static str,
+    /// IPv6 address of A (2001:2::/48, RFC 5180's benchmarking range).
+    pub ip6_a: &'static str,
+    /// IPv6 address of B.
+    pub ip6_b: &'static str,
     /// MAC of A.
     pub mac_a: &'static str,
     /// MAC of B.
@@ -90,6 +98,8 @@ impl Lab {
             if_b: format!("{name}-b0"),
             ip_a: "198.18.0.1",
             ip_b: "198.18.0.2",
+            ip6_a: "2001:2::1",
+            ip6_b: "2001:2::2",
             mac_a: "02:00:c6:12:00:01",
             mac_b: "02:00:c6:12:00:02",
         })
@@ -178,35 +188,68 @@ impl Lab {
                     &q,
                 ],
             )?;
-            for (ns, ifn, mac, ip, peer_ip, peer_mac) in [
-                (
-                    &self.ns_a, &self.if_a, self.mac_a, self.ip_a, self.ip_b, self.mac_b,
-                ),
-                (
-                    &self.ns_b, &self.if_b, self.mac_b, self.ip_b, self.ip_a, self.mac_a,
-                ),
+            let (a, b) = (
+                (self.ip_a, self.ip6_a, self.mac_a),
+                (self.ip_b, self.ip6_b, self.mac_b),
+            );
+            for (ns, ifn, (ip, ip6, mac), (peer_ip, peer_ip6, peer_mac)) in [
+                (&self.ns_a, &self.if_a, a, b),
+                (&self.ns_b, &self.if_b, b, a),
             ] {
                 let ns = Some(ns.as_str());
                 sysfs::set_sysctl(ns, NetSysctl::DisableIpv6All, "1")?;
                 sysfs::set_sysctl(ns, NetSysctl::DisableIpv6Default, "1")?;
-                sh::ip(ns, &["link", "set", ifn, "address", mac, "mtu", &m])?;
-                sh::ip(ns, &["addr", "add", &format!("{ip}/30"), "dev", ifn])?;
-                sh::ip(ns, &["link", "set", "lo", "up"])?;
-                sh::ip(ns, &["link", "set", ifn, "up"])?;
+                // No ARP and no neighbour discovery: the neighbours are
+                // written below. NOARP also keeps IPv6 from joining the
+                // address's solicited-node group, and so from sending MLD
+                // reports, which would add frames to the interfaces'
+                // counters that tests compare with linerate's.
                 sh::ip(
                     ns,
-                    &[
-                        "neigh",
-                        "replace",
-                        peer_ip,
-                        "lladdr",
-                        peer_mac,
-                        "dev",
-                        ifn,
-                        "nud",
-                        "permanent",
-                    ],
+                    &["link", "set", ifn, "address", mac, "mtu", &m, "arp", "off"],
                 )?;
+                sh::ip(ns, &["addr", "add", &format!("{ip}/30"), "dev", ifn])?;
+                // The peer, for ever (`ip` tells IPv4 from IPv6 by the address).
+                let neighbour = |peer: &str| {
+                    sh::ip(
+                        ns,
+                        &[
+                            "neigh",
+                            "replace",
+                            peer,
+                            "lladdr",
+                            peer_mac,
+                            "dev",
+                            ifn,
+                            "nud",
+                            "permanent",
+                        ],
+                    )
+                };
+                // IPv6 on the test interface only, with the lab's address
+                // and no link-local one (no router solicitations); nodad:
+                // usable at once. Below 1280 bytes the kernel has no IPv6
+                // on a link (RFC 8200's minimum MTU).
+                if mtu >= IPV6_MIN_MTU {
+                    sysfs::set_ipv6_conf(ns, ifn, Ipv6Conf::AddrGenMode, "1")?;
+                    sysfs::set_ipv6_conf(ns, ifn, Ipv6Conf::DisableIpv6, "0")?;
+                    sh::ip(
+                        ns,
+                        &[
+                            "-6",
+                            "addr",
+                            "add",
+                            &format!("{ip6}/64"),
+                            "dev",
+                            ifn,
+                            "nodad",
+                        ],
+                    )?;
+                    neighbour(peer_ip6)?;
+                }
+                sh::ip(ns, &["link", "set", "lo", "up"])?;
+                sh::ip(ns, &["link", "set", ifn, "up"])?;
+                neighbour(peer_ip)?;
                 // veth runs NAPI (and so XDP) in a kernel thread of its own
                 // when GRO is on and NAPI is threaded: the receive work then
                 // leaves the sender's core. See design.md, "Measured".

@@ -3,7 +3,7 @@
 //! MTU, and which cores each side's workers run on. Every refusal names
 //! the value, the limit and the fix.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{frame::Endpoint, worker::WaitMode};
@@ -30,6 +30,9 @@ pub struct PathEnd {
     pub info: IfaceInfo,
     /// Its IPv4 address.
     pub ip: Ipv4Addr,
+    /// Its IPv6 address, when the run's test traffic is IPv6 (`--ipv6`):
+    /// then test frames use it.
+    pub ip6: Option<Ipv6Addr>,
     /// Identity of its namespace (device and inode of the namespace
     /// file), to tell a namespace replaced under the same name.
     pub ns_id: (u64, u64),
@@ -40,7 +43,7 @@ impl PathEnd {
     pub fn endpoint(&self, port: u16) -> Endpoint {
         Endpoint {
             mac: self.info.mac,
-            ip: self.ip,
+            ip: self.ip6.map_or(self.ip.into(), Into::into),
             port,
         }
     }
@@ -208,12 +211,18 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
             bail!("interface {iface} is down; bring it up with `ip link set dev {iface} up`");
         }
         let ip = iface::ipv4(netns.as_deref(), &iface)?;
+        let ip6 = if args.ipv6 {
+            Some(iface::ipv6(netns.as_deref(), &iface)?)
+        } else {
+            None
+        };
         let ns_id = netns_id(netns.as_deref())?;
         Ok(PathEnd {
             iface,
             netns,
             info,
             ip,
+            ip6,
             ns_id,
         })
     };
@@ -351,6 +360,7 @@ impl PathPlan {
                 up: true,
             },
             ip: Ipv4Addr::new(198, 18, 0, last),
+            ip6: None,
             ns_id: (0, u64::from(last)),
         };
         Self {

@@ -273,6 +273,7 @@ impl Line {
         self.named("--backend", &run.backend, &d.backend);
         self.flag("--gso", run.gso);
         self.flag("--gro", run.gro);
+        self.flag("--ipv6", run.ipv6);
         self.value("--inject-loss", &run.inject_loss, &d.inject_loss);
         self.flag("--reverse", run.reverse);
         self.value("--lab", &run.lab.name, &d.lab.name);
@@ -482,6 +483,7 @@ mod tests {
         &["--backend", "udp"],
         &["--gso"],
         &["--gro"],
+        &["--ipv6"],
         &["--inject-loss", "0.125"],
         &["-r"],
         &["--reverse"],
@@ -501,6 +503,8 @@ mod tests {
         &["--role", "rx", "--clock-offset-ns", "7"],
         // stream
         &["--size", "128"],
+        &["--size", "imix"],
+        &["--size", "64:7,594:4,1518:1"],
         &["--message", "9000"],
         &["--count", "77"],
         &["--rate", "1234.5"],

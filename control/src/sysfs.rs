@@ -123,8 +123,39 @@ pub fn write(netns: Option<&str>, iface: &str, attr: Attr, value: &str) -> Resul
     })
 }
 
+/// A per-interface IPv6 setting, `net.ipv6.conf.IFACE.KEY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ipv6Conf {
+    /// `disable_ipv6`.
+    DisableIpv6,
+    /// `addr_gen_mode` (1: no link-local address of its own).
+    AddrGenMode,
+}
+
+impl Ipv6Conf {
+    fn file(self) -> &'static str {
+        match self {
+            Self::DisableIpv6 => "disable_ipv6",
+            Self::AddrGenMode => "addr_gen_mode",
+        }
+    }
+}
+
+/// Sets an interface's IPv6 setting in a namespace (or in this one).
+pub fn set_ipv6_conf(netns: Option<&str>, iface: &str, key: Ipv6Conf, value: &str) -> Result<()> {
+    names::check_iface(iface)?;
+    let path = Path::new("/proc/sys/net/ipv6/conf")
+        .join(iface)
+        .join(key.file());
+    write_sysctl(netns, path, value)
+}
+
 /// Sets a net sysctl of a namespace (or of this one).
 pub fn set_sysctl(netns: Option<&str>, key: NetSysctl, value: &str) -> Result<()> {
+    write_sysctl(netns, PathBuf::from(key.path()), value)
+}
+
+fn write_sysctl(netns: Option<&str>, path: PathBuf, value: &str) -> Result<()> {
     let ns = netns.map(str::to_string);
     if let Some(n) = &ns {
         names::check_netns(n)?;
@@ -134,8 +165,8 @@ pub fn set_sysctl(netns: Option<&str>, key: NetSysctl, value: &str) -> Result<()
         if let Some(ns) = &ns {
             netns::enter(ns)?;
         }
-        fs::write(key.path(), v.as_bytes())
-            .with_context(|| format!("writing {v:?} to {}", key.path()))
+        fs::write(&path, v.as_bytes())
+            .with_context(|| format!("writing {v:?} to {}", path.display()))
     })
     .join()
     .map_err(|_| anyhow!("the sysctl thread panicked"))?

@@ -1,11 +1,11 @@
-//! Test frames: Ethernet + IPv4 + UDP + linerate header + payload.
+//! Test frames: Ethernet + IPv4 (or IPv6) + UDP + linerate header + payload.
 //!
 //! A frame is built once as a template ([`FrameSpec::template`]); the hot
 //! path patches only the header's sequence and send time. Sizes follow
 //! RFC 2544: `frame_size` counts the 4-byte FCS, which the NIC adds, so
 //! the bytes handed to the socket are `frame_size - 4`.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use etherparse::PacketBuilder;
 
@@ -15,6 +15,8 @@ use crate::header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEA
 pub const ETH_LEN: usize = 14;
 /// IPv4 header length (no options).
 pub const IPV4_LEN: usize = 20;
+/// IPv6 header length (no extension headers).
+pub const IPV6_LEN: usize = 40;
 /// UDP header length.
 pub const UDP_LEN: usize = 8;
 /// Frame check sequence, counted in frame sizes but not in descriptors.
@@ -24,6 +26,8 @@ pub const FCS_LEN: usize = 4;
 pub const WIRE_OVERHEAD: usize = 20;
 /// Offset of the linerate header in a template frame.
 pub const HEADER_OFFSET: usize = ETH_LEN + IPV4_LEN + UDP_LEN;
+/// Offset of the linerate header in an IPv6 template frame.
+pub const HEADER_OFFSET_V6: usize = ETH_LEN + IPV6_LEN + UDP_LEN;
 /// Smallest frame (RFC 2544), FCS included.
 pub const MIN_FRAME_SIZE: usize = 64;
 /// Ethernet header plus FCS: the difference between frame size and MTU.
@@ -34,8 +38,8 @@ pub const L2_OVERHEAD: usize = ETH_LEN + FCS_LEN;
 pub struct Endpoint {
     /// MAC address.
     pub mac: [u8; 6],
-    /// IPv4 address.
-    pub ip: Ipv4Addr,
+    /// IPv4 or IPv6 address (both ends of a flow the same version).
+    pub ip: IpAddr,
     /// UDP port.
     pub port: u16,
 }
@@ -93,6 +97,20 @@ impl FrameSpec {
         Ok(())
     }
 
+    /// Whether the frames are IPv6 (else IPv4).
+    pub fn ipv6(&self) -> bool {
+        self.src.ip.is_ipv6()
+    }
+
+    /// Offset of the linerate header.
+    pub fn header_offset(&self) -> usize {
+        if self.ipv6() {
+            HEADER_OFFSET_V6
+        } else {
+            HEADER_OFFSET
+        }
+    }
+
     /// Bytes in the descriptor(s): the frame without FCS.
     pub fn len(&self) -> usize {
         self.frame_size - FCS_LEN
@@ -106,7 +124,7 @@ impl FrameSpec {
     /// UDP payload bytes (linerate header included): what an application
     /// on a socket would count.
     pub fn payload_len(&self) -> usize {
-        self.len() - HEADER_OFFSET
+        self.len() - self.header_offset()
     }
 
     /// Bytes the frame occupies on the wire: frame + preamble + gap.
@@ -124,16 +142,16 @@ impl FrameSpec {
                 mtu: 0,
             });
         }
-        let mut payload = vec![0u8; self.payload_len()];
+        let mut payload = vec![0u8; self.len().saturating_sub(self.header_offset())];
         let hlen = if self.kind.has_fragment() {
             MESSAGE_HEADER_LEN
         } else {
             HEADER_LEN
         };
-        if payload.len() < hlen {
+        if self.len() < self.header_offset() + hlen {
             return Err(FrameError::SizeOutOfRange {
                 size: self.frame_size,
-                min: HEADER_OFFSET + hlen + FCS_LEN,
+                min: self.header_offset() + hlen + FCS_LEN,
                 max: usize::MAX,
                 mtu: 0,
             });
@@ -157,16 +175,28 @@ impl FrameSpec {
         for (i, b) in payload[hlen..].iter_mut().enumerate() {
             *b = i as u8;
         }
-        let builder = PacketBuilder::ethernet2(self.src.mac, self.dst.mac)
-            .ipv4(self.src.ip.octets(), self.dst.ip.octets(), 64)
-            .udp(self.src.port, self.dst.port);
+        let eth = PacketBuilder::ethernet2(self.src.mac, self.dst.mac);
         let mut frame = Vec::with_capacity(self.len());
-        builder
-            .write(&mut frame, &payload)
-            .map_err(|_| FrameError::NotUdp("etherparse could not build the frame"))?;
-        // The hot path changes header bytes without recomputing the UDP
-        // checksum, so send none (allowed for UDP over IPv4).
-        frame[ETH_LEN + IPV4_LEN + 6..HEADER_OFFSET].fill(0);
+        let built = match (self.src.ip, self.dst.ip) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                let b = eth.ipv4(src.octets(), dst.octets(), 64);
+                b.udp(self.src.port, self.dst.port)
+                    .write(&mut frame, &payload)
+            }
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                let b = eth.ipv6(src.octets(), dst.octets(), 64);
+                b.udp(self.src.port, self.dst.port)
+                    .write(&mut frame, &payload)
+            }
+            _ => return Err(FrameError::NotUdp("one end IPv4, the other IPv6")),
+        };
+        built.map_err(|_| FrameError::NotUdp("etherparse could not build the frame"))?;
+        if !self.ipv6() {
+            // The hot path changes header bytes without recomputing the UDP
+            // checksum, so send none (allowed for UDP over IPv4). IPv6
+            // keeps etherparse's, which [`Stamp`] updates per frame.
+            frame[ETH_LEN + IPV4_LEN + 6..HEADER_OFFSET].fill(0);
+        }
         debug_assert_eq!(frame.len(), self.len());
         Ok(frame)
     }
@@ -182,25 +212,134 @@ pub const MIN_LEN: usize = MIN_FRAME_SIZE - FCS_LEN;
 /// socket: `len`, padded up to [`MIN_LEN`].
 pub fn set_lengths(frame: &mut [u8], len: usize) -> usize {
     let ip = ETH_LEN;
+    if is_ipv6(frame) {
+        // IPv6: the payload length (no header checksum); the UDP checksum
+        // is the caller's ([`Stamp`]).
+        let payload = (len - ETH_LEN - IPV6_LEN) as u16;
+        frame[ip + 4..ip + 6].copy_from_slice(&payload.to_be_bytes());
+        frame[ip + IPV6_LEN + 4..ip + IPV6_LEN + 6].copy_from_slice(&payload.to_be_bytes());
+        return len.max(MIN_LEN);
+    }
     let ip_len = (len - ETH_LEN) as u16;
+    let old_len = u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]);
     frame[ip + 2..ip + 4].copy_from_slice(&ip_len.to_be_bytes());
-    frame[ip + 10..ip + 12].fill(0);
-    let sum = ipv4_checksum(&frame[ip..ip + IPV4_LEN]);
-    frame[ip + 10..ip + 12].copy_from_slice(&sum.to_be_bytes());
+    // Only the total length changed under the header checksum: update it
+    // (RFC 1624) instead of summing the header again.
+    let check = u16::from_be_bytes([frame[ip + 10], frame[ip + 11]]);
+    let check = checksum_update(check, old_len, ip_len);
+    frame[ip + 10..ip + 12].copy_from_slice(&check.to_be_bytes());
     let udp_len = (len - ETH_LEN - IPV4_LEN) as u16;
     frame[ip + IPV4_LEN + 4..ip + IPV4_LEN + 6].copy_from_slice(&udp_len.to_be_bytes());
     len.max(MIN_LEN)
 }
 
-fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = h
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
+/// Whether a template frame (no VLAN tag) is IPv6.
+#[inline]
+pub fn is_ipv6(frame: &[u8]) -> bool {
+    frame[12..14] == ETHERTYPE_IPV6.to_be_bytes()
+}
+
+/// Offset of the linerate header in a template frame (no VLAN tag).
+#[inline]
+pub fn header_offset(frame: &[u8]) -> usize {
+    if is_ipv6(frame) {
+        HEADER_OFFSET_V6
+    } else {
+        HEADER_OFFSET
+    }
+}
+
+/// How a sender stamps a frame's sequence and send time and keeps its UDP
+/// checksum valid: IPv4 frames carry none (zero), IPv6 frames must, so it
+/// is updated from the checksum of the same frame with sequence and time 0
+/// (RFC 1624): six 16-bit words added, not the whole payload summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    offset: usize,
+    /// The UDP checksum of the frame with sequence and time 0 (IPv6).
+    base: Option<u16>,
+}
+
+impl Stamp {
+    /// For frames built from `template` (sequence and time 0, the lengths
+    /// of the frames to stamp).
+    pub fn for_template(template: &[u8]) -> Self {
+        let offset = header_offset(template);
+        let base = is_ipv6(template)
+            .then(|| u16::from_be_bytes([template[offset - 2], template[offset - 1]]));
+        Self { offset, base }
+    }
+
+    /// Offset of the linerate header.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Writes sequence and time into a frame's first buffer (whose other
+    /// bytes under the checksum are the template's) and its checksum.
+    #[inline]
+    pub fn apply(&self, head: &mut [u8], seq: u64, send_ns: u64) {
+        let h = &mut head[self.offset..];
+        Header::patch(h, seq, send_ns);
+        if let Some(base) = self.base {
+            let added = ones_sum(&h[crate::header::SEQ_OFFSET..HEADER_LEN]);
+            let mut check = !fold(u32::from(!base) + added);
+            if check == 0 {
+                check = 0xffff;
+            }
+            head[self.offset - 2..self.offset].copy_from_slice(&check.to_be_bytes());
+        }
+    }
+}
+
+/// Writes the UDP checksum of an IPv6 frame (no VLAN tag, no extension
+/// headers) whose bytes up to `len` lie in `frame`: summed whole, for
+/// frames whose payload differs beyond what [`Stamp`] updates (rr's
+/// message fragments). IPv4 frames are left as they are (no checksum).
+pub fn set_udp6_checksum(frame: &mut [u8], len: usize) {
+    if !is_ipv6(frame) {
+        return;
+    }
+    let udp = ETH_LEN + IPV6_LEN;
+    frame[udp + 6..udp + 8].fill(0);
+    let udp_len = (len - udp) as u32;
+    // The pseudo-header: addresses, upper-layer length, next header.
+    let sum = ones_sum(&frame[ETH_LEN + 8..udp])
+        + udp_len
+        + u32::from(IPPROTO_UDP)
+        + ones_sum(&frame[udp..len]);
+    let mut check = !fold(sum);
+    if check == 0 {
+        check = 0xffff;
+    }
+    frame[udp + 6..udp + 8].copy_from_slice(&check.to_be_bytes());
+}
+
+/// The Internet checksum's one's-complement sum of `b` as big-endian 16-bit
+/// words (an odd last byte padded with zero), not yet folded.
+pub fn ones_sum(b: &[u8]) -> u32 {
+    let mut words = b.chunks_exact(2);
+    let sum: u32 = words
+        .by_ref()
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
         .sum();
+    sum + words.remainder().first().map_or(0, |&b| u32::from(b) << 8)
+}
+
+/// Folds a one's-complement sum into 16 bits.
+#[inline]
+pub fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    !(sum as u16)
+    sum as u16
+}
+
+/// A checksum after one 16-bit word under it changed from `old` to `new`:
+/// RFC 1624, eqn. 3 (HC' = ~(~HC + ~m + m')).
+#[inline]
+pub fn checksum_update(check: u16, old: u16, new: u16) -> u16 {
+    !fold(u32::from(!check) + u32::from(!old) + u32::from(new))
 }
 
 /// What a receiver learns from the first buffer of a frame.
@@ -300,18 +439,35 @@ mod tests {
         FrameSpec {
             src: Endpoint {
                 mac: [2, 0, 0, 0, 0, 1],
-                ip: Ipv4Addr::new(198, 18, 0, 1),
+                ip: std::net::Ipv4Addr::new(198, 18, 0, 1).into(),
                 port: 40000u16.wrapping_add(flow),
             },
             dst: Endpoint {
                 mac: [2, 0, 0, 0, 0, 2],
-                ip: Ipv4Addr::new(198, 18, 0, 2),
+                ip: std::net::Ipv4Addr::new(198, 18, 0, 2).into(),
                 port: 7000,
             },
             frame_size,
             flow,
             kind: Kind::Stream,
         }
+    }
+
+    fn spec6(frame_size: usize, flow: u16) -> FrameSpec {
+        let mut s = spec(frame_size, flow);
+        s.src.ip = "2001:2::1".parse().unwrap();
+        s.dst.ip = "2001:2::2".parse().unwrap();
+        s
+    }
+
+    #[test]
+    fn ipv6_frames_start_at_84_bytes_and_one_version_per_flow() {
+        assert!(spec6(83, 1).template().is_err());
+        let f = spec6(84, 1).template().unwrap();
+        assert!(is_ipv6(&f) && header_offset(&f) == HEADER_OFFSET_V6);
+        let mut mixed = spec(100, 1);
+        mixed.dst.ip = "2001:2::2".parse().unwrap();
+        assert!(matches!(mixed.template(), Err(FrameError::NotUdp(_))));
     }
 
     proptest! {
@@ -345,6 +501,125 @@ mod tests {
             let cut = cut.min(f.len());
             let r = parse(&f[..cut]);
             if cut >= HEADER_OFFSET + HEADER_LEN { prop_assert!(r.is_ok()); } else { prop_assert!(r.is_err()); }
+        }
+    }
+
+    /// Whether a frame's checksums are what a decoder (Wireshark) expects:
+    /// a valid IPv4 header checksum, and a valid UDP checksum or (IPv4
+    /// only) none. etherparse computes them.
+    pub(crate) fn checksums_valid(f: &[u8]) -> Result<(), String> {
+        let sliced = SlicedPacket::from_ethernet(f).map_err(|e| e.to_string())?;
+        let Some(TransportSlice::Udp(udp)) = &sliced.transport else {
+            return Err("not UDP".into());
+        };
+        let header = udp.to_header();
+        let want = match &sliced.net {
+            Some(etherparse::NetSlice::Ipv4(ip)) => {
+                let h = ip.header().to_header();
+                if h.header_checksum != h.calc_header_checksum() {
+                    return Err(format!("IPv4 header checksum {:#06x}", h.header_checksum));
+                }
+                if header.checksum == 0 {
+                    return Ok(());
+                }
+                header.calc_checksum_ipv4(&h, udp.payload())
+            }
+            Some(etherparse::NetSlice::Ipv6(ip)) => {
+                header.calc_checksum_ipv6(&ip.header().to_header(), udp.payload())
+            }
+            _ => return Err("not IP".into()),
+        }
+        .map_err(|e| e.to_string())?;
+        if header.checksum != want {
+            return Err(format!(
+                "UDP checksum {:#06x}, want {want:#06x}",
+                header.checksum
+            ));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Every frame a sender builds, stamped with any sequence and time,
+        /// or cut to any fragment length, carries valid checksums.
+        #[test]
+        fn built_frames_carry_valid_checksums(size in 64usize..=9018, flow: u16, seq in 0..=crate::header::MASK48, t in 0..=crate::header::MASK48, cut in 0usize..9000) {
+            let s = spec(size, flow);
+            let mut f = s.template().unwrap();
+            prop_assert_eq!(checksums_valid(&f), Ok(()));
+            Header::patch(&mut f[HEADER_OFFSET..], seq, t);
+            prop_assert_eq!(checksums_valid(&f), Ok(()));
+            // A message frame holds 34 bytes of headers after UDP: 80 at least.
+            let size = size.max(HEADER_OFFSET + MESSAGE_HEADER_LEN + 4);
+            let len = HEADER_OFFSET + MESSAGE_HEADER_LEN + cut % (size - 4 - HEADER_OFFSET - MESSAGE_HEADER_LEN + 1);
+            let mut m = FrameSpec { kind: Kind::Message, frame_size: size, ..s }.template().unwrap();
+            let wire = set_lengths(&mut m, len);
+            prop_assert_eq!(checksums_valid(&m[..wire]), Ok(()));
+        }
+
+        /// IPv6 frames always carry a valid UDP checksum: the template's,
+        /// and after [`Stamp`] writes any sequence and time, also into a
+        /// frame cut from a larger template (a traffic mix).
+        #[test]
+        fn ipv6_frames_carry_valid_udp_checksums(size in 84usize..=9018, smaller in 84usize..=9018, flow: u16, seq in 0..=crate::header::MASK48, t in 0..=crate::header::MASK48) {
+            let s = spec6(size, flow);
+            let mut f = s.template().unwrap();
+            prop_assert_eq!(f.len(), size - 4);
+            prop_assert_eq!(checksums_valid(&f), Ok(()));
+            let stamp = Stamp::for_template(&f);
+            prop_assert_eq!(stamp.offset(), HEADER_OFFSET_V6);
+            stamp.apply(&mut f, seq, t);
+            prop_assert_eq!(checksums_valid(&f), Ok(()));
+            let p = parse(&f).unwrap();
+            prop_assert_eq!(p.header, Header { kind: Kind::Stream, flow, seq, send_ns: t });
+            prop_assert_eq!(p.udp_payload_len, size - 4 - HEADER_OFFSET_V6);
+            // A mix: the largest template, cut to a smaller frame.
+            let small = smaller.min(size);
+            let stamp = Stamp::for_template(&FrameSpec { frame_size: small, ..s }.template().unwrap());
+            let len = small - 4;
+            let wire = set_lengths(&mut f, len);
+            stamp.apply(&mut f, seq, t);
+            prop_assert_eq!(checksums_valid(&f[..wire]), Ok(()));
+        }
+
+        /// A message fragment of any length, its headers written after
+        /// its lengths, carries a valid checksum once summed whole.
+        #[test]
+        fn ipv6_fragments_carry_valid_checksums(cut in 0usize..1500, seq in 0..=crate::header::MASK48, port: u16) {
+            let mut s = spec6(1518, 3);
+            s.kind = Kind::Request;
+            let mut f = s.template().unwrap();
+            let len = HEADER_OFFSET_V6 + MESSAGE_HEADER_LEN + cut % (1514 - HEADER_OFFSET_V6 - MESSAGE_HEADER_LEN + 1);
+            let wire = set_lengths(&mut f, len);
+            f[HEADER_OFFSET_V6 - 8..HEADER_OFFSET_V6 - 6].copy_from_slice(&port.to_be_bytes());
+            Header::patch(&mut f[HEADER_OFFSET_V6..], seq, seq / 3);
+            set_udp6_checksum(&mut f, len);
+            prop_assert_eq!(checksums_valid(&f[..wire]), Ok(()));
+            prop_assert_eq!(parse(&f[..wire]).unwrap().udp_payload_len, len - HEADER_OFFSET_V6);
+        }
+
+        /// IPv4 frames stamped the same way keep no UDP checksum (zero).
+        #[test]
+        fn ipv4_stamps_leave_the_udp_checksum_zero(size in 64usize..=1518, seq in 0..=crate::header::MASK48, t in 0..=crate::header::MASK48) {
+            let mut f = spec(size, 1).template().unwrap();
+            Stamp::for_template(&f).apply(&mut f, seq, t);
+            prop_assert_eq!(&f[HEADER_OFFSET - 2..HEADER_OFFSET], &[0u8, 0][..]);
+            prop_assert_eq!(checksums_valid(&f), Ok(()));
+            prop_assert_eq!(parse(&f).unwrap().header.seq, seq);
+        }
+
+        #[test]
+        fn checksum_update_agrees_with_a_full_sum(b in proptest::collection::vec(any::<u8>(), 2..64), at: usize, new: u16) {
+            let b = if b.len() % 2 == 1 { &b[1..] } else { &b[..] };
+            let i = at % (b.len() / 2) * 2;
+            let before = !fold(ones_sum(b));
+            let old = u16::from_be_bytes([b[i], b[i + 1]]);
+            let mut c = b.to_vec();
+            c[i..i + 2].copy_from_slice(&new.to_be_bytes());
+            let after = !fold(ones_sum(&c));
+            let updated = checksum_update(before, old, new);
+            // 0x0000 and 0xffff are the same number in one's complement.
+            prop_assert!(updated == after || (updated ^ after) == 0xffff && (after == 0 || after == 0xffff), "{updated:#x} vs {after:#x}");
         }
     }
 

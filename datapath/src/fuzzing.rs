@@ -25,7 +25,7 @@ const MAX_FRAME: usize = 4096;
 fn template(size: usize) -> Vec<u8> {
     let ep = |last, port| Endpoint {
         mac: [2, 0, 0, 0, 0, last],
-        ip: Ipv4Addr::new(198, 18, 0, last),
+        ip: Ipv4Addr::new(198, 18, 0, last).into(),
         port,
     };
     FrameSpec {

@@ -9,7 +9,7 @@
 
 use crate::{
     frame::{
-        FrameError, FrameSpec, ETH_LEN, FCS_LEN, HEADER_OFFSET, IPV4_LEN, L2_OVERHEAD,
+        FrameError, FrameSpec, ETH_LEN, FCS_LEN, HEADER_OFFSET, IPV4_LEN, IPV6_LEN, L2_OVERHEAD,
         MIN_FRAME_SIZE, UDP_LEN, WIRE_OVERHEAD,
     },
     header::{HEADER_LEN, MESSAGE_HEADER_LEN},
@@ -25,6 +25,8 @@ pub const UMEM_CHUNKS: [u32; 2] = [SMALL_CHUNK_SIZE, CHUNK_SIZE];
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
     mtu: usize,
+    /// IP header length: 20 (IPv4) or 40 (IPv6).
+    ip_len: usize,
 }
 
 /// Why a UMEM chunk size does not fit a run's frames.
@@ -47,7 +49,23 @@ pub struct ChunkError {
 impl Geometry {
     /// Frames on a link of `mtu` bytes (the IP MTU, as `ip link` shows it).
     pub fn for_mtu(mtu: u32) -> Self {
-        Self { mtu: mtu as usize }
+        Self {
+            mtu: mtu as usize,
+            ip_len: IPV4_LEN,
+        }
+    }
+
+    /// The same link carrying IPv6 test frames (`ipv6`) or IPv4 ones.
+    pub fn ipv6(self, ipv6: bool) -> Self {
+        Self {
+            ip_len: if ipv6 { IPV6_LEN } else { IPV4_LEN },
+            ..self
+        }
+    }
+
+    /// Whether the frames are IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.ip_len == IPV6_LEN
     }
 
     /// The link's MTU.
@@ -55,9 +73,11 @@ impl Geometry {
         self.mtu
     }
 
-    /// The smallest frame (RFC 2544), FCS included.
+    /// The smallest frame, FCS included: 64 bytes (RFC 2544) over IPv4;
+    /// over IPv6 (RFC 5180) the smallest that holds the Ethernet, IPv6 and
+    /// UDP headers, linerate's header and the FCS: 84 bytes.
     pub fn min_frame(&self) -> usize {
-        MIN_FRAME_SIZE
+        MIN_FRAME_SIZE.max(ETH_LEN + self.ip_len + UDP_LEN + HEADER_LEN + FCS_LEN)
     }
 
     /// The largest frame the link carries, FCS included: MTU + 18.
@@ -73,17 +93,32 @@ impl Geometry {
 
     /// Checks a frame size against the link.
     pub fn check_frame(&self, frame_size: usize) -> Result<(), FrameError> {
-        FrameSpec::check_size(frame_size, self.mtu)
+        FrameSpec::check_size(frame_size, self.mtu)?;
+        if frame_size < self.min_frame() {
+            return Err(FrameError::SizeOutOfRange {
+                size: frame_size,
+                min: self.min_frame(),
+                max: self.max_frame(),
+                mtu: self.mtu,
+            });
+        }
+        Ok(())
     }
 
     /// Message bytes one fragment carries on this link.
     pub fn payload_per_fragment(&self) -> usize {
-        self.mtu - IPV4_LEN - UDP_LEN - MESSAGE_HEADER_LEN
+        self.mtu - self.ip_len - UDP_LEN - MESSAGE_HEADER_LEN
     }
 
     /// The largest UDP payload of one frame (linerate header included).
     pub fn max_udp_payload(&self) -> usize {
-        self.mtu - IPV4_LEN - UDP_LEN
+        self.mtu - self.ip_len - UDP_LEN
+    }
+
+    /// UDP payload bytes (linerate header included) of a frame of
+    /// `frame_size` on this link's IP version.
+    pub fn udp_payload_of(&self, frame_size: usize) -> usize {
+        frame_size - FCS_LEN - ETH_LEN - self.ip_len - UDP_LEN
     }
 
     /// How a message of `msg_len` bytes is cut on this link.
@@ -94,6 +129,12 @@ impl Geometry {
     /// Frame size (FCS included) of the largest fragment of `cut`.
     pub fn fragment_frame(cut: &Fragmentation) -> usize {
         (Self::fragment_len(cut.per_fragment.min(cut.msg_len)) + FCS_LEN).max(MIN_FRAME_SIZE)
+    }
+
+    /// [`Self::fragment_frame`] over IPv6 (`ipv6`) or IPv4: IPv6 headers
+    /// are 20 bytes longer.
+    pub fn fragment_frame_ip(cut: &Fragmentation, ipv6: bool) -> usize {
+        Self::fragment_frame(cut) + if ipv6 { IPV6_LEN - IPV4_LEN } else { 0 }
     }
 
     /// Header and data bytes of the fragment that carries `piece` bytes of
@@ -131,6 +172,12 @@ impl Geometry {
     /// FCS, preamble and inter-frame gap added per frame.
     pub fn wire_bytes(bytes: u64, frames: u64) -> u64 {
         bytes + frames * (FCS_LEN + WIRE_OVERHEAD) as u64
+    }
+
+    /// The mean frame size (FCS included) of `frames` frames whose
+    /// descriptors held `bytes` bytes; None without frames.
+    pub fn mean_frame_size(bytes: u64, frames: u64) -> Option<f64> {
+        (frames > 0).then(|| bytes as f64 / frames as f64 + FCS_LEN as f64)
     }
 
     /// Whether descriptors of `max_descriptor` bytes span several UMEM
@@ -184,6 +231,27 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_frames_follow_rfc5180() {
+        let g = Geometry::for_mtu(1500).ipv6(true);
+        assert!(g.is_ipv6() && !Geometry::for_mtu(1500).is_ipv6());
+        // 14 + 40 + 8 + 18 + 4: the IPv6 header is 20 bytes longer.
+        assert_eq!(g.min_frame(), 84);
+        assert_eq!(g.max_frame(), 1518);
+        assert!(g.check_frame(84).is_ok() && g.check_frame(1518).is_ok());
+        let e = g.check_frame(64).unwrap_err().to_string();
+        assert!(e.contains("between 84 and 1518"), "{e}");
+        assert_eq!(g.max_udp_payload(), 1452);
+        assert_eq!(g.udp_payload_of(84), 18);
+        assert_eq!(g.payload_per_fragment(), 1452 - MESSAGE_HEADER_LEN);
+        let cut = g.fragments(3000).unwrap();
+        assert_eq!(Geometry::fragment_frame_ip(&cut, true), 1518);
+        assert_eq!(
+            Geometry::fragment_frame_ip(&g.fragments(0).unwrap(), true),
+            100
+        );
+    }
+
+    #[test]
     fn lengths_of_one_frame() {
         assert_eq!(Geometry::descriptor_len(64), 60);
         assert_eq!(Geometry::frame_size(60), 64);
@@ -192,6 +260,9 @@ mod tests {
         assert_eq!(Geometry::udp_payload(1518), 1472);
         // 10 frames of 1514 descriptor bytes: 1538 bytes each on the wire.
         assert_eq!(Geometry::wire_bytes(15_140, 10), 15_380);
+        // IMIX: 7 x 60 + 4 x 590 + 1514 bytes in 12 frames.
+        assert!((Geometry::mean_frame_size(4294, 12).unwrap() - 4342.0 / 12.0).abs() < 1e-9);
+        assert_eq!(Geometry::mean_frame_size(0, 0), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod header;
 pub mod kernel;
 pub mod latency;
 pub mod message;
+pub mod mix;
 pub mod names;
 pub mod netns;
 pub mod pacing;

@@ -190,6 +190,35 @@ impl Steering {
         })
     }
 
+    /// Runs the program once on `frame` without attaching it
+    /// (BPF_PROG_RUN), configured as `cfg` says: what it does to a frame
+    /// (the XDP action and the frame as it leaves), for tests of what the
+    /// responder writes. Needs CAP_BPF.
+    pub fn run_once(cfg: SteeringConfig, frame: &[u8]) -> Result<(u32, Vec<u8>), EbpfError> {
+        let object = ObjectBuilder::default()
+            .open_memory(OBJECT)
+            .and_then(|open| open.load())
+            .map_err(|e| EbpfError::Load(e.to_string()))?;
+        values::map(&object, "config")?
+            .update(&0u32.to_ne_bytes(), &cfg.encode(false), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("config", e))?;
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name() == PROG_NAME)
+            .ok_or_else(|| EbpfError::Load(format!("program {PROG_NAME} missing")))?;
+        let mut out = vec![0u8; frame.len()];
+        let input = libbpf_rs::ProgramInput {
+            data_in: Some(frame),
+            data_out: Some(&mut out),
+            ..Default::default()
+        };
+        let action = prog
+            .test_run(input)
+            .map_err(|e| EbpfError::Load(format!("BPF_PROG_RUN: {e}")))?
+            .return_value;
+        Ok((action, out))
+    }
+
     /// The interface the program is attached to.
     pub fn iface(&self) -> &str {
         &self.iface

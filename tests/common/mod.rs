@@ -169,3 +169,39 @@ pub fn counted_stream(lab: &str, count: u64, extra: &[&str]) -> Value {
     );
     json(&out)
 }
+
+/// The first worker of `role` ("tx", "rx") in a stream's result.
+pub fn worker<'a>(r: &'a Value, role: &str) -> &'a Value {
+    r["workers"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["role"] == role))
+        .unwrap_or_else(|| panic!("no {role} worker: {r:#}"))
+}
+
+/// Asserts that a counted stream of `count` frames arrived whole: all
+/// sent and received, none lost, bad, duplicated, out of sequence or left
+/// unsent, and each side's workers counted `bytes` (frames without FCS).
+pub fn assert_whole(r: &Value, count: u64, bytes: u64) {
+    let f = &r["frames"];
+    assert_eq!(f["sent"], count, "{r:#}");
+    assert_eq!(f["received"], count, "every frame counted: {r:#}");
+    for k in ["lost", "bad", "duplicates", "seq_gaps", "unfinished"] {
+        assert_eq!(f[k], 0, "{k}: {r:#}");
+    }
+    for role in ["tx", "rx"] {
+        let w = worker(r, role);
+        assert_eq!(w["total"]["frames"], count, "{role}: {w:#}");
+        assert_eq!(w["total"]["bytes"], bytes, "{role} bytes: {w:#}");
+    }
+}
+
+/// Runs `linerate args...`, asserts it succeeded and returns its JSON.
+pub fn run_json(args: &[&str]) -> Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "linerate {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}

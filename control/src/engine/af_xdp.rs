@@ -38,6 +38,8 @@ const CAN: Capabilities = Capabilities {
     udp_offloads: false,
     counts_foreign: true,
     backpressure: true,
+    size_mix: true,
+    ipv6: true,
 };
 
 impl Engine for AfXdp {
@@ -60,6 +62,7 @@ impl Engine for AfXdp {
                 socket: socket(cfg.workers.end, queue, cfg.io.tx_ring, &cfg.io),
                 frame: cfg.frame(queue),
                 message: cfg.message,
+                mix: cfg.mix.cloned(),
                 batch: cfg.io.batch,
                 wait: cfg.workers.wait,
                 rate: cfg.rate,
@@ -159,7 +162,7 @@ fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> Fr
     FrameSpec {
         src,
         dst,
-        frame_size: Geometry::fragment_frame(cut),
+        frame_size: Geometry::fragment_frame_ip(cut, src.ip.is_ipv6()),
         flow: 0,
         kind,
     }

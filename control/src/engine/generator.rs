@@ -42,6 +42,8 @@ const CAN: Capabilities = Capabilities {
     udp_offloads: false,
     counts_foreign: false,
     backpressure: false,
+    size_mix: false,
+    ipv6: false,
 };
 
 impl Engine for Generator {

@@ -40,6 +40,7 @@ use linerate_datapath::{
     frame::FrameSpec,
     header::Kind,
     message::Fragmentation,
+    mix::SizeMix,
     worker::{
         ClientConfig, Placement, RrSummary, RxSummary, StopSignal, TxSummary, WaitMode, Worker,
         WorkerError,
@@ -95,6 +96,11 @@ pub struct Capabilities {
     /// the sending interface (its tx drops; veth: `xdp_xmit_errors`): the
     /// results take those from what was sent.
     pub backpressure: bool,
+    /// Sends frames of several sizes in one stream (`--size imix`, or a
+    /// list of SIZE:WEIGHT).
+    pub size_mix: bool,
+    /// Carries IPv6 test traffic (`--ipv6`).
+    pub ipv6: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses
@@ -175,6 +181,8 @@ pub struct SenderConfig<'a> {
     pub frame_size: usize,
     /// How messages are cut, when the stream carries messages.
     pub message: Option<Fragmentation>,
+    /// Frames of several sizes (`frame_size` is the largest); None: one size.
+    pub mix: Option<&'a SizeMix>,
     /// Frames (messages) per second per queue; None: as fast as possible.
     pub rate: Option<f64>,
     /// Frames (messages) per queue; None: until stopped.
@@ -361,6 +369,12 @@ pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Eng
     if args.run.tx_wait.is_some() || args.run.zero_copy {
         return keep("--tx-wait and --zero-copy are AF_XDP sender options".into());
     }
+    if args.size.as_ref().is_some_and(|m| !m.is_single()) && !gen.can().size_mix {
+        return keep("the generator sends one frame size (no --size mix)".into());
+    }
+    if args.run.ipv6 && !gen.can().ipv6 {
+        return keep("the generator sends IPv4 test traffic only".into());
+    }
     if !generator::live_frames_kernel(facts.kernel) {
         return keep(format!(
             "kernel {} has no live-frames mode (5.18 or later)",
@@ -423,6 +437,13 @@ pub fn check_run_args(args: &RunArgs) -> Result<()> {
         bail!(
             "--inject-loss works in the XDP program: use it with --backend {}",
             names_that(|can| can.steering)
+        );
+    }
+    if args.ipv6 && !can.ipv6 {
+        bail!(
+            "--ipv6: the {} engine carries IPv4 test traffic only; use --backend {}",
+            engine.name(),
+            names_that(|can| can.ipv6)
         );
     }
     if args.tx_wait.is_some() && !can.wait_modes {
@@ -489,6 +510,8 @@ mod tests {
             (args(&["--backend", "udp"]), veth, "--backend udp"),
             (args(&["--tx-wait", "busy"]), veth, "AF_XDP sender options"),
             (args(&["--message", "65536"]), veth, "backpressure"),
+            (args(&["--size", "imix"]), veth, "one frame size"),
+            (args(&["--ipv6"]), veth, "IPv4 test traffic only"),
         ] {
             let (e, why) = auto_sender(&a, f);
             assert_ne!(e.name(), "generator", "{why}");

@@ -24,6 +24,8 @@ pub(super) const TCP: KernelEngine = KernelEngine {
         udp_offloads: false,
         counts_foreign: false,
         backpressure: true,
+        size_mix: false,
+        ipv6: false,
     },
     sender: spawn_tcp_tx,
     receiver: spawn_tcp_rx,

@@ -24,6 +24,8 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         udp_offloads: true,
         counts_foreign: false,
         backpressure: true,
+        size_mix: false,
+        ipv6: false,
     },
     sender: spawn_udp_tx,
     receiver: spawn_udp_rx,

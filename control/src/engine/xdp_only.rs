@@ -15,6 +15,8 @@ use super::{Capabilities, Engine, ReceiverConfig};
 pub(super) struct XdpOnly;
 
 const CAN: Capabilities = Capabilities {
+    size_mix: false,
+    ipv6: false,
     stream_sender: false,
     stream_receiver: true,
     rr_responder: None,

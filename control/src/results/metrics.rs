@@ -261,6 +261,12 @@ macro_rules! side {
                 |r| Some(r.$side.wire_gbit_s)
             ),
             stream!(
+                concat!(stringify!($side), ".avg_frame_size"),
+                "bytes",
+                "Mean frame size, FCS included (of a traffic mix: what the frames averaged)",
+                |r| r.$side.avg_frame_size
+            ),
+            stream!(
                 concat!(stringify!($side), ".link_packets_per_s"),
                 "packets/s",
                 "Packets the interface itself counted (`ip -s link`) in the window",
@@ -298,8 +304,8 @@ macro_rules! side {
     };
 }
 
-const SENDER: [Figure; 10] = side!(sender, "sender's");
-const RECEIVER: [Figure; 10] = side!(receiver, "receiver's");
+const SENDER: [Figure; 11] = side!(sender, "sender's");
+const RECEIVER: [Figure; 11] = side!(receiver, "receiver's");
 
 /// Every other figure.
 const FIGURES: &[Figure] = &[

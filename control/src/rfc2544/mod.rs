@@ -20,6 +20,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use linerate_datapath::{geometry::Geometry, mix::SizeMix};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -92,9 +93,18 @@ struct Options {
 
 /// The frame sizes for an MTU: the standard ones that fit, and the jumbo
 /// size (or the largest frame, when it lies between 1518 and 9018).
-pub fn sizes_for(mtu: u32) -> Vec<usize> {
-    let largest = mtu as usize + linerate_datapath::frame::L2_OVERHEAD;
-    let mut s: Vec<usize> = SIZES.iter().copied().filter(|&s| s <= largest).collect();
+/// With IPv6 the smallest frame that holds linerate's header is larger than
+/// 64 B (RFC 5180 moves the smallest size up likewise): it takes 64's place.
+pub fn sizes_for(geometry: Geometry) -> Vec<usize> {
+    let (smallest, largest) = (geometry.min_frame(), geometry.max_frame());
+    let mut s: Vec<usize> = SIZES
+        .iter()
+        .copied()
+        .filter(|&s| (smallest..=largest).contains(&s))
+        .collect();
+    if SIZES[0] < smallest {
+        s.insert(0, smallest);
+    }
     if largest > 1518 {
         s.push(largest.min(JUMBO));
     }
@@ -140,6 +150,9 @@ fn check(args: &Rfc2544Args) -> Result<()> {
         if given {
             bail!("rfc2544 does not take {name}: {why}; remove it");
         }
+    }
+    if s.size.as_ref().is_some_and(|m| !m.is_single()) {
+        bail!("rfc2544 tests one frame size at a time (RFC 2544 section 9): give --size N, or none for the standard sizes");
     }
     if !(args.loss.is_finite() && (0.0..100.0).contains(&args.loss)) {
         bail!("--loss {} is out of range: give a loss tolerance in percent, from 0 up to (not including) 100", args.loss);
@@ -198,9 +211,9 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     let targs = trial_args(&args);
     let sizes = match &saved {
         Some(s) => s.sizes.clone(),
-        None => match targs.size {
-            Some(one) => vec![one],
-            None => sizes_for(plan::plan(&targs)?.path.mtu),
+        None => match &targs.size {
+            Some(one) => vec![one.max_frame()],
+            None => sizes_for(Geometry::for_mtu(plan::plan(&targs)?.path.mtu).ipv6(targs.run.ipv6)),
         },
     };
     let budget = if args.quick {
@@ -259,7 +272,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     let mut reports = report::load(&dir, &sizes)?;
     'sizes: for (part, &size) in sizes.iter().enumerate() {
         let mut sargs = targs.clone();
-        sargs.size = Some(size);
+        sargs.size = Some(SizeMix::single(size));
         let plan = plan::plan(&sargs);
         for (point, test) in Test::ALL.into_iter().enumerate() {
             if done[part][point] {
@@ -464,9 +477,13 @@ mod tests {
 
     #[test]
     fn sizes_follow_the_mtu() {
-        assert_eq!(sizes_for(1500), SIZES.to_vec());
-        assert_eq!(sizes_for(9000), [&SIZES[..], &[9018]].concat());
-        assert_eq!(sizes_for(3000), [&SIZES[..], &[3018]].concat());
-        assert_eq!(sizes_for(1000), vec![64, 128, 256, 512]);
+        let at = |mtu| sizes_for(Geometry::for_mtu(mtu));
+        assert_eq!(at(1500), SIZES.to_vec());
+        assert_eq!(at(9000), [&SIZES[..], &[9018]].concat());
+        assert_eq!(at(3000), [&SIZES[..], &[3018]].concat());
+        assert_eq!(at(1000), vec![64, 128, 256, 512]);
+        // IPv6 (RFC 5180): the smallest frame holding the header first.
+        let v6 = sizes_for(Geometry::for_mtu(1500).ipv6(true));
+        assert_eq!(v6, [&[84][..], &SIZES[1..]].concat());
     }
 }

@@ -88,7 +88,8 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
 pub fn plan(args: &RrArgs) -> Result<RrPlan> {
     check_args(args)?;
     let path = crate::path::plan(&args.run, "linerate rr", |_| false)?;
-    let geometry = Geometry::for_mtu(path.mtu);
+    let ipv6 = args.run.ipv6;
+    let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let per = geometry.payload_per_fragment();
     let request = geometry.fragments(args.request)?;
     let response = geometry.fragments(args.response)?;
@@ -113,8 +114,14 @@ pub fn plan(args: &RrArgs) -> Result<RrPlan> {
             crate::path::MAX_RING
         );
     }
-    let largest = Geometry::fragment_frame(&request).max(Geometry::fragment_frame(&response));
+    let largest = Geometry::fragment_frame_ip(&request, ipv6)
+        .max(Geometry::fragment_frame_ip(&response, ipv6));
     let max_descriptor = Geometry::descriptor_len(largest);
+    if ipv6 && Geometry::multi_buffer(max_descriptor) {
+        bail!(
+            "--ipv6: rr frames over IPv6 fit one UMEM chunk for now ({max_descriptor} bytes here, multi-buffer): lower the MTU (--mtu 3000) or run rr over IPv4"
+        );
+    }
     let engine = engine::for_rr(args);
     if Geometry::multi_buffer(max_descriptor) && !engine.can().multi_buffer {
         bail!(

@@ -106,6 +106,8 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             gso: run.gso,
             gro: run.gro,
             frame_size: plan.frame_size,
+            size_mix: plan.mix.as_ref().map(ToString::to_string),
+            ipv6: run.ipv6,
             mtu: path.mtu,
             queues: run.queues,
             warmup_s: run.warmup.as_secs_f64(),
@@ -160,7 +162,9 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             descs_per_frame: plan.descs_per_frame(),
             umem_chunk: umem.then_some(plan.chunk_size),
             umem_huge_pages: umem.then_some(huge_pages),
-            payload_per_frame: Geometry::udp_payload(plan.frame_size),
+            payload_per_frame: Geometry::for_mtu(path.mtu)
+                .ipv6(run.ipv6)
+                .udp_payload_of(plan.frame_size),
             placement: engines_placed(
                 plan,
                 placement(
@@ -262,6 +266,7 @@ mod tests {
             chunk_size: 2048,
             message,
             tx_engine_reason: None,
+            mix: None,
         }
     }
 

@@ -118,6 +118,7 @@ pub fn run_side(
         port: run.port,
         frame_size: plan.frame_size,
         message: plan.message,
+        mix: plan.mix.as_ref(),
         rate: args.rate,
         count: args.count,
         gso: run.gso,

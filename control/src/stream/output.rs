@@ -145,6 +145,7 @@ fn receivers_ran(r: &StreamResult) -> bool {
 
 /// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &StreamResult) -> String {
+    let mean = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.1}"));
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
     let mut o = summary(r);
@@ -153,7 +154,7 @@ pub fn print_table(r: &StreamResult) -> String {
     }
     let _ = writeln!(
         o,
-        "linerate stream ({}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
+        "linerate stream ({}{}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
         p.backend,
         match (p.gso, p.gro) {
             (true, true) => ", GSO+GRO",
@@ -161,6 +162,7 @@ pub fn print_table(r: &StreamResult) -> String {
             (false, true) => ", GRO",
             _ => "",
         },
+        if p.ipv6 { ", IPv6" } else { "" },
         if senders_ran(r) {
             p.tx_iface.as_str()
         } else {
@@ -264,6 +266,14 @@ pub fn print_table(r: &StreamResult) -> String {
             o,
             "  dropped at the sender's link: {} (handed over, but the link had no room: not sent, not lost)",
             f.dropped_at_sender
+        );
+    }
+    if let Some(mix) = &p.size_mix {
+        let _ = writeln!(
+            o,
+            "  traffic mix {mix} (SIZE:WEIGHT, FCS included): mean frame {} B sent, {} B received",
+            mean(r.sender.avg_frame_size),
+            mean(r.receiver.avg_frame_size)
         );
     }
     if let Some(m) = &f.messages {

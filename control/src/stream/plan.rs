@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use anyhow::{bail, Result};
-use linerate_datapath::{geometry::Geometry, message::Fragmentation};
+use linerate_datapath::{geometry::Geometry, message::Fragmentation, mix::SizeMix};
 
 use crate::{
     cli::{BackendArg, RunArgs, RxEngineArg, StreamArgs, TxEngineArg},
@@ -38,6 +38,9 @@ pub struct StreamPlan {
     pub message: Option<Fragmentation>,
     /// Why `--tx-engine auto` chose the sender it chose.
     pub tx_engine_reason: Option<String>,
+    /// Frames of several sizes (`--size imix`); `frame_size` is the
+    /// largest. None: every frame is `frame_size`.
+    pub mix: Option<SizeMix>,
 }
 
 impl StreamPlan {
@@ -172,6 +175,21 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
             sender.name()
         );
     }
+    if args.size.as_ref().is_some_and(|m| !m.is_single()) && !send.size_mix {
+        bail!(
+            "--size {}: the {} engine sends frames of one size per stream; send a mix with --backend {} (--tx-engine backend), or give one size",
+            args.size.as_ref().map(ToString::to_string).unwrap_or_default(),
+            sender.name(),
+            names_that(|c| c.size_mix)
+        );
+    }
+    if args.run.ipv6 && !send.ipv6 {
+        bail!(
+            "--ipv6: the {} engine sends IPv4 test traffic only; send with --backend {} (--tx-engine backend)",
+            sender.name(),
+            names_that(|c| c.ipv6)
+        );
+    }
     if args.message.is_some() && !send.messages {
         bail!(
             "--message: the {} engine sends no messages; use --backend {}",
@@ -222,11 +240,16 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     // Crossing the queues over the cores pays with large frames and costs
     // with small ones (measured on two cores: 1.0-1.4x at 1518 B, 1.3-1.4x
     // at 9018 B, 0.6x at 64 B).
-    let frame_size = |mtu: u32| args.size.unwrap_or(Geometry::for_mtu(mtu).max_frame());
+    let frame_size = |mtu: u32| {
+        args.size
+            .as_ref()
+            .map_or(Geometry::for_mtu(mtu).max_frame(), SizeMix::max_frame)
+    };
+    let ipv6 = args.run.ipv6;
     let path = crate::path::plan(&path_args(args), "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
-    let geometry = Geometry::for_mtu(path.mtu);
+    let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let frame_size = frame_size(path.mtu);
     let (mut sender, receiver) = engine::for_stream(args);
     let mut tx_engine_reason = None;
@@ -265,9 +288,20 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
             );
         }
     }
-    geometry.check_frame(frame_size).map_err(|e| {
-        anyhow::anyhow!("--size: {e}; raise the MTU with --mtu or send smaller frames")
-    })?;
+    let mix = args.size.clone().filter(|m| !m.is_single());
+    let one = [frame_size];
+    for &size in mix.as_ref().map_or(&one[..], |m| m.pattern()) {
+        geometry.check_frame(size).map_err(|e| {
+            let fix = if size < geometry.min_frame() && ipv6 {
+                "IPv6 frames hold a header 20 bytes longer (RFC 5180): send larger frames"
+            } else if size < geometry.min_frame() {
+                "send larger frames"
+            } else {
+                "raise the MTU with --mtu or send smaller frames"
+            };
+            anyhow::anyhow!("--size: {e}; {fix}")
+        })?;
+    }
     // With --rx-only another tool sends: whatever the link carries.
     let max_descriptor = if args.rx_only {
         Geometry::descriptor_len(frame_size).max(geometry.max_descriptor())
@@ -275,6 +309,11 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
         Geometry::descriptor_len(frame_size)
     };
     check_frames((sender, receiver), frame_size, max_descriptor)?;
+    if ipv6 && message.is_some() && Geometry::multi_buffer(max_descriptor) {
+        bail!(
+            "--ipv6 --message: message frames over IPv6 fit one UMEM chunk for now ({max_descriptor} bytes here, multi-buffer): lower the MTU (--mtu 3000) or send messages over IPv4"
+        );
+    }
     Ok(StreamPlan {
         tx_engine_reason,
         args: args.clone(),
@@ -285,6 +324,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
         multi_buffer: Geometry::multi_buffer(max_descriptor),
         chunk_size: crate::path::umem_chunk(&args.run, max_descriptor)?,
         message,
+        mix,
     })
 }
 

@@ -80,8 +80,15 @@ pub struct Params {
     pub gso: bool,
     /// UDP receive offload (udp).
     pub gro: bool,
-    /// Frame size, FCS included.
+    /// Frame size, FCS included (of a mix: the largest).
     pub frame_size: usize,
+    /// The traffic mix, SIZE:WEIGHT,... (`--size imix`); absent: every
+    /// frame is `frame_size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_mix: Option<String>,
+    /// Whether the test traffic was IPv6 (`--ipv6`; absent: IPv4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ipv6: bool,
     /// MTU.
     pub mtu: u32,
     /// Queues.
@@ -179,6 +186,10 @@ pub struct SideFigures {
     pub wire_mb_s: f64,
     /// Wire rate in Gbit/s.
     pub wire_gbit_s: f64,
+    /// Mean frame size, FCS included: bytes / frames + 4 (of a mix, what
+    /// the frames counted here averaged); absent without frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_frame_size: Option<f64>,
     /// Packets per second the interface itself counted (`ip -s link`) in
     /// the window: what crossed the link, whatever the backend batched
     /// (TCP segments, GSO super-packets).
@@ -281,6 +292,7 @@ impl SideFigures {
             payload_mb_s,
             wire_mb_s,
             wire_gbit_s: wire_mb_s * 8.0 / 1000.0,
+            avg_frame_size: Geometry::mean_frame_size(c.bytes, c.frames),
             link_packets_per_s: 0.0,
             messages_per_s: messages.then(|| c.messages as f64 / window_s),
             message_mb_s,

@@ -4,15 +4,12 @@
 use std::collections::VecDeque;
 
 use crate::{
-    frame::{set_lengths, HEADER_OFFSET, MIN_LEN},
+    frame::{header_offset, set_lengths, set_udp6_checksum, HEADER_OFFSET, MIN_LEN},
     geometry::Geometry,
     header::{Fragment, Header, Kind, HEADER_LEN},
     message::Fragmentation,
     xsk::DuplexPort,
 };
-
-/// Offset of the UDP ports in a template frame.
-const UDP_PORTS: usize = HEADER_OFFSET - 8;
 
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -77,15 +74,19 @@ impl Outbox {
         let sent = port.send(n, |f| {
             let Some(p) = queue.front_mut() else { return };
             let (_, piece) = cut.piece(p.next as usize);
-            let len = Geometry::fragment_len(piece);
+            let h = f.head();
+            // IPv6 headers are 20 bytes longer than IPv4's.
+            let lr = header_offset(h);
+            let len = Geometry::fragment_len(piece) + lr - HEADER_OFFSET;
             let wire = len.max(MIN_LEN);
             if f.len() != wire {
                 f.set_len(wire);
             }
             let h = f.head();
             set_lengths(h, len);
-            h[UDP_PORTS..UDP_PORTS + 2].copy_from_slice(&p.src_port.to_be_bytes());
-            h[UDP_PORTS + 2..UDP_PORTS + 4].copy_from_slice(&p.dst_port.to_be_bytes());
+            let ports = lr - 8;
+            h[ports..ports + 2].copy_from_slice(&p.src_port.to_be_bytes());
+            h[ports + 2..ports + 4].copy_from_slice(&p.dst_port.to_be_bytes());
             let flow = usize::from(p.flow);
             if flow >= seqs.len() {
                 seqs.resize(flow + 1, 0);
@@ -96,7 +97,7 @@ impl Outbox {
                 seq: seqs[flow],
                 send_ns: now_ns,
             }
-            .write(&mut h[HEADER_OFFSET..]);
+            .write(&mut h[lr..]);
             seqs[flow] += 1;
             Fragment {
                 msg_id: p.msg_id,
@@ -104,7 +105,10 @@ impl Outbox {
                 count,
                 msg_len: cut.msg_len as u32,
             }
-            .write(&mut h[HEADER_OFFSET + HEADER_LEN..]);
+            .write(&mut h[lr + HEADER_LEN..]);
+            // IPv6 frames need their UDP checksum (rr's frames fit one
+            // UMEM chunk over IPv6: the plan checks it).
+            set_udp6_checksum(h, len);
             wire_bytes += wire as u64;
             p.next += 1;
             if p.next == count {

@@ -6,10 +6,11 @@ use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerEr
 use crate::{
     capture::Capture,
     clock::monotonic_ns,
-    frame::{set_lengths, FrameSpec, HEADER_OFFSET},
+    frame::{set_lengths, set_udp6_checksum, FrameSpec, Stamp, HEADER_OFFSET},
     geometry::Geometry,
     header::{Fragment, Header, HEADER_LEN},
     message::Fragmentation,
+    mix::SizeMix,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
     xsk::{SocketOptions, TxFrame, TxPort, XskStats, CHUNK_DATA},
@@ -24,6 +25,9 @@ pub struct TxWorkerConfig {
     pub frame: FrameSpec,
     /// Messages to cut into frames, if the stream carries messages.
     pub message: Option<Fragmentation>,
+    /// Frames of several sizes (`frame` is the largest), sent in the mix's
+    /// order; None: every frame is `frame`.
+    pub mix: Option<SizeMix>,
     /// Descriptors per batch.
     pub batch: usize,
     /// Busy or wait when the TX ring is full.
@@ -81,37 +85,91 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
 }
 
 /// Writes one frame's header: sequence and time, and for messages the
-/// fragment header and the frame's length.
+/// fragment header and the frame's length (for mixes, the frame's length).
 struct Stamper {
     message: Option<Fragmentation>,
+    /// The mix, and how to stamp each frame of its pattern.
+    mix: Option<(SizeMix, Vec<Stamp>)>,
+    /// How to stamp frames of the template's size.
+    stamp: Stamp,
     frags: u64,
 }
 
 impl Stamper {
+    /// Whether frames differ in length (their bytes are counted per batch).
+    fn new(cfg: &TxWorkerConfig) -> Result<Self, WorkerError> {
+        let mix = match &cfg.mix {
+            Some(mix) => {
+                let stamps = mix
+                    .pattern()
+                    .iter()
+                    .map(|&frame_size| {
+                        let t = FrameSpec {
+                            frame_size,
+                            ..cfg.frame
+                        }
+                        .template()?;
+                        Ok(Stamp::for_template(&t))
+                    })
+                    .collect::<Result<Vec<_>, WorkerError>>()?;
+                Some((mix.clone(), stamps))
+            }
+            None => None,
+        };
+        Ok(Self {
+            message: cfg.message,
+            mix,
+            stamp: Stamp::for_template(&cfg.frame.template()?),
+            frags: cfg.message.map_or(1, |m| m.count as u64),
+        })
+    }
+
+    fn varies(&self) -> bool {
+        self.message.is_some() || self.mix.is_some()
+    }
+
+    /// Stamps frame `seq`; returns its bytes and UDP payload bytes when
+    /// frames differ in length.
     #[inline]
     fn stamp(&self, f: &mut TxFrame<'_>, seq: u64, ts: u64) -> (u64, u64) {
+        if let Some((mix, stamps)) = &self.mix {
+            let i = (seq % stamps.len() as u64) as usize;
+            let len = Geometry::descriptor_len(mix.pattern()[i]);
+            if f.len() != len {
+                f.set_len(len);
+            }
+            let h = f.head();
+            set_lengths(h, len);
+            stamps[i].apply(h, seq, ts);
+            return (len as u64, (len - stamps[i].offset()) as u64);
+        }
         let Some(m) = &self.message else {
-            Header::patch(f.header(), seq, ts);
+            self.stamp.apply(f.head(), seq, ts);
             return (0, 0);
         };
         let k = seq % self.frags;
         let (_, piece) = m.piece(k as usize);
-        let len = Geometry::fragment_len(piece);
+        // IPv6 headers are 20 bytes longer than IPv4's.
+        let lr = self.stamp.offset();
+        let len = Geometry::fragment_len(piece) + lr - HEADER_OFFSET;
         let wire = len.max(crate::frame::MIN_LEN);
         if f.len() != wire {
             f.set_len(wire);
         }
         let h = f.head();
         set_lengths(h, len);
-        Header::patch(&mut h[HEADER_OFFSET..], seq, ts);
+        Header::patch(&mut h[lr..], seq, ts);
         Fragment {
             msg_id: (seq / self.frags) as u32,
             index: k as u32,
             count: self.frags as u32,
             msg_len: m.msg_len as u32,
         }
-        .write(&mut h[HEADER_OFFSET + HEADER_LEN..]);
-        (wire as u64, (len - HEADER_OFFSET) as u64)
+        .write(&mut h[lr + HEADER_LEN..]);
+        // IPv6: the fragment's checksum, summed whole (its frames fit one
+        // UMEM chunk: the plan checks it).
+        set_udp6_checksum(h, len);
+        (wire as u64, (len - lr) as u64)
     }
 }
 
@@ -125,10 +183,7 @@ fn run(
         cfg.rate.map(|r| r * frags as f64),
         cfg.count.map(|c| c * frags),
     );
-    let stamper = Stamper {
-        message: cfg.message,
-        frags,
-    };
+    let stamper = Stamper::new(cfg)?;
     let batch = cfg.batch.max(1);
     // The first chunk of each frame: every header, and all of a frame
     // that fits one chunk.
@@ -148,7 +203,7 @@ fn run(
                     done: u64,
                     q: &mut std::collections::VecDeque<(u64, u64, u64)>| {
         c.frames += done;
-        if stamper.message.is_none() {
+        if !stamper.varies() {
             c.bytes = c.frames * frame_len;
             c.payload_bytes = c.frames * payload_len;
             return;
@@ -171,8 +226,10 @@ fn run(
             }
             left -= take;
         }
-        c.messages = c.frames / frags;
-        c.message_bytes = c.messages * stamper.message.map_or(0, |m| m.msg_len as u64);
+        if let Some(m) = &stamper.message {
+            c.messages = c.frames / frags;
+            c.message_bytes = c.messages * m.msg_len as u64;
+        }
     };
     loop {
         let now = Instant::now();
@@ -215,7 +272,7 @@ fn run(
             payload += p;
             seq += 1;
         });
-        if queued > 0 && stamper.message.is_some() {
+        if queued > 0 && stamper.varies() {
             queued_bytes.push_back((queued as u64, wire, payload));
         }
         c.queued += queued as u64;

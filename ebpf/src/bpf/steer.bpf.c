@@ -177,6 +177,21 @@ static __always_inline int count_frame(struct xdp_md *ctx, struct steer_stats *s
 	return XDP_DROP;
 }
 
+/* Swaps the frame's MAC addresses and UDP ports: a request's become its
+ * response's. */
+static __always_inline void swap_macs_and_ports(struct ethhdr *eth, struct udphdr *udp)
+{
+	__u8 mac[ETH_ALEN];
+	__be16 port;
+
+	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	port = udp->source;
+	udp->source = udp->dest;
+	udp->dest = port;
+}
+
 /* Turns a single-frame request into its response in place: addresses and
  * ports swapped, kind set to response, and sends it back out (XDP_TX).
  * Swapping addresses leaves the IPv4 checksum as it was; the UDP checksum
@@ -184,20 +199,40 @@ static __always_inline int count_frame(struct xdp_md *ctx, struct steer_stats *s
 static __always_inline int respond_ipv4(struct steer_stats *s, struct ethhdr *eth,
 					struct iphdr *ip, struct udphdr *udp, __u8 *lr)
 {
-	__u8 mac[ETH_ALEN];
 	__be32 addr;
-	__be16 port;
 
-	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	swap_macs_and_ports(eth, udp);
 	addr = ip->saddr;
 	ip->saddr = ip->daddr;
 	ip->daddr = addr;
-	port = udp->source;
-	udp->source = udp->dest;
-	udp->dest = port;
 	udp->check = 0;
+	lr[3] = LR_KIND_RESPONSE;
+	s->responded++;
+	return XDP_TX;
+}
+
+/* The same over IPv6, whose UDP checksum is never zero: swapping the
+ * addresses and the ports leaves it as it was (the sums are the same), and
+ * the kind's change (request 2 -> response 3 in the word that holds the
+ * header's version and kind) is added to it (RFC 1624). */
+static __always_inline int respond_ipv6(struct steer_stats *s, struct ethhdr *eth,
+					struct ipv6hdr *ip, struct udphdr *udp, __u8 *lr)
+{
+	struct in6_addr addr;
+	__u32 sum;
+
+	swap_macs_and_ports(eth, udp);
+	addr = ip->saddr;
+	ip->saddr = ip->daddr;
+	ip->daddr = addr;
+	/* HC' = ~(~HC + ~m + m'), m and m' the word (version << 8 | kind). */
+	sum = (__u16)~bpf_ntohs(udp->check);
+	sum += (__u16)~(LR_VERSION << 8 | LR_KIND_REQUEST);
+	sum += LR_VERSION << 8 | LR_KIND_RESPONSE;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (__u16)~sum;
+	udp->check = bpf_htons(sum ? sum : 0xffff);
 	lr[3] = LR_KIND_RESPONSE;
 	s->responded++;
 	return XDP_TX;
@@ -214,6 +249,8 @@ int linerate_steer(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	void *cur;
 	struct iphdr *ip4 = 0;
+	struct ipv6hdr *ip6 = 0;
+	int ipver = 0; /* 4 or 6: a number, so the verifier never sees pointers or'd */
 	__u16 proto;
 	__u8 l4;
 
@@ -249,14 +286,15 @@ int linerate_steer(struct xdp_md *ctx)
 			return pass(s);
 		l4 = ip->protocol;
 		ip4 = ip;
+		ipver = 4;
 		cur = (void *)ip + ip->ihl * 4;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = cur;
-
+		ip6 = cur;
 		if ((void *)(ip6 + 1) > end)
 			return malformed(s);
 		l4 = ip6->nexthdr;
 		cur = ip6 + 1;
+		ipver = 6;
 	} else {
 		return pass(s);
 	}
@@ -282,7 +320,7 @@ int linerate_steer(struct xdp_md *ctx)
 	if (cfg->count_only)
 		return count_frame(ctx, s, (void *)(udp + 1), end);
 
-	if (cfg->respond && ip4) {
+	if (cfg->respond && ipver) {
 		__u8 *lr = (void *)(udp + 1);
 
 		if ((void *)(lr + LR_HEADER_LEN) <= end &&
@@ -290,7 +328,12 @@ int linerate_steer(struct xdp_md *ctx)
 		    lr[2] == LR_VERSION && lr[3] == LR_KIND_REQUEST &&
 		    lr[LR_COUNT_OFFSET] == 0 && lr[LR_COUNT_OFFSET + 1] == 0 &&
 		    lr[LR_COUNT_OFFSET + 2] == 0 && lr[LR_COUNT_OFFSET + 3] == 1)
-			return respond_ipv4(s, eth, ip4, udp, lr);
+		{
+			if (ipver == 4 && ip4)
+				return respond_ipv4(s, eth, ip4, udp, lr);
+			if (ipver == 6 && ip6)
+				return respond_ipv6(s, eth, ip6, udp, lr);
+		}
 	}
 
 	int action = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);

@@ -272,7 +272,7 @@ fn a_full_disk_loses_no_result_and_resume_completes() {
     }
     let _turn = serial();
     let _lab = Lab::up("hr4", 1500);
-    // 12 records of about 4 KB each do not fit in the 32 KB left.
+    // 12 records of about 4 to 10 KB each do not fit in the 32 KB left.
     let disk = tmpfs::Tmpfs::mount("hrdisk", 512 * 1024);
     let filler = disk.fill(32 * 1024);
     let dir = disk.path("sweep");

@@ -1,7 +1,11 @@
 //! Latency statistics of a histogram of ns: rr's response times and a
 //! stream's one-way latencies, one type for both.
 
-use hdrhistogram::Histogram;
+use base64::{engine::general_purpose::STANDARD, Engine as _};
+use hdrhistogram::{
+    serialization::{Deserializer, Serializer, V2DeflateSerializer},
+    Histogram,
+};
 use serde::{Deserialize, Serialize};
 
 /// Latency statistics, microseconds, and the histogram in ns.
@@ -23,7 +27,15 @@ pub struct Latency {
     pub p99_9_us: f64,
     /// Largest, us.
     pub max_us: f64,
-    /// The whole histogram: [value_ns, count] of every recorded bucket.
+    /// The whole histogram of ns in HdrHistogram's compressed V2 form,
+    /// base64: what HdrHistogram's own tools read (a few KB, where the
+    /// bucket list below took some 50 KB a result). [`Latency::histogram`]
+    /// decodes it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub histogram: String,
+    /// Results written before `histogram`: [value_ns, count] of every
+    /// recorded bucket (read, no longer written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histogram_ns: Vec<(u64, u64)>,
     /// One-way latency: frames received but left out of the histogram
     /// (send time after the receive time, or over 60 s before it: the
@@ -65,13 +77,27 @@ impl Latency {
             p99_us: us(h.value_at_quantile(0.99)),
             p99_9_us: us(h.value_at_quantile(0.999)),
             max_us: us(h.max()),
-            histogram_ns: h
-                .iter_recorded()
-                .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                .collect(),
+            histogram: encode(h),
+            histogram_ns: Vec::new(),
             out_of_range: 0,
             clock: None,
         }
+    }
+
+    /// The whole histogram, from either form a result holds (None: none
+    /// kept, or it does not decode).
+    pub fn histogram(&self) -> Option<Histogram<u64>> {
+        if !self.histogram.is_empty() {
+            let bytes = STANDARD.decode(&self.histogram).ok()?;
+            return Deserializer::new()
+                .deserialize(&mut std::io::Cursor::new(bytes))
+                .ok();
+        }
+        let mut h = linerate_datapath::latency::empty_histogram();
+        for &(value, count) in &self.histogram_ns {
+            h.record_n(value, count).ok()?;
+        }
+        (!self.histogram_ns.is_empty()).then_some(h)
     }
 
     /// Several receivers' histograms merged (None when none measured).
@@ -83,6 +109,15 @@ impl Latency {
             let _ = all.add(h);
         }
         any.then(|| Self::from_histogram(&all))
+    }
+}
+
+/// `h` in HdrHistogram's compressed V2 form, base64.
+fn encode(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    match V2DeflateSerializer::new().serialize(h, &mut bytes) {
+        Ok(_) => STANDARD.encode(bytes),
+        Err(_) => String::new(),
     }
 }
 
@@ -102,7 +137,14 @@ mod tests {
         assert!((l.p99_us - 990.0).abs() < 1.0, "{}", l.p99_us);
         assert!((l.min_us - 1.0).abs() < 0.01 && (l.max_us - 1000.0).abs() < 1.0);
         assert!((l.mean_us - 500.5).abs() < 1.0);
-        assert_eq!(l.histogram_ns.iter().map(|x| x.1).sum::<u64>(), 1000);
+        // The whole histogram comes back, bucket for bucket, from a few KB.
+        let back = l.histogram().unwrap();
+        assert_eq!(back, h);
+        assert!(l.histogram.len() < 4096, "{} bytes", l.histogram.len());
+        let json = serde_json::to_string(&l).unwrap();
+        assert!(!json.contains("histogram_ns"), "{json}");
+        let read: Latency = serde_json::from_str(&json).unwrap();
+        assert_eq!(read.histogram().unwrap(), h);
         assert_eq!(
             Latency::from_histogram(&Histogram::new(3).unwrap()).count,
             0
@@ -119,6 +161,8 @@ mod tests {
             "p99_us":1.0,"p99_9_us":1.0,"max_us":1.0,"histogram_ns":[[1000,1]]}"#;
         let l: Latency = serde_json::from_str(old).unwrap();
         assert_eq!((l.out_of_range, l.clock), (0, None));
+        let h = l.histogram().unwrap();
+        assert_eq!((h.len(), h.max()), (1, 1000));
         assert!(!serde_json::to_string(&l).unwrap().contains("clock"));
     }
 }

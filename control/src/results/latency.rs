@@ -3,7 +3,7 @@
 
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use hdrhistogram::{
-    serialization::{Deserializer, Serializer, V2DeflateSerializer},
+    serialization::{Serializer, V2DeflateSerializer},
     Histogram,
 };
 use serde::{Deserialize, Serialize};
@@ -29,8 +29,8 @@ pub struct Latency {
     pub max_us: f64,
     /// The whole histogram of ns in HdrHistogram's compressed V2 form,
     /// base64: what HdrHistogram's own tools read (a few KB, where the
-    /// bucket list below took some 50 KB a result). [`Latency::histogram`]
-    /// decodes it.
+    /// bucket list below took some 50 KB a result); the tests decode it
+    /// (`Deserializer`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub histogram: String,
     /// Results written before `histogram`: [value_ns, count] of every
@@ -84,22 +84,6 @@ impl Latency {
         }
     }
 
-    /// The whole histogram, from either form a result holds (None: none
-    /// kept, or it does not decode).
-    pub fn histogram(&self) -> Option<Histogram<u64>> {
-        if !self.histogram.is_empty() {
-            let bytes = STANDARD.decode(&self.histogram).ok()?;
-            return Deserializer::new()
-                .deserialize(&mut std::io::Cursor::new(bytes))
-                .ok();
-        }
-        let mut h = linerate_datapath::latency::empty_histogram();
-        for &(value, count) in &self.histogram_ns {
-            h.record_n(value, count).ok()?;
-        }
-        (!self.histogram_ns.is_empty()).then_some(h)
-    }
-
     /// Several receivers' histograms merged (None when none measured).
     pub fn merged<'a>(hists: impl IntoIterator<Item = &'a Histogram<u64>>) -> Option<Self> {
         let mut all = linerate_datapath::latency::empty_histogram();
@@ -109,6 +93,25 @@ impl Latency {
             let _ = all.add(h);
         }
         any.then(|| Self::from_histogram(&all))
+    }
+}
+
+#[cfg(test)]
+impl Latency {
+    /// The whole histogram, from either form a result holds (None: none
+    /// kept, or it does not decode).
+    pub fn histogram(&self) -> Option<Histogram<u64>> {
+        if !self.histogram.is_empty() {
+            let bytes = STANDARD.decode(&self.histogram).ok()?;
+            return hdrhistogram::serialization::Deserializer::new()
+                .deserialize(&mut std::io::Cursor::new(bytes))
+                .ok();
+        }
+        let mut h = linerate_datapath::latency::empty_histogram();
+        for &(value, count) in &self.histogram_ns {
+            h.record_n(value, count).ok()?;
+        }
+        (!self.histogram_ns.is_empty()).then_some(h)
     }
 }
 

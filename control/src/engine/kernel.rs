@@ -95,7 +95,7 @@ fn port(port: u16, queue: u32) -> u16 {
 
 /// Stream sender `q`: datagrams are a message's fragments, or, with no
 /// messages, stream frames of the frame's UDP payload (each an
-/// unfragmented "message").
+/// unfragmented "message"; for a mix, `frame_size` is its largest).
 fn sender(cfg: &SenderConfig<'_>, queue: u32) -> KernelStreamConfig {
     let (message, frames) = match cfg.message {
         Some(cut) => (cut, false),
@@ -113,6 +113,7 @@ fn sender(cfg: &SenderConfig<'_>, queue: u32) -> KernelStreamConfig {
         dst: SocketAddrV4::new(cfg.to.ip, port(cfg.port, queue)),
         message,
         frames,
+        mix: cfg.mix.filter(|m| frames && !m.is_single()).cloned(),
         batch: cfg.io.batch,
         wait: cfg.workers.wait,
         rate: cfg.rate,

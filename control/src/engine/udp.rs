@@ -24,7 +24,7 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         udp_offloads: true,
         counts_foreign: false,
         backpressure: true,
-        size_mix: false,
+        size_mix: true,
         ipv6: false,
     },
     sender: spawn_udp_tx,

@@ -171,7 +171,7 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
     }
     if args.size.is_some() && !send.frames {
         bail!(
-            "--backend {} carries messages on a byte stream, not frames: give --message instead of --size",
+            "--backend {} carries messages on a byte stream, not frames (the kernel cuts its segments: frame sizes cannot be chosen): give --message instead of --size",
             sender.name()
         );
     }

@@ -16,6 +16,7 @@ pub use records::{read_datagram, RecordCutter, RecordHead, RecordParser};
 
 use crate::{
     message::Fragmentation,
+    mix::SizeMix,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
     worker::{
@@ -46,6 +47,10 @@ pub struct KernelStreamConfig {
     /// Whether the datagrams are stream frames (18-byte header) rather than
     /// message fragments (34-byte header). UDP only.
     pub frames: bool,
+    /// UDP stream frames of several sizes (`--size imix`): each datagram's
+    /// payload is that of its frame in the mix's pattern (`message` is the
+    /// largest's). None: one size.
+    pub mix: Option<SizeMix>,
     /// Datagrams (or writes) per batch.
     pub batch: usize,
     /// Busy (non-blocking spin) or wait (blocking).

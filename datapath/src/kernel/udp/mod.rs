@@ -26,7 +26,9 @@ use crate::kernel::{
 };
 use crate::{
     frame::HEADER_OFFSET,
-    header::Kind,
+    geometry::Geometry,
+    header::{Kind, HEADER_LEN},
+    mix::SizeMix,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
     worker::{FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
@@ -81,7 +83,8 @@ fn send(
     let mut cutter = RecordCutter::new(Kind::Message, cfg.flow, cfg.message, cfg.frames);
     let per = cutter.per_message();
     let pacer = Pacer::new(cfg.rate.map(|r| r * per as f64), cfg.count.map(|c| c * per));
-    let rec_max = cutter.max_len();
+    let lengths = MixLengths::new(cfg.mix.as_ref(), cfg.frames);
+    let rec_max = lengths.max().max(cutter.max_len());
     let gso = cfg.gso && !(cfg.frames && rec_max > GSO_MAX_BYTES);
     let per_buf = if gso {
         (GSO_MAX_BYTES / rec_max).clamp(1, GSO_MAX_SEGMENTS)
@@ -126,7 +129,7 @@ fn send(
         while used < nbufs && left > 0 {
             let (mut off, mut k, mut bytes) = (0, 0, 0);
             while k < per_buf && left > 0 {
-                let len = cutter.next_len();
+                let len = lengths.next(&cutter);
                 if k > 0 && len > rec_max {
                     break;
                 }
@@ -169,7 +172,13 @@ fn send(
         }
         c.queued = c.frames;
         c.messages = cutter.written() / per;
-        c.message_bytes = c.messages * cfg.message.msg_len as u64;
+        c.message_bytes = if cfg.frames {
+            // Each stream frame is a message of its bytes after the header
+            // (for a mix, of several lengths).
+            c.payload_bytes - c.frames * HEADER_LEN as u64
+        } else {
+            c.messages * cfg.message.msg_len as u64
+        };
         if sent == 0 {
             c.idle_loops += 1;
             std::hint::spin_loop();
@@ -177,6 +186,36 @@ fn send(
         counters.publish(&c);
     }
     Ok(sent(c, counters))
+}
+
+/// The length of each record a sender writes: the cutter's, or, for a
+/// mix of stream frames, the UDP payload of frame `seq` of the mix's
+/// pattern (the lengths from [`Geometry`]). A GSO run of records of the
+/// largest length may end with a shorter one, so mixes keep `--gso`.
+struct MixLengths(Option<Vec<usize>>);
+
+impl MixLengths {
+    fn new(mix: Option<&SizeMix>, frames: bool) -> Self {
+        Self(mix.filter(|_| frames).map(|mix| {
+            mix.pattern()
+                .iter()
+                .map(|&frame| Geometry::udp_payload(frame))
+                .collect()
+        }))
+    }
+
+    /// The longest record of the mix (0 without a mix).
+    fn max(&self) -> usize {
+        self.0.iter().flatten().copied().max().unwrap_or(0)
+    }
+
+    /// The length of the record `cutter` writes next.
+    fn next(&self, cutter: &RecordCutter) -> usize {
+        match &self.0 {
+            Some(lens) => lens[(cutter.written() % lens.len() as u64) as usize],
+            None => cutter.next_len(),
+        }
+    }
 }
 
 /// Starts a UDP receiver.
@@ -302,4 +341,39 @@ pub(super) fn account(part: &[u8], flows: &mut FlowTable, c: &mut CounterSnapsho
         .then(|| (part.len() - crate::header::HEADER_LEN) as u64);
     let len = part.len() as u64;
     flows.record(c, &r.header, r.fragment, len + FRAME_OVERHEAD, len, whole);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Fragmentation;
+
+    #[test]
+    fn a_mix_gives_each_datagram_its_frames_udp_payload_in_turn() {
+        let largest = Geometry::data_after_header(1518);
+        let cut = Fragmentation::new(largest, largest).unwrap();
+        let mut cutter = RecordCutter::new(Kind::Message, 0, cut, true);
+        let mix = SizeMix::imix();
+        let lengths = MixLengths::new(Some(&mix), true);
+        assert_eq!(lengths.max(), 1472);
+        let mut buf = vec![0u8; 1472];
+        let mut got = Vec::new();
+        for _ in 0..13 {
+            got.push(lengths.next(&cutter));
+            cutter.write_next(&mut buf, 0);
+        }
+        // 64 594 64 64 594 64 1518 64 594 64 594 64, then 64 again:
+        // 18, 548 and 1472 bytes of UDP payload.
+        let (s, m, l) = (18, 548, 1472);
+        assert_eq!(got, [s, m, s, s, m, s, l, s, m, s, m, s, s]);
+        // Rewound records take their lengths back.
+        cutter.rewind(7);
+        assert_eq!(lengths.next(&cutter), l);
+        cutter.rewind(1);
+        assert_eq!(lengths.next(&cutter), s);
+        // No mix (or messages): the cutter's one length.
+        let one = MixLengths::new(None, true);
+        assert_eq!((one.max(), one.next(&cutter)), (0, 1472));
+        assert_eq!(MixLengths::new(Some(&mix), false).max(), 0);
+    }
 }

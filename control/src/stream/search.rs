@@ -13,6 +13,7 @@ use std::{
 };
 
 use anyhow::Result;
+use linerate_datapath::message::Fragmentation;
 use serde::{Deserialize, Serialize};
 
 use super::{plan::StreamPlan, result::StreamResult};
@@ -85,6 +86,14 @@ fn trial_loss(f: &super::result::FrameAccounting) -> f64 {
     crate::results::parts::percent(f.lost + f.dropped_at_sender, handed)
 }
 
+/// The search's first upper bound in `--rate`'s unit, per queue: the
+/// unpaced trial's frames per second, or with `--message` its messages per
+/// second (the rate counts messages: bounding it by frames would start the
+/// search a message's fragment count too high, in effect unpaced).
+fn upper_bound(sent_fps: f64, queues: f64, message: Option<&Fragmentation>) -> f64 {
+    sent_fps / queues / message.map_or(1.0, |m| m.count.max(1) as f64)
+}
+
 /// Runs the search.
 pub fn run(
     plan: &StreamPlan,
@@ -136,7 +145,10 @@ pub fn run_limited(
     if pass {
         return Ok(out);
     }
-    let (mut lo, mut hi) = (0.0, out.trials[0].sent_fps / queues);
+    let (mut lo, mut hi) = (
+        0.0,
+        upper_bound(out.trials[0].sent_fps, queues, plan.message.as_ref()),
+    );
     for _ in 0..max_trials {
         if hi - lo <= hi * RESOLUTION || interrupted.load(Ordering::Relaxed) {
             break;
@@ -220,5 +232,17 @@ mod tests {
         assert!((trial_loss(&f) - 11.0).abs() < 1e-12);
         let none = FrameAccounting::default();
         assert_eq!(trial_loss(&none), 0.0);
+    }
+
+    #[test]
+    fn a_message_search_is_bounded_in_messages() {
+        assert_eq!(upper_bound(1_600_000.0, 16.0, None), 100_000.0);
+        let cut = Fragmentation {
+            msg_len: 65536,
+            per_fragment: 1448,
+            count: 46,
+        };
+        let hi = upper_bound(4_600_000.0, 2.0, Some(&cut));
+        assert!((hi - 50_000.0).abs() < 1e-9, "{hi}");
     }
 }

@@ -4,6 +4,8 @@
 //! against the run's figures, an rx agent killed mid-run, and a controller
 //! that dies (the lease ends the run).
 
+#[path = "support/agents.rs"]
+mod agents;
 mod common;
 
 use std::{
@@ -15,6 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use agents::{Agent, MgmtLab};
 use common::*;
 use serde_json::{json, Value};
 
@@ -24,93 +27,8 @@ const A: &str = "198.19.255.2:7481";
 const B: &str = "198.19.255.6:7481";
 const COUNT: u64 = 20_000;
 
-/// The lab with its management links, removed on drop.
-struct MgmtLab;
-
-impl MgmtLab {
-    fn up() -> Self {
-        let out = run(&["lab", "up", "--lab", LAB, "--mgmt"]);
-        assert!(
-            out.status.success(),
-            "lab up --mgmt failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Self
-    }
-}
-
-impl Drop for MgmtLab {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", "--lab", LAB]);
-        // The agents are gone by now: their token file goes too.
-        let _ = std::fs::remove_file(token_file_path("agents"));
-    }
-}
-
-fn token_file() -> PathBuf {
-    token_file_named("agents")
-}
-
-fn token_file_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("lrag-token-{name}-{}", std::process::id()))
-}
-
 fn token_file_named(name: &str) -> PathBuf {
-    let p = token_file_path(name);
-    std::fs::write(&p, TOKEN).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    p
-}
-
-/// An agent in a namespace, killed on drop.
-struct Agent {
-    child: Child,
-    url: String,
-}
-
-impl Agent {
-    fn start(ns: &str, listen: &str) -> Self {
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(linerate())
-            .args(["agent", "--listen", listen, "--lab", LAB, "--token-file"])
-            .arg(token_file())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the agent");
-        let a = Self {
-            child,
-            url: format!("http://{listen}"),
-        };
-        let end = Instant::now() + Duration::from_secs(10);
-        while call(&a.url, "GET", "/v1/version", None, Some(TOKEN)).0 != 200 {
-            assert!(Instant::now() < end, "agent on {listen} did not come up");
-            thread::sleep(Duration::from_millis(100));
-        }
-        a
-    }
-
-    fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        self.kill9();
-    }
+    agents::token_file(LAB, name, TOKEN)
 }
 
 /// The two hosts of a test: the lab with its management links and an agent
@@ -128,10 +46,10 @@ fn hosts(test: &str) -> Option<Hosts> {
         return None;
     }
     let turn = serial();
-    let lab = MgmtLab::up();
+    let lab = MgmtLab::up(LAB, TOKEN);
     Some(Hosts {
-        a: Agent::start(&format!("{LAB}-a"), A),
-        b: Agent::start(&format!("{LAB}-b"), B),
+        a: Agent::start(&format!("{LAB}-a"), A, LAB, &lab.token, TOKEN),
+        b: Agent::start(&format!("{LAB}-b"), B, LAB, &lab.token, TOKEN),
         _lab: lab,
         _turn: turn,
     })

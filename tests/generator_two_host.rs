@@ -4,16 +4,13 @@
 //! the merged result accounts every frame (and every message) exactly,
 //! names the engine that sent, and reports what the sender's link dropped.
 
+#[path = "support/agents.rs"]
+mod agents;
 mod common;
 
-use std::{
-    os::unix::fs::PermissionsExt,
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    thread,
-    time::{Duration, Instant},
-};
+use std::process::Command;
 
+use agents::{Agent, MgmtLab};
 use common::*;
 use serde_json::Value;
 
@@ -21,91 +18,6 @@ const LAB: &str = "g2th";
 const TOKEN: &str = "g2th-test-token-0123456789abcdef";
 const A: &str = "198.19.255.2:7481";
 const B: &str = "198.19.255.6:7481";
-
-/// The lab with its management links and the agents' token file, removed
-/// on drop.
-struct MgmtLab {
-    token: PathBuf,
-}
-
-impl MgmtLab {
-    fn up() -> Self {
-        let out = run(&["lab", "up", "--lab", LAB, "--mgmt"]);
-        assert!(
-            out.status.success(),
-            "lab up --mgmt failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let token = std::env::temp_dir().join(format!("g2th-token-{}", std::process::id()));
-        std::fs::write(&token, TOKEN).unwrap();
-        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-        Self { token }
-    }
-}
-
-impl Drop for MgmtLab {
-    fn drop(&mut self) {
-        let _ = run(&["lab", "down", "--lab", LAB]);
-        let _ = std::fs::remove_file(&self.token);
-    }
-}
-
-/// An agent in a namespace, stopped (SIGTERM, then SIGKILL) on drop.
-struct Agent {
-    child: Child,
-    url: String,
-}
-
-impl Agent {
-    fn start(ns: &str, listen: &str, token: &PathBuf) -> Self {
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(linerate())
-            .args(["agent", "--listen", listen, "--lab", LAB, "--token-file"])
-            .arg(token)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the agent");
-        let a = Self {
-            child,
-            url: format!("http://{listen}"),
-        };
-        let http = ureq::AgentBuilder::new()
-            .timeout(Duration::from_secs(5))
-            .build();
-        let end = Instant::now() + Duration::from_secs(10);
-        while http
-            .get(&format!("{}/v1/version", a.url))
-            .set("Authorization", &format!("Bearer {TOKEN}"))
-            .call()
-            .map(|r| r.status())
-            .unwrap_or(0)
-            != 200
-        {
-            assert!(Instant::now() < end, "agent on {listen} did not come up");
-            thread::sleep(Duration::from_millis(100));
-        }
-        a
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A counted, gently paced stream from the generator on host A to the
 /// AF_XDP receiver on host B, with `extra` options: the merged result.
@@ -136,9 +48,9 @@ fn two_hosts_with_the_generator_account_every_frame() {
         return;
     }
     let _turn = serial();
-    let lab = MgmtLab::up();
-    let a = Agent::start(&format!("{LAB}-a"), A, &lab.token);
-    let b = Agent::start(&format!("{LAB}-b"), B, &lab.token);
+    let lab = MgmtLab::up(LAB, TOKEN);
+    let a = Agent::start(&format!("{LAB}-a"), A, LAB, &lab.token, TOKEN);
+    let b = Agent::start(&format!("{LAB}-b"), B, LAB, &lab.token, TOKEN);
     let (ns_a, if_a) = (format!("{LAB}-a"), format!("{LAB}-a0"));
     let (ns_b, if_b) = (format!("{LAB}-b"), format!("{LAB}-b0"));
 

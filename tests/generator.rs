@@ -95,6 +95,7 @@ fn generate(ns: &str, iface: &str, size: usize, repeat: u32) -> linerate_ebpf::G
             rate: None,
             burst: 0,
             epoch_ns: 0,
+            mix: Vec::new(),
         })
         .unwrap();
         let mut left = repeat;
@@ -200,6 +201,7 @@ fn the_generator_worker_sends_whole_messages_a_kernel_socket_accepts() {
             iface: lab.if_a(),
             frame: spec(1518, 0, Kind::Message),
             message: Some(cut),
+            mix: None,
             rate: Some(20_000.0),
             count: Some(MESSAGES),
             placement: Placement {
@@ -286,6 +288,7 @@ fn call_cost() {
             rate: None,
             burst: 0,
             epoch_ns: 0,
+            mix: Vec::new(),
         })
         .unwrap();
         for repeat in [1u32, 8, 64, 1024, 65536] {
@@ -384,6 +387,7 @@ fn measure_xdp_only() {
             iface: lab.if_a(),
             frame: spec(size, 0, Kind::Stream),
             message: None,
+            mix: None,
             rate: None,
             count: None,
             placement: Placement {

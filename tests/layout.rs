@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use linerate_datapath::header::{Fragment, Header, Kind, MESSAGE_HEADER_LEN};
 
-/// The `#define LR_* value` lines of a C program in ebpf/src/bpf/.
+/// The `#define LR_* value` (and `MAX_MIX`) lines of a C program in
+/// ebpf/src/bpf/.
 fn c_defines(file: &str) -> HashMap<String, u64> {
     let path = format!("{}/ebpf/src/bpf/{file}", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
@@ -24,7 +25,7 @@ fn c_defines(file: &str) -> HashMap<String, u64> {
                 Some(h) => u64::from_str_radix(h, 16).ok()?,
                 None => value.parse().ok()?,
             };
-            name.starts_with("LR_").then(|| (name.to_string(), v))
+            (name.starts_with("LR_") || name == "MAX_MIX").then(|| (name.to_string(), v))
         })
         .collect()
 }
@@ -91,6 +92,12 @@ fn the_generators_offsets_are_where_rust_reads() {
     assert_eq!(get("LR_TIME_OFFSET"), TIME_OFFSET, "LR_TIME_OFFSET");
     assert_eq!(get("LR_BASE_LEN"), HEADER_LEN, "LR_BASE_LEN");
     assert_eq!(get("LR_FRAGMENT_LEN"), FRAGMENT_LEN, "LR_FRAGMENT_LEN");
+    // The generator's size pattern holds a whole mix's.
+    assert_eq!(
+        get("MAX_MIX"),
+        linerate_datapath::mix::MAX_PATTERN,
+        "MAX_MIX"
+    );
     let mut lr = vec![0u8; HEADER_LEN];
     Header {
         kind: Kind::Stream,

@@ -23,7 +23,7 @@ const LIVE_FRAMES: u32 = 1 << 1;
 pub const MAX_LIVE_FRAME: usize = 3408;
 
 /// `struct gen_config` in gen.bpf.c: (field, offset, size), in order.
-pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 8] = [
+pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 10] = [
     ("ifindex", 0, 4),
     ("msg_len", 4, 4),
     ("frag_count", 8, 4),
@@ -32,11 +32,16 @@ pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 8] = [
     ("interval_fp", 24, 8),
     ("burst", 32, 8),
     ("epoch_ns", 40, 8),
+    ("mix_count", 48, 4),
+    // `__u16 mix[MAX_MIX]`: the whole array.
+    ("mix", 52, 2 * MAX_MIX),
 ];
 /// Size of `struct gen_config`.
-pub(crate) const GEN_CONFIG_SIZE: usize = 48;
+pub(crate) const GEN_CONFIG_SIZE: usize = 184;
+/// Frames in the generator's size pattern at most (`MAX_MIX` in gen.bpf.c).
+pub(crate) const MAX_MIX: usize = 64;
 /// `struct gen_flow` in gen.bpf.c.
-pub(crate) const GEN_FLOW_LAYOUT: [(&str, usize, usize); 7] = [
+pub(crate) const GEN_FLOW_LAYOUT: [(&str, usize, usize); 8] = [
     ("seq", 0, 8),
     ("redirected", 8, 8),
     ("redirect_failed", 16, 8),
@@ -44,9 +49,10 @@ pub(crate) const GEN_FLOW_LAYOUT: [(&str, usize, usize); 7] = [
     ("frag_index", 28, 4),
     ("next_due_fp", 32, 8),
     ("skipped", 40, 8),
+    ("bytes", 48, 8),
 ];
 /// Size of `struct gen_flow`.
-pub(crate) const GEN_FLOW_SIZE: usize = 48;
+pub(crate) const GEN_FLOW_SIZE: usize = 56;
 
 /// How the generator cuts messages into fragments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +66,7 @@ pub struct GenMessage {
 }
 
 /// What the generator sends where, and how fast.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GeneratorConfig {
     /// The sending interface (in the calling thread's network namespace).
     pub ifindex: u32,
@@ -75,6 +81,11 @@ pub struct GeneratorConfig {
     pub burst: u64,
     /// CLOCK_MONOTONIC ns that paced time counts from.
     pub epoch_ns: u64,
+    /// A traffic mix: frame `i` of a flow is `mix[i % mix.len()]` bytes
+    /// long (without FCS; at most [`MAX_MIX`] entries, none shorter than
+    /// 60 bytes nor longer than the template). Empty: every frame is the
+    /// template's size. Ignored with `message`.
+    pub mix: Vec<u16>,
 }
 
 impl GeneratorConfig {
@@ -85,13 +96,19 @@ impl GeneratorConfig {
             .map_or(0, |r| ((256e9 / r).round() as u64).max(1))
     }
 
-    fn encode(&self) -> Vec<u8> {
+    fn encode(&self) -> Result<Vec<u8>, EbpfError> {
         let m = self.message.unwrap_or(GenMessage {
             msg_len: 0,
             frag_count: 0,
             per_fragment: 0,
         });
-        values::encode(
+        if self.mix.len() > MAX_MIX {
+            return Err(EbpfError::Generator(format!(
+                "a size pattern of {} frames is longer than the generator's {MAX_MIX}",
+                self.mix.len()
+            )));
+        }
+        let mut out = values::encode(
             &GEN_CONFIG_LAYOUT,
             GEN_CONFIG_SIZE,
             &[
@@ -103,8 +120,14 @@ impl GeneratorConfig {
                 self.interval_fp(),
                 self.burst,
                 self.epoch_ns,
+                self.mix.len() as u64,
             ],
-        )
+        );
+        let at = GEN_CONFIG_LAYOUT[9].1;
+        for (i, len) in self.mix.iter().enumerate() {
+            out[at + 2 * i..at + 2 * i + 2].copy_from_slice(&len.to_ne_bytes());
+        }
+        Ok(out)
     }
 }
 
@@ -123,6 +146,8 @@ pub struct GenFlowCounters {
     pub frag_index: u32,
     /// Repetitions not sent: not due yet (pacing), or past the count.
     pub skipped: u64,
+    /// Bytes (without FCS) of the frames handed to the interface.
+    pub bytes: u64,
 }
 
 impl GenFlowCounters {
@@ -135,6 +160,7 @@ impl GenFlowCounters {
             msg_id: v[3] as u32,
             frag_index: v[4] as u32,
             skipped: v[6],
+            bytes: v[7],
         })
     }
 }
@@ -163,14 +189,14 @@ impl Generator {
     /// Loads the program and configures it (in the calling thread's
     /// network namespace, where `cfg.ifindex` lives).
     pub fn load(cfg: GeneratorConfig) -> Result<Self, EbpfError> {
-        let mut gen = Self::open(None, cfg)?;
+        let mut gen = Self::open(None, cfg.clone())?;
         gen.configure(cfg)?;
         Ok(gen)
     }
 
     fn configure(&mut self, cfg: GeneratorConfig) -> Result<(), EbpfError> {
         self.config
-            .update(&0u32.to_ne_bytes(), &cfg.encode(), MapFlags::ANY)
+            .update(&0u32.to_ne_bytes(), &cfg.encode()?, MapFlags::ANY)
             .map_err(|e| EbpfError::map("gen_config", e))?;
         self.cfg = cfg;
         Ok(())
@@ -182,7 +208,7 @@ impl Generator {
     pub fn set_count(&mut self, count: u64) -> Result<(), EbpfError> {
         self.configure(GeneratorConfig {
             count: Some(count),
-            ..self.cfg
+            ..self.cfg.clone()
         })
     }
 
@@ -192,7 +218,7 @@ impl Generator {
     /// never waits for them. Programs on one core never run at once, so
     /// the flows' counters stay exact.
     pub fn twin(&self) -> Result<Self, EbpfError> {
-        Self::open(Some(self), self.cfg)
+        Self::open(Some(self), self.cfg.clone())
     }
 
     fn open(share: Option<&Self>, cfg: GeneratorConfig) -> Result<Self, EbpfError> {
@@ -296,4 +322,38 @@ pub enum GenRun {
     Done,
     /// A signal cut the call short.
     Interrupted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(mix: Vec<u16>) -> GeneratorConfig {
+        GeneratorConfig {
+            ifindex: 7,
+            message: None,
+            count: Some(12),
+            rate: None,
+            burst: 0,
+            epoch_ns: 0,
+            mix,
+        }
+    }
+
+    #[test]
+    fn the_size_pattern_goes_into_the_config() {
+        let b = cfg(vec![60, 590, 1514]).encode().unwrap();
+        assert_eq!(b.len(), GEN_CONFIG_SIZE);
+        assert_eq!(b[48..52], 3u32.to_ne_bytes(), "mix_count");
+        let at = GEN_CONFIG_LAYOUT[9].1;
+        let got: Vec<u16> = b[at..at + 8]
+            .chunks(2)
+            .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(got, [60, 590, 1514, 0]);
+        // No mix: a count of 0, every frame the template's size.
+        assert_eq!(cfg(vec![]).encode().unwrap()[48..52], [0; 4]);
+        let long = cfg(vec![60; MAX_MIX + 1]).encode();
+        assert!(matches!(long, Err(EbpfError::Generator(_))), "{long:?}");
+    }
 }

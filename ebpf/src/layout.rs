@@ -4,7 +4,7 @@
 //! side and not the other fails here instead of corrupting a run.
 
 use libbpf_rs::btf::{
-    types::{Int, MemberAttr, Struct},
+    types::{Array, Int, MemberAttr, Struct},
     Btf, HasSize,
 };
 
@@ -26,10 +26,18 @@ fn members(btf: &Btf<'_>, name: &str) -> (usize, Vec<(String, usize, usize)>) {
                 MemberAttr::Normal { offset } => offset as usize / 8,
                 MemberAttr::BitField { .. } => panic!("{name} has a bit field"),
             };
+            let int = |t: libbpf_rs::btf::BtfType<'_>| {
+                Int::try_from(t.skip_mods_and_typedefs())
+                    .ok()
+                    .map(|i| i.size())
+            };
+            // An integer, or an array of integers (its whole size).
             let size = btf
                 .type_by_id::<libbpf_rs::btf::BtfType<'_>>(m.ty)
-                .and_then(|t| Int::try_from(t.skip_mods_and_typedefs()).ok())
-                .map(|i| i.size())
+                .and_then(|t| match Array::try_from(t.skip_mods_and_typedefs()) {
+                    Ok(a) => int(a.contained_type()).map(|s| s * a.capacity()),
+                    Err(t) => int(t),
+                })
                 .unwrap_or_else(|| panic!("{name}: a member that is not an integer"));
             let field = m.name.map(|n| n.to_string_lossy().into_owned());
             (field.unwrap_or_default(), offset, size)

@@ -3,8 +3,9 @@
 //! and hands it to the sending interface as an xdp_frame (no skb, no copy,
 //! no UMEM), two runner threads per queue on the queue's core
 //! (`datapath::worker::gen`). Frames up to 3408 bytes (live-frames mode
-//! takes no more and no multi-buffer), paced and counted in the program;
-//! receivers are AF_XDP's.
+//! takes no more and no multi-buffer), paced and counted in the program,
+//! in traffic mixes too (the program sets each frame's length from the
+//! mix's pattern); receivers are AF_XDP's.
 
 use linerate_datapath::{
     geometry::Geometry,
@@ -42,7 +43,7 @@ const CAN: Capabilities = Capabilities {
     udp_offloads: false,
     counts_foreign: false,
     backpressure: false,
-    size_mix: false,
+    size_mix: true,
     ipv6: false,
 };
 
@@ -66,6 +67,7 @@ impl Engine for Generator {
                 iface: cfg.workers.end.iface.clone(),
                 frame: cfg.frame(queue),
                 message: cfg.message,
+                mix: cfg.mix.cloned(),
                 rate: cfg.rate,
                 count: cfg.count,
                 placement: cfg.workers.placement(queue),

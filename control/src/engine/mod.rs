@@ -491,6 +491,8 @@ mod tests {
         assert!(why.contains("veth has no AF_XDP zero-copy"), "{why}");
         let paced = args(&["--message", "65536", "--rate", "1000"]);
         assert_eq!(auto_sender(&paced, veth).0.name(), "generator");
+        let imix = args(&["--size", "imix"]);
+        assert_eq!(auto_sender(&imix, veth).0.name(), "generator");
         for (a, f, want) in [
             (
                 args(&[]),
@@ -510,7 +512,6 @@ mod tests {
             (args(&["--backend", "udp"]), veth, "--backend udp"),
             (args(&["--tx-wait", "busy"]), veth, "AF_XDP sender options"),
             (args(&["--message", "65536"]), veth, "backpressure"),
-            (args(&["--size", "imix"]), veth, "one frame size"),
             (args(&["--ipv6"]), veth, "IPv4 test traffic only"),
         ] {
             let (e, why) = auto_sender(&a, f);

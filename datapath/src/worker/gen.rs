@@ -32,6 +32,7 @@ use crate::{
     frame::{FrameSpec, HEADER_OFFSET, MIN_LEN},
     geometry::Geometry,
     message::Fragmentation,
+    mix::SizeMix,
     stats::{CounterSnapshot, WorkerCounters},
     xsk::BindMode,
 };
@@ -54,6 +55,9 @@ pub struct GenWorkerConfig {
     pub frame: FrameSpec,
     /// Messages to cut into frames, if the stream carries messages.
     pub message: Option<Fragmentation>,
+    /// Frames of several sizes (`frame` is the largest), sent in the mix's
+    /// pattern by sequence number.
+    pub mix: Option<SizeMix>,
     /// Frames (messages, with `message`) per second (None: as fast as possible).
     pub rate: Option<f64>,
     /// Frames (messages, with `message`) in all (None: until stopped).
@@ -126,6 +130,12 @@ pub fn spawn_gen(name: String, cfg: GenWorkerConfig) -> Result<Worker<TxSummary>
                 rate: c.rate.map(|r| r * frags as f64),
                 burst: BURST,
                 epoch_ns: monotonic_ns(),
+                mix: c.mix.as_ref().map_or_else(Vec::new, |m| {
+                    m.pattern()
+                        .iter()
+                        .map(|&size| Geometry::descriptor_len(size) as u16)
+                        .collect()
+                }),
             })
             .map_err(|e| WorkerError::Hook(e.to_string()))?;
             let twin = gen.twin().map_err(|e| WorkerError::Hook(e.to_string()))?;
@@ -172,7 +182,7 @@ fn run(
     let frags = cfg.message.map_or(1, |m| m.count as u64);
     let total = cfg.count.map(|n| n.saturating_mul(frags));
     let bytes = cfg.message.as_ref().map(MessageBytes::new);
-    let (frame_len, payload_len) = (cfg.frame.len() as u64, cfg.frame.payload_len() as u64);
+    let payload_len = cfg.frame.payload_len() as u64;
     let read = |g: &Generator| g.flow(flow).map_err(|e| WorkerError::Hook(e.to_string()));
     let reader = gens[0]
         .twin()
@@ -217,14 +227,22 @@ fn run(
     }
     let account = |f: &GenFlowCounters, c: &mut CounterSnapshot| {
         let sent = f.redirected - first.redirected;
+        // The program's byte count: exact whatever the frames' sizes (a
+        // failed redirect uses a sequence number, so bytes do not follow
+        // from the count).
+        let sent_bytes = f.bytes - first.bytes;
         c.frames = sent;
         c.queued = f.seq - first.seq;
         c.bad = f.redirect_failed - first.redirect_failed;
         c.idle_loops = f.skipped - first.skipped;
         c.syscalls = calls.load(Ordering::Relaxed);
         match &bytes {
+            None if cfg.mix.is_some() => {
+                c.bytes = sent_bytes;
+                c.payload_bytes = sent_bytes - sent * HEADER_OFFSET as u64;
+            }
             None => {
-                c.bytes = sent * frame_len;
+                c.bytes = sent_bytes;
                 c.payload_bytes = sent * payload_len;
             }
             Some(b) => {

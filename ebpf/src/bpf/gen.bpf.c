@@ -30,6 +30,7 @@
 
 #define MAX_FLOWS 4096
 #define MIN_LEN 60 /* the smallest frame without FCS */
+#define MAX_MIX 64 /* frames in a size pattern (datapath/src/mix.rs) */
 
 /* The linerate header (datapath/src/header.rs); tests/layout.rs checks
  * these against the Rust constants. */
@@ -51,6 +52,8 @@ struct gen_config {
 	__u64 interval_fp;  /* ns between a flow's frames, x256; 0: unpaced */
 	__u64 burst;	    /* frames a late flow may catch up at once */
 	__u64 epoch_ns;	    /* pacing counts time from here (CLOCK_MONOTONIC) */
+	__u32 mix_count;    /* frames in `mix`; 0: every frame the template's size */
+	__u16 mix[MAX_MIX]; /* frame i's length (without FCS): mix[i % mix_count] */
 };
 
 /* Keep in step with `GEN_FLOW_LAYOUT` in ebpf/src/generator.rs. One
@@ -64,6 +67,7 @@ struct gen_flow {
 	__u32 frag_index;      /* its next fragment */
 	__u64 next_due_fp;     /* when the next frame is due, ns x256 */
 	__u64 skipped;	       /* repetitions not sent: not due, or past count */
+	__u64 bytes;	       /* bytes (without FCS) of the redirected frames */
 };
 
 struct {
@@ -113,6 +117,38 @@ static __always_inline __u16 ipv4_csum(struct iphdr *ip)
 	return ~sum;
 }
 
+/* Sets the frame's length to `len` from whatever it is now: live-frames
+ * mode resets a frame's pointers only when the program moved `data` (or
+ * changed the frame's flags), not `data_end` (net/bpf/test_run.c
+ * reset_ctx), so a frame shrunk in one repetition may come back shrunk in
+ * the next and must grow again. */
+static __always_inline int set_len(struct xdp_md *ctx, __u32 len)
+{
+	int have = (int)(ctx->data_end - ctx->data);
+
+	if ((int)len == have)
+		return 0;
+	return bpf_xdp_adjust_tail(ctx, (int)len - have);
+}
+
+/* Writes the IPv4 and UDP length fields of a datagram of `len` frame
+ * bytes (without padding), and the IPv4 header checksum. */
+static __always_inline int set_ip_lengths(struct xdp_md *ctx, __u32 len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(ip + 1);
+
+	if ((void *)(udp + 1) > end)
+		return -1;
+	ip->tot_len = bpf_htons(len - sizeof(struct ethhdr));
+	ip->check = ipv4_csum(ip);
+	udp->len = bpf_htons(len - sizeof(struct ethhdr) - sizeof(struct iphdr));
+	udp->check = 0;
+	return 0;
+}
+
 SEC("xdp")
 int linerate_gen(struct xdp_md *ctx)
 {
@@ -160,9 +196,11 @@ int linerate_gen(struct xdp_md *ctx)
 		f->next_due_fp = due + cfg->interval_fp;
 	}
 
-	put48(lr + LR_SEQ_OFFSET, f->seq);
+	__u64 seq = f->seq;
+
+	put48(lr + LR_SEQ_OFFSET, seq);
 	put48(lr + LR_TIME_OFFSET, now);
-	f->seq++;
+	f->seq = seq + 1;
 
 	if (cfg->frag_count) {
 		__u8 *frag = lr + LR_BASE_LEN;
@@ -189,30 +227,35 @@ int linerate_gen(struct xdp_md *ctx)
 			piece = cfg->per_fragment;
 
 		/* The lengths of this fragment: IP and UDP length fields, and
-		 * the frame itself when it is shorter than the template. */
-		struct iphdr *ip = data + sizeof(struct ethhdr);
-		struct udphdr *udp = (void *)(ip + 1);
-
-		if ((void *)(udp + 1) > end)
-			return XDP_ABORTED;
+		 * the frame's own (padded to the minimum). */
 		__u32 len = LR_OFFSET + LR_BASE_LEN + LR_FRAGMENT_LEN + piece;
-		__u32 have = end - data;
 
-		ip->tot_len = bpf_htons(len - sizeof(struct ethhdr));
-		ip->check = ipv4_csum(ip);
-		udp->len = bpf_htons(len - sizeof(struct ethhdr) - sizeof(struct iphdr));
+		if (set_ip_lengths(ctx, len))
+			return XDP_ABORTED;
 		if (len < MIN_LEN)
 			len = MIN_LEN;
-		if (len < have && bpf_xdp_adjust_tail(ctx, (int)len - (int)have))
+		if (set_len(ctx, len))
+			return XDP_ABORTED;
+	} else if (cfg->mix_count) {
+		/* A traffic mix: this frame's size from the pattern, by its
+		 * sequence number (the template is the largest size). */
+		__u32 i = (seq % cfg->mix_count) & (MAX_MIX - 1);
+		__u32 len = cfg->mix[i];
+
+		if (len < MIN_LEN)
+			return XDP_ABORTED;
+		if (set_len(ctx, len) || set_ip_lengths(ctx, len))
 			return XDP_ABORTED;
 	}
 
 	int action = bpf_redirect(cfg->ifindex, 0);
 
-	if (action == XDP_REDIRECT)
+	if (action == XDP_REDIRECT) {
 		f->redirected++;
-	else
+		f->bytes += ctx->data_end - ctx->data;
+	} else {
 		f->redirect_failed++;
+	}
 	return action;
 }
 

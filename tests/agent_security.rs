@@ -84,18 +84,7 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                let _ = std::fs::remove_file(&self.token);
-                return;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        terminate(&mut self.child);
         let _ = std::fs::remove_file(&self.token);
     }
 }

@@ -10,13 +10,7 @@ use common::*;
 fn stream(lab: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["stream", "--lab", lab, "--size", "64", "--json"];
     args.extend_from_slice(extra);
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
+    run_json(&args)
 }
 
 fn us(r: &serde_json::Value, what: &str) -> f64 {

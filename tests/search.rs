@@ -20,13 +20,7 @@ fn search(lab: &str, extra: &[&str]) -> serde_json::Value {
         "--json",
     ];
     args.extend_from_slice(extra);
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
+    run_json(&args)
 }
 
 #[test]

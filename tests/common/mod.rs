@@ -205,3 +205,20 @@ pub fn run_json(args: &[&str]) -> Value {
     );
     json(&out)
 }
+
+/// Stops a daemon a test started: SIGTERM, up to 10 s to end, then
+/// SIGKILL.
+#[allow(dead_code)]
+pub fn terminate(child: &mut std::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < end {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

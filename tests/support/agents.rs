@@ -92,7 +92,8 @@ impl Agent {
         a
     }
 
-    /// SIGKILL, as a crash would.
+    /// SIGKILL, as a crash would (tests/agent.rs).
+    #[allow(dead_code)]
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -101,15 +102,6 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        self.kill9();
+        crate::common::terminate(&mut self.child);
     }
 }

@@ -159,7 +159,8 @@ pub fn frame_loss(
     for pct in LOSS_STEPS {
         let pps = (base_fps * pct / 100.0 / queues).max(1.0);
         let r = trial(plan, Some(pps), None, interrupted)?;
-        let lossless = r.frames.lost == 0 && r.frames.sent > 0;
+        // What the sender's link dropped is lost too (the generator).
+        let lossless = r.frames.sent > 0 && search::trial_loss(&r.frames) == 0.0;
         out.steps.push((pct, Trial::of(Some(pps), &r, lossless)));
         let stop = r.interrupted || r.fault.is_some();
         clean = if lossless { clean + 1 } else { 0 };

@@ -81,7 +81,7 @@ pub struct SearchResult {
 
 /// A trial's loss: frames lost on the way and frames the sending link
 /// dropped (a generator's peer ring full), in % of all handed over.
-fn trial_loss(f: &super::result::FrameAccounting) -> f64 {
+pub fn trial_loss(f: &super::result::FrameAccounting) -> f64 {
     let handed = f.sent + f.dropped_at_sender;
     crate::results::parts::percent(f.lost + f.dropped_at_sender, handed)
 }

@@ -87,13 +87,15 @@ pub(super) fn connect(req: &request::RunRequest) -> Result<Ends> {
 }
 
 impl End {
-    /// The run request for this end's side, `peer` the other end.
+    /// The run request for this end's side, `peer` the other end; the
+    /// receiver takes `clock_offset_ns` off its one-way latencies.
     fn request(
         &self,
         req: &request::RunRequest,
         role: &str,
         peer: &End,
         start_ns: u64,
+        clock_offset_ns: Option<i64>,
     ) -> RunRequest {
         RunRequest {
             test: req.command().to_string(),
@@ -108,10 +110,7 @@ impl End {
             // The agreed instant on this agent's clock.
             start_at_ns: (start_ns as i64 + self.remote.offset_ns) as u64,
             lease_ms: LEASE.as_millis() as u64,
-            // One-way latencies: the receiver takes the clocks' offset off.
-            clock_offset_ns: (role == "rx")
-                .then(|| peer.clock_to(self).map(|c| c.offset_ns))
-                .flatten(),
+            clock_offset_ns,
         }
     }
 }
@@ -119,8 +118,12 @@ impl End {
 impl Ends {
     /// The receiving host's CLOCK_MONOTONIC minus the sending host's.
     pub(super) fn clock(&self) -> Option<ClockCorrection> {
-        self.tx.clock_to(&self.rx)
+        super::clock::monotonic_offset(
+            (self.tx.remote.monotonic_ns, self.tx.remote.rtt_ns),
+            (self.rx.remote.monotonic_ns, self.rx.remote.rtt_ns),
+        )
     }
+
     /// Creates both sides' runs (the receiver's first), to start at one
     /// instant; if the sender's cannot be created, the receiver's is
     /// stopped.
@@ -131,13 +134,13 @@ impl Ends {
         let (mut txs, mut rxs) = (Side::new(&tx.remote), Side::new(&rx.remote));
         let c: Created = rx.remote.post(
             "/v1/runs",
-            &rx.request(req, "rx", tx, start),
+            &rx.request(req, "rx", tx, start, self.clock().map(|c| c.offset_ns)),
             "the run request",
         )?;
         rxs.id = Some(c.id);
         match tx.remote.post::<Created>(
             "/v1/runs",
-            &tx.request(req, "tx", rx, start),
+            &tx.request(req, "tx", rx, start, None),
             "the run request",
         ) {
             Ok(c) => txs.id = Some(c.id),
@@ -147,15 +150,5 @@ impl Ends {
             }
         }
         Ok((txs, rxs))
-    }
-}
-
-impl End {
-    /// `rx`'s CLOCK_MONOTONIC minus this end's (the sender's).
-    fn clock_to(&self, rx: &End) -> Option<ClockCorrection> {
-        super::clock::monotonic_offset(
-            (self.remote.monotonic_ns, self.remote.rtt_ns),
-            (rx.remote.monotonic_ns, rx.remote.rtt_ns),
-        )
     }
 }

@@ -84,7 +84,7 @@ pub fn receive(data: &[u8]) -> CounterSnapshot {
             frame[HEADER_OFFSET..end].copy_from_slice(rec);
         }
         let before = c;
-        flows.account_frame(&mut c, &frame, frame.len() as u64);
+        let _ = flows.account_frame(&mut c, &frame, frame.len() as u64);
         fed += 1;
         let took = (c.frames - before.frames) + (c.bad - before.bad);
         assert!(

@@ -23,7 +23,7 @@ const LIVE_FRAMES: u32 = 1 << 1;
 pub const MAX_LIVE_FRAME: usize = 3408;
 
 /// `struct gen_config` in gen.bpf.c: (field, offset, size), in order.
-pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 10] = [
+pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 11] = [
     ("ifindex", 0, 4),
     ("msg_len", 4, 4),
     ("frag_count", 8, 4),
@@ -32,12 +32,16 @@ pub(crate) const GEN_CONFIG_LAYOUT: [(&str, usize, usize); 10] = [
     ("interval_fp", 24, 8),
     ("burst", 32, 8),
     ("epoch_ns", 40, 8),
-    ("mix_count", 48, 4),
+    ("window", 48, 8),
+    ("mix_count", 56, 4),
     // `__u16 mix[MAX_MIX]`: the whole array.
-    ("mix", 52, 2 * MAX_MIX),
+    ("mix", 60, 2 * MAX_MIX),
 ];
 /// Size of `struct gen_config`.
-pub(crate) const GEN_CONFIG_SIZE: usize = 184;
+pub(crate) const GEN_CONFIG_SIZE: usize = 192;
+/// Entries of the `gen_credit` map (`MAX_FLOWS` in gen.bpf.c): one
+/// acknowledgement counter (u64) per flow.
+pub const CREDIT_FLOWS: u32 = 4096;
 /// Frames in the generator's size pattern at most (`MAX_MIX` in gen.bpf.c).
 pub(crate) const MAX_MIX: usize = 64;
 /// `struct gen_flow` in gen.bpf.c.
@@ -81,6 +85,11 @@ pub struct GeneratorConfig {
     pub burst: u64,
     /// CLOCK_MONOTONIC ns that paced time counts from.
     pub epoch_ns: u64,
+    /// Frames a flow may have sent and not yet acknowledged in the
+    /// [`CreditMap`] given to [`Generator::load`] (its receivers'
+    /// backpressure); 0: no acknowledgements, the generator sends
+    /// regardless.
+    pub window: u64,
     /// A traffic mix: frame `i` of a flow is `mix[i % mix.len()]` bytes
     /// long (without FCS; at most [`MAX_MIX`] entries, none shorter than
     /// 60 bytes nor longer than the template). Empty: every frame is the
@@ -120,10 +129,11 @@ impl GeneratorConfig {
                 self.interval_fp(),
                 self.burst,
                 self.epoch_ns,
+                self.window,
                 self.mix.len() as u64,
             ],
         );
-        let at = GEN_CONFIG_LAYOUT[9].1;
+        let at = GEN_CONFIG_LAYOUT[10].1;
         for (i, len) in self.mix.iter().enumerate() {
             out[at + 2 * i..at + 2 * i + 2].copy_from_slice(&len.to_ne_bytes());
         }
@@ -173,6 +183,7 @@ pub struct Generator {
     cfg: GeneratorConfig,
     config: MapHandle,
     flows: MapHandle,
+    credit: MapHandle,
 }
 
 /// `struct xdp_md` as BPF_PROG_RUN takes it: the frame's data spans
@@ -185,11 +196,50 @@ fn xdp_md(frame_len: usize, ifindex: u32) -> [u8; 24] {
     md
 }
 
+/// The generator's acknowledgements (`gen_credit` in gen.bpf.c): per
+/// flow, a u64 of the frames its receivers took, which receivers of the
+/// same host add to through a shared mapping of the map (it is created
+/// mappable) and the generator reads before each frame. Created before
+/// the receivers start; every generator of the run loads over it.
+#[derive(Debug)]
+pub struct CreditMap {
+    map: MapHandle,
+}
+
+impl CreditMap {
+    /// A new map, every count 0.
+    pub fn create() -> Result<Self, EbpfError> {
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as libbpf_sys::size_t,
+            map_flags: libbpf_sys::BPF_F_MMAPABLE,
+            ..Default::default()
+        };
+        let map = MapHandle::create(
+            libbpf_rs::MapType::Array,
+            Some("gen_credit"),
+            4,
+            8,
+            CREDIT_FLOWS,
+            &opts,
+        )
+        .map_err(|e| EbpfError::map("gen_credit", e))?;
+        Ok(Self { map })
+    }
+
+    /// The map's descriptor, to map its values into memory.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.map.as_fd()
+    }
+}
+
 impl Generator {
     /// Loads the program and configures it (in the calling thread's
-    /// network namespace, where `cfg.ifindex` lives).
-    pub fn load(cfg: GeneratorConfig) -> Result<Self, EbpfError> {
-        let mut gen = Self::open(None, cfg.clone())?;
+    /// network namespace, where `cfg.ifindex` lives). With `credit`, the
+    /// program reads its acknowledgements there (and `cfg.window` bounds
+    /// what a flow has unacknowledged); without, from a map of its own
+    /// that nobody writes (give `window` 0).
+    pub fn load(cfg: GeneratorConfig, credit: Option<&CreditMap>) -> Result<Self, EbpfError> {
+        let mut gen = Self::open(None, credit, cfg.clone())?;
         gen.configure(cfg)?;
         Ok(gen)
     }
@@ -218,32 +268,38 @@ impl Generator {
     /// never waits for them. Programs on one core never run at once, so
     /// the flows' counters stay exact.
     pub fn twin(&self) -> Result<Self, EbpfError> {
-        Self::open(Some(self), self.cfg.clone())
+        Self::open(Some(self), None, self.cfg.clone())
     }
 
-    fn open(share: Option<&Self>, cfg: GeneratorConfig) -> Result<Self, EbpfError> {
+    fn open(
+        share: Option<&Self>,
+        credit: Option<&CreditMap>,
+        cfg: GeneratorConfig,
+    ) -> Result<Self, EbpfError> {
         let load = |e: libbpf_rs::Error| EbpfError::Load(e.to_string());
         let mut open = ObjectBuilder::default()
             .open_memory(GEN_OBJECT)
             .map_err(load)?;
-        if let Some(other) = share {
-            for mut m in open.maps_mut() {
-                let fd = match m.name().to_str() {
-                    Some("gen_config") => other.config.as_fd(),
-                    Some("gen_flows") => other.flows.as_fd(),
-                    _ => continue,
-                };
-                m.reuse_fd(fd).map_err(load)?;
-            }
+        for mut m in open.maps_mut() {
+            let fd = match (m.name().to_str(), share, credit) {
+                (Some("gen_config"), Some(other), _) => other.config.as_fd(),
+                (Some("gen_flows"), Some(other), _) => other.flows.as_fd(),
+                (Some("gen_credit"), Some(other), _) => other.credit.as_fd(),
+                (Some("gen_credit"), None, Some(c)) => c.fd(),
+                _ => continue,
+            };
+            m.reuse_fd(fd).map_err(load)?;
         }
         let object = open.load().map_err(load)?;
         let config = values::map(&object, "gen_config")?;
         let flows = values::map(&object, "gen_flows")?;
+        let credit = values::map(&object, "gen_credit")?;
         let mut gen = Self {
             object,
             cfg,
             config,
             flows,
+            credit,
         };
         // The program must be there.
         gen.with_prog(|_| Ok(()))?;
@@ -336,6 +392,7 @@ mod tests {
             rate: None,
             burst: 0,
             epoch_ns: 0,
+            window: 0,
             mix,
         }
     }
@@ -344,15 +401,15 @@ mod tests {
     fn the_size_pattern_goes_into_the_config() {
         let b = cfg(vec![60, 590, 1514]).encode().unwrap();
         assert_eq!(b.len(), GEN_CONFIG_SIZE);
-        assert_eq!(b[48..52], 3u32.to_ne_bytes(), "mix_count");
-        let at = GEN_CONFIG_LAYOUT[9].1;
+        assert_eq!(b[56..60], 3u32.to_ne_bytes(), "mix_count");
+        let at = GEN_CONFIG_LAYOUT[10].1;
         let got: Vec<u16> = b[at..at + 8]
             .chunks(2)
             .map(|c| u16::from_ne_bytes([c[0], c[1]]))
             .collect();
         assert_eq!(got, [60, 590, 1514, 0]);
         // No mix: a count of 0, every frame the template's size.
-        assert_eq!(cfg(vec![]).encode().unwrap()[48..52], [0; 4]);
+        assert_eq!(cfg(vec![]).encode().unwrap()[56..60], [0; 4]);
         let long = cfg(vec![60; MAX_MIX + 1]).encode();
         assert!(matches!(long, Err(EbpfError::Generator(_))), "{long:?}");
     }

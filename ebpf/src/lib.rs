@@ -22,7 +22,8 @@ mod values;
 pub use attach::{AttachMode, AttachPolicy};
 pub use error::EbpfError;
 pub use generator::{
-    GenFlowCounters, GenMessage, GenRun, Generator, GeneratorConfig, MAX_LIVE_FRAME,
+    CreditMap, GenFlowCounters, GenMessage, GenRun, Generator, GeneratorConfig, CREDIT_FLOWS,
+    MAX_LIVE_FRAME,
 };
 pub use program::{RxFlowCounters, Steering, SteeringConfig, MAX_QUEUES, RX_MAX_FLOWS};
 pub use stats::SteerStats;

@@ -90,6 +90,7 @@ impl Engine for AfXdp {
                 on_bound: register(cfg.workers.steering, queue),
                 count_foreign: cfg.count_foreign,
                 capture: cfg.io.capture,
+                credits: cfg.credits.clone(),
             },
         )
     }

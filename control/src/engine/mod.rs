@@ -42,10 +42,10 @@ use linerate_datapath::{
     message::Fragmentation,
     mix::SizeMix,
     worker::{
-        ClientConfig, Placement, RrSummary, RxSummary, StopSignal, TxSummary, WaitMode, Worker,
-        WorkerError,
+        ClientConfig, GenCredit, Placement, RrSummary, RxSummary, StopSignal, TxSummary, WaitMode,
+        Worker, WorkerError,
     },
-    xsk::ZeroCopy,
+    xsk::{Credits, ZeroCopy},
 };
 use linerate_ebpf::Steering;
 
@@ -191,6 +191,9 @@ pub struct SenderConfig<'a> {
     pub gso: bool,
     /// Rings, UMEM, batch.
     pub io: Io,
+    /// The receivers' acknowledgements, for a sender without backpressure
+    /// of its own (the generator) whose receivers run here.
+    pub credit: Option<GenCredit>,
 }
 
 impl SenderConfig<'_> {
@@ -227,6 +230,9 @@ pub struct ReceiverConfig<'a> {
     pub count_foreign: bool,
     /// Rings, UMEM, batch.
     pub io: Io,
+    /// Where receivers acknowledge what they took (AF_XDP receivers, for a
+    /// generator of this host).
+    pub credits: Option<Arc<Credits>>,
 }
 
 /// Both sides of an rr run.
@@ -342,6 +348,10 @@ pub struct AutoFacts<'a> {
     pub frame_size: usize,
     /// The kernel's release (`uname -r`).
     pub kernel: &'a str,
+    /// The receivers run in this process and take frames off a ring
+    /// (AF_XDP), so they acknowledge what they took: the generator then
+    /// waits for them ([`credit`]) and loses nothing on the way.
+    pub acknowledged: bool,
 }
 
 /// Link kinds with no AF_XDP zero-copy (their AF_XDP sockets bind in copy
@@ -361,9 +371,9 @@ pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Eng
             backend_engine.name()
         ));
     }
-    if args.message.is_some() && args.rate.is_none() {
+    if args.message.is_some() && args.rate.is_none() && !facts.acknowledged {
         return keep(
-            "unpaced messages need a sender with backpressure (a frame the generator's link drops breaks its whole message)".into(),
+            "unpaced messages need a sender with backpressure, and the generator has it only from AF_XDP receivers of this host (a frame the link drops breaks its whole message)".into(),
         );
     }
     if args.run.tx_wait.is_some() || args.run.zero_copy {
@@ -456,6 +466,33 @@ pub fn check_run_args(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// Backpressure for a sender that has none of its own (the generator:
+/// what the link cannot take is dropped) into receivers that take frames
+/// off a ring (AF_XDP), when both ends run in this process: the receivers
+/// acknowledge what they took and each sending flow waits while a window
+/// of its frames is unacknowledged, so nothing is dropped on the way.
+/// None where that does not apply (two hosts, `--rx-only`/`--tx-only`,
+/// other engines). The window follows from where the senders run (`tx_cores`) and the
+/// receiving link's queues and RX ring ([`generator::credit_window`]).
+pub fn credit(
+    sender: &dyn Engine,
+    receiver: &dyn Engine,
+    both_here: bool,
+    (tx_cores, rx_queues, rx_ring, napi_threaded): (&[usize], u32, u32, bool),
+    yield_to_receivers: bool,
+) -> Result<Option<GenCredit>> {
+    if sender.can().backpressure || !receiver.can().umem || !both_here {
+        return Ok(None);
+    }
+    let credits =
+        Credits::new().map_err(|e| anyhow::anyhow!("the generator's backpressure: {e}"))?;
+    Ok(Some(GenCredit {
+        credits: Arc::new(credits),
+        window: generator::credit_window(tx_cores, rx_queues, rx_ring, napi_threaded),
+        yield_to_receivers,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,6 +521,7 @@ mod tests {
             driver,
             frame_size,
             kernel,
+            acknowledged: false,
         };
         let veth = facts(Some("veth"), 1518, "6.18.0-1-amd64");
         let (e, why) = auto_sender(&args(&[]), veth);
@@ -493,6 +531,13 @@ mod tests {
         assert_eq!(auto_sender(&paced, veth).0.name(), "generator");
         let imix = args(&["--size", "imix"]);
         assert_eq!(auto_sender(&imix, veth).0.name(), "generator");
+        // Unpaced messages: with receivers here that acknowledge.
+        let here = AutoFacts {
+            acknowledged: true,
+            ..veth
+        };
+        let messages = args(&["--message", "65536"]);
+        assert_eq!(auto_sender(&messages, here).0.name(), "generator");
         for (a, f, want) in [
             (
                 args(&[]),

@@ -228,6 +228,11 @@ fn steer_stats(program: &Option<Arc<Steering>>) -> Result<SteerStats> {
 }
 
 impl<'a> Session<'a> {
+    /// The NAPI mode set for the run ("threaded", "softirq"), if any.
+    pub fn napi(&self) -> Option<&'static str> {
+        self.napi
+    }
+
     /// Phase 1: attaches the steering programs, sets NAPI, reads the
     /// counters at the start. `peer`: the other host, when this is one
     /// side of a two-host run.

@@ -28,7 +28,14 @@ fn one_way(rx_only: bool, receivers: &[RxSummary]) -> Option<Latency> {
 }
 
 /// The result of `plan`'s run, from what it measured.
-pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> StreamResult {
+/// `window`: the frames a generator flow could have unacknowledged by its
+/// receivers (its backpressure), when it had any.
+pub fn result(
+    plan: &StreamPlan,
+    measured: &Measured<TxSummary, RxSummary>,
+    window: Option<u64>,
+) -> StreamResult {
+    let credit_window = window;
     let args = &plan.args;
     let run = &args.run;
     let path = &plan.path;
@@ -167,6 +174,7 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
                 .udp_payload_of(plan.frame_size),
             placement: engines_placed(
                 plan,
+                credit_window,
                 placement(
                     run,
                     NAMES,
@@ -180,6 +188,7 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
             napi: measured.napi.map(str::to_string),
             driver: path.rx.info.kind.clone(),
             tx_engine: plan.sender.name().into(),
+            tx_window: credit_window,
             rx_engine: plan.receiver.name().into(),
         },
         window_s: window.seconds,
@@ -204,14 +213,17 @@ pub fn result(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> S
 
 /// The placement line with the engines that sent and received, and why
 /// `--tx-engine auto` chose its sender.
-fn engines_placed(plan: &StreamPlan, placed: String) -> String {
+fn engines_placed(plan: &StreamPlan, window: Option<u64>, placed: String) -> String {
     let why = plan
         .tx_engine_reason
         .as_ref()
         .map(|w| format!(" ({w})"))
         .unwrap_or_default();
+    let waits = window
+        .map(|w| format!(", waiting for the receivers' acknowledgements ({w} frames a flow)"))
+        .unwrap_or_default();
     format!(
-        "sent by {}{why}, received by {}; {placed}",
+        "sent by {}{why}{waits}, received by {}; {placed}",
         plan.sender.name(),
         plan.receiver.name()
     )
@@ -336,6 +348,7 @@ mod tests {
         let out = result(
             &plan(&[]),
             &measured((1_000, 900), (401_000, 400_900), 500_000, 495_000),
+            None,
         );
         // 400,000 frames in half a second, each side.
         assert_eq!(out.sender.frames, 400_000);
@@ -380,7 +393,7 @@ mod tests {
             tx: false,
             rx: true,
         };
-        let out = result(&udp, &one_side);
+        let out = result(&udp, &one_side, None);
         let msg = out.frames.messages.expect("a message stream");
         assert_eq!((msg.message_bytes, msg.frames_per_message), (1000, 1));
         // This host ran no senders: it counts what arrived.
@@ -391,7 +404,7 @@ mod tests {
         assert_eq!(out.receiver.messages_per_s, Some(1200.0));
         let rx_only = plan(&["--rx-only"]);
         assert_eq!(
-            result(&rx_only, &one_side).setup.tx_bind_mode,
+            result(&rx_only, &one_side, None).setup.tx_bind_mode,
             "none (--rx-only)"
         );
     }
@@ -404,7 +417,7 @@ mod tests {
         m.window.link.tx.tx_packets = 300_000;
         m.window.link.tx.tx_bytes = 300_000 * 1514;
         m.interfaces.tx.tx_dropped = 105_000;
-        let out = result(&gen, &m);
+        let out = result(&gen, &m, None);
         // The window: 400,000 handed over, 300,000 of them left the link.
         assert_eq!(out.sender.frames, 300_000);
         assert_eq!(out.sender.frames_per_s, 600_000.0);
@@ -414,7 +427,7 @@ mod tests {
         assert_eq!((f.sent, f.dropped_at_sender), (395_000, 105_000));
         assert_eq!((f.received, f.lost), (390_000, 5_000));
         // AF_XDP waits for room: its completions are what it sent.
-        let out = result(&plan(&[]), &m);
+        let out = result(&plan(&[]), &m, None);
         assert_eq!(
             (out.frames.sent, out.frames.dropped_at_sender),
             (500_000, 0)
@@ -432,7 +445,7 @@ mod tests {
             tx: true,
             rx: false,
         };
-        let out = result(&plan(&["--tx-only"]), &senders_only);
+        let out = result(&plan(&["--tx-only"]), &senders_only, None);
         assert_eq!(out.setup.rx_bind_mode, "none (--tx-only)");
         assert_eq!(out.frames.sent, 500_000);
         // Nothing of ours received: no loss measured, not all of it lost.
@@ -457,6 +470,7 @@ mod tests {
         let both = result(
             &plan(&[]),
             &measured((1_000, 900), (401_000, 400_900), 500_000, 495_000),
+            None,
         );
         assert_eq!(
             super::super::output::summary(&both),
@@ -468,7 +482,7 @@ mod tests {
     fn an_empty_window() {
         let mut empty = measured((0, 0), (0, 0), 0, 0);
         empty.window.seconds = 0.0;
-        let out = result(&plan(&[]), &empty);
+        let out = result(&plan(&[]), &empty, None);
         assert_eq!(out.sender.frames_per_s, 0.0);
         assert_eq!(out.frames.loss_pct, 0.0);
     }

@@ -93,6 +93,20 @@ pub fn run_side(
     let stop = session.stop_signals();
     let mut io = Io::new(run, plan.chunk_size, plan.multi_buffer);
     io.capture = pcap.as_ref().map(|_| args.pcap_count as usize);
+    // The generator's backpressure when its receivers run here.
+    let credit = crate::engine::credit(
+        plan.sender,
+        plan.receiver,
+        here.tx && here.rx,
+        (
+            &path.tx_cores,
+            path.rx.info.rx_queues,
+            run.rx_ring,
+            session.napi() == Some("threaded"),
+        ),
+        matches!(run.rx_wait, crate::cli::WaitArg::Wait),
+    )?;
+    let credit_window = credit.as_ref().map(|k| k.window);
     let receivers = ReceiverConfig {
         workers: SideWorkers {
             end: &path.rx,
@@ -105,6 +119,7 @@ pub fn run_side(
         gro: run.gro,
         count_foreign: args.rx_only,
         io,
+        credits: credit.as_ref().map(|k| k.credits.clone()),
     };
     let senders = SenderConfig {
         workers: SideWorkers {
@@ -123,6 +138,7 @@ pub fn run_side(
         count: args.count,
         gso: run.gso,
         io,
+        credit,
     };
     let crew = session.start(
         NAMES,
@@ -158,7 +174,7 @@ pub fn run_side(
     if let Some(file) = pcap {
         write_pcap(file, path, &measured);
     }
-    Ok(build::result(plan, &measured))
+    Ok(build::result(plan, &measured, credit_window))
 }
 
 /// Writes what the workers captured (`--pcap`); a failure is told on

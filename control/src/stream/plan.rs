@@ -255,12 +255,14 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     let mut tx_engine_reason = None;
     if args.tx_engine == TxEngineArg::Auto {
         let kernel = crate::environment::describe().kernel;
+        let two_hosts = args.run.agents.tx_agent.is_some() || args.run.role.role.is_some();
         let (chosen, why) = engine::auto_sender(
             args,
             engine::AutoFacts {
                 driver: path.tx.info.kind.as_deref(),
                 frame_size,
                 kernel: &kernel,
+                acknowledged: receiver.can().umem && !(two_hosts || args.rx_only || args.tx_only),
             },
         );
         sender = chosen;

@@ -166,6 +166,13 @@ pub struct Setup {
     /// it was reported: the backend's).
     #[serde(default)]
     pub tx_engine: String,
+    /// Frames a generator flow could have sent and not yet had
+    /// acknowledged by its receivers (AF_XDP receivers of the same host):
+    /// the generator's backpressure. None: it sent regardless (its link
+    /// drops what the peer cannot take: `frames.dropped_at_sender`), or
+    /// the sender waits for room itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_window: Option<u64>,
     /// The engine that received: "xdp" (AF_XDP sockets), "xdp-only" (the
     /// XDP-only receiver), "udp", "tcp" (empty in results written before
     /// it was reported: the backend's).

@@ -158,19 +158,26 @@ impl FlowTable {
 
     /// Accounts one received frame as the AF_XDP receiver does: `head` is
     /// its first buffer, `len` its length in all buffers. Frames that are
-    /// not linerate test frames are counted bad.
+    /// not linerate test frames are counted bad. Returns the flow its
+    /// header names, if it has one.
     #[inline]
-    pub fn account_frame(&mut self, c: &mut CounterSnapshot, head: &[u8], len: u64) {
+    pub fn account_frame(&mut self, c: &mut CounterSnapshot, head: &[u8], len: u64) -> Option<u16> {
         match parse(head) {
-            Ok(p) => self.record(
-                c,
-                &p.header,
-                p.fragment,
-                len,
-                p.udp_payload_len as u64,
-                None,
-            ),
-            Err(_) => c.bad += 1,
+            Ok(p) => {
+                self.record(
+                    c,
+                    &p.header,
+                    p.fragment,
+                    len,
+                    p.udp_payload_len as u64,
+                    None,
+                );
+                Some(p.header.flow)
+            }
+            Err(_) => {
+                c.bad += 1;
+                None
+            }
         }
     }
 

@@ -34,7 +34,7 @@ use crate::{
     message::Fragmentation,
     mix::SizeMix,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::BindMode,
+    xsk::{BindMode, Credits},
 };
 
 /// Repetitions per call: ~50 ms of sending at 5 Mpps, less when paced
@@ -66,7 +66,31 @@ pub struct GenWorkerConfig {
     pub placement: Placement,
     /// When to stop.
     pub stop: StopSignal,
+    /// Backpressure from receivers of this host (None: send regardless).
+    pub credit: Option<GenCredit>,
 }
+
+/// The receivers' backpressure: what a flow may have unacknowledged.
+#[derive(Debug, Clone)]
+pub struct GenCredit {
+    /// The acknowledgements the receivers write.
+    pub credits: Arc<Credits>,
+    /// Frames a flow may have sent and not acknowledged: what the path
+    /// holds without dropping (veth's 256-frame ring per receive queue,
+    /// shared by the flows that reach it, and the receivers' rings).
+    pub window: u64,
+    /// Run the runner threads at the lowest priority (nice 19), so that a
+    /// receiver sharing their core, which sleeps when it has nothing to
+    /// do, takes the core as soon as frames come: a runner out of credit
+    /// spins in the kernel until the receiver acknowledges.
+    pub yield_to_receivers: bool,
+}
+
+/// How long a flow may wait with its window full before its frames in
+/// flight are given up as lost (a frame that never reaches a receiver,
+/// such as one sent before the receivers were steered to, would hold the
+/// window shut for good). Long beside a receiver's turn on a busy core.
+const GIVE_UP_AFTER: Duration = Duration::from_millis(50);
 
 /// Bytes (without FCS) and UDP payload of each frame of a message, and of
 /// a whole message.
@@ -119,24 +143,28 @@ pub fn spawn_gen(name: String, cfg: GenWorkerConfig) -> Result<Worker<TxSummary>
             })?;
             let template = c.frame.template()?;
             let frags = c.message.map_or(1, |m| m.count as u64);
-            let gen = Generator::load(GeneratorConfig {
-                ifindex,
-                message: c.message.map(|m| GenMessage {
-                    msg_len: m.msg_len as u32,
-                    frag_count: m.count as u32,
-                    per_fragment: m.per_fragment as u32,
-                }),
-                count: c.count.map(|n| n.saturating_mul(frags)),
-                rate: c.rate.map(|r| r * frags as f64),
-                burst: BURST,
-                epoch_ns: monotonic_ns(),
-                mix: c.mix.as_ref().map_or_else(Vec::new, |m| {
-                    m.pattern()
-                        .iter()
-                        .map(|&size| Geometry::descriptor_len(size) as u16)
-                        .collect()
-                }),
-            })
+            let gen = Generator::load(
+                GeneratorConfig {
+                    ifindex,
+                    message: c.message.map(|m| GenMessage {
+                        msg_len: m.msg_len as u32,
+                        frag_count: m.count as u32,
+                        per_fragment: m.per_fragment as u32,
+                    }),
+                    count: c.count.map(|n| n.saturating_mul(frags)),
+                    rate: c.rate.map(|r| r * frags as f64),
+                    burst: BURST,
+                    epoch_ns: monotonic_ns(),
+                    window: c.credit.as_ref().map_or(0, |k| k.window.max(1)),
+                    mix: c.mix.as_ref().map_or_else(Vec::new, |m| {
+                        m.pattern()
+                            .iter()
+                            .map(|&size| Geometry::descriptor_len(size) as u16)
+                            .collect()
+                    }),
+                },
+                c.credit.as_ref().map(|k| k.credits.map()),
+            )
             .map_err(|e| WorkerError::Hook(e.to_string()))?;
             let twin = gen.twin().map_err(|e| WorkerError::Hook(e.to_string()))?;
             Ok((
@@ -152,6 +180,31 @@ pub fn spawn_gen(name: String, cfg: GenWorkerConfig) -> Result<Worker<TxSummary>
     )
 }
 
+/// Watches a flow whose window is full for too long and gives its frames
+/// in flight up as lost ([`GIVE_UP_AFTER`]).
+#[derive(Default)]
+struct Stuck {
+    seq: u64,
+    since: Option<std::time::Instant>,
+}
+
+impl Stuck {
+    fn check(&mut self, f: &GenFlowCounters, flow: u16, k: &GenCredit) {
+        let now = std::time::Instant::now();
+        let unacked = f.redirected.saturating_sub(k.credits.acked(flow));
+        if f.seq != self.seq || unacked < k.window {
+            self.seq = f.seq;
+            self.since = None;
+            return;
+        }
+        let since = *self.since.get_or_insert(now);
+        if now.duration_since(since) >= GIVE_UP_AFTER {
+            k.credits.ack(flow, unacked);
+            self.since = None;
+        }
+    }
+}
+
 /// A runner: calls the program until told to stop.
 fn runner(
     mut gen: Generator,
@@ -160,8 +213,15 @@ fn runner(
     placement: Placement,
     stop: Arc<AtomicBool>,
     calls: Arc<AtomicU64>,
+    lowest_priority: bool,
 ) -> Result<(), WorkerError> {
     place(&placement)?;
+    if lowest_priority {
+        // Linux's nice is per thread: this one only.
+        rustix::process::setpriority_process(None, 19).map_err(|e| {
+            WorkerError::Hook(format!("lowering a generator thread's priority: {e}"))
+        })?;
+    }
     while !stop.load(Ordering::Relaxed) {
         calls.fetch_add(1, Ordering::Relaxed);
         // Interrupted by a signal: the stop flag says whether to go on.
@@ -204,6 +264,7 @@ fn run(
         core: Some(core),
         ..cfg.placement.clone()
     };
+    let lowest = cfg.credit.as_ref().is_some_and(|k| k.yield_to_receivers);
     let mut runners = Vec::with_capacity(2);
     for (i, gen) in gens.into_iter().enumerate() {
         let (t, h, n, p) = (
@@ -214,7 +275,7 @@ fn run(
         );
         let spawned = thread::Builder::new()
             .name(format!("lr-gen{flow}-{i}"))
-            .spawn(move || runner(gen, t, ifindex, p, h, n));
+            .spawn(move || runner(gen, t, ifindex, p, h, n, lowest));
         match spawned {
             Ok(j) => runners.push(j),
             Err(e) => {
@@ -256,11 +317,15 @@ fn run(
     let mut failed = None;
     let mut reader = reader;
     let mut stop_at: Option<u64> = None;
+    let mut stuck = Stuck::default();
     loop {
         thread::sleep(PUBLISH_EVERY);
         let f = read(&reader)?;
         account(&f, &mut c);
         counters.publish(&c);
+        if let Some(k) = &cfg.credit {
+            stuck.check(&f, flow, k);
+        }
         let sent = f.seq - first.seq;
         if total.is_some_and(|t| sent >= t) || stop_at.is_some_and(|s| f.seq >= s) {
             break;

@@ -23,7 +23,7 @@ use crossbeam::channel::{bounded, Receiver};
 
 pub use counted::{spawn_counted, CountedWorkerConfig};
 pub use flows::{FlowAccounting, FlowTable, RxSummary, MAX_FLOWS};
-pub use gen::{spawn_gen, GenWorkerConfig};
+pub use gen::{spawn_gen, GenCredit, GenWorkerConfig};
 pub use rr::{spawn_client, spawn_responder, RrSummary, RrWorkerConfig};
 pub use rx::{spawn_rx, OnBound, RxWorkerConfig};
 pub use transactions::{ClientConfig, MAX_LATENCY_NS};

@@ -1,6 +1,6 @@
 //! The receiving worker.
 
-use std::{os::fd::BorrowedFd, time::Instant};
+use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};
 
 use super::flows::{FlowTable, RxSummary};
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
@@ -8,7 +8,7 @@ use crate::{
     capture::Capture,
     clock::monotonic_ns,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{RxFrame, RxPort, SocketOptions, CHUNK_DATA},
+    xsk::{Acks, Credits, RxFrame, RxPort, SocketOptions, CHUNK_DATA},
 };
 
 /// Called in the worker's thread once its socket is bound and the fill
@@ -34,6 +34,9 @@ pub struct RxWorkerConfig {
     pub count_foreign: bool,
     /// Keep a copy of the first this many frames received (`--pcap`).
     pub capture: Option<usize>,
+    /// Acknowledge every frame taken off the ring to the generator that
+    /// sent it (its backpressure), once per batch.
+    pub credits: Option<Arc<Credits>>,
 }
 
 impl std::fmt::Debug for RxWorkerConfig {
@@ -57,6 +60,7 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
         on_bound,
         count_foreign,
         capture,
+        credits,
     } = cfg;
     spawn_with(
         name,
@@ -72,7 +76,8 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
             // The first chunk of each frame: every header, and all of a
             // frame that fits one chunk.
             let capture = capture.map(|n| Capture::new(n, CHUNK_DATA));
-            run(port, wait, &stop, count_foreign, capture, counters)
+            let acks = credits.map(Acks::new);
+            run(port, wait, &stop, count_foreign, capture, acks, counters)
         },
     )
 }
@@ -103,6 +108,7 @@ fn run(
     stop: &StopSignal,
     count_foreign: bool,
     mut capture: Option<Capture>,
+    mut acks: Option<Acks>,
     counters: &WorkerCounters,
 ) -> Result<RxSummary, WorkerError> {
     let mut c = CounterSnapshot::default();
@@ -113,10 +119,19 @@ fn run(
                 keep(&mut capture, &f);
                 count_any(&mut c, f.len as u64)
             })
+        } else if let Some(a) = &mut acks {
+            let n = port.recv(|f| {
+                keep(&mut capture, &f);
+                if let Some(flow) = flows.account_frame(&mut c, f.head, f.len as u64) {
+                    a.note(flow);
+                }
+            });
+            a.flush();
+            n
         } else {
             port.recv(|f| {
                 keep(&mut capture, &f);
-                flows.account_frame(&mut c, f.head, f.len as u64)
+                let _ = flows.account_frame(&mut c, f.head, f.len as u64);
             })
         };
         if n == 0 {

@@ -57,11 +57,13 @@ macro_rules! bound_port {
     };
 }
 
+mod credit;
 mod duplex;
 mod rx;
 mod socket;
 mod tx;
 
+pub use credit::{Acks, Credits};
 pub use duplex::DuplexPort;
 pub use rx::{RxFrame, RxPort};
 pub use socket::{

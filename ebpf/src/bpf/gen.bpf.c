@@ -52,6 +52,8 @@ struct gen_config {
 	__u64 interval_fp;  /* ns between a flow's frames, x256; 0: unpaced */
 	__u64 burst;	    /* frames a late flow may catch up at once */
 	__u64 epoch_ns;	    /* pacing counts time from here (CLOCK_MONOTONIC) */
+	__u64 window;	    /* frames a flow may have unacknowledged in
+			     * gen_credit; 0: no acknowledgements */
 	__u32 mix_count;    /* frames in `mix`; 0: every frame the template's size */
 	__u16 mix[MAX_MIX]; /* frame i's length (without FCS): mix[i % mix_count] */
 };
@@ -83,6 +85,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct gen_flow);
 } gen_flows SEC(".maps");
+
+/* Acknowledgements: per flow, the frames its receivers took off their
+ * rings (or that the sender gave up as lost). The receivers are AF_XDP
+ * sockets of the same process, which add to their flows' entries through
+ * a shared mapping of this map (datapath/src/xsk/credit.rs), with no
+ * system call. A flow with `window` frames unacknowledged waits: the
+ * generator's backpressure, when both ends run on this host (veth has
+ * none: a full peer ring drops what it is handed). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_FLOWS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} gen_credit SEC(".maps");
 
 static __always_inline void put48(__u8 *p, __u64 v)
 {
@@ -172,6 +189,18 @@ int linerate_gen(struct xdp_md *ctx)
 	if (cfg->count && f->seq >= cfg->count) {
 		f->skipped++;
 		return XDP_DROP;
+	}
+	if (cfg->window) {
+		/* Backpressure: wait while the window is full. */
+		__u64 *acked = bpf_map_lookup_elem(&gen_credit, &flow);
+
+		if (!acked)
+			return XDP_ABORTED;
+		if ((__s64)(f->redirected - *(volatile __u64 *)acked) >=
+		    (__s64)cfg->window) {
+			f->skipped++;
+			return XDP_DROP;
+		}
 	}
 
 	__u64 now = bpf_ktime_get_ns();

@@ -602,7 +602,7 @@ fn unpaced_messages_wait_for_the_receivers() {
         return;
     }
     let _g = serial();
-    let lab = Lab::up("gn4", 1500);
+    let lab = Lab::up("gn7", 1500);
     for wait in ["busy", "wait"] {
         let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
         let r = run_json(&[
@@ -667,7 +667,7 @@ fn frames_never_acknowledged_do_not_stop_the_generator() {
         return;
     }
     let _g = serial();
-    let lab = Lab::up("gn5", 1500);
+    let lab = Lab::up("gn8", 1500);
     let r = run_json(&[
         "stream",
         "--lab",
@@ -831,9 +831,9 @@ fn auto_chooses_the_sender_and_says_why() {
     );
 }
 
-/// `--search-rate` with the generator: the unpaced first trial overruns
-/// the peer's ring (what veth drops at the sender counts as lost for the
-/// search), the paced trials search below what left, and the run found
+/// `--search-rate` with the generator: what veth drops at the sender (the
+/// unpaced first trial may overrun the peer's ring) counts as lost for the
+/// search, the paced trials search below what left, and the run found
 /// accounts every frame: sent + dropped at the sender = handed over,
 /// received + lost = sent, within the tolerance.
 #[test]

@@ -28,14 +28,13 @@ fn one_way(rx_only: bool, receivers: &[RxSummary]) -> Option<Latency> {
 }
 
 /// The result of `plan`'s run, from what it measured.
-/// `window`: the frames a generator flow could have unacknowledged by its
+/// `credit_window`: the frames a generator flow could have unacknowledged by its
 /// receivers (its backpressure), when it had any.
 pub fn result(
     plan: &StreamPlan,
     measured: &Measured<TxSummary, RxSummary>,
-    window: Option<u64>,
+    credit_window: Option<u64>,
 ) -> StreamResult {
-    let credit_window = window;
     let args = &plan.args;
     let run = &args.run;
     let path = &plan.path;

@@ -65,6 +65,11 @@ fn path_args(args: &StreamArgs) -> Cow<'_, RunArgs> {
     Cow::Owned(run)
 }
 
+/// Whether the run spans two hosts, or is an agent's side of one.
+fn two_hosts(args: &StreamArgs) -> bool {
+    args.run.agents.tx_agent.is_some() || args.run.role.role.is_some()
+}
+
 /// Checks arguments that need no system access.
 pub fn check_args(args: &StreamArgs) -> Result<()> {
     crate::path::check_args(&path_args(args))?;
@@ -155,7 +160,7 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
     }
     // On two hosts, or as an agent's child (never a file on the agent's
     // host named by a remote controller).
-    let two_hosts = args.run.agents.tx_agent.is_some() || args.run.role.role.is_some();
+    let two_hosts = two_hosts(args);
     if args.pcap.is_some() && two_hosts {
         bail!("--pcap writes the frames of a run on this host: drop --tx-agent/--rx-agent");
     }
@@ -255,14 +260,14 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     let mut tx_engine_reason = None;
     if args.tx_engine == TxEngineArg::Auto {
         let kernel = crate::environment::describe().kernel;
-        let two_hosts = args.run.agents.tx_agent.is_some() || args.run.role.role.is_some();
         let (chosen, why) = engine::auto_sender(
             args,
             engine::AutoFacts {
                 driver: path.tx.info.kind.as_deref(),
                 frame_size,
                 kernel: &kernel,
-                acknowledged: receiver.can().umem && !(two_hosts || args.rx_only || args.tx_only),
+                acknowledged: receiver.can().umem
+                    && !(two_hosts(args) || args.rx_only || args.tx_only),
             },
         );
         sender = chosen;

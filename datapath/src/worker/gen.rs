@@ -174,7 +174,7 @@ pub fn spawn_gen(name: String, cfg: GenWorkerConfig) -> Result<Worker<TxSummary>
                     rate: c.rate.map(|r| r * frags as f64),
                     burst: burst(c.rate.map(|r| r * frags as f64)),
                     epoch_ns: monotonic_ns(),
-                    window: c.credit.as_ref().map_or(0, |k| k.window.max(1)),
+                    window: c.credit.as_ref().map_or(0, |k| k.window),
                     mix: c.mix.as_ref().map_or_else(Vec::new, |m| {
                         m.pattern()
                             .iter()

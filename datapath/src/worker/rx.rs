@@ -119,20 +119,18 @@ fn run(
                 keep(&mut capture, &f);
                 count_any(&mut c, f.len as u64)
             })
-        } else if let Some(a) = &mut acks {
+        } else {
             let n = port.recv(|f| {
                 keep(&mut capture, &f);
-                if let Some(flow) = flows.account_frame(&mut c, f.head, f.len as u64) {
+                let flow = flows.account_frame(&mut c, f.head, f.len as u64);
+                if let (Some(a), Some(flow)) = (&mut acks, flow) {
                     a.note(flow);
                 }
             });
-            a.flush();
+            if let Some(a) = &mut acks {
+                a.flush();
+            }
             n
-        } else {
-            port.recv(|f| {
-                keep(&mut capture, &f);
-                let _ = flows.account_frame(&mut c, f.head, f.len as u64);
-            })
         };
         if n == 0 {
             c.idle_loops += 1;

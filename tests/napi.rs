@@ -49,14 +49,10 @@ fn long_stream(lab: &Lab, napi: &str) -> Child {
         .unwrap()
 }
 
+/// Waits until the run moves frames: its set-up (NAPI mode included) is
+/// done.
 fn wait_attached(lab: &Lab) {
-    let end = Instant::now() + Duration::from_secs(20);
-    while !has_xdp(&lab.ns_b(), &lab.if_b()) {
-        assert!(Instant::now() < end, "the run never attached");
-        thread::sleep(Duration::from_millis(50));
-    }
-    // Attached comes before the NAPI mode is set: give it time to be.
-    thread::sleep(Duration::from_millis(700));
+    wait_for_frames(lab, 1_000);
 }
 
 fn interrupt(child: Child) -> std::process::Output {

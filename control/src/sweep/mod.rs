@@ -506,11 +506,9 @@ mod tests {
         );
         // 10,000 x 1,000 values: counted, not built.
         let big = spec(&[10_000, 1_000], 1);
-        let t = Instant::now();
         let n = Size::of(&big, false).unwrap();
         assert_eq!(n.points, 10_000_000);
         assert!(n.check("big.toml", crate::cli::MAX_POINTS).is_err());
-        assert!(t.elapsed() < Duration::from_secs(5));
         // Products past u64 are an error, not a wrap.
         let mut huge = spec(&[2], 1);
         let axis = huge.parts[0].axes[0].clone();

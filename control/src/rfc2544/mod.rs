@@ -245,6 +245,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         &dir.join(RESULTS),
         &vec![Test::ALL.len() as u64; sizes.len()],
         store::Mode::Resume,
+        |r| check_values(&sizes, r),
         |r| done[r.part][r.point] |= r.values.contains_key("outcome") || r.result.is_some(),
     )?;
     let left: usize = done.iter().flatten().filter(|d| !**d).count();
@@ -420,6 +421,26 @@ fn run_test(
             None => Ok(None),
         },
     }
+}
+
+/// Checks that a record holds the frame size and the test of its place
+/// (part: the size, point: the test): one of another run is refused.
+pub fn check_values(sizes: &[usize], r: &Record) -> std::result::Result<(), String> {
+    let (Some(&size), Some(test)) = (sizes.get(r.part), Test::ALL.get(r.point)) else {
+        return Err(format!("a record of test {} of size {}, which this run does not have", r.point, r.part + 1));
+    };
+    let (got_size, got_test) = (r.values.get("frame_size"), r.values.get("test"));
+    if got_size != Some(&Value::from(size)) || got_test != Some(&Value::from(test.name())) {
+        return Err(format!(
+            "a record of part {} point {} (the {} test at {size} B) that holds frame_size {} and test {}: a record of another run",
+            r.part + 1,
+            r.point,
+            test.name(),
+            got_size.map_or("none".into(), Value::to_string),
+            got_test.map_or("none".into(), Value::to_string),
+        ));
+    }
+    Ok(())
 }
 
 /// `linerate report DIR` of an rfc2544 run.

@@ -62,6 +62,7 @@ pub fn load(dir: &Path, sizes: &[usize]) -> Result<Vec<SizeReport>> {
         &dir.join(RESULTS),
         &points,
         store::Mode::Report,
+        |r| super::check_values(sizes, r),
         |r: Record| {
             if let Err(e) = add(&mut out[r.part], &r) {
                 bad.get_or_insert(e);

@@ -177,9 +177,82 @@ pub struct Loaded {
     pub skipped: usize,
 }
 
-/// Checks a line against the sweep: `points[part]` points in each part.
-fn record(line: &str, points: &[u64]) -> Result<Record, String> {
-    let r: Record = serde_json::from_str(line).map_err(|e| format!("not a sweep record ({e})"))?;
+/// The largest rate a record may hold (per second: frames, messages,
+/// transactions; MB/s; Gbit/s): far beyond any link, so that only a
+/// number that is not a measurement is refused.
+pub const MAX_RATE: f64 = 1e12;
+
+/// Whether the numbers of a result are measurements: rates, durations and
+/// service demands finite, from 0 to [`MAX_RATE`]; percentages (loss, CPU
+/// busy, which is per core or a mean over cores) from 0 to 100. Names the
+/// first field that is not.
+pub fn plausible(result: &serde_json::Value) -> Result<(), String> {
+    fn walk(v: &serde_json::Value, path: &mut String) -> Result<(), String> {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                    if let Some(n) = x.as_f64() {
+                        check(k, n, path)?;
+                    }
+                    walk(x, path)?;
+                    path.truncate(len);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for x in a {
+                    walk(x, path)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    fn check(key: &str, n: f64, path: &str) -> Result<(), String> {
+        let percent = key.ends_with("_pct")
+            || matches!(key, "user" | "system" | "softirq" | "irq" | "steal" | "busy");
+        let rate = key.ends_with("per_s")
+            || key.ends_with("_mb_s")
+            || key.ends_with("_gbit_s")
+            || key.ends_with("window_s")
+            || key.ends_with("_per_mb");
+        let range = if percent {
+            (0.0, 100.0, "a percentage from 0 to 100")
+        } else if rate {
+            (0.0, MAX_RATE, "a rate or a duration from 0 to 1e12")
+        } else {
+            return Ok(());
+        };
+        if n.is_finite() && (range.0..=range.1).contains(&n) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{path} = {n:e} is not a measurement (it is {}): a record edited or written by something else",
+                range.2
+            ))
+        }
+    }
+    walk(result, &mut String::new())
+}
+
+/// Checks a line against the sweep: `points[part]` points in each part,
+/// the numbers of its result measurements, and `check` (its point's
+/// values).
+fn record(
+    line: &str,
+    points: &[u64],
+    check: &impl Fn(&Record) -> Result<(), String>,
+) -> Result<Record, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("not a sweep record ({e})"))?;
+    if let Some(result) = v.get("result") {
+        plausible(result).map_err(|e| format!("result.{e}"))?;
+    }
+    let r: Record = serde_json::from_value(v).map_err(|e| format!("not a sweep record ({e})"))?;
     let Some(n) = points.get(r.part) else {
         return Err(format!(
             "a record of part {} but the sweep has {} part(s)",
@@ -197,6 +270,7 @@ fn record(line: &str, points: &[u64]) -> Result<Record, String> {
     if r.repeat >= super::spec::MAX_REPEATS {
         return Err(format!("a record of repeat {}", r.repeat));
     }
+    check(&r)?;
     match (&r.result, &r.error) {
         (Some(_), None) | (None, Some(_)) => Ok(r),
         _ => Err("a record with neither a result nor an error (or both)".into()),
@@ -204,12 +278,14 @@ fn record(line: &str, points: &[u64]) -> Result<Record, String> {
 }
 
 /// Reads results.jsonl at `path` (none yet: no records) for a sweep whose
-/// parts have `points` points each; `each` gets every record (its result
+/// parts have `points` points each; `check` refuses a record that is not
+/// of its point (other axis values); `each` gets every record (its result
 /// typed), in file order, to keep what it needs of it.
 pub fn load(
     path: &Path,
     points: &[u64],
     mode: Mode,
+    check: impl Fn(&Record) -> Result<(), String>,
     mut each: impl FnMut(Record),
 ) -> Result<Loaded, StoreError> {
     let bytes = match fs::read(path) {
@@ -241,7 +317,7 @@ pub fn load(
     let mut finished = std::collections::HashMap::new();
     for (n, (offset, raw, ended)) in lines.into_iter().enumerate() {
         let text = std::str::from_utf8(raw).map_err(|e| e.to_string());
-        let parsed = text.and_then(|t| record(t, points)).and_then(|r| {
+        let parsed = text.and_then(|t| record(t, points, &check)).and_then(|r| {
             match finished.get(&(r.part, r.point, r.repeat)) {
                 Some(first) if r.result.is_some() => Err(format!(
                     "a second result for repeat {} of point {} of part {} (line {first} has the first)",
@@ -253,12 +329,9 @@ pub fn load(
             }
         });
         let last = n + 1 == count;
-        // A record cut short is never valid JSON; a whole one ends in '\n'.
-        let torn = last
-            && (!ended
-                || std::str::from_utf8(raw).map_or(true, |t| {
-                    serde_json::from_str::<serde_json::Value>(t).is_err()
-                }));
+        // A whole record ends in '\n': only a last line without one is a
+        // write cut short; a whole line that does not hold up is an error.
+        let torn = last && !ended;
         match (parsed, mode) {
             (Ok(r), _) if ended => {
                 if r.result.is_some() {
@@ -359,11 +432,11 @@ mod tests {
         let torn = &rec(2, 0)[..20];
         fs::write(&p, format!("{whole}{torn}")).unwrap();
         // A report leaves it out and changes nothing.
-        let l = load(&p, &[3], Mode::Report, |_| {}).unwrap();
+        let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
         assert_eq!((l.records, l.skipped), (2, 1));
         assert_eq!(fs::read_to_string(&p).unwrap(), format!("{whole}{torn}"));
         // Resuming cuts it, names the byte, keeps the bytes.
-        let l = load(&p, &[3], Mode::Resume, |_| {}).unwrap();
+        let l = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {}).unwrap();
         assert_eq!(l.records, 2);
         assert!(
             l.warnings[0].contains(&format!("at byte {}", whole.len())),
@@ -378,7 +451,7 @@ mod tests {
         // A last line with its newline but not JSON (torn, then a newline
         // written after a crash) is cut too.
         fs::write(&p, format!("{whole}{{\"part\":0,\n")).unwrap();
-        let l = load(&p, &[3], Mode::Resume, |_| {}).unwrap();
+        let l = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {}).unwrap();
         assert_eq!(l.records, 2);
         assert!(d.join("results.jsonl.torn-2").exists());
         assert_eq!(fs::read_to_string(&p).unwrap(), whole);
@@ -413,12 +486,12 @@ mod tests {
             ),
         ] {
             fs::write(&p, format!("{}\n{middle}\n{}\n", rec(0, 0), rec(2, 0))).unwrap();
-            let e = load(&p, &[3], Mode::Resume, |_| {})
+            let e = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {})
                 .unwrap_err()
                 .to_string();
             assert!(e.starts_with(&format!("{}:2: ", p.display())), "{e}");
             assert!(e.contains(what), "{what:?} missing from {e}");
-            let l = load(&p, &[3], Mode::Report, |_| {}).unwrap();
+            let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
             assert_eq!((l.records, l.skipped), (2, 1));
             assert!(l.warnings[0].contains(":2: "), "{:?}", l.warnings);
         }

@@ -73,7 +73,11 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     let spec = SweepSpec::parse(&text, &label)?;
     let size = Size::of(&spec, opts.quick)?;
     size.check(&label, args.max_points)?;
-    size.check_memory(&label, super::bytes_per_point(&spec), super::available_memory())?;
+    size.check_memory(
+        &label,
+        super::bytes_per_point(&spec),
+        super::available_memory(),
+    )?;
     // A controller of agents needs no privileges of its own.
     if !request::names_agents(&opts.extra) {
         privilege::require_root("linerate sweep")?;

@@ -167,8 +167,8 @@ pub const RUN_BYTES: u64 = 256;
 pub fn bytes_per_point(spec: &SweepSpec) -> u64 {
     const ALLOC: u64 = 32;
     let per_axis = (std::mem::size_of::<(String, toml::Value)>() as u64) + 2 * ALLOC;
-    let fixed = (std::mem::size_of::<expand::Point>() + std::mem::size_of::<Duration>()) as u64
-        + ALLOC;
+    let fixed =
+        (std::mem::size_of::<expand::Point>() + std::mem::size_of::<Duration>()) as u64 + ALLOC;
     spec.parts
         .iter()
         .map(|p| {
@@ -177,7 +177,11 @@ pub fn bytes_per_point(spec: &SweepSpec) -> u64 {
                     .iter()
                     .map(|a| {
                         let heap = a.name.len() as u64
-                            + a.values.iter().map(|v| v.to_string().len() as u64).max().unwrap_or(0);
+                            + a.values
+                                .iter()
+                                .map(|v| v.to_string().len() as u64)
+                                .max()
+                                .unwrap_or(0);
                         per_axis + heap
                     })
                     .sum::<u64>()
@@ -397,8 +401,7 @@ pub fn run(
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let mut kept = report::Kept::new(&spec);
     // The runs whose last record is a failure, with their error.
-    let mut failures: std::collections::BTreeMap<(usize, usize, u32), String> =
-        Default::default();
+    let mut failures: std::collections::BTreeMap<(usize, usize, u32), String> = Default::default();
     let mut note = |r: &Record| match (&r.result, &r.error) {
         (None, Some(e)) => {
             failures.insert((r.part, r.point, r.repeat), e.clone());
@@ -535,7 +538,11 @@ pub fn run(
             .get(part)
             .and_then(|pt| expand::point(part, pt, point))
             .map_or_else(|| format!("{point}"), |p| p.describe());
-        format!("part {}, point {which}, repeat {}: {e}", part + 1, repeat + 1)
+        format!(
+            "part {}, point {which}, repeat {}: {e}",
+            part + 1,
+            repeat + 1
+        )
     });
     Ok(Outcome {
         text: Some(text),
@@ -545,7 +552,41 @@ pub fn run(
     })
 }
 
+/// A result that measured nothing is a failure, not a point of 0/s: a
+/// window of 0 s, or a stream that sent nothing in its window.
+fn measured(r: RunResult) -> Result<RunResult> {
+    let (window, what) = match &r {
+        RunResult::Stream(s) => (
+            s.window_s,
+            (s.sender.frames == 0 && s.receiver.frames == 0)
+                .then_some("no frame was sent or received in the measured window"),
+        ),
+        RunResult::Rr(x) => (
+            x.window_s,
+            (x.transactions.completed == 0 && x.transactions.total == 0)
+                .then_some("no transaction completed in the whole run"),
+        ),
+    };
+    if !(window.is_finite() && window > 0.0) {
+        bail!("measured nothing: the measured window was {window} s (a --duration too short to measure)");
+    }
+    if let Some(what) = what {
+        bail!("measured nothing: {what}");
+    }
+    Ok(r)
+}
+
 fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
+    run_once(args, interrupted).and_then(|r| {
+        if interrupted.load(Ordering::Relaxed) {
+            Ok(r)
+        } else {
+            measured(r)
+        }
+    })
+}
+
+fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
     // With agents, each side runs on its host.
     let run = args.run();
     if run.agents.tx_agent.is_some() {
@@ -701,6 +742,65 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("more than"));
+    }
+
+    #[test]
+    fn memory_is_estimated_per_point_and_refused_past_what_is_available() {
+        let s = spec(&[10_000, 1_000, 1_000], 3);
+        let n = Size::of(&s, false).unwrap();
+        let per_point = bytes_per_point(&s);
+        // Each axis' name and value on the heap: more than the point itself.
+        assert!(
+            per_point > std::mem::size_of::<expand::Point>() as u64 + 3 * 64,
+            "{per_point}"
+        );
+        let e = n
+            .check_memory("big.toml", 200, Some(64 << 30))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "big.toml: 10000000000 points x 3 repeat(s) would hold about 9231568 MiB in memory (about 200 bytes per point and 256 per run), more than the 65536 MiB available (MemAvailable in /proc/meminfo): use fewer axis values, or split the sweep into several files"
+        );
+        // What fits is not refused; an unknown amount is not checked.
+        let small = Size::of(&spec(&[100, 100], 3), false).unwrap();
+        small.check_memory("s.toml", 200, Some(64 << 30)).unwrap();
+        small
+            .check_memory("s.toml", 200, Some(10_000 * 968 - 1))
+            .unwrap_err();
+        small
+            .check_memory("s.toml", 200, Some(10_000 * 968))
+            .unwrap();
+        n.check_memory("big.toml", 200, None).unwrap();
+        assert!(available_memory().is_some_and(|m| m > 0));
+    }
+
+    #[test]
+    fn a_record_must_hold_its_points_values() {
+        let s = spec(&[3, 2], 1);
+        let p = expand::point(0, &s.parts[0], 3).unwrap();
+        let mut r = Record {
+            part: 0,
+            point: 3,
+            repeat: 0,
+            values: record_values(&p),
+            result: None,
+            error: Some("x".into()),
+        };
+        check_values(&s, &r).unwrap();
+        // Point 3 is a0=65 a1=65; another sweep's point 3 had other values.
+        r.values.insert("a1".into(), 64.into());
+        assert_eq!(
+            check_values(&s, &r).unwrap_err(),
+            r#"a record of point 3 of part 1 with the values {"a0":65,"a1":64} but that point has {"a0":65,"a1":65}: a record of another sweep"#
+        );
+        r.values.remove("a1");
+        assert!(check_values(&s, &r).is_err());
+        r.values = record_values(&p);
+        r.values.insert("extra".into(), 1.into());
+        assert!(check_values(&s, &r).is_err());
+        r.point = 6;
+        assert!(check_values(&s, &r).unwrap_err().contains("does not have"));
     }
 
     #[test]

@@ -214,7 +214,10 @@ pub fn plausible(result: &serde_json::Value) -> Result<(), String> {
     }
     fn check(key: &str, n: f64, path: &str) -> Result<(), String> {
         let percent = key.ends_with("_pct")
-            || matches!(key, "user" | "system" | "softirq" | "irq" | "steal" | "busy");
+            || matches!(
+                key,
+                "user" | "system" | "softirq" | "irq" | "steal" | "busy"
+            );
         let rate = key.ends_with("per_s")
             || key.ends_with("_mb_s")
             || key.ends_with("_gbit_s")
@@ -448,13 +451,107 @@ mod tests {
             fs::read_to_string(d.join("results.jsonl.torn-1")).unwrap(),
             torn
         );
-        // A last line with its newline but not JSON (torn, then a newline
-        // written after a crash) is cut too.
-        fs::write(&p, format!("{whole}{{\"part\":0,\n")).unwrap();
-        let l = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {}).unwrap();
-        assert_eq!(l.records, 2);
-        assert!(d.join("results.jsonl.torn-2").exists());
-        assert_eq!(fs::read_to_string(&p).unwrap(), whole);
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_whole_last_line_that_does_not_parse_is_an_error_not_torn() {
+        let d = tmp("whole-bad");
+        let p = d.join("results.jsonl");
+        let whole = format!("{}\n{}\n", rec(0, 0), rec(1, 0));
+        // Newline-ended: whole lines as written, which do not hold up.
+        let huge = rec(2, 0).replacen("\"frames_per_s\":", "\"frames_per_s\":1e999,\"x\":", 1);
+        for last in ["{\"part\":0,".to_string(), huge] {
+            let text = format!("{whole}{last}\n");
+            fs::write(&p, &text).unwrap();
+            let e = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("{}:3: not a sweep record (", p.display())),
+                "{e}"
+            );
+            // Nothing cut, nothing set aside.
+            assert_eq!(fs::read_to_string(&p).unwrap(), text);
+            assert!(!d.join("results.jsonl.torn-1").exists());
+            let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
+            assert_eq!((l.records, l.skipped), (2, 1));
+            assert!(
+                l.warnings[0].contains("results.jsonl:3: not a sweep record"),
+                "{:?}",
+                l.warnings
+            );
+        }
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn records_that_are_not_measurements_are_errors_naming_the_field() {
+        let d = tmp("implausible");
+        let p = d.join("results.jsonl");
+        let set = |field: &str, to: &str| {
+            let mut v: serde_json::Value = serde_json::from_str(&rec(1, 0)).unwrap();
+            let mut at = &mut v["result"];
+            for k in field.split('.') {
+                at = match k.parse::<usize>() {
+                    Ok(i) => &mut at[i],
+                    Err(_) => &mut at[k],
+                };
+            }
+            *at = serde_json::from_str(to).unwrap();
+            v.to_string()
+        };
+        for (field, to, what) in [
+            ("receiver.frames_per_s", "-1e308", "result.receiver.frames_per_s = -1e308 is not a measurement (it is a rate or a duration from 0 to 1e12)"),
+            ("sender.wire_gbit_s", "1e300", "result.sender.wire_gbit_s = 1e300 is not a measurement"),
+            ("window_s", "-1", "result.window_s = -1e0 is not a measurement"),
+            ("frames.loss_pct", "150", "result.frames.loss_pct = 1.5e2 is not a measurement (it is a percentage from 0 to 100)"),
+            ("receiver.cpu.cpu_pct", "-3", "result.receiver.cpu.cpu_pct = -3e0"),
+            ("cpu.per_core.0.busy", "250", "result.cpu.per_core.busy = 2.5e2"),
+            ("cpu.total.service_demand_ms_per_mb", "-0.5", "result.cpu.total.service_demand_ms_per_mb = -5e-1"),
+        ] {
+            let text = format!("{}\n{}\n{}\n", rec(0, 0), set(field, to), rec(2, 0));
+            fs::write(&p, &text).unwrap();
+            let e = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("{}:2: {what}", p.display())), "{field}: {e}");
+            let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
+            assert_eq!((l.records, l.skipped), (2, 1), "{field}");
+        }
+        // The fixture itself holds up.
+        let mut v: serde_json::Value = serde_json::from_str(&rec(0, 0)).unwrap();
+        plausible(&v["result"]).unwrap();
+        v["result"]["receiver"]["frames_per_s"] = 0.0.into();
+        plausible(&v["result"]).unwrap();
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_record_its_point_refuses_is_an_error_at_its_line() {
+        let d = tmp("values");
+        let p = d.join("results.jsonl");
+        fs::write(&p, format!("{}\n{}\n{}\n", rec(0, 0), rec(1, 0), rec(2, 0))).unwrap();
+        let check = |r: &Record| {
+            if r.point == 1 {
+                Err("a record of another sweep".to_string())
+            } else {
+                Ok(())
+            }
+        };
+        let e = load(&p, &[3], Mode::Resume, check, |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}:2: a record of another sweep: fix or delete",
+                p.display()
+            )),
+            "{e}"
+        );
+        let mut seen = Vec::new();
+        let l = load(&p, &[3], Mode::Report, check, |r| seen.push(r.point)).unwrap();
+        assert_eq!((l.records, l.skipped, seen), (2, 1, vec![0, 2]));
         let _ = fs::remove_dir_all(d);
     }
 

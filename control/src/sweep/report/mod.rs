@@ -698,10 +698,16 @@ mod tests {
         let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
         let mut kept = Kept::new(&spec);
         let mut whole = 0;
-        let loaded = store::load(&fixture.join(RESULTS), &[6], store::Mode::Report, |r| super::check_values(&spec, r), |r| {
-            whole += serde_json::to_string(&r).unwrap().len();
-            kept.add(r)
-        })
+        let loaded = store::load(
+            &fixture.join(RESULTS),
+            &[6],
+            store::Mode::Report,
+            |r| crate::sweep::check_values(&spec, r),
+            |r| {
+                whole += serde_json::to_string(&r).unwrap().len();
+                kept.add(r)
+            },
+        )
         .unwrap();
         assert_eq!((loaded.records, kept.runs.len()), (12, 12));
         let small: usize = kept

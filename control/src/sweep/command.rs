@@ -82,8 +82,10 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     if !request::names_agents(&opts.extra) {
         privilege::require_root("linerate sweep")?;
     }
-    eprintln!("linerate: sweep results go to {}", dir.display());
+    // Ctrl-C and SIGTERM are answered from here on, the points' checks
+    // included.
     let interrupted = session::on_signal()?;
+    eprintln!("linerate: sweep results go to {}", dir.display());
     let outcome = super::run(
         &text,
         &label,

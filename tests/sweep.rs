@@ -658,6 +658,28 @@ fn sigterm_while_the_points_are_checked_exits_130() {
     let _ = fs::remove_dir_all(dir);
 }
 
+/// The veths of labs mz1 and mz3, named as interfaces.
+const IFACES_MZ1: [&str; 8] = [
+    "--tx-iface",
+    "mz1-a0",
+    "--tx-netns",
+    "mz1-a",
+    "--rx-iface",
+    "mz1-b0",
+    "--rx-netns",
+    "mz1-b",
+];
+const IFACES_MZ3: [&str; 8] = [
+    "--tx-iface",
+    "mz3-a0",
+    "--tx-netns",
+    "mz3-a",
+    "--rx-iface",
+    "mz3-b0",
+    "--rx-netns",
+    "mz3-b",
+];
+
 /// A sweep of one message size over `queues`, short runs, no repeats.
 fn queues_sweep(dir: &Path, queues: &str, duration: &str) -> PathBuf {
     let file = dir.join("queues.toml");
@@ -680,21 +702,18 @@ fn a_sweep_with_failed_points_says_how_many_and_exits_4() {
     let _lab = Lab::up("mz1", 1500);
     let dir = tmp("failures");
     fs::create_dir_all(&dir).unwrap();
-    // The lab's veths have one queue: queues = 2 fails at every point.
+    // The lab's veths have one queue, named as interfaces (not the lab,
+    // which would be recreated with the queues asked): queues = 2 fails.
     for (queues, failed, first) in [
         ("2, 3", "2 of 2", "queues=2"),
         ("1, 2", "1 of 2", "queues=2"),
     ] {
         let out_dir = dir.join(format!("out-{}", failed.replace(' ', "")));
         let file = queues_sweep(&dir, queues, "0.3s");
-        let out = run(&[
-            "sweep",
-            file.to_str().unwrap(),
-            "--lab",
-            "mz1",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ]);
+        let mut args = vec!["sweep", file.to_str().unwrap()];
+        args.extend(IFACES_MZ1);
+        args.extend(["--out", out_dir.to_str().unwrap()]);
+        let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{err}");
         assert!(
@@ -731,7 +750,9 @@ fn sigterm_during_the_runs_exits_130_and_counts_the_failures() {
     let file = queues_sweep(&dir, "2, 1", "60s");
     let out_dir = dir.join("out");
     let mut child = Command::new(linerate())
-        .args(["sweep", file.to_str().unwrap(), "--lab", "mz3", "--out"])
+        .args(["sweep", file.to_str().unwrap()])
+        .args(IFACES_MZ3)
+        .arg("--out")
         .arg(&out_dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -382,7 +382,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         "test(s)",
         first.as_deref(),
         &format!(
-            "`linerate rfc2544 --resume {}` runs them again",
+            "`linerate rfc2544 --resume {}` runs again those that did not finish",
             dir.display()
         ),
     ))

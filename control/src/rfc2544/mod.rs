@@ -241,11 +241,25 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     }
     // What finished: kept, not run again (a test that failed runs again).
     let mut done = vec![[false; 4]; sizes.len()];
+    // The tests whose last record is a failure, with their error.
+    let mut failures: std::collections::BTreeMap<(usize, usize), String> = Default::default();
+    let mut note = |r: &Record| match &r.error {
+        Some(e) => {
+            failures.insert((r.part, r.point), e.clone());
+        }
+        None => {
+            failures.remove(&(r.part, r.point));
+        }
+    };
     store::load(
         &dir.join(RESULTS),
         &vec![Test::ALL.len() as u64; sizes.len()],
         store::Mode::Resume,
-        |r| done[r.part][r.point] |= r.values.contains_key("outcome") || r.result.is_some(),
+        |r| check_values(&sizes, r),
+        |r| {
+            note(&r);
+            done[r.part][r.point] |= r.values.contains_key("outcome") || r.result.is_some()
+        },
     )?;
     let left: usize = done.iter().flatten().filter(|d| !**d).count();
     let per_trial = targs.run.warmup + targs.run.duration;
@@ -331,6 +345,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
                     }
                 }
             };
+            note(&record);
             out.append(&record).with_context(|| {
                 format!(
                     "the finished tests are kept whole: `linerate rfc2544 --resume {}` runs the rest",
@@ -352,7 +367,25 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         );
     }
     // --json as given now (a resumed run: not as saved).
-    output::report(&reports, given.stream.run.json, || text, was_cut, &None)
+    let code = output::report(&reports, given.stream.run.json, || text, was_cut, &None)?;
+    if failures.is_empty() {
+        return Ok(code);
+    }
+    let first = failures
+        .iter()
+        .next()
+        .map(|(&(part, point), e)| format!("{} B {}: {e}", sizes[part], Test::ALL[point].name()));
+    Ok(output::failures(
+        was_cut,
+        failures.len() as u64,
+        (sizes.len() * Test::ALL.len()) as u64,
+        "test(s)",
+        first.as_deref(),
+        &format!(
+            "`linerate rfc2544 --resume {}` runs again those that did not finish",
+            dir.display()
+        ),
+    ))
 }
 
 /// The report's first lines.
@@ -422,6 +455,30 @@ fn run_test(
     }
 }
 
+/// Checks that a record holds the frame size and the test of its place
+/// (part: the size, point: the test): one of another run is refused.
+pub fn check_values(sizes: &[usize], r: &Record) -> std::result::Result<(), String> {
+    let (Some(&size), Some(test)) = (sizes.get(r.part), Test::ALL.get(r.point)) else {
+        return Err(format!(
+            "a record of test {} of size {}, which this run does not have",
+            r.point,
+            r.part + 1
+        ));
+    };
+    let (got_size, got_test) = (r.values.get("frame_size"), r.values.get("test"));
+    if got_size != Some(&Value::from(size)) || got_test != Some(&Value::from(test.name())) {
+        return Err(format!(
+            "a record of part {} point {} (the {} test at {size} B) that holds frame_size {} and test {}: a record of another run",
+            r.part + 1,
+            r.point,
+            test.name(),
+            got_size.map_or("none".into(), Value::to_string),
+            got_test.map_or("none".into(), Value::to_string),
+        ));
+    }
+    Ok(())
+}
+
 /// `linerate report DIR` of an rfc2544 run.
 pub fn report_command(dir: &Path) -> Result<ExitCode> {
     let o = read_options(dir)?;
@@ -473,6 +530,32 @@ mod tests {
         }
         check(&parse(&["--loss", "0.5", "--size", "64", "--quick"])).unwrap();
         assert_eq!(trial_args(&parse(&["--quick"])).run.duration, QUICK_TRIAL.1);
+    }
+
+    #[test]
+    fn a_record_must_hold_the_size_and_test_of_its_place() {
+        let rec = |part, point, size: usize, test: &str| {
+            let mut values = Map::new();
+            values.insert("frame_size".into(), size.into());
+            values.insert("test".into(), test.into());
+            values.insert("outcome".into(), Value::Null);
+            Record {
+                part,
+                point,
+                repeat: 0,
+                values,
+                result: None,
+                error: Some("x".into()),
+            }
+        };
+        let sizes = [64, 128];
+        check_values(&sizes, &rec(1, 2, 128, "frame loss")).unwrap();
+        assert_eq!(
+            check_values(&sizes, &rec(1, 2, 1518, "frame loss")).unwrap_err(),
+            "a record of part 2 point 2 (the frame loss test at 128 B) that holds frame_size 1518 and test \"frame loss\": a record of another run"
+        );
+        assert!(check_values(&sizes, &rec(1, 2, 128, "latency")).is_err());
+        assert!(check_values(&sizes, &rec(2, 0, 128, "throughput")).is_err());
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub fn load(dir: &Path, sizes: &[usize]) -> Result<Vec<SizeReport>> {
         &dir.join(RESULTS),
         &points,
         store::Mode::Report,
+        |r| super::check_values(sizes, r),
         |r: Record| {
             if let Err(e) = add(&mut out[r.part], &r) {
                 bad.get_or_insert(e);
@@ -377,8 +378,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut out = store::Results::open(&dir.join(RESULTS)).unwrap();
-        let record = |point, outcome: Option<serde_json::Value>, error: Option<&str>| {
+        let record = |point: usize, outcome: Option<serde_json::Value>, error: Option<&str>| {
             let mut values = serde_json::Map::new();
+            values.insert("frame_size".into(), 128.into());
+            values.insert("test".into(), Test::ALL[point].name().into());
             if let Some(o) = outcome {
                 values.insert("outcome".into(), o);
             }

@@ -546,6 +546,7 @@ fn load(dir: &Path) -> Result<Loaded> {
         &dir.join(RESULTS),
         &size.per_part,
         store::Mode::Report,
+        |r| super::check_values(&spec, r),
         |r| kept.add(r),
     )?;
     for w in &loaded.warnings {
@@ -673,9 +674,13 @@ fn fixture(extra: &str) -> (SweepSpec, Kept) {
     let text = fs::read_to_string(dir.join("spec.toml")).unwrap() + extra;
     let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
     let mut kept = Kept::new(&spec);
-    store::load(&dir.join(RESULTS), &[6], store::Mode::Report, |r| {
-        kept.add(r)
-    })
+    store::load(
+        &dir.join(RESULTS),
+        &[6],
+        store::Mode::Report,
+        |r| super::check_values(&spec, r),
+        |r| kept.add(r),
+    )
     .unwrap();
     (spec, kept)
 }
@@ -693,10 +698,16 @@ mod tests {
         let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
         let mut kept = Kept::new(&spec);
         let mut whole = 0;
-        let loaded = store::load(&fixture.join(RESULTS), &[6], store::Mode::Report, |r| {
-            whole += serde_json::to_string(&r).unwrap().len();
-            kept.add(r)
-        })
+        let loaded = store::load(
+            &fixture.join(RESULTS),
+            &[6],
+            store::Mode::Report,
+            |r| crate::sweep::check_values(&spec, r),
+            |r| {
+                whole += serde_json::to_string(&r).unwrap().len();
+                kept.add(r)
+            },
+        )
         .unwrap();
         assert_eq!((loaded.records, kept.runs.len()), (12, 12));
         let small: usize = kept

@@ -15,6 +15,7 @@ use super::{
     Test, FIGURE, TABLE,
 };
 use crate::sweep::{
+    report::md,
     store::{self, write_atomic},
     Record, RESULTS,
 };
@@ -219,7 +220,7 @@ pub fn tables(sizes: &[SizeReport]) -> String {
             }
         }
         for (test, e) in &s.errors {
-            let _ = writeln!(o, "\n{test} failed: {e}");
+            let _ = writeln!(o, "\n{test} failed: {}", md::text(e));
         }
     }
     o
@@ -354,8 +355,10 @@ fn figure(sizes: &[SizeReport]) -> Result<String> {
 /// tables for the terminal.
 pub fn write(dir: &Path, head: &str, sizes: &[SizeReport]) -> Result<String> {
     let tables = tables(sizes);
-    let mut md =
-        format!("# RFC 2544\n\n{head}\n\n![frames/s and Gbit/s against frame size]({FIGURE})\n\n");
+    let mut md = format!(
+        "# RFC 2544\n\n{}\n\n![frames/s and Gbit/s against frame size]({FIGURE})\n\n",
+        md::text(head)
+    );
     md.push_str(&tables);
     let _ = write!(
         md,

@@ -423,6 +423,27 @@ mod tests {
     }
 
     #[test]
+    fn errors_and_the_directory_are_text_in_report_md() {
+        let dir = std::env::temp_dir().join(format!("linerate-rfc-esc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sizes = vec![SizeReport {
+            frame_size: 64,
+            errors: vec![("throughput".into(), "<script>alert(1)</script> | x".into())],
+            ..Default::default()
+        }];
+        write(&dir, "linerate rfc2544 in /tmp/<img src=x>:", &sizes).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(!md.contains("<script") && !md.contains("<img"), "{md}");
+        assert!(
+            md.contains("throughput failed: &lt;script>alert(1)&lt;/script> \\| x"),
+            "{md}"
+        );
+        assert!(md.contains("in /tmp/&lt;img src=x>:"), "{md}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn line_rates_count_preamble_and_gap() {
         // 10 GbE carries 14,880,952 64-byte frames/s and 812,743 of 1518 B.
         assert_eq!(line_rate_fps(10.0, 64).round(), 14_880_952.0);

@@ -49,6 +49,17 @@ impl PathEnd {
     }
 }
 
+/// `ip [-n NS] link ARGS`, to paste.
+fn ip_link(netns: Option<&str>, args: &[&str]) -> String {
+    let mut words = vec!["ip"];
+    if let Some(ns) = netns {
+        words.extend(["-n", ns]);
+    }
+    words.push("link");
+    words.extend_from_slice(args);
+    crate::sh::shown(&words)
+}
+
 /// The identity of a namespace (or of this process's, for None): device
 /// and inode of its nsfs file. Two namespaces of one name at two times
 /// have different inodes.
@@ -208,7 +219,10 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
     let side = |(iface, netns): (String, Option<String>)| -> Result<PathEnd> {
         let info = iface::info(netns.as_deref(), &iface)?;
         if !info.up {
-            bail!("interface {iface} is down; bring it up with `ip link set dev {iface} up`");
+            bail!(
+                "interface {iface} is down; bring it up with `{}`",
+                ip_link(netns.as_deref(), &["set", "dev", &iface, "up"])
+            );
         }
         let ip = iface::ipv4(netns.as_deref(), &iface)?;
         let ip6 = if args.ipv6 {
@@ -250,8 +264,13 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
         for end in [&tx, &rx] {
             if end.info.mtu != want {
                 bail!(
-                    "interface {} has MTU {}, not {want}; set it with `ip link set dev {} mtu {want}` (linerate changes MTUs only in its lab)",
-                    end.iface, end.info.mtu, end.iface
+                    "interface {} has MTU {}, not {want}; set it with `{}` (linerate changes MTUs only in its lab)",
+                    end.iface,
+                    end.info.mtu,
+                    ip_link(
+                        end.netns.as_deref(),
+                        &["set", "dev", &end.iface, "mtu", &want.to_string()]
+                    )
                 );
             }
         }
@@ -373,5 +392,22 @@ impl PathPlan {
             crossed: false,
             locks: std::sync::Arc::new(Vec::new()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_quote_names() {
+        assert_eq!(
+            ip_link(Some("n s"), &["set", "dev", "q;id>p;#", "up"]),
+            "ip -n 'n s' link set dev 'q;id>p;#' up"
+        );
+        assert_eq!(
+            ip_link(None, &["set", "dev", "veth0", "mtu", "9000"]),
+            "ip link set dev veth0 mtu 9000"
+        );
     }
 }

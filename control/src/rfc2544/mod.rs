@@ -224,9 +224,9 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     if saved.is_none() {
         if dir.join(OPTIONS).exists() || dir.join(RESULTS).exists() {
             bail!(
-                "{} already holds a run: resume it with `linerate rfc2544 --resume {}`, or give another --out",
+                "{} already holds a run: resume it with `{}`, or give another --out",
                 dir.display(),
-                dir.display()
+                resume_cmd(&dir)
             );
         }
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -348,8 +348,8 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
             note(&record);
             out.append(&record).with_context(|| {
                 format!(
-                    "the finished tests are kept whole: `linerate rfc2544 --resume {}` runs the rest",
-                    dir.display()
+                    "the finished tests are kept whole: `{}` runs the rest",
+                    resume_cmd(&dir)
                 )
             })?;
             reports = report::load(&dir, &sizes)?;
@@ -361,9 +361,9 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     let text = report::write(&dir, &head(&args, &dir), &reports)?;
     if was_cut {
         eprintln!(
-            "linerate: rfc2544 interrupted; finished tests are in {}; resume with `linerate rfc2544 --resume {}`",
+            "linerate: rfc2544 interrupted; finished tests are in {}; resume with `{}`",
             dir.display(),
-            dir.display()
+            resume_cmd(&dir)
         );
     }
     // --json as given now (a resumed run: not as saved).
@@ -386,6 +386,16 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
             dir.display()
         ),
     ))
+}
+
+/// The command that resumes the run in `dir`, to paste.
+fn resume_cmd(dir: &Path) -> String {
+    crate::sh::shown(&[
+        "linerate",
+        "rfc2544",
+        "--resume",
+        &dir.display().to_string(),
+    ])
 }
 
 /// The report's first lines.

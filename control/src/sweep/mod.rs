@@ -37,6 +37,11 @@ use crate::{
 
 /// Results, one JSON object per line, appended as points finish.
 pub const RESULTS: &str = "results.jsonl";
+/// The command that resumes the sweep in `dir`, to paste.
+fn resume_cmd(dir: &Path) -> String {
+    crate::sh::shown(&["linerate", "sweep", "--resume", &dir.display().to_string()])
+}
+
 /// The sweep file as run.
 pub const SPEC: &str = "spec.toml";
 /// How it was run (quick, extra options), for --resume.
@@ -376,8 +381,8 @@ pub fn run(
     }
     let resume_hint = || {
         format!(
-            "the finished points are kept whole: `linerate sweep --resume {}` runs the rest",
-            dir.display()
+            "the finished points are kept whole: `{}` runs the rest",
+            resume_cmd(dir)
         )
     };
     let options = serde_json::to_string_pretty(opts)?;
@@ -387,9 +392,9 @@ pub fn run(
             .find(|f| dir.join(f).exists())
         {
             bail!(
-                "{} already holds a sweep ({f}): resume it with `linerate sweep --resume {}`, or give another --out",
+                "{} already holds a sweep ({f}): resume it with `{}`, or give another --out",
                 dir.display(),
-                dir.display()
+                resume_cmd(dir)
             );
         }
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -527,9 +532,9 @@ pub fn run(
     let text = report(&kept)?;
     if interrupted.load(Ordering::Relaxed) {
         eprintln!(
-            "linerate: sweep interrupted; finished points are in {}; resume with `linerate sweep --resume {}`",
+            "linerate: sweep interrupted; finished points are in {}; resume with `{}`",
             dir.display(),
-            dir.display()
+            resume_cmd(dir)
         );
     }
     let first_failure = failures.iter().next().map(|(&(part, point, repeat), e)| {
@@ -627,9 +632,9 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
     let path = dir.join(OPTIONS);
     let o = fs::read_to_string(&path).map_err(|e| {
         anyhow::anyhow!(
-            "{} holds {SPEC} but no readable {OPTIONS} ({e}): how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `linerate sweep {} --out NEW_DIR` and the options it needs",
+            "{} holds {SPEC} but no readable {OPTIONS} ({e}): how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `{} --out NEW_DIR` and the options it needs",
             dir.display(),
-            dir.join(SPEC).display()
+            crate::sh::shown(&["linerate", "sweep", &dir.join(SPEC).display().to_string()])
         )
     })?;
     let opts = serde_json::from_str(&o).with_context(|| {
@@ -686,11 +691,11 @@ impl SweepOptions {
         let saved = if dropped.is_empty() {
             "saved default (the lab lr, when no interface is saved)".to_string()
         } else {
-            format!("saved `{}`", dropped.join(" "))
+            format!("saved `{}`", crate::sh::shown(&dropped))
         };
         Some(format!(
             "resuming with `{}` instead of the {saved}; {OPTIONS} now says so for the next --resume",
-            now.join(" ")
+            crate::sh::shown(&now)
         ))
     }
 }

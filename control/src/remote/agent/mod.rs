@@ -285,13 +285,13 @@ mod tests {
 
     fn request(iface: &str, netns: Option<&str>, args: &[&str]) -> RunRequest {
         RunRequest {
-            test: "stream".into(),
-            role: "rx".into(),
+            test: api::Test::Stream,
+            role: api::Role::Rx,
             args: args.iter().map(|s| s.to_string()).collect(),
             iface: iface.into(),
             netns: netns.map(str::to_string),
             peer: api::Peer {
-                mac: "02:00:c6:12:00:01".into(),
+                mac: "02:00:c6:12:00:01".parse().unwrap(),
                 ip: "198.18.0.1".parse().unwrap(),
             },
             start_at_ns: 0,

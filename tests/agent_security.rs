@@ -708,7 +708,11 @@ fn run_requests_are_checked_field_by_field_and_logged_escaped() {
     // Its end is logged after its stderr: wait for that line.
     let end = Instant::now() + Duration::from_secs(10);
     while !log_text(&agent).contains(&format!("run {id}: failed")) {
-        assert!(Instant::now() < end, "no end in the log: {}", log_text(&agent));
+        assert!(
+            Instant::now() < end,
+            "no end in the log: {}",
+            log_text(&agent)
+        );
         thread::sleep(Duration::from_millis(50));
     }
     let log = log_text(&agent);

@@ -918,6 +918,46 @@ mod duration_tests {
     }
 
     #[test]
+    fn whole_numbers_name_their_range() {
+        assert_eq!(parse_whole("7", 1..=64), Ok(7));
+        assert_eq!(
+            parse_whole("0", 1..=64).unwrap_err(),
+            "0 is out of range: use 1 to 64"
+        );
+        assert_eq!(
+            parse_whole("-64", 1..=64).unwrap_err(),
+            "-64 is negative: use 1 to 64"
+        );
+        assert_eq!(
+            parse_whole("99999999999999999999", 1..=64).unwrap_err(),
+            "99999999999999999999 is too large: use 1 to 64"
+        );
+        assert!(parse_whole("1e3", 1..=64)
+            .unwrap_err()
+            .contains("not a whole number"));
+        assert!(parse_ring("100")
+            .unwrap_err()
+            .contains("not a power of two"));
+        assert_eq!(parse_ring("1024"), Ok(1024));
+    }
+
+    #[test]
+    fn a_measured_duration_has_a_floor() {
+        assert_eq!(parse_measured("0.1"), Ok(MIN_DURATION));
+        for short in ["0", "0.0000001", "99ms"] {
+            assert!(
+                parse_measured(short)
+                    .unwrap_err()
+                    .contains("at least 100ms"),
+                "{short}"
+            );
+        }
+        assert!(parse_measured("25h").unwrap_err().contains("24h"));
+        assert_eq!(parse_warmup("0"), Ok(Duration::ZERO));
+        assert!(parse_warmup("2h").is_err());
+    }
+
+    #[test]
     fn every_duration_option_takes_seconds() {
         let Command::Stream(a) =
             Cli::try_parse_from(["linerate", "stream", "--duration", "2", "--warmup", "0.5"])

@@ -255,6 +255,19 @@ fn every_out_of_range_value_exits_2_naming_option_and_value() {
         (&["stream"], "--umem-chunk", "1000", "2048 or 4096"),
         (&["stream"], "--tx-cores", "x", "not a core number"),
         (&["rr"], "--rx-cores", "1-", "not a core number"),
+        (&["stream"], "--tx-cores", "-1", "not a core number"),
+        (
+            &["sweep", "rpc"],
+            "--max-points",
+            "-1",
+            "is negative: use 1 to",
+        ),
+        (
+            &["sweep", "rpc"],
+            "--max-points",
+            "0",
+            "out of range: use 1 to",
+        ),
         (
             &["stream", "--pcap", "f"],
             "--pcap-count",

@@ -92,7 +92,7 @@ pub struct AgentServeArgs {
     pub allow_force: bool,
     /// Connections held at once; more are answered 503 and closed at once
     /// (lowered to fit the open-file limit).
-    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = 2048, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
     /// A connection that sends no complete request head for this long (a
     /// half-sent request, or an idle keep-alive connection) is closed.
@@ -323,7 +323,7 @@ pub struct SweepArgs {
     pub agents: AgentArgs,
     /// Refuse a sweep of more points than this, counted before anything is
     /// expanded (a guard against a sweep file that would run for weeks).
-    #[arg(long, value_name = "N", default_value_t = MAX_POINTS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = MAX_POINTS, allow_negative_numbers = true, value_parser = parse_max_points)]
     pub max_points: u64,
 }
 
@@ -436,10 +436,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = WaitArg::Wait)]
     pub rx_wait: WaitArg,
     /// Cores for the senders (rr: clients), one per queue, e.g. 0 or 0,2 or 0-3.
-    #[arg(long, value_name = "LIST", value_parser = parse_cores)]
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
     pub tx_cores: Option<String>,
     /// Cores for the receivers (rr: responders), one per queue.
-    #[arg(long, value_name = "LIST", value_parser = parse_cores)]
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
     pub rx_cores: Option<String>,
     /// Descriptors per batch, 1 to --ring.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true, value_parser = parse_batch)]
@@ -725,6 +725,11 @@ fn whole<T: TryFrom<u64>>(
         parse_whole(text, range.clone())
             .map(|n| T::try_from(n).unwrap_or_else(|_| unreachable!("the range fits the type")))
     }
+}
+
+/// `sweep --max-points`: at least 1.
+fn parse_max_points(text: &str) -> Result<u64, String> {
+    whole(1..=u64::MAX)(text)
 }
 
 /// `--queues`: one worker per queue, as many as the XSKMAP holds.

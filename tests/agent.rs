@@ -246,7 +246,10 @@ fn two_agents_stream_rr_metrics_and_api() {
         Some(TOKEN),
     );
     assert_eq!(code, 400, "{text}");
-    assert!(text.contains("--queues 0 is out of range"), "{text}");
+    assert!(
+        text.contains("invalid value '0' for '--queues <QUEUES>': 0 is out of range"),
+        "{text}"
+    );
 
     // A counted stream across the two agents.
     let (rx0, _) = packets(&format!("{LAB}-b"), &format!("{LAB}-b0"));

@@ -84,7 +84,10 @@ fn bad_sweep_files_are_refused_before_running() {
             "unknown field `colour`",
         ),
         (spec.replace("mtu = 1500", "mtu = \"big\""), "small.toml:"),
-        (spec.replace("mtu = 1500", "queues = 0"), "--queues 0"),
+        (
+            spec.replace("mtu = 1500", "queues = 0"),
+            "invalid value '0' for '--queues",
+        ),
         (spec.replace("mtu = 1500", "colour = 3"), "--colour"),
         (
             spec.replace("rows = \"message\"", "rows = \"size\""),

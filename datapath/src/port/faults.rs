@@ -4,6 +4,11 @@
 //! goes through untouched. Wraps any port; only the faulted frames are
 //! copied.
 
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc,
+};
+
 use super::{Port, Receive, RxFrame, Transmit};
 use crate::xsk::{XskError, XskStats};
 
@@ -14,7 +19,8 @@ pub enum Fault {
     Drop,
     /// Delivered twice.
     Duplicate,
-    /// Delivered after the frame that follows it.
+    /// Delivered after the frame that follows it (a frame that nothing
+    /// follows is never delivered: fault one that something follows).
     Reorder,
     /// Cut to this many bytes.
     Truncate(usize),
@@ -30,7 +36,7 @@ pub struct Faults<P> {
     every: u64,
     first: u64,
     seen: u64,
-    injected: u64,
+    injected: Arc<AtomicU64>,
     /// A reordered frame waiting for the next one: bytes, length, buffers.
     held: Option<(Vec<u8>, usize, usize)>,
     scratch: Vec<u8>,
@@ -46,15 +52,16 @@ impl<P> Faults<P> {
             every: every.max(1),
             first,
             seen: 0,
-            injected: 0,
+            injected: Arc::new(AtomicU64::new(0)),
             held: None,
             scratch: Vec::new(),
         }
     }
 
-    /// Frames faulted so far.
-    pub fn injected(&self) -> u64 {
-        self.injected
+    /// Frames faulted so far, readable after the port has moved into a
+    /// worker's loop.
+    pub fn injected(&self) -> Arc<AtomicU64> {
+        self.injected.clone()
     }
 }
 
@@ -90,7 +97,7 @@ impl<P: Receive> Receive for Faults<P> {
                 }
                 return;
             }
-            *injected += 1;
+            injected.fetch_add(1, Ordering::Relaxed);
             match *fault {
                 Fault::Drop => {}
                 Fault::Duplicate => {
@@ -118,17 +125,6 @@ impl<P: Receive> Receive for Faults<P> {
                 }
             }
         });
-        if got == 0 {
-            // Nothing followed a reordered frame: it comes last.
-            if let Some((b, len, bufs)) = held.take() {
-                on_frame(RxFrame {
-                    head: &b,
-                    len,
-                    bufs,
-                });
-                return 1;
-            }
-        }
         got
     }
 

@@ -21,6 +21,7 @@ pub mod mix;
 pub mod names;
 pub mod netns;
 pub mod pacing;
+pub mod port;
 pub mod sequence;
 pub mod stats;
 pub mod worker;

@@ -146,6 +146,66 @@ impl MessageBytes {
     }
 }
 
+/// A generator worker's counters from its flow's counters in the
+/// program's map: pure, so it is tested without the program (over the
+/// loopback, against what a receiver counts of the same frames).
+#[derive(Debug, Clone)]
+pub(super) struct GenAccounting {
+    frags: u64,
+    bytes: Option<MessageBytes>,
+    msg_len: u64,
+    mixed: bool,
+    payload_len: u64,
+}
+
+impl GenAccounting {
+    pub(super) fn new(cfg: &GenWorkerConfig) -> Self {
+        Self {
+            frags: cfg.message.map_or(1, |m| m.count as u64),
+            bytes: cfg.message.as_ref().map(MessageBytes::new),
+            msg_len: cfg.message.map_or(0, |m| m.msg_len as u64),
+            mixed: cfg.mix.is_some(),
+            payload_len: cfg.frame.payload_len() as u64,
+        }
+    }
+
+    /// The counters of `f` since `first` (the flow's counters when the
+    /// worker started), after `calls` program runs.
+    pub(super) fn account(
+        &self,
+        f: &GenFlowCounters,
+        first: &GenFlowCounters,
+        calls: u64,
+        c: &mut CounterSnapshot,
+    ) {
+        let sent = f.redirected - first.redirected;
+        // The program's byte count: exact whatever the frames' sizes (a
+        // failed redirect uses a sequence number, so bytes do not follow
+        // from the count).
+        let sent_bytes = f.bytes - first.bytes;
+        c.frames = sent;
+        c.queued = f.seq - first.seq;
+        c.bad = f.redirect_failed - first.redirect_failed;
+        c.idle_loops = f.skipped - first.skipped;
+        c.syscalls = calls;
+        match &self.bytes {
+            None if self.mixed => {
+                c.bytes = sent_bytes;
+                c.payload_bytes = sent_bytes - sent * HEADER_OFFSET as u64;
+            }
+            None => {
+                c.bytes = sent_bytes;
+                c.payload_bytes = sent * self.payload_len;
+            }
+            Some(b) => {
+                (c.bytes, c.payload_bytes) = b.of(sent);
+                c.messages = sent / self.frags;
+                c.message_bytes = c.messages * self.msg_len;
+            }
+        }
+    }
+}
+
 /// Starts a generator; returns once its programs are loaded.
 pub fn spawn_gen(name: String, cfg: GenWorkerConfig) -> Result<Worker<TxSummary>, WorkerError> {
     let setup_cfg = cfg.clone();
@@ -260,8 +320,6 @@ fn run(
     let flow = cfg.frame.flow;
     let frags = cfg.message.map_or(1, |m| m.count as u64);
     let total = cfg.count.map(|n| n.saturating_mul(frags));
-    let bytes = cfg.message.as_ref().map(MessageBytes::new);
-    let payload_len = cfg.frame.payload_len() as u64;
     let read = |g: &Generator| g.flow(flow).map_err(|e| WorkerError::Hook(e.to_string()));
     let reader = gens[0]
         .twin()
@@ -305,32 +363,9 @@ fn run(
             }
         }
     }
+    let accounting = GenAccounting::new(cfg);
     let account = |f: &GenFlowCounters, c: &mut CounterSnapshot| {
-        let sent = f.redirected - first.redirected;
-        // The program's byte count: exact whatever the frames' sizes (a
-        // failed redirect uses a sequence number, so bytes do not follow
-        // from the count).
-        let sent_bytes = f.bytes - first.bytes;
-        c.frames = sent;
-        c.queued = f.seq - first.seq;
-        c.bad = f.redirect_failed - first.redirect_failed;
-        c.idle_loops = f.skipped - first.skipped;
-        c.syscalls = calls.load(Ordering::Relaxed);
-        match &bytes {
-            None if cfg.mix.is_some() => {
-                c.bytes = sent_bytes;
-                c.payload_bytes = sent_bytes - sent * HEADER_OFFSET as u64;
-            }
-            None => {
-                c.bytes = sent_bytes;
-                c.payload_bytes = sent * payload_len;
-            }
-            Some(b) => {
-                (c.bytes, c.payload_bytes) = b.of(sent);
-                c.messages = sent / frags;
-                c.message_bytes = c.messages * cfg.message.map_or(0, |m| m.msg_len as u64);
-            }
-        }
+        accounting.account(f, &first, calls.load(Ordering::Relaxed), c)
     };
     let mut c = CounterSnapshot::default();
     let mut failed = None;

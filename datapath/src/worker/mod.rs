@@ -7,6 +7,8 @@
 mod counted;
 mod flows;
 mod gen;
+#[cfg(test)]
+mod loopback;
 mod outbox;
 mod rr;
 mod rx;

@@ -8,7 +8,7 @@ use crate::{
     geometry::Geometry,
     header::{Fragment, Header, Kind, HEADER_LEN},
     message::Fragmentation,
-    xsk::DuplexPort,
+    port::{FrameMut, Transmit},
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +61,7 @@ impl Outbox {
     }
 
     /// Sends up to `max` frames; returns (frames, wire bytes).
-    pub(super) fn pump(&mut self, port: &mut DuplexPort, max: usize, now_ns: u64) -> (u64, u64) {
+    pub(super) fn pump(&mut self, port: &mut impl Transmit, max: usize, now_ns: u64) -> (u64, u64) {
         let n = max.min(self.remaining);
         if n == 0 {
             return (0, 0);

@@ -20,6 +20,7 @@ use crate::{
     frame::{parse, FrameSpec},
     header::Kind,
     message::{Fragmentation, MessageTracker},
+    port::{Receive, Transmit},
     stats::{CounterSnapshot, WorkerCounters},
     xsk::{DuplexPort, SocketOptions, XskError, XskStats},
 };
@@ -76,7 +77,7 @@ fn port_for(cfg: &RrWorkerConfig, max_len: usize) -> Result<DuplexPort, WorkerEr
 /// `idle_ms` when there was nothing to do. `Ok(false)`: the interface is
 /// gone and the worker should end.
 fn send_then_idle(
-    port: &mut DuplexPort,
+    port: &mut (impl Transmit + Receive),
     out: &mut Outbox,
     c: &mut CounterSnapshot,
     cfg: &RrWorkerConfig,
@@ -101,7 +102,7 @@ fn send_then_idle(
 /// Kicks while the kernel has not taken every queued frame (copy mode
 /// takes at most a batch per kick). Returns whether it kicked.
 #[inline]
-fn kick_if_pending(port: &mut DuplexPort, c: &mut CounterSnapshot) -> Result<bool, XskError> {
+fn kick_if_pending(port: &mut impl Transmit, c: &mut CounterSnapshot) -> Result<bool, XskError> {
     if !port.tx_pending() {
         return Ok(false);
     }
@@ -110,7 +111,7 @@ fn kick_if_pending(port: &mut DuplexPort, c: &mut CounterSnapshot) -> Result<boo
     Ok(true)
 }
 
-fn idle(port: &mut DuplexPort, wait: WaitMode, max_ms: i32) -> Result<(), XskError> {
+fn idle(port: &mut impl Receive, wait: WaitMode, max_ms: i32) -> Result<(), XskError> {
     match wait {
         WaitMode::Busy => {
             port.wake_if_needed()?;
@@ -168,8 +169,9 @@ fn spawn_port(
     )
 }
 
-fn respond(
-    mut port: DuplexPort,
+/// The responder's loop, over any port.
+pub(crate) fn respond<P: Transmit + Receive>(
+    mut port: P,
     cfg: &RrWorkerConfig,
     counters: &WorkerCounters,
 ) -> Result<RrSummary, WorkerError> {
@@ -233,8 +235,9 @@ pub fn spawn_client(
     })
 }
 
-fn run_client(
-    mut port: DuplexPort,
+/// The client's loop, over any port.
+pub(crate) fn run_client<P: Transmit + Receive>(
+    mut port: P,
     cfg: &RrWorkerConfig,
     cl: &ClientConfig,
     counters: &WorkerCounters,

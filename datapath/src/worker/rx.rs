@@ -7,8 +7,9 @@ use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerEr
 use crate::{
     capture::Capture,
     clock::monotonic_ns,
+    port::{Receive, RxFrame},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{Acks, Credits, RxFrame, RxPort, SocketOptions, CHUNK_DATA},
+    xsk::{Acks, Credits, RxPort, SocketOptions, CHUNK_DATA},
 };
 
 /// Called in the worker's thread once its socket is bound and the fill
@@ -102,8 +103,9 @@ fn keep(capture: &mut Option<Capture>, f: &RxFrame<'_>) {
     }
 }
 
-fn run(
-    mut port: RxPort,
+/// The receiving loop, over any port.
+pub(crate) fn run<P: Receive>(
+    mut port: P,
     wait: WaitMode,
     stop: &StopSignal,
     count_foreign: bool,

@@ -12,8 +12,9 @@ use crate::{
     message::Fragmentation,
     mix::SizeMix,
     pacing::Pacer,
+    port::{FrameMut, Transmit},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{SocketOptions, TxFrame, TxPort, XskStats, CHUNK_DATA},
+    xsk::{SocketOptions, TxPort, XskStats, CHUNK_DATA},
 };
 
 /// Everything a sender needs.
@@ -131,7 +132,7 @@ impl Stamper {
     /// Stamps frame `seq`; returns its bytes and UDP payload bytes when
     /// frames differ in length.
     #[inline]
-    fn stamp(&self, f: &mut TxFrame<'_>, seq: u64, ts: u64) -> (u64, u64) {
+    fn stamp(&self, f: &mut impl FrameMut, seq: u64, ts: u64) -> (u64, u64) {
         if let Some((mix, stamps)) = &self.mix {
             let i = (seq % stamps.len() as u64) as usize;
             let len = Geometry::descriptor_len(mix.pattern()[i]);
@@ -173,8 +174,9 @@ impl Stamper {
     }
 }
 
-fn run(
-    mut port: TxPort,
+/// The sending loop, over any port.
+pub(crate) fn run<P: Transmit>(
+    mut port: P,
     cfg: &TxWorkerConfig,
     counters: &WorkerCounters,
 ) -> Result<TxSummary, WorkerError> {

@@ -1,0 +1,464 @@
+//! The workers' loops over the in-memory loopback port, with and without
+//! faults: exact accounting of the sender, the receiver and the
+//! request/response client and responder, as an unprivileged user (no
+//! socket, no namespace). Each run has a hard deadline a minute away, so
+//! a broken loop fails its asserts instead of hanging.
+
+use std::{
+    net::Ipv4Addr,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use super::{
+    flows::RxSummary,
+    gen::{GenAccounting, GenWorkerConfig},
+    rr, rx,
+    transactions::ClientConfig,
+    tx, Placement, RrSummary, RrWorkerConfig, StopSignal, TxSummary, TxWorkerConfig, WaitMode,
+};
+use crate::{
+    frame::{Endpoint, FrameSpec},
+    geometry::Geometry,
+    header::Kind,
+    message::Fragmentation,
+    mix::SizeMix,
+    port::{
+        faults::{Fault, Faults},
+        loopback,
+    },
+    stats::WorkerCounters,
+    xsk::{SocketOptions, ZeroCopy, SMALL_CHUNK_SIZE},
+};
+
+const RESPONDER_PORT: u16 = 7000;
+
+fn end(last: u8, port: u16) -> Endpoint {
+    Endpoint {
+        mac: [2, 0, 0, 0, 0, last],
+        ip: Ipv4Addr::new(198, 18, 0, last).into(),
+        port,
+    }
+}
+
+fn spec(frame_size: usize, kind: Kind, from: u8, to: u8) -> FrameSpec {
+    FrameSpec {
+        src: end(from, 40000),
+        dst: end(to, RESPONDER_PORT),
+        frame_size,
+        flow: 0,
+        kind,
+    }
+}
+
+fn stop() -> StopSignal {
+    StopSignal {
+        flag: Arc::new(AtomicBool::new(false)),
+        deadline: Instant::now() + Duration::from_secs(60),
+    }
+}
+
+fn socket() -> SocketOptions {
+    SocketOptions {
+        iface: "none".into(),
+        queue: 0,
+        ring_size: 64,
+        zero_copy: ZeroCopy::Off,
+        multi_buffer: false,
+        chunk_size: SMALL_CHUNK_SIZE,
+    }
+}
+
+/// A fault at frames `first`, `first + every`, ...
+type Plan = Option<(Fault, u64, u64)>;
+
+/// Sends `count` frames (messages, with `message`) from the sender's loop
+/// to the receiver's over a link of 256 frames (so the sender is pushed
+/// back), the receiver's port faulted as `plan` says. Returns both
+/// summaries and the frames faulted.
+fn stream(
+    frame: FrameSpec,
+    message: Option<Fragmentation>,
+    mix: Option<SizeMix>,
+    count: u64,
+    plan: Plan,
+) -> (TxSummary, RxSummary, u64) {
+    let template = frame.template().unwrap();
+    let (ltx, lrx) = loopback::link(&template, template.len(), 256, 32);
+    let rx_stop = stop();
+    let lrx = lrx.stop_when_drained(rx_stop.flag.clone());
+    let cfg = TxWorkerConfig {
+        socket: socket(),
+        frame,
+        message,
+        mix,
+        batch: 32,
+        wait: WaitMode::Wait,
+        rate: None,
+        count: Some(count),
+        placement: Placement::default(),
+        stop: stop(),
+        capture: None,
+    };
+    let (tc, rc) = (WorkerCounters::default(), WorkerCounters::default());
+    thread::scope(|s| {
+        let sender = s.spawn(|| tx::run(ltx, &cfg, &tc).unwrap());
+        let receive = |p| rx::run(p, WaitMode::Wait, &rx_stop, false, None, None, &rc);
+        let (got, injected) = match plan {
+            None => (receive(lrx), 0),
+            Some((fault, every, first)) => {
+                let p = Faults::new(lrx, fault, every, first);
+                let injected = p.injected();
+                let got = rx::run(p, WaitMode::Wait, &rx_stop, false, None, None, &rc);
+                (got, injected.load(Ordering::Relaxed))
+            }
+        };
+        (sender.join().unwrap(), got.unwrap(), injected)
+    })
+}
+
+fn frames64(count: u64, plan: Plan) -> (TxSummary, RxSummary, u64) {
+    stream(spec(64, Kind::Stream, 1, 2), None, None, count, plan)
+}
+
+#[test]
+fn loopback_stream_clean_every_frame_arrives() {
+    let (t, r, _) = frames64(1000, None);
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!((t.queued, t.frames), (1000, 1000));
+    assert_eq!(r.frames, t.frames);
+    assert_eq!(r.bytes, t.bytes, "the receiver counts the bytes sent");
+    assert_eq!(r.payload_bytes, t.payload_bytes);
+    assert_eq!((r.lost, r.reordered, r.duplicates, r.bad), (0, 0, 0, 0));
+}
+
+#[test]
+fn loopback_stream_drop_every_10th_is_lost_exactly() {
+    // Frames 5, 15, ..., 995 dropped: 100, the last frame not among them.
+    let (t, r, injected) = frames64(1000, Some((Fault::Drop, 10, 5)));
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(injected, 100);
+    assert_eq!((r.frames, r.lost), (900, 100));
+    assert_eq!(t.frames, r.frames + r.lost, "sent = received + lost");
+    assert_eq!((r.reordered, r.duplicates, r.bad), (0, 0, 0));
+}
+
+#[test]
+fn loopback_stream_duplicates_are_counted_not_lost() {
+    let (t, r, injected) = frames64(1000, Some((Fault::Duplicate, 10, 3)));
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(injected, 100);
+    assert_eq!(r.duplicates, 100);
+    // Frames received count every copy; without the duplicates they are
+    // what was sent.
+    assert_eq!(r.frames - r.duplicates, t.frames);
+    assert_eq!((r.lost, r.reordered, r.bad), (0, 0, 0));
+}
+
+#[test]
+fn loopback_stream_reordered_frames_are_counted_not_lost() {
+    // Frames 5, 15, ... arrive after the frame that follows them.
+    let (t, r, injected) = frames64(1000, Some((Fault::Reorder, 10, 5)));
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(injected, 100);
+    assert_eq!(r.reordered, 100);
+    assert_eq!((r.frames, r.lost, r.duplicates, r.bad), (t.frames, 0, 0, 0));
+}
+
+#[test]
+fn loopback_stream_truncated_frames_are_bad_and_lost() {
+    // Cut inside the UDP header: not a test frame any more.
+    let (t, r, injected) = frames64(1000, Some((Fault::Truncate(30), 10, 5)));
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(injected, 100);
+    assert_eq!((r.bad, r.frames, r.lost), (100, 900, 100));
+    assert_eq!(t.frames, r.frames + r.lost);
+}
+
+#[test]
+fn loopback_stream_corrupt_frames_are_bad_and_lost() {
+    let (t, r, injected) = frames64(1000, Some((Fault::Corrupt, 7, 0)));
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(t.frames, 1000);
+    // Frames 0, 7, ..., 994: 143.
+    assert_eq!(injected, 143);
+    assert_eq!((r.bad, r.frames, r.lost), (143, 857, 143));
+    assert_eq!(t.frames, r.frames + r.lost);
+    assert_eq!((r.reordered, r.duplicates), (0, 0));
+}
+
+fn messages(count: u64, plan: Plan) -> (TxSummary, RxSummary, u64) {
+    // 3000 bytes in three fragments of 1000.
+    let cut = Fragmentation::new(3000, 1000).unwrap();
+    let frame = spec(
+        Geometry::fragment_frame_ip(&cut, false),
+        Kind::Message,
+        1,
+        2,
+    );
+    stream(frame, Some(cut), None, count, plan)
+}
+
+#[test]
+fn loopback_messages_with_a_dropped_fragment_are_lost_whole() {
+    // 300 messages, 900 frames; frames 5, 15, ..., 895 dropped: 90, each
+    // in a message of its own.
+    let (t, r, injected) = messages(300, Some((Fault::Drop, 10, 5)));
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(injected, 90);
+    assert_eq!((t.frames, t.messages), (900, 300));
+    assert_eq!((r.frames, r.lost), (810, 90));
+    assert_eq!((r.messages, r.messages_lost), (210, 90));
+    assert_eq!(r.messages + r.messages_lost, t.messages);
+    assert_eq!(r.message_bytes, 210 * 3000, "only whole messages count");
+    assert_eq!(r.bad, 0);
+}
+
+#[test]
+fn loopback_messages_with_reordered_fragments_stay_whole() {
+    let (t, r, injected) = messages(300, Some((Fault::Reorder, 4, 1)));
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(injected, 225);
+    assert_eq!((r.messages, r.messages_lost), (300, 0));
+    assert_eq!(r.message_bytes, t.message_bytes);
+    assert_eq!((r.reordered, r.lost, r.bad), (225, 0, 0));
+}
+
+/// The generator's accounting of `sent` frames (the program's counters:
+/// frames and bytes handed to the interface) for a generator that sends
+/// what `frame`, `message` and `mix` say.
+fn gen_counts(
+    frame: FrameSpec,
+    message: Option<Fragmentation>,
+    mix: Option<SizeMix>,
+    sent: u64,
+    sent_bytes: u64,
+) -> crate::stats::CounterSnapshot {
+    let cfg = GenWorkerConfig {
+        iface: "none".into(),
+        frame,
+        message,
+        mix,
+        rate: None,
+        count: None,
+        placement: Placement::default(),
+        stop: stop(),
+        credit: None,
+    };
+    let f = linerate_ebpf::GenFlowCounters {
+        seq: sent,
+        redirected: sent,
+        bytes: sent_bytes,
+        ..Default::default()
+    };
+    let mut c = crate::stats::CounterSnapshot::default();
+    GenAccounting::new(&cfg).account(&f, &Default::default(), 1, &mut c);
+    c
+}
+
+#[test]
+fn loopback_gen_accounting_matches_what_the_receiver_counts() {
+    // The generator's program is not run here (BPF_PROG_RUN needs root):
+    // its accounting, from the frames and bytes the program reports, must
+    // give what a receiver counts of the same frames, sent over the
+    // loopback by the AF_XDP sender's loop.
+    let cut = Fragmentation::new(3000, 1000).unwrap();
+    let frame = spec(
+        Geometry::fragment_frame_ip(&cut, false),
+        Kind::Message,
+        1,
+        2,
+    );
+    let mix = SizeMix::new(vec![(64, 3), (512, 2), (1518, 1)]).unwrap();
+    let mixed = spec(1518, Kind::Stream, 1, 2);
+    let plain = spec(64, Kind::Stream, 1, 2);
+    for (frame, message, mix, count) in [
+        (frame, Some(cut), None, 300),
+        (mixed, None, Some(mix), 600),
+        (plain, None, None, 1000),
+    ] {
+        let (_, r, _) = stream(frame, message, mix.clone(), count, None);
+        let r = r.counters;
+        let g = gen_counts(frame, message, mix, r.frames, r.bytes);
+        assert_eq!((g.frames, g.bytes), (r.frames, r.bytes));
+        assert_eq!(g.payload_bytes, r.payload_bytes, "{frame:?}");
+        assert_eq!((g.messages, g.message_bytes), (r.messages, r.message_bytes));
+    }
+}
+
+/// Which end's receiving side is faulted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    Client,
+    Responder,
+}
+
+/// An rr run's summaries and the frames faulted on each side.
+struct RrRun {
+    client: RrSummary,
+    responder: RrSummary,
+    /// Responses the client's port dropped.
+    at_client: u64,
+    /// Request frames the responder's port dropped.
+    at_responder: u64,
+}
+
+/// Runs the client's loop (`per_flow` transactions on each of 2 flows, 4
+/// in flight per flow, requests of two fragments, responses of one)
+/// against the responder's over loopback links of 64 frames, one side's
+/// receiving port faulted as `plan` says.
+fn rr_run(per_flow: u64, plan: Option<(At, Fault, u64, u64)>) -> RrRun {
+    let request = Fragmentation::new(1500, 1000).unwrap();
+    let response = Fragmentation::new(200, 1000).unwrap();
+    let cfg = |frame: FrameSpec, send: Fragmentation| RrWorkerConfig {
+        socket: socket(),
+        tx_ring: 64,
+        batch: 16,
+        wait: WaitMode::Wait,
+        placement: Placement::default(),
+        stop: stop(),
+        on_bound: Box::new(|_| Ok(())),
+        frame,
+        send,
+        responder_port: RESPONDER_PORT,
+    };
+    let client_cfg = cfg(
+        spec(
+            Geometry::fragment_frame_ip(&request, false),
+            Kind::Request,
+            1,
+            2,
+        ),
+        request,
+    );
+    let responder_cfg = cfg(
+        spec(
+            Geometry::fragment_frame_ip(&response, false),
+            Kind::Response,
+            2,
+            1,
+        ),
+        response,
+    );
+    let (ct, rt) = (
+        client_cfg.frame.template().unwrap(),
+        responder_cfg.frame.template().unwrap(),
+    );
+    let (client_port, responder_port) = loopback::duplex(&ct, &rt, ct.len().max(rt.len()), 64, 16);
+    let fault = |p, at: At| match plan {
+        Some((a, fault, every, first)) if a == at => Faults::new(p, fault, every, first),
+        _ => Faults::new(p, Fault::Drop, u64::MAX, u64::MAX),
+    };
+    let (client_port, responder_port) = (
+        fault(client_port, At::Client),
+        fault(responder_port, At::Responder),
+    );
+    let (at_client, at_responder) = (client_port.injected(), responder_port.injected());
+    let halt = responder_cfg.stop.flag.clone();
+    let cl = ClientConfig {
+        flows: vec![0, 1],
+        concurrency: 4,
+        // Short, so a lost transaction is retried soon. A stall past it
+        // makes a timeout whose answer comes late (counted late): the
+        // links are FIFO, so it comes before the retry's.
+        timeout: Duration::from_millis(200),
+        count: Some(per_flow),
+        measuring: Arc::new(AtomicBool::new(true)),
+    };
+    let (cc, rc) = (WorkerCounters::default(), WorkerCounters::default());
+    let (client, responder) = thread::scope(|s| {
+        let rc = &rc;
+        let responder = s.spawn(move || rr::respond(responder_port, &responder_cfg, rc).unwrap());
+        let client = rr::run_client(client_port, &client_cfg, &cl, &cc);
+        halt.store(true, Ordering::Relaxed);
+        (client.unwrap(), responder.join().unwrap())
+    });
+    RrRun {
+        client,
+        responder,
+        at_client: at_client.load(Ordering::Relaxed),
+        at_responder: at_responder.load(Ordering::Relaxed),
+    }
+}
+
+/// What holds for every rr run, faulted or not: every transaction is
+/// matched to its response, each timeout is a lost frame's or an answer
+/// that came late, every frame sent arrives or was dropped, and every
+/// whole request is answered once.
+fn assert_rr_accounting(run: &RrRun, transactions: u64) {
+    let (c, r) = (&run.client.counters, &run.responder.counters);
+    let dropped = run.at_client + run.at_responder;
+    assert_eq!(c.transactions, transactions);
+    assert_eq!(
+        c.timeouts,
+        dropped + c.late,
+        "a timeout for every transaction whose request or response lost a frame"
+    );
+    // Requests are two frames, responses one.
+    assert_eq!(
+        c.queued,
+        2 * (transactions + c.timeouts),
+        "request frames sent"
+    );
+    assert_eq!(
+        r.frames,
+        c.queued - run.at_responder,
+        "request frames received"
+    );
+    assert_eq!(
+        r.messages,
+        c.queued / 2 - run.at_responder,
+        "requests whole"
+    );
+    assert_eq!(r.queued, r.messages, "one response per whole request");
+    assert_eq!(c.frames, r.queued - run.at_client, "responses received");
+    assert_eq!(
+        c.messages,
+        transactions + c.late,
+        "responses matched or late"
+    );
+    assert_eq!(c.bad + r.bad, 0);
+}
+
+#[test]
+fn loopback_rr_clean_every_transaction_matched() {
+    let run = rr_run(200, None);
+    assert_eq!(run.at_client + run.at_responder, 0);
+    assert_rr_accounting(&run, 400);
+    assert_eq!(
+        run.client.latency.len(),
+        400,
+        "a response time per transaction"
+    );
+}
+
+#[test]
+fn loopback_rr_dropped_request_fragments_time_out() {
+    // Every 25th request frame the responder receives is dropped: its
+    // request is never whole, so never answered, and times out.
+    let run = rr_run(100, Some((At::Responder, Fault::Drop, 25, 12)));
+    assert!(run.at_responder >= 16, "{} dropped", run.at_responder);
+    assert_rr_accounting(&run, 200);
+}
+
+#[test]
+fn loopback_rr_dropped_responses_time_out() {
+    let run = rr_run(100, Some((At::Client, Fault::Drop, 20, 10)));
+    assert!(run.at_client >= 10, "{} dropped", run.at_client);
+    assert_rr_accounting(&run, 200);
+    assert_eq!(run.client.latency.len(), 200);
+}
+
+#[test]
+fn loopback_rr_duplicated_requests_are_answered_once() {
+    let run = rr_run(100, Some((At::Responder, Fault::Duplicate, 10, 3)));
+    let r = &run.responder.counters;
+    assert_eq!(r.duplicates, run.at_responder);
+    assert_eq!(run.client.counters.transactions, 200);
+    assert_eq!(r.queued, r.messages, "one response per request");
+    assert_eq!(run.client.counters.timeouts, run.client.counters.late);
+}

@@ -9,7 +9,10 @@ use std::net::IpAddr;
 
 use etherparse::PacketBuilder;
 
-use crate::header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEADER_LEN};
+use crate::{
+    header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
+    stats::CounterSnapshot,
+};
 
 /// Ethernet header length.
 pub const ETH_LEN: usize = 14;
@@ -80,6 +83,15 @@ pub enum FrameError {
     /// UDP, but no linerate header.
     #[error(transparent)]
     Header(#[from] HeaderError),
+}
+
+impl FrameError {
+    /// Counts a received frame refused for this reason: every refused
+    /// frame is `bad`; a reason with a counter of its own counts there too.
+    #[inline]
+    pub fn count(&self, c: &mut CounterSnapshot) {
+        c.bad += 1;
+    }
 }
 
 impl FrameSpec {

@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use linerate_datapath::stats::CounterSnapshot;
+
 use super::result::{RrResult, SideCpu};
 use crate::{cpu::Host, results::two_host, stream::output::thousands};
 
@@ -121,6 +123,19 @@ pub fn print_table(r: &RrResult) -> String {
         "  whole run: {} completed, {} timed out (retried), {} late answers, {} requests answered",
         t.total, t.timeouts, t.late, t.answered
     );
+    // Frames the clients and responders refused, when there were any.
+    let all = r
+        .workers
+        .iter()
+        .fold(CounterSnapshot::default(), |a, w| a.add(&w.total));
+    let refused: Vec<String> = CounterSnapshot::FIELDS
+        .iter()
+        .filter(|c| c.refused)
+        .map(|c| format!("{} {}", c.name, (c.read)(&all)))
+        .collect();
+    if all.refused() != CounterSnapshot::default() {
+        let _ = writeln!(o, "  frames refused: {}", refused.join(", "));
+    }
     o.push_str(&side("client", &r.cpu.client));
     o.push_str(&side("responder", &r.cpu.responder));
     o.push_str(&side("total", &r.cpu.total));

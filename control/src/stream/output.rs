@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use linerate_datapath::stats::CounterSnapshot;
+
 use super::result::{SideFigures, StreamResult};
 use crate::{cpu::Host, results::two_host};
 
@@ -249,11 +251,15 @@ pub fn print_table(r: &StreamResult) -> String {
     let f = &r.frames;
     if receivers_ran(r) {
         o.push_str(&row("received", &r.receiver));
-        let _ = writeln!(
+        let _ = write!(
             o,
-            "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
-            f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
+            "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}",
+            f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates
         );
+        for c in CounterSnapshot::FIELDS.iter().filter(|c| c.refused) {
+            let _ = write!(o, ", {} {}", c.name, (c.read)(&f.refused));
+        }
+        o.push('\n');
     } else {
         let _ = writeln!(
             o,

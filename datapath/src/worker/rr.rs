@@ -180,9 +180,9 @@ fn respond(
         c.frames_sent(port.reclaim());
         let now = monotonic_ns();
         let got = port.recv(|f| {
-            let Ok(p) = parse(f.head) else {
-                c.bad += 1;
-                return;
+            let p = match parse(f.head) {
+                Ok(p) => p,
+                Err(e) => return e.count(&mut c),
             };
             c.frames += 1;
             c.bytes += f.len as u64;
@@ -265,9 +265,9 @@ fn run_client(
         let now = monotonic_ns();
         let measuring = cl.measuring.load(Ordering::Relaxed);
         let got = port.recv(|f| {
-            let Ok(p) = parse(f.head) else {
-                c.bad += 1;
-                return;
+            let p = match parse(f.head) {
+                Ok(p) => p,
+                Err(e) => return e.count(&mut c),
             };
             c.frames += 1;
             c.bytes += f.len as u64;

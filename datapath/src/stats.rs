@@ -102,6 +102,9 @@ counters! {
     /// Received frames that were not linerate frames.
     bad: "linerate_worker_bad_frames", "frames",
         "Frames on the test port that were not linerate frames", refused;
+    /// Linerate frames with a wrong IPv4 header or UDP checksum (also bad).
+    bad_checksum: "linerate_worker_bad_checksum_frames", "frames",
+        "Test frames whose IPv4 header or UDP checksum was wrong (also counted bad)", refused;
     /// Sequence numbers missing (receiver).
     lost: "linerate_worker_lost_frames", "frames",
         "Sequence numbers missing at the receiver (frames lost)";

@@ -334,14 +334,32 @@ pub fn set_udp6_checksum(frame: &mut [u8], len: usize) {
 }
 
 /// The Internet checksum's one's-complement sum of `b` as big-endian 16-bit
-/// words (an odd last byte padded with zero), not yet folded.
+/// words (an odd last byte padded with zero), folded to 16 bits or not:
+/// add such sums and [`fold`] them. Summed as native-endian 32-bit words
+/// and swapped once at the end (RFC 1071: the sum is independent of byte
+/// order, and 2^16 is 1 modulo 0xffff), which the compiler vectorizes: a
+/// receiver checks a 1500-byte datagram with it.
 pub fn ones_sum(b: &[u8]) -> u32 {
-    let mut words = b.chunks_exact(2);
-    let sum: u32 = words
+    let mut words = b.chunks_exact(4);
+    let mut sum: u64 = words
         .by_ref()
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .map(|w| u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
         .sum();
-    sum + words.remainder().first().map_or(0, |&b| u32::from(b) << 8)
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let sum = if cfg!(target_endian = "little") {
+        (sum as u16).swap_bytes()
+    } else {
+        sum as u16
+    };
+    let tail = match *words.remainder() {
+        [a, b, c] => u32::from(u16::from_be_bytes([a, b])) + (u32::from(c) << 8),
+        [a, b] => u32::from(u16::from_be_bytes([a, b])),
+        [a] => u32::from(a) << 8,
+        _ => 0,
+    };
+    u32::from(sum) + tail
 }
 
 /// Folds a one's-complement sum into 16 bits.
@@ -665,6 +683,17 @@ mod tests {
             prop_assert_eq!(&f[HEADER_OFFSET - 2..HEADER_OFFSET], &[0u8, 0][..]);
             prop_assert_eq!(checksums_valid(&f), Ok(()));
             prop_assert_eq!(parse(&f).unwrap().header.seq, seq);
+        }
+
+        /// Summed 32 bits at a time, the sum is the 16-bit words' sum.
+        #[test]
+        fn ones_sum_is_the_sum_of_16_bit_words(b in proptest::collection::vec(any::<u8>(), 0..3000)) {
+            let words: u64 = b
+                .chunks(2)
+                .map(|w| u64::from(u16::from_be_bytes([w[0], w.get(1).copied().unwrap_or(0)])))
+                .sum();
+            let want = fold((words & 0xffff_ffff) as u32) as u64 + (words >> 32);
+            prop_assert_eq!(u64::from(fold(ones_sum(&b))), u64::from(fold(want as u32)));
         }
 
         #[test]

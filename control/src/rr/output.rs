@@ -165,3 +165,40 @@ pub fn print_table(r: &RrResult) -> String {
     );
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::print_table;
+    use crate::results::run::RunResult;
+
+    fn fixture(name: &str) -> super::RrResult {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results")
+            .join(name);
+        match serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() {
+            RunResult::Rr(r) => r,
+            RunResult::Stream(_) => panic!("{name} is not rr"),
+        }
+    }
+
+    /// Refused frames get their line (every refused counter by name) only
+    /// when a client or responder refused any.
+    #[test]
+    fn refused_frames_printed_when_any() {
+        let mut r = fixture("rr-xdp.json");
+        assert!(!print_table(&r).contains("frames refused"));
+        r.workers[0].total.bad = 3;
+        r.workers[0].total.bad_checksum = 2;
+        let mut other = r.workers[0].clone();
+        other.total.bad = 1;
+        other.total.bad_checksum = 0;
+        r.workers.push(other);
+        assert!(
+            print_table(&r).contains("\n  frames refused: bad 4, bad_checksum 2\n"),
+            "{}",
+            print_table(&r)
+        );
+    }
+}

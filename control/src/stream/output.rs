@@ -415,7 +415,26 @@ pub fn print_table(r: &StreamResult) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::thousands;
+    use super::{print_table, thousands};
+
+    /// The whole-run line names every counter of refused frames.
+    #[test]
+    fn whole_run_line_names_every_refused_counter() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        let crate::results::run::RunResult::Stream(mut r) =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        else {
+            panic!("stream.json is not a stream")
+        };
+        r.frames.refused.bad = 5;
+        r.frames.refused.bad_checksum = 4;
+        let text = print_table(&r);
+        assert!(
+            text.contains(", duplicates 0, bad 5, bad_checksum 4\n"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn groups_digits() {

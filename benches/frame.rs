@@ -140,5 +140,59 @@ fn tx_batch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(frame_benches, per_frame, reassembly, tx_batch);
+/// A frame as the other end of a test might send it: IPv4 with a UDP
+/// checksum (linerate's senders send none over IPv4), or IPv6 (always one).
+fn checked_frame(size: usize, ipv6: bool) -> Vec<u8> {
+    use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+    let mut s = spec(size, Kind::Stream);
+    if ipv6 {
+        s.src.ip = "2001:2::1".parse().unwrap();
+        s.dst.ip = "2001:2::2".parse().unwrap();
+        return s.template().unwrap();
+    }
+    let mut f = s.template().unwrap();
+    let sliced = SlicedPacket::from_ethernet(&f).unwrap();
+    let (Some(NetSlice::Ipv4(ip)), Some(TransportSlice::Udp(udp))) =
+        (&sliced.net, &sliced.transport)
+    else {
+        unreachable!("an IPv4 UDP template")
+    };
+    let check = udp
+        .to_header()
+        .calc_checksum_ipv4(&ip.header().to_header(), udp.payload())
+        .unwrap();
+    f[HEADER_OFFSET - 2..HEADER_OFFSET].copy_from_slice(&check.to_be_bytes());
+    f
+}
+
+/// Parsing a received frame, its checksums verified (`frame::parse`):
+/// the IPv4 header's (20 bytes) always, the UDP checksum over the whole
+/// datagram where the frame carries one.
+fn checksum_check(c: &mut Criterion) {
+    let mut g = c.benchmark_group("parse and check");
+    for size in [64, 1518] {
+        let cases = [
+            (
+                "IPv4, no UDP checksum",
+                spec(size, Kind::Stream).template().unwrap(),
+            ),
+            ("IPv4, UDP checksum", checked_frame(size, false)),
+            ("IPv6, UDP checksum", checked_frame(size.max(84), true)),
+        ];
+        for (what, f) in cases {
+            g.bench_function(format!("{size} B, {what}"), |b| {
+                b.iter(|| parse(black_box(&f)).unwrap())
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(
+    frame_benches,
+    per_frame,
+    reassembly,
+    tx_batch,
+    checksum_check
+);
 criterion_main!(frame_benches);

@@ -279,7 +279,7 @@ fn two_agents_stream_rr_metrics_and_api() {
     let f = &r["frames"];
     assert_eq!(f["sent"], COUNT, "{r:#}");
     assert_eq!(f["received"], COUNT, "{r:#}");
-    for k in ["lost", "bad", "duplicates", "seq_gaps"] {
+    for k in ["lost", "bad", "bad_checksum", "duplicates", "seq_gaps"] {
         assert_eq!(f[k], 0, "{k}: {r:#}");
     }
     assert_eq!(r["xdp"]["redirected"], COUNT);
@@ -327,6 +327,10 @@ fn two_agents_stream_rr_metrics_and_api() {
     assert_eq!(
         mb[r#"linerate_xdp_frames_total{action="redirected"}"#],
         COUNT as f64
+    );
+    assert_eq!(
+        mb[r#"linerate_worker_bad_checksum_frames_total{role="rx",queue="0"}"#],
+        0.0
     );
     assert_eq!(mb[r#"linerate_run_active{test="stream",role="rx"}"#], 0.0);
     assert!(mb[r#"linerate_latency_seconds{quantile="0.99"}"#] > 0.0);

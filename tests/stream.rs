@@ -239,3 +239,54 @@ fn umem_on_huge_pages_when_the_system_has_them() {
     let r = counted_stream(&lab.name, 1_000, &[]);
     assert_eq!(r["setup"]["umem_huge_pages"], false, "{r:#}");
 }
+
+/// Receivers verify every frame's checksums: a normal stream's frames all
+/// pass (IPv4: the header checksum; IPv6 message fragments: the UDP
+/// checksum too), and `bad_checksum` is reported as 0 in the JSON (whole
+/// run and per worker) and in the table's whole-run line.
+#[test]
+fn checksums_verified_and_reported() {
+    if !root_or_skip("checksums verified") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tcsum", 1500);
+    let r = counted_stream(&lab.name, 2000, &[]);
+    assert_whole(&r, 2000, 2000 * 1514);
+    assert_eq!(r["frames"]["bad_checksum"], 0, "{r:#}");
+    assert_eq!(worker(&r, "rx")["total"]["bad_checksum"], 0, "{r:#}");
+    // IPv6 messages of 3 fragments: every fragment's UDP checksum checked.
+    let r = counted_stream(&lab.name, 300, &["--ipv6", "--message", "3000"]);
+    assert_eq!(r["frames"]["received"], 900, "{r:#}");
+    assert_eq!(r["frames"]["messages"]["received"], 300, "{r:#}");
+    assert_eq!(r["frames"]["bad_checksum"], 0, "{r:#}");
+    assert_eq!(r["frames"]["bad"], 0, "{r:#}");
+    // The table's whole-run line names it.
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--count",
+        "1000",
+        "--rate",
+        "50000",
+        "--napi",
+        "softirq",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "received 1000, lost 0 (0.0000 %), reordered 0, duplicates 0, bad 0, bad_checksum 0\n"
+        ),
+        "{text}"
+    );
+}

@@ -9,7 +9,10 @@ use std::net::IpAddr;
 
 use etherparse::PacketBuilder;
 
-use crate::header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEADER_LEN};
+use crate::{
+    header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
+    stats::CounterSnapshot,
+};
 
 /// Ethernet header length.
 pub const ETH_LEN: usize = 14;
@@ -80,6 +83,21 @@ pub enum FrameError {
     /// UDP, but no linerate header.
     #[error(transparent)]
     Header(#[from] HeaderError),
+    /// A linerate frame whose IPv4 header or UDP checksum is wrong.
+    #[error("wrong {0} checksum")]
+    Checksum(&'static str),
+}
+
+impl FrameError {
+    /// Counts a received frame refused for this reason: every refused
+    /// frame is `bad`; a reason with a counter of its own counts there too.
+    #[inline]
+    pub fn count(&self, c: &mut CounterSnapshot) {
+        c.bad += 1;
+        if let Self::Checksum(_) = self {
+            c.bad_checksum += 1;
+        }
+    }
 }
 
 impl FrameSpec {
@@ -316,14 +334,32 @@ pub fn set_udp6_checksum(frame: &mut [u8], len: usize) {
 }
 
 /// The Internet checksum's one's-complement sum of `b` as big-endian 16-bit
-/// words (an odd last byte padded with zero), not yet folded.
+/// words (an odd last byte padded with zero), folded to 16 bits or not:
+/// add such sums and [`fold`] them. Summed as native-endian 32-bit words
+/// and swapped once at the end (RFC 1071: the sum is independent of byte
+/// order, and 2^16 is 1 modulo 0xffff), which the compiler vectorizes: a
+/// receiver checks a 1500-byte datagram with it.
 pub fn ones_sum(b: &[u8]) -> u32 {
-    let mut words = b.chunks_exact(2);
-    let sum: u32 = words
+    let mut words = b.chunks_exact(4);
+    let mut sum: u64 = words
         .by_ref()
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .map(|w| u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
         .sum();
-    sum + words.remainder().first().map_or(0, |&b| u32::from(b) << 8)
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let sum = if cfg!(target_endian = "little") {
+        (sum as u16).swap_bytes()
+    } else {
+        sum as u16
+    };
+    let tail = match *words.remainder() {
+        [a, b, c] => u32::from(u16::from_be_bytes([a, b])) + (u32::from(c) << 8),
+        [a, b] => u32::from(u16::from_be_bytes([a, b])),
+        [a] => u32::from(a) << 8,
+        _ => 0,
+    };
+    u32::from(sum) + tail
 }
 
 /// Folds a one's-complement sum into 16 bits.
@@ -365,9 +401,48 @@ const ETHERTYPE_VLAN: u16 = 0x8100;
 const ETHERTYPE_QINQ: u16 = 0x88a8;
 const IPPROTO_UDP: u8 = 17;
 
+/// Whether the checksums of a frame's IP (`ip`: offset of its header, IPv6
+/// when `v6`) and
+/// UDP (`udp`: offset of its header, `udp_len` its length field) headers
+/// verify: the IPv4 header's always; the UDP checksum where the frame
+/// carries one (IPv4: nonzero; IPv6: always) and the whole datagram lies in
+/// `b` (a frame's first buffer: not checked across buffers). Summed as
+/// senders sum it ([`ones_sum`]); a valid sum folds to 0xffff.
+#[inline]
+fn verify_checksums(
+    b: &[u8],
+    v6: bool,
+    ip: usize,
+    udp: usize,
+    udp_len: usize,
+) -> Result<(), FrameError> {
+    if !v6 && fold(ones_sum(&b[ip..udp])) != 0xffff {
+        return Err(FrameError::Checksum("IPv4 header"));
+    }
+    let carried = v6 || b[udp + 6..udp + 8] != [0, 0];
+    if !carried || udp_len < UDP_LEN || udp + udp_len > b.len() {
+        return Ok(());
+    }
+    // The pseudo-header: addresses, protocol, UDP length.
+    let addresses = if v6 {
+        ip + 8..ip + 40
+    } else {
+        ip + 12..ip + 20
+    };
+    let sum = ones_sum(&b[addresses])
+        + u32::from(IPPROTO_UDP)
+        + udp_len as u32
+        + ones_sum(&b[udp..udp + udp_len]);
+    if fold(sum) != 0xffff {
+        return Err(FrameError::Checksum("UDP"));
+    }
+    Ok(())
+}
+
 /// Parses Ethernet (optionally one VLAN tag), IPv4 or IPv6, UDP and the
-/// linerate header from the first buffer of a received frame. Never
-/// panics, whatever the bytes.
+/// linerate header from the first buffer of a received frame, and verifies
+/// its checksums (`verify_checksums`: a linerate frame whose checksum is
+/// wrong is [`FrameError::Checksum`]). Never panics, whatever the bytes.
 pub fn parse(b: &[u8]) -> Result<Parsed, FrameError> {
     let be16 = |o: usize| -> Option<u16> { Some(u16::from_be_bytes([*b.get(o)?, *b.get(o + 1)?])) };
     let mut off = 12;
@@ -377,6 +452,7 @@ pub fn parse(b: &[u8]) -> Result<Parsed, FrameError> {
         ethertype = be16(off + 2).ok_or(FrameError::NotUdp("short VLAN tag"))?;
         off += 4;
     }
+    let ip = off;
     let proto = match ethertype {
         ETHERTYPE_IPV4 => {
             let vihl = *b.get(off).ok_or(FrameError::NotUdp("short IPv4 header"))?;
@@ -419,6 +495,7 @@ pub fn parse(b: &[u8]) -> Result<Parsed, FrameError> {
     } else {
         (None, lr + HEADER_LEN)
     };
+    verify_checksums(b, ethertype == ETHERTYPE_IPV6, ip, off, udp_len)?;
     Ok(Parsed {
         header,
         fragment,
@@ -608,6 +685,17 @@ mod tests {
             prop_assert_eq!(parse(&f).unwrap().header.seq, seq);
         }
 
+        /// Summed 32 bits at a time, the sum is the 16-bit words' sum.
+        #[test]
+        fn ones_sum_is_the_sum_of_16_bit_words(b in proptest::collection::vec(any::<u8>(), 0..3000)) {
+            let words: u64 = b
+                .chunks(2)
+                .map(|w| u64::from(u16::from_be_bytes([w[0], w.get(1).copied().unwrap_or(0)])))
+                .sum();
+            let want = fold((words & 0xffff_ffff) as u32) as u64 + (words >> 32);
+            prop_assert_eq!(u64::from(fold(ones_sum(&b))), u64::from(fold(want as u32)));
+        }
+
         #[test]
         fn checksum_update_agrees_with_a_full_sum(b in proptest::collection::vec(any::<u8>(), 2..64), at: usize, new: u16) {
             let b = if b.len() % 2 == 1 { &b[1..] } else { &b[..] };
@@ -665,5 +753,132 @@ mod tests {
         tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
         tagged.extend_from_slice(&f[12..]);
         assert_eq!(parse(&tagged).unwrap().header.flow, 3);
+    }
+
+    /// An IPv4 frame that carries a UDP checksum (linerate's senders send
+    /// none over IPv4; other senders may).
+    fn with_udp4_checksum(mut f: Vec<u8>) -> Vec<u8> {
+        let sliced = SlicedPacket::from_ethernet(&f).unwrap();
+        let Some(etherparse::NetSlice::Ipv4(ip)) = &sliced.net else {
+            panic!("not ipv4")
+        };
+        let Some(TransportSlice::Udp(udp)) = &sliced.transport else {
+            panic!("not udp")
+        };
+        let check = udp
+            .to_header()
+            .calc_checksum_ipv4(&ip.header().to_header(), udp.payload())
+            .unwrap();
+        f[HEADER_OFFSET - 2..HEADER_OFFSET].copy_from_slice(&check.to_be_bytes());
+        f
+    }
+
+    /// One received frame through a receiver's accounting: (frames, bad,
+    /// bad_checksum) it counted.
+    fn received(f: &[u8]) -> (u64, u64, u64) {
+        let mut c = CounterSnapshot::default();
+        crate::worker::FlowTable::default().account_frame(&mut c, f, f.len() as u64);
+        (c.frames, c.bad, c.bad_checksum)
+    }
+
+    #[test]
+    fn good_frames_pass_the_checksum_checks() {
+        let v4 = spec(1518, 1).template().unwrap();
+        assert_eq!(received(&v4), (1, 0, 0), "IPv4, no UDP checksum");
+        assert_eq!(
+            received(&with_udp4_checksum(v4)),
+            (1, 0, 0),
+            "IPv4 with one"
+        );
+        assert_eq!(
+            received(&spec6(1518, 1).template().unwrap()),
+            (1, 0, 0),
+            "IPv6"
+        );
+    }
+
+    #[test]
+    fn one_flipped_bit_is_one_bad_checksum() {
+        // In the IPv4 header (the TTL, a source address bit).
+        for at in [ETH_LEN + 8, ETH_LEN + 13] {
+            let mut f = spec(1518, 1).template().unwrap();
+            f[at] ^= 0x10;
+            assert_eq!(parse(&f), Err(FrameError::Checksum("IPv4 header")));
+            assert_eq!(received(&f), (0, 1, 1), "IPv4 header byte {at}");
+        }
+        // In the payload, of frames that carry a UDP checksum.
+        let mut v4 = with_udp4_checksum(spec(1518, 1).template().unwrap());
+        let mut v6 = spec6(1518, 1).template().unwrap();
+        for f in [&mut v4, &mut v6] {
+            f[1000] ^= 1;
+            assert_eq!(parse(f), Err(FrameError::Checksum("UDP")));
+            assert_eq!(received(f), (0, 1, 1));
+        }
+        // A message's fragment (cut short by set_lengths) as well.
+        let mut m = FrameSpec {
+            kind: Kind::Message,
+            ..spec6(1518, 2)
+        }
+        .template()
+        .unwrap();
+        let wire = set_lengths(&mut m, 300);
+        set_udp6_checksum(&mut m, 300);
+        assert_eq!(received(&m[..wire]), (1, 0, 0));
+        m[200] ^= 0x80;
+        assert_eq!(received(&m[..wire]), (0, 1, 1));
+        // Without a UDP checksum (IPv4), the payload is not checked.
+        let mut f = spec(1518, 1).template().unwrap();
+        f[1000] ^= 1;
+        assert_eq!(received(&f), (1, 0, 0));
+    }
+
+    #[test]
+    fn checksums_across_buffers_are_not_checked() {
+        // A jumbo IPv6 frame's first 4096-byte buffer: the UDP checksum
+        // covers bytes in the next buffer, so only the headers are read.
+        let f = spec6(9018, 1).template().unwrap();
+        assert_eq!(received(&f[..4096]), (1, 0, 0));
+        let mut f = f;
+        f[ETH_LEN + 8] ^= 1;
+        assert_eq!(
+            received(&f[..4096]),
+            (1, 0, 0),
+            "IPv6 has no header checksum"
+        );
+    }
+
+    proptest! {
+        /// Every frame a sender of this crate builds passes the receive
+        /// checks: IPv4 and IPv6, streams and messages, any size, stamped
+        /// with any sequence and time, and every fragment length of a
+        /// message; one flipped payload bit of an IPv6 frame fails them.
+        #[test]
+        fn built_frames_pass_the_checksum_checks(v6: bool, message: bool, size in 100usize..=1518, seq in 0..=crate::header::MASK48, t in 0..=crate::header::MASK48, cut: usize, bit in 0usize..8) {
+            let mut s = if v6 { spec6(size, 5) } else { spec(size, 5) };
+            if message {
+                s.kind = Kind::Message;
+            }
+            let mut f = s.template().unwrap();
+            Stamp::for_template(&f).apply(&mut f, seq, t);
+            prop_assert_eq!(parse(&f).map(|p| p.header.seq), Ok(seq));
+            let off = s.header_offset();
+            let min = off + MESSAGE_HEADER_LEN;
+            if message && f.len() >= min {
+                // A fragment of any length, as the sender cuts it.
+                let len = min + cut % (f.len() - min + 1);
+                let wire = set_lengths(&mut f, len);
+                Header::patch(&mut f[off..], seq, t);
+                set_udp6_checksum(&mut f, len);
+                prop_assert!(parse(&f[..wire]).is_ok());
+                if v6 && len > min {
+                    f[min + cut % (len - min)] ^= 1 << bit;
+                    prop_assert_eq!(parse(&f[..wire]), Err(FrameError::Checksum("UDP")));
+                }
+            } else if v6 {
+                let at = off + HEADER_LEN + cut % (f.len() - off - HEADER_LEN);
+                f[at] ^= 1 << bit;
+                prop_assert_eq!(parse(&f), Err(FrameError::Checksum("UDP")));
+            }
+        }
     }
 }

@@ -92,8 +92,17 @@ pub fn receive(data: &[u8]) -> CounterSnapshot {
             "a frame must be accounted or counted bad (at most both): {took}"
         );
     }
-    assert!(c.frames <= fed && c.bad <= fed && c.messages <= c.frames);
+    assert!(c.frames <= fed && c.bad <= fed);
     assert!(c.duplicates <= fed && c.reordered <= fed);
+    // Every counter of refused frames: a refused frame is bad too.
+    for f in CounterSnapshot::FIELDS.iter().filter(|f| f.refused) {
+        assert!(
+            (f.read)(&c) <= c.bad,
+            "{} frames are counted bad too",
+            f.name
+        );
+    }
+    assert!(c.messages <= c.frames);
     let s = flows.finish(c, XskStats::default());
     let c = s.counters;
     assert!(s.flows.len() as u64 <= fed);

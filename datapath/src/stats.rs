@@ -18,14 +18,21 @@ pub struct Counter<T: 'static> {
     pub about: &'static str,
     /// Its value in a snapshot.
     pub read: fn(&T) -> u64,
+    /// Worker counters: frames a receiver refused (marked `refused` in
+    /// [`counters!`]). Each is also a figure of a stream result's whole-run
+    /// accounting (`frames.NAME`) and a column of its table (others: false).
+    pub refused: bool,
 }
 
 /// Declares the worker counters once: the live atomics, their snapshot and
 /// the list of them with their /metrics name, unit and meaning
 /// ([`CounterSnapshot::FIELDS`]). Adding a counter is one entry here (and
-/// the line of the worker that counts it).
+/// the line of the worker that counts it); an entry ending in `refused`
+/// counts received frames refused (see [`Counter::refused`]).
 macro_rules! counters {
-    ($(#[$doc:meta] $name:ident: $exported:literal, $unit:literal, $about:literal;)*) => {
+    (@refused) => { false };
+    (@refused refused) => { true };
+    ($(#[$doc:meta] $name:ident: $exported:literal, $unit:literal, $about:literal $(, $refused:ident)?;)*) => {
         /// A worker's live counters.
         #[derive(Debug, Default)]
         pub struct WorkerCounters { $(#[$doc] pub $name: AtomicU64,)* }
@@ -57,7 +64,14 @@ macro_rules! counters {
                 unit: $unit,
                 about: $about,
                 read: |c| c.$name,
+                refused: counters!(@refused $($refused)?),
             },)*];
+
+            /// Only the counters of refused frames ([`Counter::refused`]),
+            /// the others 0.
+            pub fn refused(&self) -> Self {
+                Self { $($name: if counters!(@refused $($refused)?) { self.$name } else { 0 },)* }
+            }
 
             /// What accumulated between `earlier` and `self`.
             pub fn since(&self, earlier: &Self) -> Self {
@@ -87,7 +101,10 @@ counters! {
         "Frames queued to the TX ring (senders)";
     /// Received frames that were not linerate frames.
     bad: "linerate_worker_bad_frames", "frames",
-        "Frames on the test port that were not linerate frames";
+        "Frames on the test port that were not linerate frames", refused;
+    /// Linerate frames with a wrong IPv4 header or UDP checksum (also bad).
+    bad_checksum: "linerate_worker_bad_checksum_frames", "frames",
+        "Test frames whose IPv4 header or UDP checksum was wrong (also counted bad)", refused;
     /// Sequence numbers missing (receiver).
     lost: "linerate_worker_lost_frames", "frames",
         "Sequence numbers missing at the receiver (frames lost)";

@@ -63,12 +63,19 @@ macro_rules! counter {
             unit: $unit,
             about: $about,
             read: |c| c.$name,
+            refused: false,
         }
     };
 }
 
 /// Every counter a worker keeps (`datapath::stats::CounterSnapshot`).
 pub const WORKER_COUNTERS: &[Counter<CounterSnapshot>] = CounterSnapshot::FIELDS;
+
+/// The worker counters of frames a receiver refused: also `frames.NAME`
+/// of a stream result (its receivers' whole run).
+fn refused_counters() -> impl Iterator<Item = &'static Counter<CounterSnapshot>> {
+    WORKER_COUNTERS.iter().filter(|c| c.refused)
+}
 
 /// An AF_XDP socket's XDP_STATISTICS, known once its worker ended.
 pub const XSK_EVENTS: &[Counter<XskStats>] = &[
@@ -317,7 +324,6 @@ const FIGURES: &[Figure] = &[
     stream!("frames.seq_gaps", "frames", "Sequence gaps the receivers saw", |r| Some(r.frames.seq_gaps as f64)),
     stream!("frames.reordered", "frames", "Frames that came after a later one", |r| Some(r.frames.reordered as f64)),
     stream!("frames.duplicates", "frames", "Frames received twice", |r| Some(r.frames.duplicates as f64)),
-    stream!("frames.bad", "frames", "Frames on the test port that were not valid linerate frames", |r| Some(r.frames.bad as f64)),
     stream!("frames.dropped_at_sender", "frames", "Frames a sender without backpressure (the generator) handed to its link that the link dropped (the peer's ring full): neither sent nor lost", |r| Some(r.frames.dropped_at_sender as f64)),
     stream!("frames.unfinished", "frames", "Frames still in the senders' kernel queue when they gave up", |r| Some(r.frames.unfinished as f64)),
     stream!("frames.messages.message_bytes", "bytes", "Bytes per message (message streams)", |r| r.frames.messages.as_ref().map(|m| m.message_bytes as f64)),
@@ -497,6 +503,9 @@ pub enum Metric {
         /// Per second over the window.
         per_s: bool,
     },
+    /// `frames.NAME` of a stream: a counter of refused frames
+    /// ([`Counter::refused`]) summed over the receivers, whole run.
+    Refused(&'static Counter<CounterSnapshot>),
     /// `xsk.SIDE.NAME`: summed over the side's workers.
     Xsk {
         /// The statistic.
@@ -580,6 +589,9 @@ impl Metric {
                     }),
                 }
             }
+            ["frames", field] => refused_counters()
+                .find(|c| c.name == *field)
+                .map(Self::Refused),
             ["xsk", side, field] => Some(Self::Xsk {
                 counter: in_list(XSK_EVENTS, field)?,
                 side: side_named(side)?,
@@ -619,6 +631,7 @@ impl Metric {
                 counter.name,
                 if *per_s { "_per_s" } else { "" }
             ),
+            Self::Refused(counter) => format!("frames.{}", counter.name),
             Self::Xsk { counter, side } => format!("xsk.{}.{}", side_name(*side), counter.name),
             Self::Steering { counter, at } => match at {
                 SteeringAt::Stream => format!("xdp.{}", counter.name),
@@ -645,6 +658,10 @@ impl Metric {
             Self::Steering { .. } => Tests {
                 stream: false,
                 rr: true,
+            },
+            Self::Refused(_) => Tests {
+                stream: true,
+                rr: false,
             },
             _ => Tests::BOTH,
         }
@@ -684,6 +701,10 @@ impl Metric {
                 over_workers(r, *side, |w| (counter.read)(&w.window))
                     .map(|v| super::parts::per_second(v, window_s))
             }
+            (Self::Refused(counter), RunResult::Stream(s)) => {
+                Some((counter.read)(&s.frames.refused) as f64)
+            }
+            (Self::Refused(_), RunResult::Rr(_)) => None,
             (Self::Xsk { counter, side }, _) => {
                 over_workers(r, *side, |w| (counter.read)(&w.xsk)).map(|v| v as f64)
             }
@@ -715,6 +736,7 @@ impl Metric {
 #[cfg(test)]
 pub fn all() -> Vec<Metric> {
     let mut out: Vec<Metric> = figures().map(Metric::Figure).collect();
+    out.extend(refused_counters().map(Metric::Refused));
     for side in [Host::Tx, Host::Rx] {
         for per_s in [false, true] {
             out.extend(WORKER_COUNTERS.iter().map(|counter| Metric::Worker {
@@ -759,9 +781,13 @@ pub fn unknown(name: &str) -> String {
     fn names_of<T>(list: &[Counter<T>]) -> String {
         list.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
     }
+    let refused: Vec<String> = refused_counters()
+        .map(|c| format!("frames.{}", c.name))
+        .collect();
     format!(
-        "{name:?} is not a metric linerate knows. Figures: {}. Counters: counters.tx.NAME and counters.rx.NAME (whole run; NAME_per_s over the window) for NAME in {}; xsk.tx.NAME and xsk.rx.NAME for NAME in {}; xdp.NAME (stream), xdp.client.NAME and xdp.responder.NAME (rr) for NAME in {}; interfaces.tx.NAME and interfaces.rx.NAME for NAME in {}. See docs/metrics.md",
+        "{name:?} is not a metric linerate knows. Figures: {}, {}. Counters: counters.tx.NAME and counters.rx.NAME (whole run; NAME_per_s over the window) for NAME in {}; xsk.tx.NAME and xsk.rx.NAME for NAME in {}; xdp.NAME (stream), xdp.client.NAME and xdp.responder.NAME (rr) for NAME in {}; interfaces.tx.NAME and interfaces.rx.NAME for NAME in {}. See docs/metrics.md",
         names.join(", "),
+        refused.join(", "),
         names_of(WORKER_COUNTERS),
         names_of(XSK_EVENTS),
         names_of(STEERING),
@@ -817,6 +843,13 @@ pub fn markdown() -> String {
             f.unit,
             f.read.tests().describe(),
             f.about
+        );
+    }
+    for c in refused_counters() {
+        let _ = writeln!(
+            o,
+            "| `frames.{}` | {} | stream | {}: the receivers' whole run (`counters.rx.{}`) |",
+            c.name, c.unit, c.about, c.name
         );
     }
     o.push_str(
@@ -948,7 +981,10 @@ mod tests {
                 }
                 let want = v
                     .pointer(&format!("/{}", name.replace('.', "/")))
-                    .and_then(Value::as_f64);
+                    .and_then(Value::as_f64)
+                    // A counter of refused frames missing from a result
+                    // written before it existed reads as 0.
+                    .or_else(|| matches!(m, Metric::Refused(_)).then_some(0.0));
                 assert_eq!(got, want, "{name} in {file}");
                 seen.insert(name);
             }

@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use linerate_datapath::stats::CounterSnapshot;
+
 use super::result::{RrResult, SideCpu};
 use crate::{cpu::Host, results::two_host, stream::output::thousands};
 
@@ -121,6 +123,19 @@ pub fn print_table(r: &RrResult) -> String {
         "  whole run: {} completed, {} timed out (retried), {} late answers, {} requests answered",
         t.total, t.timeouts, t.late, t.answered
     );
+    // Frames the clients and responders refused, when there were any.
+    let all = r
+        .workers
+        .iter()
+        .fold(CounterSnapshot::default(), |a, w| a.add(&w.total));
+    let refused: Vec<String> = CounterSnapshot::FIELDS
+        .iter()
+        .filter(|c| c.refused)
+        .map(|c| format!("{} {}", c.name, (c.read)(&all)))
+        .collect();
+    if all.refused() != CounterSnapshot::default() {
+        let _ = writeln!(o, "  frames refused: {}", refused.join(", "));
+    }
     o.push_str(&side("client", &r.cpu.client));
     o.push_str(&side("responder", &r.cpu.responder));
     o.push_str(&side("total", &r.cpu.total));
@@ -149,4 +164,41 @@ pub fn print_table(r: &RrResult) -> String {
         r.xdp.client.redirected
     );
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::print_table;
+    use crate::results::run::RunResult;
+
+    fn fixture(name: &str) -> super::RrResult {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results")
+            .join(name);
+        match serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() {
+            RunResult::Rr(r) => r,
+            RunResult::Stream(_) => panic!("{name} is not rr"),
+        }
+    }
+
+    /// Refused frames get their line (every refused counter by name) only
+    /// when a client or responder refused any.
+    #[test]
+    fn refused_frames_printed_when_any() {
+        let mut r = fixture("rr-xdp.json");
+        assert!(!print_table(&r).contains("frames refused"));
+        r.workers[0].total.bad = 3;
+        r.workers[0].total.bad_checksum = 2;
+        let mut other = r.workers[0].clone();
+        other.total.bad = 1;
+        other.total.bad_checksum = 0;
+        r.workers.push(other);
+        assert!(
+            print_table(&r).contains("\n  frames refused: bad 4, bad_checksum 2\n"),
+            "{}",
+            print_table(&r)
+        );
+    }
 }

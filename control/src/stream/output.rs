@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use linerate_datapath::stats::CounterSnapshot;
+
 use super::result::{SideFigures, StreamResult};
 use crate::{cpu::Host, results::two_host};
 
@@ -249,11 +251,15 @@ pub fn print_table(r: &StreamResult) -> String {
     let f = &r.frames;
     if receivers_ran(r) {
         o.push_str(&row("received", &r.receiver));
-        let _ = writeln!(
+        let _ = write!(
             o,
-            "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}, bad {}",
-            f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates, f.bad
+            "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}",
+            f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates
         );
+        for c in CounterSnapshot::FIELDS.iter().filter(|c| c.refused) {
+            let _ = write!(o, ", {} {}", c.name, (c.read)(&f.refused));
+        }
+        o.push('\n');
     } else {
         let _ = writeln!(
             o,
@@ -409,7 +415,26 @@ pub fn print_table(r: &StreamResult) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::thousands;
+    use super::{print_table, thousands};
+
+    /// The whole-run line names every counter of refused frames.
+    #[test]
+    fn whole_run_line_names_every_refused_counter() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        let crate::results::run::RunResult::Stream(mut r) =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        else {
+            panic!("stream.json is not a stream")
+        };
+        r.frames.refused.bad = 5;
+        r.frames.refused.bad_checksum = 4;
+        let text = print_table(&r);
+        assert!(
+            text.contains(", duplicates 0, bad 5, bad_checksum 4\n"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn groups_digits() {

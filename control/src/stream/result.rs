@@ -228,8 +228,11 @@ pub struct FrameAccounting {
     pub reordered: u64,
     /// Frames received twice.
     pub duplicates: u64,
-    /// Frames on the test port that were not valid linerate frames.
-    pub bad: u64,
+    /// The receivers' counters of refused frames, summed: in JSON each
+    /// is a field of its own (`bad`, ...), one per counter of
+    /// `datapath::stats` marked refused (the others 0 here).
+    #[serde(flatten, with = "refused")]
+    pub refused: CounterSnapshot,
     /// Frames still in the sender's kernel queue when it gave up.
     pub unfinished: u64,
     /// Whole messages, for message streams.
@@ -241,6 +244,33 @@ pub struct FrameAccounting {
     /// before it was counted).
     #[serde(default)]
     pub dropped_at_sender: u64,
+}
+
+/// The refused-frame counters of a snapshot as fields of the object they
+/// are flattened into: each counter marked refused by its name; other
+/// fields of that object left alone, a counter missing reads as 0.
+mod refused {
+    use linerate_datapath::stats::CounterSnapshot;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+    use serde_json::{Map, Value};
+
+    fn names() -> impl Iterator<Item = &'static linerate_datapath::stats::Counter<CounterSnapshot>>
+    {
+        CounterSnapshot::FIELDS.iter().filter(|c| c.refused)
+    }
+
+    pub fn serialize<S: Serializer>(c: &CounterSnapshot, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(names().map(|f| (f.name, (f.read)(c))))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CounterSnapshot, D::Error> {
+        let fields = Map::<String, Value>::deserialize(d)?;
+        let mine: Map<String, Value> = fields
+            .into_iter()
+            .filter(|(k, _)| names().any(|f| f.name == k))
+            .collect();
+        serde_json::from_value(Value::Object(mine)).map_err(D::Error::custom)
+    }
 }
 
 /// Whole-run message accounting.
@@ -337,7 +367,7 @@ impl FrameAccounting {
             seq_gaps: received.lost,
             reordered: received.reordered,
             duplicates: received.duplicates,
-            bad: received.bad,
+            refused: received.refused(),
             unfinished,
             messages: message.map(|(message_bytes, frames_per_message)| {
                 let lost = sent.messages.saturating_sub(received.messages);

@@ -174,8 +174,8 @@ impl FlowTable {
                 );
                 Some(p.header.flow)
             }
-            Err(_) => {
-                c.bad += 1;
+            Err(e) => {
+                e.count(c);
                 None
             }
         }

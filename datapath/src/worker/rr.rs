@@ -182,9 +182,9 @@ pub(crate) fn respond<P: Transmit + Receive>(
         c.frames_sent(port.reclaim());
         let now = monotonic_ns();
         let got = port.recv(|f| {
-            let Ok(p) = parse(f.head) else {
-                c.bad += 1;
-                return;
+            let p = match parse(f.head) {
+                Ok(p) => p,
+                Err(e) => return e.count(&mut c),
             };
             c.frames += 1;
             c.bytes += f.len as u64;
@@ -268,9 +268,9 @@ pub(crate) fn run_client<P: Transmit + Receive>(
         let now = monotonic_ns();
         let measuring = cl.measuring.load(Ordering::Relaxed);
         let got = port.recv(|f| {
-            let Ok(p) = parse(f.head) else {
-                c.bad += 1;
-                return;
+            let p = match parse(f.head) {
+                Ok(p) => p,
+                Err(e) => return e.count(&mut c),
             };
             c.frames += 1;
             c.bytes += f.len as u64;

@@ -144,6 +144,21 @@ pub fn wait_for_frames(lab: &Lab, frames: u64) {
     }
 }
 
+/// rr's transactions accounted exactly, whatever the scheduler did: every
+/// one of `count` completed; a request that timed out (a response slower
+/// than `--timeout` on this shared machine) was sent again, so the
+/// responder answered each completed one and at most every timed-out one
+/// too, and only a timed-out request can be answered late.
+pub fn rr_accounted(t: &Value, count: u64) {
+    let n = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("no {k} in {t}"));
+    assert_eq!(n("total"), count, "{t}");
+    assert!(n("late") <= n("timeouts"), "{t}");
+    assert!(
+        n("answered") >= count && n("answered") <= count + n("timeouts"),
+        "each request answered once: {t}"
+    );
+}
+
 /// Whether the named namespace exists.
 pub fn netns_exists(name: &str) -> bool {
     std::path::Path::new("/run/netns").join(name).exists()

@@ -48,9 +48,10 @@ pub enum FileError {
 }
 
 fn space_hint(e: &io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::ENOSPC) => ": free some space",
-        Some(libc::EFBIG) => ": the file size limit (ulimit -f) is too low",
+    // (tempfile's errors of creating a file carry the kind, not the errno.)
+    match e.kind() {
+        io::ErrorKind::StorageFull => ": free some space",
+        io::ErrorKind::FileTooLarge => ": the file size limit (ulimit -f) is too low",
         _ => "",
     }
 }
@@ -208,7 +209,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FileErro
         .permissions(Permissions::from_mode(mode))
         .tempfile_in(dir)
         .map_err(err)?;
-    tmp.write_all(bytes).map_err(err)?;
+    // (Through the File: the kernel's error as it is.)
+    tmp.as_file_mut().write_all(bytes).map_err(err)?;
     tmp.as_file().sync_data().map_err(err)?;
     tmp.persist(path).map_err(|e| err(e.error))?;
     sync_dir(dir);

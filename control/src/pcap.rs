@@ -75,7 +75,15 @@ impl PcapFile {
                 .with_context(|| format!("writing --pcap {}", path.display()))?;
             f
         } else {
-            let f = crate::files::create_new(path).map_err(|e| anyhow::anyhow!("--pcap {e}"))?;
+            let f = crate::files::create_new(path).map_err(|e| match e {
+                crate::files::FileError::Write { error, .. } => {
+                    anyhow::Error::new(error).context(format!(
+                    "--pcap {}: creating the file failed; give a file in a directory you can write",
+                    path.display()
+                ))
+                }
+                refused => anyhow::anyhow!("--pcap {refused}"),
+            })?;
             ours.push(path.to_path_buf());
             f
         };
@@ -140,7 +148,10 @@ impl PcapFile {
             w.write_pcapng_block(p).with_context(context)?;
         }
         w.into_inner().flush().with_context(context)?;
-        self.file.sync_data().with_context(context)?;
+        // (/dev/null has nothing to flush.)
+        if self.file.metadata().is_ok_and(|m| m.is_file()) {
+            self.file.sync_data().with_context(context)?;
+        }
         Ok(written)
     }
 }

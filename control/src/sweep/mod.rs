@@ -259,6 +259,7 @@ pub fn run(
             );
         }
         create_dir(dir)?;
+        crate::files::check_output_dir(dir)?;
         // How it runs, then what: a directory with a spec.toml can be
         // resumed as it was started, whenever the sweep is stopped.
         store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;

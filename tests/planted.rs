@@ -374,6 +374,27 @@ fn a_sweep_file_cannot_capture_outside_its_directory() {
         "{err}"
     );
     assert!(!target.exists());
+    // rfc2544 --pcap with a path.
+    let out = d.join("rfc");
+    let mut a = vec![
+        "rfc2544",
+        "--size",
+        "64",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+        "--pcap",
+        target.to_str().unwrap(),
+    ];
+    a.extend(NOWHERE);
+    let o = lr(&a);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the captures of a sweep or an rfc2544 run go into its own directory"),
+        "{err}"
+    );
+    assert!(!target.exists() && !out.exists());
     let _ = fs::remove_dir_all(d);
 }
 
@@ -514,5 +535,28 @@ fn a_sweep_captures_each_point_and_repeat_in_its_directory() {
         assert_eq!(bytes[..4], [0x0a, 0x0d, 0x0d, 0x0a], "{name}");
     }
     assert!(!d.join("cap.pcapng").exists() && !Path::new("cap.pcapng").exists());
+    // rfc2544: one file per test of each size (its last trial).
+    let out = d.join("rfc");
+    let o = lr(&[
+        "rfc2544",
+        "--size",
+        "64",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+        "--lab",
+        &lab.name,
+        "--pcap",
+        "cap.pcapng",
+        "--pcap-count",
+        "5",
+    ]);
+    let err = stderr(&o);
+    for test in 1..=4 {
+        let name = format!("cap-1-{test}-1.pcapng");
+        let bytes = fs::read(out.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}\n{err}"));
+        assert_eq!(bytes[..4], [0x0a, 0x0d, 0x0d, 0x0a], "{name}");
+    }
+    assert!(!Path::new("cap.pcapng").exists());
     let _ = fs::remove_dir_all(d);
 }

@@ -426,7 +426,7 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
     let o = match crate::files::read_regular(&path, MAX_OPTIONS, true)? {
         Some(o) => String::from_utf8_lossy(&o).into_owned(),
         None => bail!(
-            "{} holds {SPEC} but no {OPTIONS}: how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `linerate sweep {} --out NEW_DIR` and the options it needs",
+            "{} holds {SPEC} but no readable {OPTIONS}: how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `linerate sweep {} --out NEW_DIR` and the options it needs",
             dir.display(),
             spec.display()
         ),

@@ -156,26 +156,166 @@ fn counts_are_bounded_so_products_cannot_overflow() {
 
 #[test]
 fn out_of_range_arguments() {
-    // Checked before anything touches the system, so no root needed.
+    // Checked before anything touches the system, so no root needed: what
+    // depends on two options (exit 1; one value alone: exit 2, below).
     let cases: &[(&[&str], &[&str])] = &[
-        (&["stream", "--queues", "0"], &["--queues 0", "1 to 64"]),
         (
-            &["stream", "--ring", "100"],
-            &["--ring 100", "power of two"],
+            &["stream", "--ring", "64", "--batch", "128"],
+            &["--batch 128", "1 to --ring (64)"],
         ),
-        (&["stream", "--batch", "0"], &["--batch 0"]),
-        (&["stream", "--count", "0"], &["--count 0"]),
         (
             &["stream", "--tx-iface", "x0"],
             &["both --tx-iface and --rx-iface"],
         ),
-        (
-            &["lab", "up", "--lab", "this-name-is-too-long"],
-            &["lab name", "1 to 8"],
-        ),
     ];
     for (args, needles) in cases {
         fails_with(&run(args), needles);
+    }
+}
+
+/// Every value out of its option's range is refused where it is parsed:
+/// exit 2, the option, the value and the range (or why) named. No root
+/// needed: clap refuses them before anything else runs.
+#[test]
+fn every_out_of_range_value_exits_2_naming_option_and_value() {
+    // (command, option, value, what the message says of the range)
+    let cases: &[(&[&str], &str, &str, &str)] = &[
+        (&["stream"], "--size", "0", "use 64 to 65553"),
+        (&["stream"], "--size", "63", "use 64 to 65553"),
+        (&["stream"], "--size", "-64", "is negative"),
+        (
+            &["stream"],
+            "--size",
+            "99999999999999999999",
+            "is too large",
+        ),
+        (&["stream"], "--size", "65554", "is too large"),
+        (
+            &["stream"],
+            "--size",
+            "64:7,0:1",
+            "frame size 0 is out of range",
+        ),
+        (&["stream"], "--queues", "0", "use 1 to 64"),
+        (&["stream"], "--queues", "65", "use 1 to 64"),
+        (&["rr"], "--queues", "-1", "is negative"),
+        (&["stream"], "--batch", "0", "use 1 to 16384"),
+        (&["stream"], "--ring", "3", "a power of two"),
+        (&["stream"], "--ring", "100", "is not a power of two"),
+        (&["stream"], "--ring", "32768", "use 64 to 16384"),
+        (&["stream"], "--rx-ring", "0", "a power of two"),
+        (&["stream"], "--port", "0", "use 1 to 64511"),
+        (&["stream"], "--port", "65000", "use 1 to 64511"),
+        (&["stream"], "--port", "-1", "is negative"),
+        (&["stream"], "--inject-loss", "101", "use 0 to 100"),
+        (&["stream"], "--inject-loss", "-1", "use 0 to 100"),
+        (
+            &["rfc2544"],
+            "--loss",
+            "200",
+            "from 0 up to (not including) 100",
+        ),
+        (
+            &["rfc2544"],
+            "--loss",
+            "100",
+            "from 0 up to (not including) 100",
+        ),
+        (
+            &["rfc2544"],
+            "--loss",
+            "-1",
+            "from 0 up to (not including) 100",
+        ),
+        (&["stream"], "--mtu", "0", "use 576 to 65535"),
+        (&["stream"], "--mtu", "70000", "use 576 to 65535"),
+        (&["rr"], "--mtu", "-1500", "is negative"),
+        (&["lab", "up"], "--mtu", "10000", "use 576 to 9000"),
+        (&["lab", "up"], "--mtu", "0", "use 576 to 9000"),
+        (&["lab", "up"], "--queues", "0", "use 1 to 64"),
+        (&["lab", "up"], "--lab", "this-name-is-too-long", "1 to 8"),
+        (&["lab", "down"], "--lab", "a/b", "1 to 8"),
+        (&["stream"], "--lab", "a/b", "1 to 8"),
+        (&["doctor"], "--lab", "", "1 to 8"),
+        (&["sweep", "rpc"], "--lab", "../x", "1 to 8"),
+        (&["stream"], "--rate", "0", "1 to 1e9"),
+        (&["stream"], "--rate", "-1", "1 to 1e9"),
+        (&["stream"], "--count", "0", "from 1 to 2^48"),
+        (&["rr"], "--count", "0", "from 1 to 2^48"),
+        (&["stream"], "--count", "-5", "from 1 to 2^48"),
+        (&["stream"], "--message", "268435457", "use 0 to 268435456"),
+        (&["stream"], "--message", "-1", "is negative"),
+        (&["rr"], "--request", "-1", "is negative"),
+        (&["rr"], "--response", "268435457", "use 0 to 268435456"),
+        (&["rr"], "--concurrency", "0", "use 1 to 16384"),
+        (&["rr"], "--flows", "0", "use 1 to 4096"),
+        (&["rr"], "--flows", "4097", "use 1 to 4096"),
+        (&["rr"], "--timeout", "0", "longer than 0"),
+        (&["rr"], "--timeout", "-1", "is not a duration"),
+        (&["stream"], "--umem-chunk", "1000", "2048 or 4096"),
+        (&["stream"], "--tx-cores", "x", "not a core number"),
+        (&["rr"], "--rx-cores", "1-", "not a core number"),
+        (&["stream"], "--tx-cores", "-1", "not a core number"),
+        (
+            &["sweep", "rpc"],
+            "--max-points",
+            "-1",
+            "is negative: use 1 to",
+        ),
+        (
+            &["sweep", "rpc"],
+            "--max-points",
+            "0",
+            "out of range: use 1 to",
+        ),
+        (
+            &["stream", "--pcap", "f"],
+            "--pcap-count",
+            "0",
+            "1..=100000",
+        ),
+        (&["stream"], "--duration", "0", "at least 100ms"),
+        (&["stream"], "--duration", "0.0000001", "at least 100ms"),
+        (&["stream"], "--duration", "99ms", "at least 100ms"),
+        (&["rr"], "--duration", "0", "at least 100ms"),
+        (&["rfc2544"], "--duration", "0", "at least 100ms"),
+        (&["stream"], "--duration", "25h", "at most 24h"),
+        (&["stream"], "--duration", "-1", "is not a duration"),
+        (&["stream"], "--warmup", "-1", "is not a duration"),
+        (&["stream"], "--warmup", "2h", "0 to 1h"),
+        (
+            &["stream"],
+            "--search-rate",
+            "-0",
+            "from 0 up to (not including) 100",
+        ),
+        (
+            &["stream"],
+            "--search-rate",
+            "101",
+            "from 0 up to (not including) 100",
+        ),
+        (
+            &["stream"],
+            "--search-rate",
+            "100",
+            "from 0 up to (not including) 100",
+        ),
+    ];
+    for (command, option, value, range) in cases {
+        let mut args = command.to_vec();
+        args.extend([*option, *value]);
+        usage_error(
+            &args,
+            &[&format!("invalid value '{value}' for '{option}"), range],
+        );
+    }
+    // The floor and 0 warm-up are values that run.
+    for args in [
+        &["stream", "--duration", "100ms", "--warmup", "0", "--help"][..],
+        &["rr", "--duration", "0.1", "--help"],
+    ] {
+        assert_eq!(run(args).status.code(), Some(0), "{args:?}");
     }
 }
 
@@ -240,8 +380,9 @@ fn sizes_and_mtus_out_of_range() {
         ]),
         &["frame size 1519 is out of range", "1518", "--mtu"],
     );
-    fails_with(
-        &run(&[
+    // Below 64 bytes on any link: refused where it is parsed.
+    usage_error(
+        &[
             "stream",
             "--lab",
             &lab.name,
@@ -249,7 +390,7 @@ fn sizes_and_mtus_out_of_range() {
             "63",
             "--duration",
             "1s",
-        ]),
+        ],
         &["frame size 63 is out of range", "64"],
     );
     fails_with(
@@ -271,9 +412,9 @@ fn sizes_and_mtus_out_of_range() {
             "--umem-chunk 4096",
         ],
     );
-    fails_with(
-        &run(&["lab", "up", "--lab", "tesz2", "--mtu", "10000"]),
-        &["MTU 10000 is out of range", "576 to 9000"],
+    usage_error(
+        &["lab", "up", "--lab", "tesz2", "--mtu", "10000"],
+        &["'10000' for '--mtu", "576 to 9000"],
     );
     fails_with(
         &run(&[

@@ -210,10 +210,13 @@ fn ipv6_refusals_name_the_fix() {
     let out = run(&["stream", "--lab", &lab.name, "--ipv6", "--count", "10"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("has no global IPv6 address for --ipv6; add one with `ip -6 addr add"),
-        "{err}"
+    // In the interface's namespace, each argument as a shell reads it.
+    let fix = format!(
+        "has no global IPv6 address for --ipv6; add one with `ip -6 -n {} addr add ADDR/64 dev {} nodad`",
+        lab.ns_b(),
+        lab.if_b()
     );
+    assert!(err.contains(&fix), "{err}");
 }
 
 /// The XDP responder's answer to an IPv6 request, run once in the kernel

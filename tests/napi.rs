@@ -49,14 +49,10 @@ fn long_stream(lab: &Lab, napi: &str) -> Child {
         .unwrap()
 }
 
+/// Waits until the run moves frames: its set-up (NAPI mode included) is
+/// done.
 fn wait_attached(lab: &Lab) {
-    let end = Instant::now() + Duration::from_secs(20);
-    while !has_xdp(&lab.ns_b(), &lab.if_b()) {
-        assert!(Instant::now() < end, "the run never attached");
-        thread::sleep(Duration::from_millis(50));
-    }
-    // Attached comes before the NAPI mode is set: give it time to be.
-    thread::sleep(Duration::from_millis(700));
+    wait_for_frames(lab, 1_000);
 }
 
 fn interrupt(child: Child) -> std::process::Output {
@@ -287,4 +283,53 @@ fn an_interface_without_napi() {
     );
     // Nothing was left changed.
     assert_eq!(threaded("hxn3-b", "hxn3-b0"), "0");
+}
+
+/// An interface whose name a shell would read as commands (`q;id>p;#` is
+/// a name the kernel takes): the hint to paste quotes it.
+#[test]
+fn the_gro_hint_quotes_a_hostile_interface_name() {
+    if !root_or_skip("veth without NAPI") {
+        return;
+    }
+    let _turn = serial();
+    let (a, b) = ("q;id>p;#", "q;id>p;#b");
+    let ns = Netns(vec!["hxq-a".into(), "hxq-b".into()]);
+    for n in &ns.0 {
+        let _ = Command::new("ip")
+            .args(["netns", "del", n])
+            .stderr(Stdio::null())
+            .status();
+        ip(&["netns", "add", n]);
+    }
+    ip(&[
+        "-n", "hxq-a", "link", "add", a, "type", "veth", "peer", "name", b, "netns", "hxq-b",
+    ]);
+    ip(&["-n", "hxq-a", "addr", "add", "198.18.77.1/30", "dev", a]);
+    ip(&["-n", "hxq-b", "addr", "add", "198.18.77.2/30", "dev", b]);
+    ip(&["-n", "hxq-a", "link", "set", a, "up"]);
+    ip(&["-n", "hxq-b", "link", "set", b, "up"]);
+    let out = run(&[
+        "stream",
+        "--tx-iface",
+        a,
+        "--tx-netns",
+        "hxq-a",
+        "--rx-iface",
+        b,
+        "--rx-netns",
+        "hxq-b",
+        "--napi",
+        "threaded",
+        "--count",
+        "1000",
+        "--duration",
+        "30s",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("turn GRO on with `ip netns exec hxq-a ethtool -K 'q;id>p;#' gro on`"),
+        "{err}"
+    );
 }

@@ -321,3 +321,115 @@ fn the_html_report_loads_every_figure_in_a_headless_browser() {
     assert!(d.contains("data-figures=\"1 of 2 loaded\""), "{d}");
     let _ = fs::remove_dir_all(dir);
 }
+
+/// Text from a sweep file or a record that would run as script in
+/// report.html if it were HTML: it sets `data-pwn` on the page's body.
+fn hostile(place: &str, script: bool) -> String {
+    let js = format!("document.body.setAttribute('data-pwn','{place}')");
+    if script {
+        format!("<script>{js}</script>")
+    } else {
+        format!("<img src=x onerror=\"{js}\">")
+    }
+}
+
+/// The page's body tag, as the browser left it.
+fn body_tag(dom: &str) -> &str {
+    let at = dom.find("<body").expect("a body");
+    &dom[at..at + dom[at..].find('>').unwrap()]
+}
+
+#[test]
+fn text_of_sweep_files_and_records_is_text_in_the_reports() {
+    let dir = sweep_copy("hostile", "");
+    let t = |s: String| serde_json::to_string(&s).unwrap();
+    let spec = fs::read_to_string(dir.join("spec.toml")).unwrap();
+    let spec = spec
+        .replace(
+            "title = \"A small sweep for the tests\"",
+            &format!("title = {}", t(hostile("title", false))),
+        )
+        .replace(
+            "labels = [\"busy sender\", \"blocking sender\"]",
+            &format!(
+                "labels = [{}, {}]",
+                t(hostile("label", false)),
+                t(hostile("label2", true))
+            ),
+        )
+        .replace(
+            "title = \"Message MB/s\"",
+            &format!("title = {}", t(hostile("table", true))),
+        )
+        .replace(
+            "title = \"Message MB/s vs size\"",
+            &format!("title = {}", t(hostile("figure", false))),
+        )
+        .replace(
+            "source = \"a made-up document\"",
+            &format!("source = {}", t(hostile("source", false))),
+        );
+    fs::write(dir.join("spec.toml"), &spec).unwrap();
+    // Records edited (or sent by a rogue agent): the machine they ran on.
+    let path = dir.join("results.jsonl");
+    let records: Vec<String> = fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            r["result"]["environment"]["cpu_model"] = hostile("cpu", false).into();
+            r["result"]["setup"]["driver"] = hostile("driver", true).into();
+            r.to_string()
+        })
+        .collect();
+    fs::write(&path, records.join("\n") + "\n").unwrap();
+    ok(&report(&dir, &[]));
+    // report.md: no tag, the text escaped.
+    let md = fs::read_to_string(dir.join("report.md")).unwrap();
+    for tag in ["<img", "<script", "<IMG", "<SCRIPT"] {
+        assert!(!md.contains(tag), "{tag} in report.md:\n{md}");
+    }
+    assert!(md.contains("&lt;img src=x onerror="), "{md}");
+    // The sweep's own figure (an embedded SVG) still shows.
+    let page = dir.join("report.html");
+    let html = fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("src=\"data:image/svg+xml;base64,").count(), 1);
+    // --compare: the directories' names are text too.
+    let named = dir.with_file_name(format!("{}-{}", hostile("dir", false), std::process::id()));
+    let _ = fs::remove_dir_all(&named);
+    fs::create_dir_all(&named).unwrap();
+    for f in ["spec.toml", "results.jsonl", "options.json"] {
+        fs::copy(dir.join(f), named.join(f)).unwrap();
+    }
+    ok(&report(&named, &["--compare", dir.to_str().unwrap()]));
+    let cmp = fs::read_to_string(named.join("compare.md")).unwrap();
+    assert!(!cmp.contains("<img") && !cmp.contains("<script"), "{cmp}");
+    assert!(cmp.contains("# &lt;img src=x onerror="), "{cmp}");
+    let Some(browser) = chromium() else {
+        let _ = fs::remove_dir_all(named);
+        return;
+    };
+    let d = dom(&browser, &page);
+    // The page's own script ran (the figure loaded); none of the text did.
+    let body = body_tag(&d);
+    assert!(body.contains("data-figures=\"1 of 1 loaded\""), "{body}");
+    assert!(!body.contains("data-pwn"), "{body}");
+    // Each piece shown as text, as it was written.
+    for (place, script) in [
+        ("title", false),
+        ("label", false),
+        ("label2", true),
+        ("table", true),
+        ("source", false),
+        ("cpu", false),
+        ("driver", true),
+    ] {
+        let shown = hostile(place, script)
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(d.contains(&shown), "{place}: {shown} not shown in\n{d}");
+    }
+    let _ = fs::remove_dir_all(dir);
+    let _ = fs::remove_dir_all(named);
+}

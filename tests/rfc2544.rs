@@ -226,3 +226,54 @@ fn throughput_agrees_with_search_rate_and_a_resumed_run_skips_finished_tests() {
     assert!((0.5..=2.0).contains(&ratio), "ratio {ratio}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_run_whose_tests_fail_says_how_many_and_exits_4() {
+    if !root_or_skip("rfc2544 failures") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("mz2", 1500);
+    let dir = tmpdir("rfc2544-failed");
+    let d = dir.to_str().unwrap();
+    // The lab's veths have one queue, named as interfaces (not the lab,
+    // which would be recreated with the queues asked): every test fails.
+    let (tx, txns, rx, rxns) = (lab.if_a(), lab.ns_a(), lab.if_b(), lab.ns_b());
+    let mut args = vec![
+        "rfc2544",
+        "--tx-iface",
+        &tx,
+        "--tx-netns",
+        &txns,
+        "--rx-iface",
+        &rx,
+        "--rx-netns",
+        &rxns,
+        "--size",
+        "64",
+        "--queues",
+        "2",
+        "--quick",
+        "--out",
+        d,
+    ];
+    args.extend(TRIAL);
+    let out = run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("linerate: error: 4 of 4 test(s) failed (the first: 64 B throughput: ")
+            && stderr.contains(&format!(
+                "the report shows them as failed; `linerate rfc2544 --resume {d}` runs again those that did not finish"
+            )),
+        "{stderr}"
+    );
+    let r = records(&dir);
+    assert_eq!(r.len(), 4);
+    assert!(r.iter().all(|r| r["error"].is_string()), "{r:?}");
+    assert!(
+        dir.join("report.md").exists(),
+        "the report is written all the same"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

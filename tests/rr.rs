@@ -202,13 +202,21 @@ fn bad_rr_input() {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains(needle), "{needle:?} missing from {err}");
     };
-    check(&["rr", "--flows", "0"], "--flows 0");
-    check(&["rr", "--concurrency", "0"], "--concurrency 0");
-    check(&["rr", "--timeout", "0s"], "--timeout 0");
-    check(
-        &["rr", "--request", "300000000"],
-        "--request 300000000 is out of range",
-    );
+    // One value out of its range: refused where it is parsed, exit 2.
+    for (args, needle) in [
+        (&["rr", "--flows", "0"][..], "'0' for '--flows"),
+        (&["rr", "--concurrency", "0"], "'0' for '--concurrency"),
+        (&["rr", "--timeout", "0s"], "'0s' for '--timeout"),
+        (
+            &["rr", "--request", "300000000"],
+            "'300000000' for '--request <REQUEST>': 300000000 is too large",
+        ),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(needle), "{needle:?} missing from {err}");
+    }
     if !root_or_skip("rr ring check") {
         return;
     }

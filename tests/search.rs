@@ -70,8 +70,11 @@ fn search_stops_at_the_first_trial_that_passes_and_reports_none_when_none_does()
 fn search_rate_out_of_range_is_refused() {
     let out = run(&["stream", "--search-rate", "100"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(err.contains("--search-rate 100 is out of range"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid value '100' for '--search-rate <PERCENT>': \"100\" is out of range"),
+        "{err}"
+    );
     let out = run(&["stream", "--search-rate", "1", "--rate", "5"]);
     assert!(!out.status.success());
 }

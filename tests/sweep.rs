@@ -84,7 +84,10 @@ fn bad_sweep_files_are_refused_before_running() {
             "unknown field `colour`",
         ),
         (spec.replace("mtu = 1500", "mtu = \"big\""), "small.toml:"),
-        (spec.replace("mtu = 1500", "queues = 0"), "--queues 0"),
+        (
+            spec.replace("mtu = 1500", "queues = 0"),
+            "invalid value '0' for '--queues",
+        ),
         (spec.replace("mtu = 1500", "colour = 3"), "--colour"),
         (
             spec.replace("rows = \"message\"", "rows = \"size\""),
@@ -507,4 +510,361 @@ fn a_huge_sweep_is_refused_before_it_is_expanded() {
     );
     assert!(!out_dir.exists(), "nothing written");
     let _ = fs::remove_dir_all(dir);
+}
+
+/// A sweep file of `a` x `b` points (message x port), refused or checked
+/// long before any runs.
+fn grid(dir: &Path, a: usize, b: usize) -> PathBuf {
+    let values = |n: usize, from: usize| {
+        (0..n)
+            .map(|i| (from + i).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let file = dir.join("grid.toml");
+    fs::write(
+        &file,
+        format!(
+            "name = \"grid\"\nkind = \"stream\"\n[[axis]]\nname = \"message\"\nvalues = [{}]\n[[axis]]\nname = \"port\"\nvalues = [{}]\n",
+            values(a, 64),
+            values(b, 1024)
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// Waits for `child` to end by itself; kills it (and fails) after `limit`.
+fn wait_or_kill(child: &mut std::process::Child, limit: Duration, what: &str) {
+    let end = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}, killed");
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn max_points_does_not_let_a_sweep_past_the_memory() {
+    // 100,000 x 10,000 points, allowed by --max-points: refused from the
+    // estimate (hundreds of GB), before anything is expanded.
+    let dir = tmp("memory");
+    fs::create_dir_all(&dir).unwrap();
+    let file = grid(&dir, 100_000, 10_000);
+    let out_dir = dir.join("out");
+    let mut child = Command::new(linerate())
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--max-points",
+            "1000000000",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_or_kill(
+        &mut child,
+        Duration::from_secs(60),
+        "a sweep past the memory",
+    );
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // The available memory changes from run to run: its figure is masked.
+    let avail = err
+        .split("more than the ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or("");
+    assert!(avail.parse::<u64>().is_ok_and(|m| m > 0), "{err}");
+    assert_eq!(
+        err.replace(&format!("the {avail} MiB"), "the N MiB"),
+        format!(
+            "linerate: error: {}: 1000000000 points x 1 repeat(s) would hold about 577927 MiB in memory (about 350 bytes per point and 256 per run), more than the N MiB available (MemAvailable in /proc/meminfo): use fewer axis values, or split the sweep into several files\n",
+            file.display()
+        )
+    );
+    assert!(!out_dir.exists(), "nothing written");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn sigterm_while_the_points_are_checked_exits_130() {
+    if !root_or_skip("sweep SIGTERM while checking") {
+        return;
+    }
+    // 2,000 x 1,000 points: checking them takes minutes, and SIGTERM
+    // ends it at once.
+    let dir = tmp("expand-term");
+    fs::create_dir_all(&dir).unwrap();
+    let file = grid(&dir, 2_000, 1_000);
+    let out_dir = dir.join("out");
+    let mut child = Command::new(linerate())
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--max-points",
+            "2000000",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read stderr up to the line said once signals are answered.
+    let mut err = child.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&seen).contains("sweep results go to") {
+        use std::io::Read;
+        assert_eq!(
+            err.read(&mut byte).unwrap(),
+            1,
+            "stderr ended: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.push(byte[0]);
+    }
+    let reader = thread::spawn(move || {
+        use std::io::Read;
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        rest
+    });
+    thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    wait_or_kill(
+        &mut child,
+        Duration::from_secs(60),
+        "SIGTERM while checking 2 M points",
+    );
+    let status = child.wait().unwrap();
+    let rest = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(
+        rest.contains("sweep interrupted while its points were checked (")
+            && rest.contains(" of 2000000): nothing ran, nothing was written"),
+        "{rest}"
+    );
+    assert!(!out_dir.exists(), "nothing written");
+    let _ = fs::remove_dir_all(dir);
+}
+
+/// The veths of labs mz1 and mz3, named as interfaces.
+const IFACES_MZ1: [&str; 8] = [
+    "--tx-iface",
+    "mz1-a0",
+    "--tx-netns",
+    "mz1-a",
+    "--rx-iface",
+    "mz1-b0",
+    "--rx-netns",
+    "mz1-b",
+];
+const IFACES_MZ3: [&str; 8] = [
+    "--tx-iface",
+    "mz3-a0",
+    "--tx-netns",
+    "mz3-a",
+    "--rx-iface",
+    "mz3-b0",
+    "--rx-netns",
+    "mz3-b",
+];
+
+/// A sweep of one message size over `queues`, short runs, no repeats.
+fn queues_sweep(dir: &Path, queues: &str, duration: &str) -> PathBuf {
+    let file = dir.join("queues.toml");
+    fs::write(
+        &file,
+        format!(
+            "name = \"queues\"\nkind = \"stream\"\nrepeats = 1\n[fixed]\nmessage = 1024\nwarmup = \"0.1s\"\nduration = \"{duration}\"\n[[axis]]\nname = \"queues\"\nvalues = [{queues}]\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn a_sweep_with_failed_points_says_how_many_and_exits_4() {
+    if !root_or_skip("sweep failures") {
+        return;
+    }
+    let _turn = serial();
+    let _lab = Lab::up("mz1", 1500);
+    let dir = tmp("failures");
+    fs::create_dir_all(&dir).unwrap();
+    // The lab's veths have one queue, named as interfaces (not the lab,
+    // which would be recreated with the queues asked): queues = 2 fails.
+    for (queues, failed, first) in [
+        ("2, 3", "2 of 2", "queues=2"),
+        ("1, 2", "1 of 2", "queues=2"),
+    ] {
+        let out_dir = dir.join(format!("out-{}", failed.replace(' ', "")));
+        let file = queues_sweep(&dir, queues, "0.3s");
+        let mut args = vec!["sweep", file.to_str().unwrap()];
+        args.extend(IFACES_MZ1);
+        args.extend(["--out", out_dir.to_str().unwrap()]);
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{err}");
+        assert!(
+            err.contains(&format!(
+                "linerate: error: {failed} run(s) failed (the first: part 1, point {first}, repeat 1: "
+            )) && err.contains(&format!(
+                "; the report shows them as failed; `linerate sweep --resume {}` runs them again",
+                out_dir.display()
+            )),
+            "{err}"
+        );
+        // The report is written all the same, with every run.
+        assert_eq!(lines(&out_dir.join("results.jsonl")), 2);
+        let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
+        let ok = if failed == "1 of 2" { 1 } else { 0 };
+        assert!(
+            report.contains(&format!("{ok} run(s) finished, {} failed", 2 - ok)),
+            "{report}"
+        );
+    }
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn sigterm_during_the_runs_exits_130_and_counts_the_failures() {
+    if !root_or_skip("sweep SIGTERM while running") {
+        return;
+    }
+    let _turn = serial();
+    let _lab = Lab::up("mz3", 1500);
+    let dir = tmp("run-term");
+    fs::create_dir_all(&dir).unwrap();
+    // The first point fails (one queue), the second runs for a minute.
+    let file = queues_sweep(&dir, "2, 1", "60s");
+    let out_dir = dir.join("out");
+    let mut child = Command::new(linerate())
+        .args(["sweep", file.to_str().unwrap()])
+        .args(IFACES_MZ3)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let results = out_dir.join("results.jsonl");
+    let end = Instant::now() + Duration::from_secs(60);
+    while lines(&results) < 1 {
+        assert!(Instant::now() < end, "the sweep made no progress");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Well into the second point's run.
+    thread::sleep(Duration::from_secs(2));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    wait_or_kill(
+        &mut child,
+        Duration::from_secs(45),
+        "SIGINT during a 60 s point",
+    );
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(
+            "linerate: error: 1 of 2 run(s) failed (the first: part 1, point queues=2, repeat 1: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("resume with `linerate sweep --resume"),
+        "{err}"
+    );
+    assert_eq!(lines(&results), 1, "the cut-short run is not recorded");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn records_of_another_sweep_or_not_measured_are_errors_naming_the_line() {
+    if !root_or_skip("sweep records") {
+        return;
+    }
+    let text = fs::read_to_string(fixture("sweep-small/results.jsonl")).unwrap();
+    let mut lines3: Vec<String> = text.lines().map(str::to_string).collect();
+    // Line 3 (point 1: message 8192) as another sweep wrote it.
+    assert!(
+        lines3[2].contains(r#""values":{"message":8192,"#),
+        "{}",
+        lines3[2]
+    );
+    let other = {
+        let mut l = lines3.clone();
+        l[2] = l[2].replace(
+            r#""values":{"message":8192,"#,
+            r#""values":{"message":4096,"#,
+        );
+        l.join("\n") + "\n"
+    };
+    // A whole last line that does not parse (a number past f64).
+    let huge = {
+        let mut l = lines3.clone();
+        l[11] = l[11].replacen(r#""frames_per_s":"#, r#""frames_per_s":1e999,"x":"#, 1);
+        l.join("\n") + "\n"
+    };
+    // -1e308 frames/s received.
+    let negative = {
+        let v: &mut String = &mut lines3[5];
+        let mut r: serde_json::Value = serde_json::from_str(v).unwrap();
+        r["result"]["receiver"]["frames_per_s"] = (-1e308).into();
+        *v = r.to_string();
+        lines3.join("\n") + "\n"
+    };
+    for (name, bad, line, what) in [
+        ("other", other, 3, "a record of point 1 of part 1 with the values {\"message\":4096,"),
+        ("huge", huge, 12, "not a sweep record (number out of range"),
+        (
+            "negative",
+            negative,
+            6,
+            "result.receiver.frames_per_s = -1e308 is not a measurement (it is a rate or a duration from 0 to 1e12)",
+        ),
+    ] {
+        let dir = fixture_copy(&format!("records-{name}"));
+        let results = dir.join("results.jsonl");
+        fs::write(&results, &bad).unwrap();
+        let out = run(&["sweep", "--resume", dir.to_str().unwrap(), "--lab", "mzgone"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{}:{line}: {what}", results.display())),
+            "{name}: {err}"
+        );
+        assert_eq!(fs::read_to_string(&results).unwrap(), bad, "{name}: nothing cut or run");
+        assert!(!dir.join("results.jsonl.torn-1").exists(), "{name}");
+        // A report leaves it out, and says so.
+        let out = run(&["report", dir.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        assert!(err.contains(&format!("results.jsonl:{line}: {what}")), "{name}: {err}");
+        let report = fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(
+            report.contains("11 run(s) finished")
+                && report.contains("1 line(s) of results.jsonl are not records"),
+            "{name}: {report}"
+        );
+        assert!(!report.contains("0000000000000000000000"), "{name}: a 300-digit number");
+        let _ = fs::remove_dir_all(dir);
+    }
 }

@@ -92,7 +92,7 @@ pub struct AgentServeArgs {
     pub allow_force: bool,
     /// Connections held at once; more are answered 503 and closed at once
     /// (lowered to fit the open-file limit).
-    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = 2048, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
     /// A connection that sends no complete request head for this long (a
     /// half-sent request, or an idle keep-alive connection) is closed.
@@ -161,6 +161,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// A MAC address, aa:bb:cc:dd:ee:ff.
+fn parse_mac(text: &str) -> Result<crate::remote::api::Mac, String> {
+    text.parse()
+}
+
 /// Where the two sides of a run go when they run on two hosts.
 #[derive(Debug, Args, Clone, Default)]
 pub struct AgentArgs {
@@ -185,8 +190,8 @@ pub struct RoleArgs {
     #[arg(long, value_enum, hide = true)]
     pub role: Option<RoleArg>,
     /// MAC address of the other host's interface.
-    #[arg(long, hide = true, requires = "role")]
-    pub peer_mac: Option<String>,
+    #[arg(long, hide = true, requires = "role", value_parser = parse_mac)]
+    pub peer_mac: Option<crate::remote::api::Mac>,
     /// IPv4 address of the other host's interface.
     #[arg(long, hide = true, requires = "role")]
     pub peer_ip: Option<std::net::Ipv4Addr>,
@@ -225,11 +230,11 @@ impl RoleArg {
 pub enum LabAction {
     /// Create namespaces <lab>-a and <lab>-b joined by veth <lab>-a0 <-> <lab>-b0.
     Up {
-        /// MTU of the veth pair.
-        #[arg(long, default_value_t = 1500)]
+        /// MTU of the veth pair, 576 to 9000.
+        #[arg(long, default_value_t = 1500, allow_negative_numbers = true, value_parser = parse_lab_mtu)]
         mtu: u32,
-        /// Queues of each veth.
-        #[arg(long, default_value_t = 1)]
+        /// Queues of each veth, 1 to 64.
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_lab_queues)]
         queues: u32,
         /// Also join each namespace to this one by a management veth
         /// (198.19.255.1 <-> .2 for <lab>-a, .5 <-> .6 for <lab>-b), so
@@ -258,7 +263,7 @@ pub enum LabAction {
 #[derive(Debug, Args, Clone)]
 pub struct LabName {
     /// Name prefix of the lab's namespaces and interfaces.
-    #[arg(long = "lab", default_value = "lr", value_name = "NAME")]
+    #[arg(long = "lab", default_value = "lr", value_name = "NAME", value_parser = parse_lab)]
     pub name: String,
 }
 
@@ -312,13 +317,13 @@ pub struct SweepArgs {
     #[arg(long, value_parser = parse_netns)]
     pub rx_netns: Option<String>,
     /// The lab to run on.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = parse_lab)]
     pub lab: Option<String>,
     #[command(flatten)]
     pub agents: AgentArgs,
     /// Refuse a sweep of more points than this, counted before anything is
     /// expanded (a guard against a sweep file that would run for weeks).
-    #[arg(long, value_name = "N", default_value_t = MAX_POINTS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = MAX_POINTS, allow_negative_numbers = true, value_parser = parse_max_points)]
     pub max_points: u64,
 }
 
@@ -409,17 +414,19 @@ impl From<WaitArg> for WaitMode {
 /// Options every run shares: where, on which cores, how long, how to wait.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// MTU to run at; sets the lab's MTU [default: the interfaces' MTU].
-    #[arg(long)]
+    /// MTU to run at, 576 to 65535; sets the lab's MTU (576 to 9000)
+    /// [default: the interfaces' MTU].
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_run_mtu)]
     pub mtu: Option<u32>,
-    /// Measured time, after the warm-up.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    /// Measured time, after the warm-up: 100ms to 24h (with --count, the
+    /// longest the run lasts).
+    #[arg(long, default_value = "5s", allow_negative_numbers = true, value_parser = parse_measured)]
     pub duration: Duration,
-    /// Warm-up, excluded from the figures.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    /// Warm-up, excluded from the figures: 0 to 1h.
+    #[arg(long, default_value = "1s", allow_negative_numbers = true, value_parser = parse_warmup)]
     pub warmup: Duration,
-    /// Queues (one worker per queue on each side).
-    #[arg(long, default_value_t = 1)]
+    /// Queues (one worker per queue on each side), 1 to 64.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_queues)]
     pub queues: u32,
     /// How senders (rr: clients) wait for ring space [default: busy on a
     /// core of their own, wait when they share one with receive work].
@@ -429,31 +436,31 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = WaitArg::Wait)]
     pub rx_wait: WaitArg,
     /// Cores for the senders (rr: clients), one per queue, e.g. 0 or 0,2 or 0-3.
-    #[arg(long, value_name = "LIST", value_parser = parse_cores)]
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
     pub tx_cores: Option<String>,
     /// Cores for the receivers (rr: responders), one per queue.
-    #[arg(long, value_name = "LIST", value_parser = parse_cores)]
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
     pub rx_cores: Option<String>,
-    /// Descriptors per batch.
-    #[arg(long, default_value_t = 64)]
+    /// Descriptors per batch, 1 to --ring.
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true, value_parser = parse_batch)]
     pub batch: usize,
     /// TX ring size (descriptors); the sender's UMEM holds as many chunks,
     /// so a small ring keeps the frames in cache.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = parse_ring)]
     pub ring: u32,
     /// RX ring size (descriptors); the receiver's UMEM holds twice as many
     /// chunks. Deep, so that frames wait while the receiver is descheduled.
-    #[arg(long, default_value_t = 8192)]
+    #[arg(long, default_value_t = 8192, allow_negative_numbers = true, value_parser = parse_ring)]
     pub rx_ring: u32,
     /// AF_XDP UMEM chunk size in bytes, 2048 or 4096 [default: 2048 when a
     /// frame fits in one (up to 1792 bytes), else 4096]. Small chunks keep
     /// the kernel's copies into the UMEM in cache; multi-buffer frames need
     /// 4096.
-    #[arg(long, value_name = "BYTES", value_parser = parse_umem_chunk)]
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true, value_parser = parse_umem_chunk)]
     pub umem_chunk: Option<u32>,
     /// UDP port of the test traffic at the receiver (rr: the responder);
-    /// senders use the ports just above it.
-    #[arg(long, default_value_t = 7471)]
+    /// senders use the ports just above it: 1 to 64511.
+    #[arg(long, default_value_t = 7471, allow_negative_numbers = true, value_parser = parse_port)]
     pub port: u16,
     /// Sending interface (default: the lab's <lab>-a0; <lab>-b0 with --reverse).
     #[arg(long, value_parser = parse_iface)]
@@ -487,7 +494,7 @@ pub struct RunArgs {
     /// Drop this percentage of test frames at each receiving interface (in
     /// the XDP program: AF_XDP sends bypass qdiscs, so netem cannot), to
     /// see losses counted.
-    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_percent)]
     pub inject_loss: f64,
     /// Test traffic over IPv6 (RFC 5180): Ethernet/IPv6/UDP frames between
     /// the interfaces' global IPv6 addresses (the lab's are 2001:2::1 and
@@ -530,19 +537,19 @@ pub struct StreamArgs {
     /// [default: MTU+18, the largest frame]; or a traffic mix: `imix`
     /// (simple IMIX: 64:7,594:4,1518:1) or a list of SIZE:WEIGHT, sent
     /// interleaved in that proportion (AF_XDP senders).
-    #[arg(long, value_name = "BYTES|imix|SIZE:WEIGHT,...", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES|imix|SIZE:WEIGHT,...", allow_negative_numbers = true, value_parser = parse_size)]
     pub size: Option<linerate_datapath::mix::SizeMix>,
     /// Send messages of this many bytes (0 to 256 MiB), each cut into as
     /// many MTU-sized frames as it needs; the receiver accounts whole
     /// messages. With it, --count and --rate count messages.
-    #[arg(long, value_name = "BYTES", conflicts_with = "size")]
+    #[arg(long, value_name = "BYTES", conflicts_with = "size", allow_negative_numbers = true, value_parser = parse_message)]
     pub message: Option<usize>,
     /// Send exactly this many frames per queue, then stop (the run ends
     /// when they are sent, or at warm-up + duration); at most 2^48.
-    #[arg(long, value_parser = parse_count)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_count)]
     pub count: Option<u64>,
     /// Frames per second per queue, 1 to 1e9 (default: as fast as possible).
-    #[arg(long, value_name = "PPS", value_parser = parse_rate)]
+    #[arg(long, value_name = "PPS", allow_negative_numbers = true, value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// Run only the receivers, for --duration, and count every frame that
     /// reaches them: another tool sends (a traffic generator, DPDK
@@ -563,12 +570,12 @@ pub struct StreamArgs {
     pub pcap: Option<std::path::PathBuf>,
     /// Frames --pcap keeps of each sender and each receiver, 1 to 100000
     /// (copied into memory allocated before the run, written after it).
-    #[arg(long, value_name = "N", default_value_t = 1000, requires = "pcap", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "pcap", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub pcap_count: u32,
     /// Find the highest rate whose loss stays at or below PERCENT (RFC 2544
     /// throughput with a loss tolerance, TRex's NDR): trials of --duration
     /// each, the first unpaced, then a binary search to 1 %.
-    #[arg(long, value_name = "PERCENT", conflicts_with_all = ["count", "rate", "rx_only"])]
+    #[arg(long, value_name = "PERCENT", conflicts_with_all = ["count", "rate", "rx_only"], allow_negative_numbers = true, value_parser = parse_tolerance)]
     pub search_rate: Option<f64>,
     /// Who sends: `backend` (the --backend engine's senders; AF_XDP by
     /// default) or `generator` (linerate's XDP program run in the kernel in
@@ -604,10 +611,10 @@ pub struct Rfc2544Args {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "quick"])]
     pub resume: Option<std::path::PathBuf>,
     /// Loss the throughput test tolerates, percent (RFC 2544: 0).
-    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_tolerance)]
     pub loss: f64,
     /// Length of every trial (tests).
-    #[arg(long, hide = true, value_parser = humantime::parse_duration)]
+    #[arg(long, hide = true, value_parser = parse_measured)]
     pub trial: Option<Duration>,
     /// The stream options of every trial (--size: that frame size only;
     /// --duration: each trial's length).
@@ -628,23 +635,23 @@ pub enum ResponderArg {
 #[derive(Debug, Args, Clone)]
 pub struct RrArgs {
     /// Request message size in bytes (0: header only, the null RPC).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_message)]
     pub request: usize,
     /// Response message size in bytes.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_message)]
     pub response: usize,
     /// Transactions in flight per flow (1: strictly synchronous).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_concurrency)]
     pub concurrency: u32,
-    /// Parallel flows.
-    #[arg(long, default_value_t = 1)]
+    /// Parallel flows, 1 to 4096.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_flows)]
     pub flows: u32,
     /// A transaction unanswered for this long is counted as a timeout and retried.
-    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "10ms", allow_negative_numbers = true, value_parser = parse_positive_duration)]
     pub timeout: Duration,
     /// Complete exactly this many transactions per flow, then stop; at
     /// most 2^48.
-    #[arg(long, value_parser = parse_count)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_count)]
     pub count: Option<u64>,
     /// Who answers.
     #[arg(long, value_enum, default_value_t = ResponderArg::AfXdp)]
@@ -653,9 +660,182 @@ pub struct RrArgs {
     pub run: RunArgs,
 }
 
+/// The shortest `--duration` a run measures: the window's CPU figures
+/// come from /proc/stat in 10 ms ticks (USER_HZ 100), its edges are read
+/// worker by worker and the measuring thread sleeps in 20 ms steps, so a
+/// shorter window gives rates and CPU use that are mostly rounding.
+pub const MIN_DURATION: Duration = Duration::from_millis(100);
+/// The longest `--duration`.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The longest `--warmup`.
+pub const MAX_WARMUP: Duration = Duration::from_secs(3600);
+/// The largest `--mtu` of a run (the IP length field's limit; the lab
+/// takes 576 to 9000, checked when the run uses the lab).
+pub const MAX_RUN_MTU: u32 = 65535;
+
+/// A measured duration (`--duration`, rfc2544's trials): from
+/// [`MIN_DURATION`] to [`MAX_DURATION`].
+pub fn parse_measured(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < MIN_DURATION {
+        return Err(format!(
+            "{:?} is too short to measure: give at least {} (e.g. 5s); the window's CPU figures count 10 ms ticks",
+            text.trim(),
+            humantime::format_duration(MIN_DURATION)
+        ));
+    }
+    if d > MAX_DURATION {
+        return Err(format!("{:?} is too long: use at most 24h", text.trim()));
+    }
+    Ok(d)
+}
+
+/// A `--warmup`: 0 (none) up to [`MAX_WARMUP`].
+pub fn parse_warmup(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d > MAX_WARMUP {
+        return Err(format!("{:?} is too long: use 0 to 1h", text.trim()));
+    }
+    Ok(d)
+}
+
+/// A whole number in `range`; the message names the range, and says
+/// whether the number was negative or too large for any option.
+pub fn parse_whole(text: &str, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+    let t = text.trim();
+    let (lo, hi) = (range.start(), range.end());
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match t.parse::<u64>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        Ok(n) if n > *hi => Err(format!("{n} is too large: use {lo} to {hi}")),
+        Ok(n) => Err(format!("{n} is out of range: use {lo} to {hi}")),
+        Err(_) if t.strip_prefix('-').is_some_and(digits) => {
+            Err(format!("{t} is negative: use {lo} to {hi}"))
+        }
+        Err(_) if digits(t) => Err(format!("{t} is too large: use {lo} to {hi}")),
+        Err(_) => Err(format!("{t:?} is not a whole number: use {lo} to {hi}")),
+    }
+}
+
+/// A value parser for a whole number in `range`, as `T`.
+fn whole<T: TryFrom<u64>>(
+    range: std::ops::RangeInclusive<u64>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        parse_whole(text, range.clone())
+            .map(|n| T::try_from(n).unwrap_or_else(|_| unreachable!("the range fits the type")))
+    }
+}
+
+/// `sweep --max-points`: at least 1.
+fn parse_max_points(text: &str) -> Result<u64, String> {
+    whole(1..=u64::MAX)(text)
+}
+
+/// `--queues`: one worker per queue, as many as the XSKMAP holds.
+fn parse_queues(text: &str) -> Result<u32, String> {
+    whole(1..=u64::from(linerate_ebpf::MAX_QUEUES))(text)
+}
+
+/// `--ring`, `--rx-ring`: a power of two from 64 to [`crate::path::MAX_RING`].
+fn parse_ring(text: &str) -> Result<u32, String> {
+    let max = crate::path::MAX_RING;
+    let n: u32 = whole(64..=u64::from(max))(text).map_err(|e| format!("{e}, a power of two"))?;
+    if !n.is_power_of_two() {
+        return Err(format!("{n} is not a power of two: use 64, 128, ... {max}"));
+    }
+    Ok(n)
+}
+
+/// `--batch`: 1 up to the largest ring (and at most --ring: the plan checks).
+fn parse_batch(text: &str) -> Result<usize, String> {
+    whole(1..=u64::from(crate::path::MAX_RING))(text)
+}
+
+/// `--port`: the receiver's port; the senders' are the 1024 above it.
+fn parse_port(text: &str) -> Result<u16, String> {
+    whole(1..=64511)(text).map_err(|e| format!("{e} (the 1024 ports above it are the senders')"))
+}
+
+/// `--mtu` of a run.
+fn parse_run_mtu(text: &str) -> Result<u32, String> {
+    whole(u64::from(crate::lab::MIN_MTU)..=u64::from(MAX_RUN_MTU))(text)
+}
+
+/// `lab up --mtu`.
+fn parse_lab_mtu(text: &str) -> Result<u32, String> {
+    whole(u64::from(crate::lab::MIN_MTU)..=u64::from(crate::lab::MAX_MTU))(text)
+        .map_err(|e| format!("{e}: the MTUs the lab sets"))
+}
+
+/// `lab up --queues`.
+fn parse_lab_queues(text: &str) -> Result<u32, String> {
+    parse_queues(text)
+}
+
+/// A message size (`--message`, `--request`, `--response`): 0 to 256 MiB.
+fn parse_message(text: &str) -> Result<usize, String> {
+    whole(0..=linerate_datapath::message::MAX_MESSAGE as u64)(text)
+}
+
+/// `rr --flows`: as many as a receiver tracks.
+fn parse_flows(text: &str) -> Result<u32, String> {
+    whole(1..=linerate_datapath::worker::MAX_FLOWS as u64)(text)
+}
+
+/// `rr --concurrency`: what is in flight must fit an RX ring (the plan
+/// checks it against --rx-ring and --flows).
+fn parse_concurrency(text: &str) -> Result<u32, String> {
+    whole(1..=u64::from(crate::path::MAX_RING))(text)
+}
+
+/// A percentage from 0 to 100 (`--inject-loss`).
+fn parse_percent(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) && !text.trim().starts_with('-') => Ok(p),
+        _ => Err(format!(
+            "{:?} is out of range: use 0 to 100 (percent)",
+            text.trim()
+        )),
+    }
+}
+
+/// A loss tolerance, percent, from 0 up to (not including) 100
+/// (`--search-rate`, `rfc2544 --loss`).
+fn parse_tolerance(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(p) if (0.0..100.0).contains(&p) && !text.trim().starts_with('-') => Ok(p),
+        _ => Err(format!(
+            "{:?} is out of range: give the loss tolerated in percent, from 0 up to (not including) 100",
+            text.trim()
+        )),
+    }
+}
+
+/// A lab name (`--lab`): the prefix of its namespaces and interfaces.
+pub fn parse_lab(text: &str) -> Result<String, String> {
+    crate::lab::check_name(text).map(|()| text.to_string())
+}
+
 /// A --size: one frame size, `imix`, or SIZE:WEIGHT,... (the sizes are
 /// checked against the link's MTU by the plan).
 pub fn parse_size(text: &str) -> Result<linerate_datapath::mix::SizeMix, String> {
+    use linerate_datapath::frame::{L2_OVERHEAD, MIN_FRAME_SIZE};
+    let max = MAX_RUN_MTU as u64 + L2_OVERHEAD as u64;
+    // Each size on its own: its range, before the mix is built.
+    for part in text.split(',') {
+        let size = part.split_once(':').map_or(part, |(s, _)| s).trim();
+        let numeric = size
+            .strip_prefix('-')
+            .unwrap_or(size)
+            .bytes()
+            .all(|b| b.is_ascii_digit());
+        if numeric && !size.is_empty() {
+            parse_whole(size, MIN_FRAME_SIZE as u64..=max).map_err(|e| {
+                format!("frame size {e} bytes (RFC 2544 frames, FCS included; at most MTU+18 of the link)")
+            })?;
+        }
+    }
     linerate_datapath::mix::SizeMix::parse(text).map_err(|e| e.to_string())
 }
 
@@ -689,11 +869,10 @@ fn parse_umem_chunk(text: &str) -> Result<u32, String> {
 /// message's frames) fits 64 bits; at 1e9 a second it is 3 days' worth.
 pub const MAX_COUNT: u64 = 1 << 48;
 
-/// A --count: a whole number up to [`MAX_COUNT`] (0 is refused by the
-/// command's own check, which says why).
+/// A --count: a whole number from 1 (0 sends nothing) up to [`MAX_COUNT`].
 pub fn parse_count(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
-        Ok(count) if count <= MAX_COUNT => Ok(count),
+        Ok(count) if (1..=MAX_COUNT).contains(&count) => Ok(count),
         _ => Err(format!(
             "{text:?} is out of range: give a whole number from 1 to 2^48 ({MAX_COUNT}) per queue"
         )),
@@ -741,6 +920,46 @@ mod duration_tests {
         }
         assert!(parse_positive_duration("0").is_err());
         assert_eq!(parse_positive_duration("3"), Ok(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn whole_numbers_name_their_range() {
+        assert_eq!(parse_whole("7", 1..=64), Ok(7));
+        assert_eq!(
+            parse_whole("0", 1..=64).unwrap_err(),
+            "0 is out of range: use 1 to 64"
+        );
+        assert_eq!(
+            parse_whole("-64", 1..=64).unwrap_err(),
+            "-64 is negative: use 1 to 64"
+        );
+        assert_eq!(
+            parse_whole("99999999999999999999", 1..=64).unwrap_err(),
+            "99999999999999999999 is too large: use 1 to 64"
+        );
+        assert!(parse_whole("1e3", 1..=64)
+            .unwrap_err()
+            .contains("not a whole number"));
+        assert!(parse_ring("100")
+            .unwrap_err()
+            .contains("not a power of two"));
+        assert_eq!(parse_ring("1024"), Ok(1024));
+    }
+
+    #[test]
+    fn a_measured_duration_has_a_floor() {
+        assert_eq!(parse_measured("0.1"), Ok(MIN_DURATION));
+        for short in ["0", "0.0000001", "99ms"] {
+            assert!(
+                parse_measured(short)
+                    .unwrap_err()
+                    .contains("at least 100ms"),
+                "{short}"
+            );
+        }
+        assert!(parse_measured("25h").unwrap_err().contains("24h"));
+        assert_eq!(parse_warmup("0"), Ok(Duration::ZERO));
+        assert!(parse_warmup("2h").is_err());
     }
 
     #[test]

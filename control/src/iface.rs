@@ -131,8 +131,14 @@ pub fn ipv6(netns: Option<&str>, name: &str) -> Result<std::net::Ipv6Addr> {
         .and_then(Value::as_str)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| {
+            let mut cmd = vec!["ip", "-6"];
+            if let Some(ns) = netns {
+                cmd.extend(["-n", ns]);
+            }
+            cmd.extend(["addr", "add", "ADDR/64", "dev", name, "nodad"]);
             anyhow!(
-                "interface {name:?} has no global IPv6 address for --ipv6; add one with `ip -6 addr add ADDR/64 dev {name} nodad` (the lab's are 2001:2::1 and 2001:2::2)"
+                "interface {name:?} has no global IPv6 address for --ipv6; add one with `{}` (the lab's are 2001:2::1 and 2001:2::2)",
+                sh::shown(&cmd)
             )
         })
 }

@@ -80,16 +80,25 @@ pub struct LabStatus {
     pub xdp: Vec<(String, u32)>,
 }
 
+/// A lab name: 1 to 8 letters, digits or '-' (its interfaces' names are
+/// the name and 3 more characters, within the kernel's 15).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || name.len() > 8
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(format!(
+            "lab name {name:?} is invalid: use 1 to 8 letters, digits or '-'"
+        ));
+    }
+    Ok(())
+}
+
 impl Lab {
     /// The lab whose names start with `name` (at most 8 characters, so
     /// interface names fit the kernel's 15).
     pub fn new(name: &str) -> Result<Self> {
-        if name.is_empty()
-            || name.len() > 8
-            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        {
-            bail!("lab name {name:?} is invalid: use 1 to 8 letters, digits or '-'");
-        }
+        check_name(name).map_err(anyhow::Error::msg)?;
         Ok(Self {
             name: name.to_string(),
             ns_a: format!("{name}-a"),

@@ -1,6 +1,8 @@
 //! `linerate`: the command-line front end. Plans runs, hands them to the
 //! data path, measures and reports.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod cores;
 mod cpu;

@@ -140,6 +140,35 @@ pub fn report(
     Ok(exit_code(interrupted))
 }
 
+/// The exit status of a sweep or an rfc2544 run that finished (its report
+/// written) with runs or tests that failed.
+pub const FAILED: u8 = 4;
+
+/// Says on stderr how many of `total` runs (or tests) failed, naming the
+/// first; 130 when interrupted, [`FAILED`] when any failed, else success.
+pub fn failures(
+    interrupted: bool,
+    failed: u64,
+    total: u64,
+    what: &str,
+    first: Option<&str>,
+    rerun: &str,
+) -> ExitCode {
+    if failed > 0 {
+        eprintln!(
+            "linerate: error: {failed} of {total} {what} failed{}; the report shows them as failed; {rerun}",
+            first.map(|f| format!(" (the first: {f})")).unwrap_or_default()
+        );
+    }
+    if interrupted {
+        ExitCode::from(130)
+    } else if failed > 0 {
+        ExitCode::from(FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// 130 for a run ended by Ctrl-C or SIGTERM, else success.
 pub fn exit_code(interrupted: bool) -> ExitCode {
     if interrupted {

@@ -41,8 +41,12 @@ struct RrLine {
     args: RrArgs,
 }
 
-/// clap's refusal as one line.
+/// clap's refusal as one line (`--help` among a run's options: where
+/// the help is).
 fn first_line(e: clap::Error) -> String {
+    if e.kind() == clap::error::ErrorKind::DisplayHelp {
+        return "--help is not a run option: a run takes the options of `linerate stream` or `linerate rr`, which `linerate stream --help` and `linerate rr --help` list (README, \"Across two hosts\", has the API)".into();
+    }
     e.to_string()
         .lines()
         .next()
@@ -598,7 +602,7 @@ mod tests {
             "--tx-wait",
             "busy",
             "--duration",
-            "0s",
+            "100ms",
         ]
         .map(String::from)
         .to_vec();

@@ -1,16 +1,43 @@
 //! Running the system's network tools (ip, ethtool) with clear errors.
 
-use std::process::{Command, Output};
+use std::{
+    borrow::Cow,
+    process::{Command, Output},
+};
 
 use anyhow::{bail, Context, Result};
+
+/// `arg` as one argument of a shell command line: quoted when it holds
+/// anything a shell reads (`;`, spaces, `$`, quotes, ...), as it is
+/// otherwise. (No argument holds a NUL: one would be left out.)
+pub fn quote(arg: &str) -> Cow<'_, str> {
+    match shlex::try_quote(arg) {
+        Ok(q) => q,
+        Err(_) => Cow::Owned(
+            shlex::try_quote(&arg.replace('\0', ""))
+                .map_or_else(|_| String::from("''"), Cow::into_owned),
+        ),
+    }
+}
+
+/// A command for a person to paste into a shell: its words quoted, one
+/// argument each, whatever a name or path holds.
+pub fn shown<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| quote(w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// Runs `prog args...`; fails with its stderr when it exits non-zero.
 pub fn run(prog: &str, args: &[&str]) -> Result<String> {
     let out = output(prog, args)?;
     if !out.status.success() {
         bail!(
-            "`{prog} {}` failed: {}",
-            args.join(" "),
+            "`{} {}` failed: {}",
+            quote(prog),
+            shown(args),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
@@ -45,5 +72,31 @@ pub fn in_netns(netns: Option<&str>, prog: &str, args: &[&str]) -> Result<String
             run("ip", &full)
         }
         None => run(prog, args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pasted_commands_keep_each_argument_whole() {
+        assert_eq!(
+            shown(&["ethtool", "-K", "q;id>p;#", "gro", "on"]),
+            "ethtool -K 'q;id>p;#' gro on"
+        );
+        assert_eq!(
+            shown(&["ip", "link", "set", "dev", "veth0", "up"]),
+            "ip link set dev veth0 up"
+        );
+        for hostile in ["a b", "$(id)", "x'y", "`id`", "a\"b", "-", "", "a\nb"] {
+            let q = quote(hostile);
+            assert_eq!(
+                shlex::split(&q),
+                Some(vec![hostile.to_string()]),
+                "{hostile:?} as {q}"
+            );
+        }
+        assert_eq!(quote("a\0b"), "ab");
     }
 }

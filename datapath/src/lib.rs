@@ -6,6 +6,7 @@
 //! samples. Nothing here knows about sweeps, reports or the CLI.
 
 #![warn(missing_docs, unreachable_pub)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod capture;
 pub mod clock;

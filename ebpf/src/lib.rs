@@ -9,6 +9,7 @@
 //! runs in live-frames mode to send frames without an skb or a copy.
 
 #![warn(missing_docs, unreachable_pub)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod attach;
 mod error;

@@ -129,6 +129,21 @@ pub fn has_xdp(netns: &str, iface: &str) -> bool {
     ip_link(netns, iface).get("xdp").is_some()
 }
 
+/// Waits until the run's frames reach the receiving interface (its own
+/// counter), `frames` of them: the run is past its set-up and measuring (warm-up 0). The
+/// deadline only guards against a hang; it is not a timing assertion.
+pub fn wait_for_frames(lab: &Lab, frames: u64) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
+    while !has_xdp(&lab.ns_b(), &lab.if_b()) || packets(&lab.ns_b(), &lab.if_b()).0 < rx0 + frames {
+        assert!(
+            std::time::Instant::now() < end,
+            "no frames reached the receiver in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Whether the named namespace exists.
 pub fn netns_exists(name: &str) -> bool {
     std::path::Path::new("/run/netns").join(name).exists()

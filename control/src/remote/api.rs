@@ -37,13 +37,116 @@ pub struct Clock {
     pub monotonic_ns: u64,
 }
 
+/// A MAC address, written and read as aa:bb:cc:dd:ee:ff (six pairs of
+/// hex digits, nothing else): a request or an answer holding anything
+/// else is refused where it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Mac(pub [u8; 6]);
+
+impl std::str::FromStr for Mac {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut mac = [0u8; 6];
+        let mut parts = s.split(':');
+        let pair = |p: Option<&str>| {
+            p.filter(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+        };
+        for b in mac.iter_mut() {
+            *b = pair(parts.next()).ok_or_else(|| Self::refusal(s))?;
+        }
+        match parts.next() {
+            None => Ok(Self(mac)),
+            Some(_) => Err(Self::refusal(s)),
+        }
+    }
+}
+
+impl Mac {
+    fn refusal(s: &str) -> String {
+        format!(
+            "{} is not a MAC address: give six pairs of hex digits, aa:bb:cc:dd:ee:ff",
+            crate::remote::shown_quoted(s)
+        )
+    }
+}
+
+impl TryFrom<String> for Mac {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<Mac> for String {
+    fn from(m: Mac) -> Self {
+        m.to_string()
+    }
+}
+
+impl std::fmt::Display for Mac {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
+    }
+}
+
+/// The commands a run request may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Test {
+    /// `linerate stream`.
+    Stream,
+    /// `linerate rr`.
+    Rr,
+}
+
+impl Test {
+    /// The command's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stream => "stream",
+            Self::Rr => "rr",
+        }
+    }
+}
+
+/// The side a run request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The sender (rr: the client).
+    #[serde(alias = "client")]
+    Tx,
+    /// The receiver (rr: the responder).
+    #[serde(alias = "responder")]
+    Rx,
+}
+
+impl Role {
+    /// The name used in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tx => "tx",
+            Self::Rx => "rx",
+        }
+    }
+}
+
 /// `GET /v1/ifaces/{name}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Iface {
     /// Name.
     pub name: String,
     /// MAC, aa:bb:cc:dd:ee:ff.
-    pub mac: String,
+    pub mac: Mac,
     /// IPv4 address.
     pub ipv4: std::net::Ipv4Addr,
     /// MTU.
@@ -54,20 +157,23 @@ pub struct Iface {
 
 /// The other host's interface, as a role needs it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Peer {
     /// MAC.
-    pub mac: String,
+    pub mac: Mac,
     /// IPv4 address.
     pub ip: std::net::Ipv4Addr,
 }
 
-/// `POST /v1/runs`.
+/// `POST /v1/runs`. A field the API does not have is refused (400 naming
+/// it), as is a value of the wrong form (the field's path named).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunRequest {
     /// "stream" or "rr".
-    pub test: String,
+    pub test: Test,
     /// "tx" (rr: client) or "rx" (rr: responder).
-    pub role: String,
+    pub role: Role,
     /// The command's own options, as on the command line (without
     /// interfaces, agents and --json).
     pub args: Vec<String>,

@@ -145,8 +145,7 @@ pub fn patch_path(path: &mut PathPlan, args: &RoleArgs) -> Result<()> {
     let (Some(mac), Some(ip)) = (&args.peer_mac, args.peer_ip) else {
         bail!("--role needs --peer-mac and --peer-ip");
     };
-    let mac = crate::iface::parse_mac(mac)
-        .ok_or_else(|| anyhow!("--peer-mac {mac:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"))?;
+    let mac = mac.0;
     let peer = match side {
         RoleArg::Tx => &mut path.rx,
         RoleArg::Rx => &mut path.tx,

@@ -23,7 +23,7 @@ pub enum TokenError {
         source: std::io::Error,
     },
     /// Others may read the file.
-    #[error("token file {path} is readable by others (mode {mode:o}): `chmod 600 {path}`")]
+    #[error("token file {path} is readable by others (mode {mode:o}): `chmod 600 {}`", crate::sh::quote(.path))]
     Open {
         /// The file.
         path: String,

@@ -154,9 +154,6 @@ fn check(args: &Rfc2544Args) -> Result<()> {
     if s.size.as_ref().is_some_and(|m| !m.is_single()) {
         bail!("rfc2544 tests one frame size at a time (RFC 2544 section 9): give --size N, or none for the standard sizes");
     }
-    if !(args.loss.is_finite() && (0.0..100.0).contains(&args.loss)) {
-        bail!("--loss {} is out of range: give a loss tolerance in percent, from 0 up to (not including) 100", args.loss);
-    }
     Ok(())
 }
 
@@ -229,9 +226,9 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         // A dangling link is a file of a run too.
         if crate::files::exists(&dir.join(OPTIONS)) || crate::files::exists(&dir.join(RESULTS)) {
             bail!(
-                "{} already holds a run: resume it with `linerate rfc2544 --resume {}`, or give another --out",
+                "{} already holds a run: resume it with `{}`, or give another --out",
                 dir.display(),
-                dir.display()
+                resume_cmd(&dir)
             );
         }
         sweep::create_dir(&dir)?;
@@ -249,11 +246,25 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     // Only its owner writes in it: nothing planted there is followed.
     crate::files::check_output_dir(&dir)?;
     let mut done = vec![[false; 4]; sizes.len()];
+    // The tests whose last record is a failure, with their error.
+    let mut failures: std::collections::BTreeMap<(usize, usize), String> = Default::default();
+    let mut note = |r: &Record| match &r.error {
+        Some(e) => {
+            failures.insert((r.part, r.point), e.clone());
+        }
+        None => {
+            failures.remove(&(r.part, r.point));
+        }
+    };
     store::load(
         &dir.join(RESULTS),
         &vec![Test::ALL.len() as u64; sizes.len()],
         store::Mode::Resume,
-        |r| done[r.part][r.point] |= r.values.contains_key("outcome") || r.result.is_some(),
+        |r| check_values(&sizes, r),
+        |r| {
+            note(&r);
+            done[r.part][r.point] |= r.values.contains_key("outcome") || r.result.is_some()
+        },
     )?;
     let left: usize = done.iter().flatten().filter(|d| !**d).count();
     let per_trial = targs.run.warmup + targs.run.duration;
@@ -341,10 +352,11 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
                     }
                 }
             };
+            note(&record);
             out.append(&record).with_context(|| {
                 format!(
-                    "the finished tests are kept whole: `linerate rfc2544 --resume {}` runs the rest",
-                    dir.display()
+                    "the finished tests are kept whole: `{}` runs the rest",
+                    resume_cmd(&dir)
                 )
             })?;
             reports = report::load(&dir, &sizes)?;
@@ -356,13 +368,41 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     let text = report::write(&dir, &head(&args, &dir), &reports)?;
     if was_cut {
         eprintln!(
-            "linerate: rfc2544 interrupted; finished tests are in {}; resume with `linerate rfc2544 --resume {}`",
+            "linerate: rfc2544 interrupted; finished tests are in {}; resume with `{}`",
             dir.display(),
-            dir.display()
+            resume_cmd(&dir)
         );
     }
     // --json as given now (a resumed run: not as saved).
-    output::report(&reports, given.stream.run.json, || text, was_cut, &None)
+    let code = output::report(&reports, given.stream.run.json, || text, was_cut, &None)?;
+    if failures.is_empty() {
+        return Ok(code);
+    }
+    let first = failures
+        .iter()
+        .next()
+        .map(|(&(part, point), e)| format!("{} B {}: {e}", sizes[part], Test::ALL[point].name()));
+    Ok(output::failures(
+        was_cut,
+        failures.len() as u64,
+        (sizes.len() * Test::ALL.len()) as u64,
+        "test(s)",
+        first.as_deref(),
+        &format!(
+            "`linerate rfc2544 --resume {}` runs again those that did not finish",
+            dir.display()
+        ),
+    ))
+}
+
+/// The command that resumes the run in `dir`, to paste.
+fn resume_cmd(dir: &Path) -> String {
+    crate::sh::shown(&[
+        "linerate",
+        "rfc2544",
+        "--resume",
+        &dir.display().to_string(),
+    ])
 }
 
 /// The report's first lines.
@@ -444,6 +484,30 @@ fn run_test(
     }
 }
 
+/// Checks that a record holds the frame size and the test of its place
+/// (part: the size, point: the test): one of another run is refused.
+pub fn check_values(sizes: &[usize], r: &Record) -> std::result::Result<(), String> {
+    let (Some(&size), Some(test)) = (sizes.get(r.part), Test::ALL.get(r.point)) else {
+        return Err(format!(
+            "a record of test {} of size {}, which this run does not have",
+            r.point,
+            r.part + 1
+        ));
+    };
+    let (got_size, got_test) = (r.values.get("frame_size"), r.values.get("test"));
+    if got_size != Some(&Value::from(size)) || got_test != Some(&Value::from(test.name())) {
+        return Err(format!(
+            "a record of part {} point {} (the {} test at {size} B) that holds frame_size {} and test {}: a record of another run",
+            r.part + 1,
+            r.point,
+            test.name(),
+            got_size.map_or("none".into(), Value::to_string),
+            got_test.map_or("none".into(), Value::to_string),
+        ));
+    }
+    Ok(())
+}
+
 /// `linerate report DIR` of an rfc2544 run.
 pub fn report_command(dir: &Path) -> Result<ExitCode> {
     let o = read_options(dir)?;
@@ -489,13 +553,45 @@ mod tests {
                 &["--tx-agent", "h:1", "--rx-agent", "h:2"],
                 "rfc2544 does not take --tx-agent/--rx-agent",
             ),
-            (&["--loss", "100"], "--loss 100 is out of range"),
         ] {
             let e = check(&parse(args)).unwrap_err().to_string();
             assert!(e.starts_with(want), "{args:?}: {e}");
         }
+        // A loss of 100 % or more is refused where it is parsed.
+        let e = Cli::try_parse_from(["linerate", "rfc2544", "--loss", "100"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("invalid value '100' for '--loss <PERCENT>': \"100\" is out of range"),
+            "{e}"
+        );
         check(&parse(&["--loss", "0.5", "--size", "64", "--quick"])).unwrap();
         assert_eq!(trial_args(&parse(&["--quick"])).run.duration, QUICK_TRIAL.1);
+    }
+
+    #[test]
+    fn a_record_must_hold_the_size_and_test_of_its_place() {
+        let rec = |part, point, size: usize, test: &str| {
+            let mut values = Map::new();
+            values.insert("frame_size".into(), size.into());
+            values.insert("test".into(), test.into());
+            values.insert("outcome".into(), Value::Null);
+            Record {
+                part,
+                point,
+                repeat: 0,
+                values,
+                result: None,
+                error: Some("x".into()),
+            }
+        };
+        let sizes = [64, 128];
+        check_values(&sizes, &rec(1, 2, 128, "frame loss")).unwrap();
+        assert_eq!(
+            check_values(&sizes, &rec(1, 2, 1518, "frame loss")).unwrap_err(),
+            "a record of part 2 point 2 (the frame loss test at 128 B) that holds frame_size 1518 and test \"frame loss\": a record of another run"
+        );
+        assert!(check_values(&sizes, &rec(1, 2, 128, "latency")).is_err());
+        assert!(check_values(&sizes, &rec(2, 0, 128, "throughput")).is_err());
     }
 
     #[test]

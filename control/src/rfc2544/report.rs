@@ -15,6 +15,7 @@ use super::{
     Test, FIGURE, TABLE,
 };
 use crate::sweep::{
+    report::md,
     store::{self, write_atomic},
     Record, RESULTS,
 };
@@ -62,6 +63,7 @@ pub fn load(dir: &Path, sizes: &[usize]) -> Result<Vec<SizeReport>> {
         &dir.join(RESULTS),
         &points,
         store::Mode::Report,
+        |r| super::check_values(sizes, r),
         |r: Record| {
             if let Err(e) = add(&mut out[r.part], &r) {
                 bad.get_or_insert(e);
@@ -219,7 +221,7 @@ pub fn tables(sizes: &[SizeReport]) -> String {
             }
         }
         for (test, e) in &s.errors {
-            let _ = writeln!(o, "\n{test} failed: {e}");
+            let _ = writeln!(o, "\n{test} failed: {}", md::text(e));
         }
     }
     o
@@ -354,8 +356,10 @@ fn figure(sizes: &[SizeReport]) -> Result<String> {
 /// tables for the terminal.
 pub fn write(dir: &Path, head: &str, sizes: &[SizeReport]) -> Result<String> {
     let tables = tables(sizes);
-    let mut md =
-        format!("# RFC 2544\n\n{head}\n\n![frames/s and Gbit/s against frame size]({FIGURE})\n\n");
+    let mut md = format!(
+        "# RFC 2544\n\n{}\n\n![frames/s and Gbit/s against frame size]({FIGURE})\n\n",
+        md::text(head)
+    );
     md.push_str(&tables);
     let _ = write!(
         md,
@@ -377,8 +381,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut out = store::Results::open(&dir.join(RESULTS)).unwrap();
-        let record = |point, outcome: Option<serde_json::Value>, error: Option<&str>| {
+        let record = |point: usize, outcome: Option<serde_json::Value>, error: Option<&str>| {
             let mut values = serde_json::Map::new();
+            values.insert("frame_size".into(), 128.into());
+            values.insert("test".into(), Test::ALL[point].name().into());
             if let Some(o) = outcome {
                 values.insert("outcome".into(), o);
             }
@@ -416,6 +422,27 @@ mod tests {
             sizes[1].errors,
             vec![("frame loss".to_string(), "not run".to_string())]
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn errors_and_the_directory_are_text_in_report_md() {
+        let dir = std::env::temp_dir().join(format!("linerate-rfc-esc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sizes = vec![SizeReport {
+            frame_size: 64,
+            errors: vec![("throughput".into(), "<script>alert(1)</script> | x".into())],
+            ..Default::default()
+        }];
+        write(&dir, "linerate rfc2544 in /tmp/<img src=x>:", &sizes).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(!md.contains("<script") && !md.contains("<img"), "{md}");
+        assert!(
+            md.contains("throughput failed: &lt;script>alert(1)&lt;/script> \\| x"),
+            "{md}"
+        );
+        assert!(md.contains("in /tmp/&lt;img src=x>:"), "{md}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -120,6 +120,13 @@ pub fn latency(
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<LatencyAt>> {
     let r = trial(plan, found.offered_pps, None, interrupted)?;
+    if !(r.interrupted || r.fault.is_some() || search::measured(&r)) {
+        anyhow::bail!(
+            "the latency trial measured nothing ({} frame(s) received in a window of {} s)",
+            r.receiver.frames,
+            r.window_s
+        );
+    }
     let latency = r.latency.clone();
     Ok(Ran {
         outcome: LatencyAt {

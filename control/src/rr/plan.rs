@@ -1,7 +1,7 @@
 //! Checking `linerate rr` arguments.
 
 use anyhow::{bail, Result};
-use linerate_datapath::{geometry::Geometry, message::Fragmentation, worker::MAX_FLOWS};
+use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
     cli::{ResponderArg, RrArgs},
@@ -40,38 +40,8 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
             names_that(|c| c.rr_responder.is_some())
         );
     }
-    if args.flows == 0 || args.flows as usize > MAX_FLOWS {
-        bail!(
-            "--flows {} is out of range: use 1 to {MAX_FLOWS}",
-            args.flows
-        );
-    }
-    if args.concurrency == 0 {
-        bail!("--concurrency 0 runs no transaction: use 1 or more");
-    }
-    if args.timeout.is_zero() {
-        bail!("--timeout 0 would time every transaction out: give e.g. 10ms");
-    }
-    if args.run.duration.is_zero() && args.count.is_none() {
-        bail!("--duration must be longer than 0 (e.g. 5s), or give --count");
-    }
-    if args.count == Some(0) {
-        bail!("--count 0 runs no transaction: give at least 1");
-    }
-    if let Some(count) = args.count.filter(|&count| count > crate::cli::MAX_COUNT) {
-        bail!(
-            "--count {count} is out of range: use 1 to 2^48 ({}) per flow",
-            crate::cli::MAX_COUNT
-        );
-    }
-    for (name, value) in [("--request", args.request), ("--response", args.response)] {
-        if value > linerate_datapath::message::MAX_MESSAGE {
-            bail!(
-                "{name} {value} is out of range: use 0 to {} bytes",
-                linerate_datapath::message::MAX_MESSAGE
-            );
-        }
-    }
+    // --flows, --concurrency, --timeout, --duration, --count, --request
+    // and --response are checked where they are parsed (cli.rs).
     if args.responder == ResponderArg::Xdp && !engine.can().steering {
         bail!(
             "--responder xdp answers in the XDP program: use it with --backend {}",

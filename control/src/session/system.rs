@@ -75,6 +75,16 @@ impl Drop for Restore {
     }
 }
 
+/// The command that turns GRO on for `iface` (in `netns`), to paste.
+fn gro_on(netns: Option<&str>, iface: &str) -> String {
+    let mut words = Vec::new();
+    if let Some(ns) = netns {
+        words.extend(["ip", "netns", "exec", ns]);
+    }
+    words.extend(["ethtool", "-K", iface, "gro", "on"]);
+    crate::sh::shown(&words)
+}
+
 /// Whether writing `threaded` failed because the interface has no NAPI
 /// (the kernel says EOPNOTSUPP, or EIO on some versions).
 fn no_napi(error: &anyhow::Error) -> bool {
@@ -143,10 +153,10 @@ pub fn apply_napi(
         write(ns, &side.iface, Attr::Threaded, want).map_err(|e| {
             if no_napi(&e) {
                 anyhow!(
-                    "interface {} has no NAPI to make {} (veth gets NAPI when GRO is on or an XDP program is attached): turn GRO on with `ethtool -K {} gro on`, or leave NAPI as it is with --napi keep",
+                    "interface {} has no NAPI to make {} (veth gets NAPI when GRO is on or an XDP program is attached): turn GRO on with `{}`, or leave NAPI as it is with --napi keep",
                     side.iface,
                     if threaded { "threaded" } else { "softirq" },
-                    side.iface
+                    gro_on(ns, &side.iface)
                 )
             } else {
                 e.context(format!("setting NAPI mode on {}", side.iface))
@@ -157,4 +167,18 @@ pub fn apply_napi(
             .push((side.netns.clone(), side.iface.clone(), before));
     }
     Ok(Some(if threaded { "threaded" } else { "softirq" }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gro_hint_quotes_the_interface() {
+        assert_eq!(gro_on(None, "q;id>p;#"), "ethtool -K 'q;id>p;#' gro on");
+        assert_eq!(
+            gro_on(Some("lr-a"), "lr-a0"),
+            "ip netns exec lr-a ethtool -K lr-a0 gro on"
+        );
+    }
 }

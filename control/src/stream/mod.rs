@@ -196,8 +196,10 @@ fn write_pcap(
     let shown = file.path().display().to_string();
     match file.write(&tx, &rx) {
         Ok(w) => eprintln!(
-            "linerate: wrote {} frames sent and {} received to {shown} (pcapng; `tshark -r {shown}` decodes them)",
-            w.sent, w.received
+            "linerate: wrote {} frames sent and {} received to {shown} (pcapng; `{}` decodes them)",
+            w.sent,
+            w.received,
+            crate::sh::shown(&["tshark", "-r", &shown])
         ),
         Err(e) => eprintln!("linerate: warning: {e:#}; the run's figures are not affected"),
     }

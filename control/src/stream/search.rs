@@ -86,6 +86,15 @@ pub fn trial_loss(f: &super::result::FrameAccounting) -> f64 {
     crate::results::parts::percent(f.lost + f.dropped_at_sender, handed)
 }
 
+/// Whether a trial measured a rate: frames sent, and frames received
+/// over a measured window longer than 0 (not "0 frames/s").
+pub fn measured(result: &StreamResult) -> bool {
+    result.frames.sent > 0
+        && result.window_s > 0.0
+        && result.receiver.frames > 0
+        && result.receiver.frames_per_s > 0.0
+}
+
 /// The search's first upper bound in `--rate`'s unit, per queue: the
 /// unpaced trial's frames per second, or with `--message` its messages per
 /// second (the rate counts messages: bounding it by frames would start the
@@ -125,9 +134,10 @@ pub fn run_limited(
         let mut paced = plan.clone();
         paced.args.rate = rate;
         let result = super::run(&paced, interrupted)?;
-        let pass = result.frames.sent > 0
-            && trial_loss(&result.frames) <= threshold
-            && result.fault.is_none();
+        // A trial passes on a measurement: frames received in a window
+        // of some length (a window too short to measure counts nothing).
+        let pass =
+            measured(&result) && trial_loss(&result.frames) <= threshold && result.fault.is_none();
         out.trials.push(Trial::of(rate, &result, pass));
         out.interrupted = result.interrupted;
         out.fault.clone_from(&result.fault);
@@ -232,6 +242,28 @@ mod tests {
         assert!((trial_loss(&f) - 11.0).abs() < 1e-12);
         let none = FrameAccounting::default();
         assert_eq!(trial_loss(&none), 0.0);
+    }
+
+    #[test]
+    fn a_trial_that_measured_nothing_does_not_pass() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        let r: StreamResult =
+            serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+        assert!(measured(&r));
+        // --duration 0.0000001: frames counted over the whole run, none
+        // in a window of 0 s (the figures of such a window are all 0).
+        let mut short = r.clone();
+        short.window_s = 0.0;
+        short.receiver = Default::default();
+        assert!(short.frames.received > 0 && !measured(&short));
+        let mut none = r.clone();
+        none.receiver.frames = 0;
+        none.receiver.frames_per_s = 0.0;
+        assert!(!measured(&none));
+        let mut unsent = r;
+        unsent.frames.sent = 0;
+        assert!(!measured(&unsent));
     }
 
     #[test]

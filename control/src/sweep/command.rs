@@ -71,14 +71,22 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     };
     // Counted from the axes before anything is expanded or run.
     let spec = SweepSpec::parse(&text, &label)?;
-    Size::of(&spec, opts.quick)?.check(&label, args.max_points)?;
+    let size = Size::of(&spec, opts.quick)?;
+    size.check(&label, args.max_points)?;
+    size.check_memory(
+        &label,
+        super::bytes_per_point(&spec),
+        super::available_memory(),
+    )?;
     // A controller of agents needs no privileges of its own.
     if !request::names_agents(&opts.extra) {
         privilege::require_root("linerate sweep")?;
     }
-    eprintln!("linerate: sweep results go to {}", dir.display());
+    // Ctrl-C and SIGTERM are answered from here on, the points' checks
+    // included.
     let interrupted = session::on_signal()?;
-    let text = super::run(
+    eprintln!("linerate: sweep results go to {}", dir.display());
+    let outcome = super::run(
         &text,
         &label,
         &dir,
@@ -86,9 +94,23 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
         args.resume.is_some(),
         &interrupted,
     )?;
+    let Some(text) = outcome.text else {
+        // Interrupted before anything ran.
+        return Ok(output::exit_code(true));
+    };
     output::emit(&format!(
         "{text}report: {}\n",
         dir.join("report.md").display()
     ))?;
-    Ok(output::exit_code(interrupted.load(Ordering::Relaxed)))
+    Ok(output::failures(
+        interrupted.load(Ordering::Relaxed),
+        outcome.failed,
+        outcome.runs,
+        "run(s)",
+        outcome.first_failure.as_deref(),
+        &format!(
+            "`linerate sweep --resume {}` runs them again",
+            dir.display()
+        ),
+    ))
 }

@@ -36,27 +36,42 @@ impl Point {
 
 /// Every point of a part, the first axis varying slowest.
 pub fn points(part_index: usize, part: &Part) -> Vec<Point> {
-    let mut out = vec![Vec::new()];
-    for axis in &part.axes {
-        out = out
-            .into_iter()
-            .flat_map(|prefix: Vec<(String, Value)>| {
-                axis.values.iter().map(move |v| {
-                    let mut p = prefix.clone();
-                    p.push((axis.name.clone(), v.clone()));
-                    p
-                })
-            })
-            .collect();
+    iter(part_index, part).collect()
+}
+
+/// The number of points of a part (0 when it does not fit a usize).
+pub fn count(part: &Part) -> usize {
+    part.axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .unwrap_or(0)
+}
+
+/// Every point of a part, one at a time (nothing else is built: a sweep
+/// of millions of points holds one at a time).
+pub fn iter(part_index: usize, part: &Part) -> impl Iterator<Item = Point> + '_ {
+    (0..count(part)).filter_map(move |i| point(part_index, part, i))
+}
+
+/// Point `index` of a part (None past its last), computed from the index:
+/// the last axis varies fastest.
+pub fn point(part_index: usize, part: &Part, index: usize) -> Option<Point> {
+    if index >= count(part) {
+        return None;
     }
-    out.into_iter()
-        .enumerate()
-        .map(|(index, values)| Point {
-            part: part_index,
-            index,
-            values,
-        })
-        .collect()
+    let mut rest = index;
+    let mut values = Vec::with_capacity(part.axes.len());
+    for axis in part.axes.iter().rev() {
+        let n = axis.values.len();
+        values.push((axis.name.clone(), axis.values[rest % n].clone()));
+        rest /= n;
+    }
+    values.reverse();
+    Some(Point {
+        part: part_index,
+        index,
+        values,
+    })
 }
 
 fn push_option(argv: &mut Vec<String>, key: &str, v: &Value) -> Result<(), String> {
@@ -144,6 +159,11 @@ mod tests {
         );
         assert_eq!(p[1].value("message"), Some(&Value::Integer(64)));
         assert_eq!(p[2].value("message"), Some(&Value::Integer(1024)));
+        // Computed from the index alone, as the grid has them.
+        for (i, q) in p.iter().enumerate() {
+            assert_eq!(point(0, &s.parts[0], i).as_ref(), Some(q));
+        }
+        assert_eq!(point(0, &s.parts[0], 6), None);
     }
 
     #[test]
@@ -186,6 +206,7 @@ mod tests {
         assert!(e.contains("--colour"), "{e}");
         let s = spec("queues = 0");
         let a = argv(&s.parts[0], &points(0, &s.parts[0])[0], &[], false).unwrap();
-        assert!(parse(Kind::Stream, &a).unwrap_err().contains("--queues 0"));
+        let e = parse(Kind::Stream, &a).unwrap_err();
+        assert!(e.contains("invalid value '0' for '--queues"), "{e}");
     }
 }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use command::command;
-use expand::{argv, parse, points};
+use expand::{argv, parse};
 use spec::SweepSpec;
 
 use crate::{
@@ -37,6 +37,11 @@ use crate::{
 
 /// Results, one JSON object per line, appended as points finish.
 pub const RESULTS: &str = "results.jsonl";
+/// The command that resumes the sweep in `dir`, to paste.
+fn resume_cmd(dir: &Path) -> String {
+    crate::sh::shown(&["linerate", "sweep", "--resume", &dir.display().to_string()])
+}
+
 /// The sweep file as run.
 pub const SPEC: &str = "spec.toml";
 /// How it was run (quick, extra options), for --resume.
@@ -126,10 +131,82 @@ impl Size {
         Ok(())
     }
 
+    /// Refuses a sweep whose points would not fit in `available` bytes of
+    /// memory at `per_point` bytes each (see [`bytes_per_point`]), whatever
+    /// --max-points allows; None (not known): not checked.
+    pub fn check_memory(&self, file: &str, per_point: u64, available: Option<u64>) -> Result<()> {
+        let Some(available) = available else {
+            return Ok(());
+        };
+        let need = self
+            .points
+            .saturating_mul(per_point)
+            .saturating_add(self.runs().saturating_mul(RUN_BYTES));
+        if need > available {
+            bail!(
+                "{file}: {} points x {} repeat(s) would hold about {} MiB in memory (about {per_point} bytes per point and {RUN_BYTES} per run), more than the {} MiB available (MemAvailable in /proc/meminfo): use fewer axis values, or split the sweep into several files",
+                self.points,
+                self.repeats,
+                need.div_ceil(1 << 20),
+                available / (1 << 20)
+            );
+        }
+        Ok(())
+    }
+
     /// Runs in all.
     pub fn runs(&self) -> u64 {
         self.points.saturating_mul(u64::from(self.repeats))
     }
+}
+
+/// Memory a finished run takes until the sweep ends: the report's figures
+/// of it (a dozen metrics), its data path's name, its place in the set of
+/// finished runs, and the allocator's overhead.
+pub const RUN_BYTES: u64 = 256;
+
+/// Memory each point of `spec` takes while its sweep runs (the largest
+/// part's): its warm-up + duration, and the point as the report expands it
+/// (each axis' name and value, on the heap, with the allocator's overhead
+/// of each allocation).
+pub fn bytes_per_point(spec: &SweepSpec) -> u64 {
+    const ALLOC: u64 = 32;
+    let per_axis = (std::mem::size_of::<(String, toml::Value)>() as u64) + 2 * ALLOC;
+    let fixed =
+        (std::mem::size_of::<expand::Point>() + std::mem::size_of::<Duration>()) as u64 + ALLOC;
+    spec.parts
+        .iter()
+        .map(|p| {
+            fixed
+                + p.axes
+                    .iter()
+                    .map(|a| {
+                        let heap = a.name.len() as u64
+                            + a.values
+                                .iter()
+                                .map(|v| v.to_string().len() as u64)
+                                .max()
+                                .unwrap_or(0);
+                        per_axis + heap
+                    })
+                    .sum::<u64>()
+        })
+        .max()
+        .unwrap_or(fixed)
+}
+
+/// MemAvailable of /proc/meminfo, bytes (None when it cannot be read).
+pub fn available_memory() -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
 }
 
 /// Set-up of a run on top of its warm-up and duration: the XDP program,
@@ -201,8 +278,85 @@ pub fn default_dir(name: &str) -> PathBuf {
     PathBuf::from("sweeps").join(format!("{name}-{stamp}"))
 }
 
-/// Runs a sweep into `dir` (new, or with `resume` an interrupted one);
-/// returns the terminal rendering of its report.
+/// How a sweep ended.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The terminal rendering of its report; None when it was interrupted
+    /// while its points were checked (nothing ran, nothing was written).
+    pub text: Option<String>,
+    /// Runs of the sweep (points x repeats).
+    pub runs: u64,
+    /// Runs whose record is a failure (none of them measured since).
+    pub failed: u64,
+    /// The first of them: which run, and its error.
+    pub first_failure: Option<String>,
+}
+
+/// A point's command line, parsed and checked (no system access); errors
+/// name the sweep file and its line.
+fn check_point(
+    text: &str,
+    file: &str,
+    part: &spec::Part,
+    p: &expand::Point,
+    opts: &SweepOptions,
+) -> Result<RunRequest> {
+    let a = argv(part, p, &opts.extra, opts.quick)
+        .map_err(|e| anyhow::anyhow!("{file}: part {}, point {}: {e}", p.part + 1, p.describe()))?;
+    let parsed = parse(part.kind, &a).map_err(|e| {
+        let key = e
+            .split("'--")
+            .nth(1)
+            .and_then(|k| k.split(['\'', ' ']).next())
+            .unwrap_or("");
+        let line = spec::line_of(text, &key.replace('-', "_")).max(spec::line_of(text, key));
+        anyhow::anyhow!("{file}:{line}: point {}: {e}", p.describe())
+    })?;
+    // A capture goes into the sweep's directory: a path is refused.
+    if let Some(name) = capture(&parsed) {
+        check_capture(name).map_err(|e| {
+            anyhow::anyhow!("{file}: part {}, point {}: {e}", p.part + 1, p.describe())
+        })?;
+    }
+    Ok(parsed)
+}
+
+/// A point's axis values as its records hold them.
+fn record_values(p: &expand::Point) -> serde_json::Map<String, Value> {
+    p.values
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
+        .collect()
+}
+
+/// Checks that a record of `spec` holds its point's axis values (a record
+/// of another sweep with the same part and point numbers is not this
+/// point's).
+pub fn check_values(spec: &SweepSpec, r: &Record) -> std::result::Result<(), String> {
+    let want = spec
+        .parts
+        .get(r.part)
+        .and_then(|part| expand::point(r.part, part, r.point))
+        .map(|p| record_values(&p));
+    match want {
+        Some(want) if want == r.values => Ok(()),
+        Some(want) => Err(format!(
+            "a record of point {} of part {} with the values {} but that point has {}: a record of another sweep",
+            r.point,
+            r.part + 1,
+            Value::Object(r.values.clone()),
+            Value::Object(want)
+        )),
+        None => Err(format!(
+            "a record of point {} of part {}, which the sweep does not have",
+            r.point,
+            r.part + 1
+        )),
+    }
+}
+
+/// Runs a sweep into `dir` (new, or with `resume` an interrupted one):
+/// its report and how many runs failed.
 pub fn run(
     text: &str,
     file: &str,
@@ -210,39 +364,32 @@ pub fn run(
     opts: &SweepOptions,
     resume: bool,
     interrupted: &Arc<AtomicBool>,
-) -> Result<String> {
+) -> Result<Outcome> {
     let spec = SweepSpec::parse(text, file)?;
     let size = Size::of(&spec, opts.quick)?;
     let repeats = size.repeats;
-    // Every point is expanded and checked before anything runs.
-    let mut plan = Vec::new();
+    // Every point is expanded and checked before anything runs, one at a
+    // time: only each point's warm-up + duration is kept (the points are
+    // computed again, from their index, as they run).
+    let mut lengths = Vec::new();
     for (pi, part) in spec.parts.iter().enumerate() {
-        for p in points(pi, part) {
-            let a = argv(part, &p, &opts.extra, opts.quick).map_err(|e| {
-                anyhow::anyhow!("{file}: part {}, point {}: {e}", pi + 1, p.describe())
-            })?;
-            let parsed = parse(part.kind, &a).map_err(|e| {
-                let key = e
-                    .split("'--")
-                    .nth(1)
-                    .and_then(|k| k.split(['\'', ' ']).next())
-                    .unwrap_or("");
-                let line =
-                    spec::line_of(text, &key.replace('-', "_")).max(spec::line_of(text, key));
-                anyhow::anyhow!("{file}:{line}: point {}: {e}", p.describe())
-            })?;
-            if let Some(name) = capture(&parsed) {
-                check_capture(name).map_err(|e| {
-                    anyhow::anyhow!("{file}: part {}, point {}: {e}", pi + 1, p.describe())
-                })?;
+        for p in expand::iter(pi, part) {
+            if interrupted.load(Ordering::Relaxed) {
+                eprintln!(
+                    "linerate: sweep interrupted while its points were checked ({} of {}): nothing ran, nothing was written",
+                    lengths.len(),
+                    size.points
+                );
+                return Ok(Outcome::default());
             }
-            plan.push((p, parsed));
+            let args = check_point(text, file, part, &p, opts)?;
+            lengths.push(args.run().warmup + args.run().duration);
         }
     }
     let resume_hint = || {
         format!(
-            "the finished points are kept whole: `linerate sweep --resume {}` runs the rest",
-            dir.display()
+            "the finished points are kept whole: `{}` runs the rest",
+            resume_cmd(dir)
         )
     };
     let options = serde_json::to_string_pretty(opts)?;
@@ -253,9 +400,9 @@ pub fn run(
             .find(|f| crate::files::exists(&dir.join(f)))
         {
             bail!(
-                "{} already holds a sweep ({f}): resume it with `linerate sweep --resume {}`, or give another --out",
+                "{} already holds a sweep ({f}): resume it with `{}`, or give another --out",
                 dir.display(),
-                dir.display()
+                resume_cmd(dir)
             );
         }
         create_dir(dir)?;
@@ -269,11 +416,25 @@ pub fn run(
     crate::files::check_output_dir(dir)?;
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let mut kept = report::Kept::new(&spec);
+    // The runs whose last record is a failure, with their error.
+    let mut failures: std::collections::BTreeMap<(usize, usize, u32), String> = Default::default();
+    let mut note = |r: &Record| match (&r.result, &r.error) {
+        (None, Some(e)) => {
+            failures.insert((r.part, r.point, r.repeat), e.clone());
+        }
+        _ => {
+            failures.remove(&(r.part, r.point, r.repeat));
+        }
+    };
     let loaded = store::load(
         &dir.join(RESULTS),
         &size.per_part,
         store::Mode::Resume,
-        |r| kept.add(r),
+        |r| check_values(&spec, r),
+        |r| {
+            note(&r);
+            kept.add(r)
+        },
     )?;
     for w in &loaded.warnings {
         eprintln!("linerate: warning: {w}");
@@ -285,16 +446,22 @@ pub fn run(
         store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
     }
     let done: HashSet<(usize, usize, u32)> = kept.finished().collect();
-    let left: Vec<Duration> = plan
+    let mut i = 0;
+    let left: Vec<Duration> = spec
+        .parts
         .iter()
-        .flat_map(|(p, args)| {
-            let d = args.run().warmup + args.run().duration;
+        .enumerate()
+        .flat_map(|(pi, part)| (0..expand::count(part)).map(move |index| (pi, index)))
+        .flat_map(|(pi, index)| {
+            let d = lengths[i];
+            i += 1;
             let done = &done;
             (0..repeats)
-                .filter(move |r| !done.contains(&(p.part, p.index, *r)))
+                .filter(move |r| !done.contains(&(pi, index, *r)))
                 .map(move |_| d)
         })
         .collect();
+    drop(lengths);
     let already = size.runs().saturating_sub(left.len() as u64);
     eprintln!("linerate: {}", announce(&size, already, estimate(left)));
     let bar = ProgressBar::new(size.runs()).with_style(
@@ -305,81 +472,139 @@ pub fn run(
     );
     let mut pace = Pace::default();
     let report = |kept: &report::Kept| report::render(dir, &spec, kept, opts.quick, 0);
-    for (p, args) in &plan {
-        for repeat in 0..repeats {
-            if done.contains(&(p.part, p.index, repeat)) {
-                bar.inc(1);
+    'points: for (pi, part) in spec.parts.iter().enumerate() {
+        for p in expand::iter(pi, part) {
+            if interrupted.load(Ordering::Relaxed) {
+                break 'points;
+            }
+            if (0..repeats).all(|r| done.contains(&(p.part, p.index, r))) {
+                bar.inc(u64::from(repeats));
                 continue;
             }
-            if interrupted.load(Ordering::Relaxed) {
-                break;
-            }
-            bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
-            let outcome =
-                captured(args, dir, p, repeat).and_then(|args| run_point(&args, interrupted));
-            if interrupted.load(Ordering::Relaxed) {
-                // A cut-short run is not a finished point: resume reruns it.
-                break;
-            }
-            let values = p
-                .values
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
-                .collect();
-            let record = match outcome {
-                Ok(result) => Record {
-                    part: p.part,
-                    point: p.index,
-                    repeat,
-                    values,
-                    result: Some(result),
-                    error: None,
-                },
-                Err(e) => {
-                    bar.println(format!("linerate: point {} failed: {e:#}", p.describe()));
-                    Record {
+            let args = check_point(text, file, part, &p, opts)?;
+            for repeat in 0..repeats {
+                if done.contains(&(p.part, p.index, repeat)) {
+                    bar.inc(1);
+                    continue;
+                }
+                if interrupted.load(Ordering::Relaxed) {
+                    break 'points;
+                }
+                bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
+                let outcome =
+                    captured(&args, dir, &p, repeat).and_then(|args| run_point(&args, interrupted));
+                if interrupted.load(Ordering::Relaxed) {
+                    // A cut-short run is not a finished point: resume reruns it.
+                    break 'points;
+                }
+                let values = record_values(&p);
+                let record = match outcome {
+                    Ok(result) => Record {
                         part: p.part,
                         point: p.index,
                         repeat,
                         values,
-                        result: None,
-                        error: Some(format!("{e:#}")),
+                        result: Some(result),
+                        error: None,
+                    },
+                    Err(e) => {
+                        bar.println(format!("linerate: point {} failed: {e:#}", p.describe()));
+                        Record {
+                            part: p.part,
+                            point: p.index,
+                            repeat,
+                            values,
+                            result: None,
+                            error: Some(format!("{e:#}")),
+                        }
                     }
+                };
+                if let Err(e) = out.append(&record) {
+                    bar.finish_and_clear();
+                    // What finished is reported, if there is room for it.
+                    let _ = report(&kept);
+                    bail!("{e}; {}", resume_hint());
                 }
-            };
-            if let Err(e) = out.append(&record) {
-                bar.finish_and_clear();
-                // What finished is reported, if there is room for it.
-                let _ = report(&kept);
-                bail!("{e}; {}", resume_hint());
-            }
-            kept.add(record);
-            // The report (and points.csv) follow what finished, rewritten
-            // every few seconds rather than after every point: a rewrite
-            // reads every record.
-            let now = Instant::now();
-            if pace.due(now) {
-                if let Err(e) = report(&kept) {
-                    bar.println(format!("linerate: writing the report failed: {e:#}"));
+                note(&record);
+                kept.add(record);
+                // The report (and points.csv) follow what finished, rewritten
+                // every few seconds rather than after every point: a rewrite
+                // reads every record.
+                let now = Instant::now();
+                if pace.due(now) {
+                    if let Err(e) = report(&kept) {
+                        bar.println(format!("linerate: writing the report failed: {e:#}"));
+                    }
+                    pace.done(now, Instant::now());
                 }
-                pace.done(now, Instant::now());
+                bar.inc(1);
             }
-            bar.inc(1);
         }
     }
     bar.finish_and_clear();
     let text = report(&kept)?;
     if interrupted.load(Ordering::Relaxed) {
         eprintln!(
-            "linerate: sweep interrupted; finished points are in {}; resume with `linerate sweep --resume {}`",
+            "linerate: sweep interrupted; finished points are in {}; resume with `{}`",
             dir.display(),
-            dir.display()
+            resume_cmd(dir)
         );
     }
-    Ok(text)
+    let first_failure = failures.iter().next().map(|(&(part, point, repeat), e)| {
+        let which = spec
+            .parts
+            .get(part)
+            .and_then(|pt| expand::point(part, pt, point))
+            .map_or_else(|| format!("{point}"), |p| p.describe());
+        format!(
+            "part {}, point {which}, repeat {}: {e}",
+            part + 1,
+            repeat + 1
+        )
+    });
+    Ok(Outcome {
+        text: Some(text),
+        runs: size.runs(),
+        failed: failures.len() as u64,
+        first_failure,
+    })
+}
+
+/// A result that measured nothing is a failure, not a point of 0/s: a
+/// window of 0 s, or a stream that sent nothing in its window.
+fn measured(r: RunResult) -> Result<RunResult> {
+    let (window, what) = match &r {
+        RunResult::Stream(s) => (
+            s.window_s,
+            (s.sender.frames == 0 && s.receiver.frames == 0)
+                .then_some("no frame was sent or received in the measured window"),
+        ),
+        RunResult::Rr(x) => (
+            x.window_s,
+            (x.transactions.completed == 0 && x.transactions.total == 0)
+                .then_some("no transaction completed in the whole run"),
+        ),
+    };
+    if !(window.is_finite() && window > 0.0) {
+        bail!("measured nothing: the measured window was {window} s (a --duration too short to measure)");
+    }
+    if let Some(what) = what {
+        bail!("measured nothing: {what}");
+    }
+    Ok(r)
 }
 
 fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
+    run_once(args, interrupted).and_then(|r| {
+        if interrupted.load(Ordering::Relaxed) {
+            Ok(r)
+        } else {
+            measured(r)
+        }
+    })
+}
+
+fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
     // With agents, each side runs on its host.
     let run = args.run();
     if run.agents.tx_agent.is_some() {
@@ -426,9 +651,9 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
     let o = match crate::files::read_regular(&path, MAX_OPTIONS, true)? {
         Some(o) => String::from_utf8_lossy(&o).into_owned(),
         None => bail!(
-            "{} holds {SPEC} but no readable {OPTIONS}: how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `linerate sweep {} --out NEW_DIR` and the options it needs",
+            "{} holds {SPEC} but no readable {OPTIONS}: how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `{} --out NEW_DIR` and the options it needs",
             dir.display(),
-            spec.display()
+            crate::sh::shown(&["linerate", "sweep", &spec.display().to_string()])
         ),
     };
     let opts = serde_json::from_str(&o).with_context(|| {
@@ -575,11 +800,11 @@ impl SweepOptions {
         let saved = if dropped.is_empty() {
             "saved default (the lab lr, when no interface is saved)".to_string()
         } else {
-            format!("saved `{}`", dropped.join(" "))
+            format!("saved `{}`", crate::sh::shown(&dropped))
         };
         Some(format!(
             "resuming with `{}` instead of the {saved}; {OPTIONS} now says so for the next --resume",
-            now.join(" ")
+            crate::sh::shown(&now)
         ))
     }
 }
@@ -613,11 +838,9 @@ mod tests {
         );
         // 10,000 x 1,000 values: counted, not built.
         let big = spec(&[10_000, 1_000], 1);
-        let t = Instant::now();
         let n = Size::of(&big, false).unwrap();
         assert_eq!(n.points, 10_000_000);
         assert!(n.check("big.toml", crate::cli::MAX_POINTS).is_err());
-        assert!(t.elapsed() < Duration::from_secs(5));
         // Products past u64 are an error, not a wrap.
         let mut huge = spec(&[2], 1);
         let axis = huge.parts[0].axes[0].clone();
@@ -631,6 +854,65 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("more than"));
+    }
+
+    #[test]
+    fn memory_is_estimated_per_point_and_refused_past_what_is_available() {
+        let s = spec(&[10_000, 1_000, 1_000], 3);
+        let n = Size::of(&s, false).unwrap();
+        let per_point = bytes_per_point(&s);
+        // Each axis' name and value on the heap: more than the point itself.
+        assert!(
+            per_point > std::mem::size_of::<expand::Point>() as u64 + 3 * 64,
+            "{per_point}"
+        );
+        let e = n
+            .check_memory("big.toml", 200, Some(64 << 30))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "big.toml: 10000000000 points x 3 repeat(s) would hold about 9231568 MiB in memory (about 200 bytes per point and 256 per run), more than the 65536 MiB available (MemAvailable in /proc/meminfo): use fewer axis values, or split the sweep into several files"
+        );
+        // What fits is not refused; an unknown amount is not checked.
+        let small = Size::of(&spec(&[100, 100], 3), false).unwrap();
+        small.check_memory("s.toml", 200, Some(64 << 30)).unwrap();
+        small
+            .check_memory("s.toml", 200, Some(10_000 * 968 - 1))
+            .unwrap_err();
+        small
+            .check_memory("s.toml", 200, Some(10_000 * 968))
+            .unwrap();
+        n.check_memory("big.toml", 200, None).unwrap();
+        assert!(available_memory().is_some_and(|m| m > 0));
+    }
+
+    #[test]
+    fn a_record_must_hold_its_points_values() {
+        let s = spec(&[3, 2], 1);
+        let p = expand::point(0, &s.parts[0], 3).unwrap();
+        let mut r = Record {
+            part: 0,
+            point: 3,
+            repeat: 0,
+            values: record_values(&p),
+            result: None,
+            error: Some("x".into()),
+        };
+        check_values(&s, &r).unwrap();
+        // Point 3 is a0=65 a1=65; another sweep's point 3 had other values.
+        r.values.insert("a1".into(), 64.into());
+        assert_eq!(
+            check_values(&s, &r).unwrap_err(),
+            r#"a record of point 3 of part 1 with the values {"a0":65,"a1":64} but that point has {"a0":65,"a1":65}: a record of another sweep"#
+        );
+        r.values.remove("a1");
+        assert!(check_values(&s, &r).is_err());
+        r.values = record_values(&p);
+        r.values.insert("extra".into(), 1.into());
+        assert!(check_values(&s, &r).is_err());
+        r.point = 6;
+        assert!(check_values(&s, &r).unwrap_err().contains("does not have"));
     }
 
     #[test]

@@ -142,9 +142,85 @@ pub struct Loaded {
     pub skipped: usize,
 }
 
-/// Checks a line against the sweep: `points[part]` points in each part.
-fn record(line: &str, points: &[u64]) -> Result<Record, String> {
-    let r: Record = serde_json::from_str(line).map_err(|e| format!("not a sweep record ({e})"))?;
+/// The largest rate a record may hold (per second: frames, messages,
+/// transactions; MB/s; Gbit/s): far beyond any link, so that only a
+/// number that is not a measurement is refused.
+pub const MAX_RATE: f64 = 1e12;
+
+/// Whether the numbers of a result are measurements: rates, durations and
+/// service demands finite, from 0 to [`MAX_RATE`]; percentages (loss, CPU
+/// busy, which is per core or a mean over cores) from 0 to 100. Names the
+/// first field that is not.
+pub fn plausible(result: &serde_json::Value) -> Result<(), String> {
+    fn walk(v: &serde_json::Value, path: &mut String) -> Result<(), String> {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                    if let Some(n) = x.as_f64() {
+                        check(k, n, path)?;
+                    }
+                    walk(x, path)?;
+                    path.truncate(len);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for x in a {
+                    walk(x, path)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    fn check(key: &str, n: f64, path: &str) -> Result<(), String> {
+        let percent = key.ends_with("_pct")
+            || matches!(
+                key,
+                "user" | "system" | "softirq" | "irq" | "steal" | "busy"
+            );
+        let rate = key.ends_with("per_s")
+            || key.ends_with("_mb_s")
+            || key.ends_with("_gbit_s")
+            || key.ends_with("window_s")
+            || key.ends_with("_per_mb");
+        let range = if percent {
+            (0.0, 100.0, "a percentage from 0 to 100")
+        } else if rate {
+            (0.0, MAX_RATE, "a rate or a duration from 0 to 1e12")
+        } else {
+            return Ok(());
+        };
+        if n.is_finite() && (range.0..=range.1).contains(&n) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{path} = {n:e} is not a measurement (it is {}): a record edited or written by something else",
+                range.2
+            ))
+        }
+    }
+    walk(result, &mut String::new())
+}
+
+/// Checks a line against the sweep: `points[part]` points in each part,
+/// the numbers of its result measurements, and `check` (its point's
+/// values).
+fn record(
+    line: &str,
+    points: &[u64],
+    check: &impl Fn(&Record) -> Result<(), String>,
+) -> Result<Record, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("not a sweep record ({e})"))?;
+    if let Some(result) = v.get("result") {
+        plausible(result).map_err(|e| format!("result.{e}"))?;
+    }
+    let r: Record = serde_json::from_value(v).map_err(|e| format!("not a sweep record ({e})"))?;
     let Some(n) = points.get(r.part) else {
         return Err(format!(
             "a record of part {} but the sweep has {} part(s)",
@@ -162,6 +238,7 @@ fn record(line: &str, points: &[u64]) -> Result<Record, String> {
     if r.repeat >= super::spec::MAX_REPEATS {
         return Err(format!("a record of repeat {}", r.repeat));
     }
+    check(&r)?;
     match (&r.result, &r.error) {
         (Some(_), None) | (None, Some(_)) => Ok(r),
         _ => Err("a record with neither a result nor an error (or both)".into()),
@@ -169,12 +246,14 @@ fn record(line: &str, points: &[u64]) -> Result<Record, String> {
 }
 
 /// Reads results.jsonl at `path` (none yet: no records) for a sweep whose
-/// parts have `points` points each; `each` gets every record (its result
+/// parts have `points` points each; `check` refuses a record that is not
+/// of its point (other axis values); `each` gets every record (its result
 /// typed), in file order, to keep what it needs of it.
 pub fn load(
     path: &Path,
     points: &[u64],
     mode: Mode,
+    check: impl Fn(&Record) -> Result<(), String>,
     mut each: impl FnMut(Record),
 ) -> Result<Loaded, StoreError> {
     // A resume appends to it: only the user's own file.
@@ -200,7 +279,7 @@ pub fn load(
     let mut finished = std::collections::HashMap::new();
     for (n, (offset, raw, ended)) in lines.into_iter().enumerate() {
         let text = std::str::from_utf8(raw).map_err(|e| e.to_string());
-        let parsed = text.and_then(|t| record(t, points)).and_then(|r| {
+        let parsed = text.and_then(|t| record(t, points, &check)).and_then(|r| {
             match finished.get(&(r.part, r.point, r.repeat)) {
                 Some(first) if r.result.is_some() => Err(format!(
                     "a second result for repeat {} of point {} of part {} (line {first} has the first)",
@@ -212,12 +291,9 @@ pub fn load(
             }
         });
         let last = n + 1 == count;
-        // A record cut short is never valid JSON; a whole one ends in '\n'.
-        let torn = last
-            && (!ended
-                || std::str::from_utf8(raw).map_or(true, |t| {
-                    serde_json::from_str::<serde_json::Value>(t).is_err()
-                }));
+        // A whole record ends in '\n': only a last line without one is a
+        // write cut short; a whole line that does not hold up is an error.
+        let torn = last && !ended;
         match (parsed, mode) {
             (Ok(r), _) if ended => {
                 if r.result.is_some() {
@@ -319,11 +395,11 @@ mod tests {
         let torn = &rec(2, 0)[..20];
         fs::write(&p, format!("{whole}{torn}")).unwrap();
         // A report leaves it out and changes nothing.
-        let l = load(&p, &[3], Mode::Report, |_| {}).unwrap();
+        let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
         assert_eq!((l.records, l.skipped), (2, 1));
         assert_eq!(fs::read_to_string(&p).unwrap(), format!("{whole}{torn}"));
         // Resuming cuts it, names the byte, keeps the bytes.
-        let l = load(&p, &[3], Mode::Resume, |_| {}).unwrap();
+        let l = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {}).unwrap();
         assert_eq!(l.records, 2);
         assert!(
             l.warnings[0].contains(&format!("at byte {}", whole.len())),
@@ -335,13 +411,107 @@ mod tests {
             fs::read_to_string(d.join("results.jsonl.torn-1")).unwrap(),
             torn
         );
-        // A last line with its newline but not JSON (torn, then a newline
-        // written after a crash) is cut too.
-        fs::write(&p, format!("{whole}{{\"part\":0,\n")).unwrap();
-        let l = load(&p, &[3], Mode::Resume, |_| {}).unwrap();
-        assert_eq!(l.records, 2);
-        assert!(d.join("results.jsonl.torn-2").exists());
-        assert_eq!(fs::read_to_string(&p).unwrap(), whole);
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_whole_last_line_that_does_not_parse_is_an_error_not_torn() {
+        let d = tmp("whole-bad");
+        let p = d.join("results.jsonl");
+        let whole = format!("{}\n{}\n", rec(0, 0), rec(1, 0));
+        // Newline-ended: whole lines as written, which do not hold up.
+        let huge = rec(2, 0).replacen("\"frames_per_s\":", "\"frames_per_s\":1e999,\"x\":", 1);
+        for last in ["{\"part\":0,".to_string(), huge] {
+            let text = format!("{whole}{last}\n");
+            fs::write(&p, &text).unwrap();
+            let e = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("{}:3: not a sweep record (", p.display())),
+                "{e}"
+            );
+            // Nothing cut, nothing set aside.
+            assert_eq!(fs::read_to_string(&p).unwrap(), text);
+            assert!(!d.join("results.jsonl.torn-1").exists());
+            let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
+            assert_eq!((l.records, l.skipped), (2, 1));
+            assert!(
+                l.warnings[0].contains("results.jsonl:3: not a sweep record"),
+                "{:?}",
+                l.warnings
+            );
+        }
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn records_that_are_not_measurements_are_errors_naming_the_field() {
+        let d = tmp("implausible");
+        let p = d.join("results.jsonl");
+        let set = |field: &str, to: &str| {
+            let mut v: serde_json::Value = serde_json::from_str(&rec(1, 0)).unwrap();
+            let mut at = &mut v["result"];
+            for k in field.split('.') {
+                at = match k.parse::<usize>() {
+                    Ok(i) => &mut at[i],
+                    Err(_) => &mut at[k],
+                };
+            }
+            *at = serde_json::from_str(to).unwrap();
+            v.to_string()
+        };
+        for (field, to, what) in [
+            ("receiver.frames_per_s", "-1e308", "result.receiver.frames_per_s = -1e308 is not a measurement (it is a rate or a duration from 0 to 1e12)"),
+            ("sender.wire_gbit_s", "1e300", "result.sender.wire_gbit_s = 1e300 is not a measurement"),
+            ("window_s", "-1", "result.window_s = -1e0 is not a measurement"),
+            ("frames.loss_pct", "150", "result.frames.loss_pct = 1.5e2 is not a measurement (it is a percentage from 0 to 100)"),
+            ("receiver.cpu.cpu_pct", "-3", "result.receiver.cpu.cpu_pct = -3e0"),
+            ("cpu.per_core.0.busy", "250", "result.cpu.per_core.busy = 2.5e2"),
+            ("cpu.total.service_demand_ms_per_mb", "-0.5", "result.cpu.total.service_demand_ms_per_mb = -5e-1"),
+        ] {
+            let text = format!("{}\n{}\n{}\n", rec(0, 0), set(field, to), rec(2, 0));
+            fs::write(&p, &text).unwrap();
+            let e = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("{}:2: {what}", p.display())), "{field}: {e}");
+            let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
+            assert_eq!((l.records, l.skipped), (2, 1), "{field}");
+        }
+        // The fixture itself holds up.
+        let mut v: serde_json::Value = serde_json::from_str(&rec(0, 0)).unwrap();
+        plausible(&v["result"]).unwrap();
+        v["result"]["receiver"]["frames_per_s"] = 0.0.into();
+        plausible(&v["result"]).unwrap();
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_record_its_point_refuses_is_an_error_at_its_line() {
+        let d = tmp("values");
+        let p = d.join("results.jsonl");
+        fs::write(&p, format!("{}\n{}\n{}\n", rec(0, 0), rec(1, 0), rec(2, 0))).unwrap();
+        let check = |r: &Record| {
+            if r.point == 1 {
+                Err("a record of another sweep".to_string())
+            } else {
+                Ok(())
+            }
+        };
+        let e = load(&p, &[3], Mode::Resume, check, |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}:2: a record of another sweep: fix or delete",
+                p.display()
+            )),
+            "{e}"
+        );
+        let mut seen = Vec::new();
+        let l = load(&p, &[3], Mode::Report, check, |r| seen.push(r.point)).unwrap();
+        assert_eq!((l.records, l.skipped, seen), (2, 1, vec![0, 2]));
         let _ = fs::remove_dir_all(d);
     }
 
@@ -408,12 +578,12 @@ mod tests {
             ),
         ] {
             fs::write(&p, format!("{}\n{middle}\n{}\n", rec(0, 0), rec(2, 0))).unwrap();
-            let e = load(&p, &[3], Mode::Resume, |_| {})
+            let e = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {})
                 .unwrap_err()
                 .to_string();
             assert!(e.starts_with(&format!("{}:2: ", p.display())), "{e}");
             assert!(e.contains(what), "{what:?} missing from {e}");
-            let l = load(&p, &[3], Mode::Report, |_| {}).unwrap();
+            let l = load(&p, &[3], Mode::Report, |_| Ok(()), |_| {}).unwrap();
             assert_eq!((l.records, l.skipped), (2, 1));
             assert!(l.warnings[0].contains(":2: "), "{:?}", l.warnings);
         }

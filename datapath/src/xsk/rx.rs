@@ -108,11 +108,12 @@ impl RxRing {
             start = i + 1;
             len = 0;
         }
-        // SAFETY: these chunks came from the RX ring and are no longer
-        // borrowed. The ring is twice the chunks, but the kernel may not have
+        // The ring is twice the chunks, but the kernel may not have
         // published its consumer index yet: what does not fit now is kept
         // and given back on the next call.
         let refilled = if self.unfilled.is_empty() {
+            // SAFETY: these chunks came from the RX ring and are no longer
+            // borrowed.
             unsafe { fill.produce(&self.descs[..start]) }
         } else {
             0

@@ -285,13 +285,13 @@ mod tests {
 
     fn request(iface: &str, netns: Option<&str>, args: &[&str]) -> RunRequest {
         RunRequest {
-            test: "stream".into(),
-            role: "rx".into(),
+            test: api::Test::Stream,
+            role: api::Role::Rx,
             args: args.iter().map(|s| s.to_string()).collect(),
             iface: iface.into(),
             netns: netns.map(str::to_string),
             peer: api::Peer {
-                mac: "02:00:c6:12:00:01".into(),
+                mac: "02:00:c6:12:00:01".parse().unwrap(),
                 ip: "198.18.0.1".parse().unwrap(),
             },
             start_at_ns: 0,
@@ -399,6 +399,63 @@ mod tests {
         // An option the side sets is not the request's to give.
         let e = child_args(&request("lr-b0", None, &["--tx-iface", "x"])).unwrap_err();
         assert!(e.contains("--tx-iface"), "{e}");
+    }
+
+    #[test]
+    fn options_the_agent_owns_and_help_are_refused() {
+        for (args, says) in [
+            (
+                &["--token-file", "/etc/shadow"][..],
+                "args: --token-file is not",
+            ),
+            (&["--token-file=/x"], "args: --token-file is not"),
+            (&["--lab", "x"], "args: --lab is not"),
+            (&["--size", "64", "--lab=x"], "args: --lab is not"),
+            (
+                &["--peer-mac", "02:00:00:00:00:02"],
+                "args: --peer-mac is not",
+            ),
+            (
+                &["--clock-offset-ns", "1"],
+                "args: --clock-offset-ns is not",
+            ),
+            (&["--help"], "--help is not a run option"),
+            (&["-h"], "--help is not a run option"),
+        ] {
+            let e = child_args(&request("lr-b0", Some("lr-b"), args)).unwrap_err();
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+        let mut r = request("lr-b0", Some("lr-b"), &[]);
+        r.start_at_ns = u64::MAX;
+        assert!(check_fields(&r).unwrap_err().contains("start_at_ns"));
+        r.start_at_ns = routes::unix_ns() + 5_000_000_000;
+        check_fields(&r).unwrap();
+    }
+
+    #[test]
+    fn a_mac_is_six_hex_pairs() {
+        let m: api::Mac = "02:00:C6:12:00:0a".parse().unwrap();
+        assert_eq!(m.to_string(), "02:00:c6:12:00:0a");
+        for bad in [
+            "02:00:c6:12:00:01\nforged",
+            "zz:00:00:00:00:01",
+            "2:00:00:00:00:01",
+            "+2:00:00:00:00:01",
+            "02:00:00:00:00",
+            "02:00:00:00:00:01:02",
+            "",
+        ] {
+            let e = bad.parse::<api::Mac>().unwrap_err();
+            assert!(
+                e.contains("is not a MAC address") && !e.contains('\n'),
+                "{e}"
+            );
+        }
+        let e = serde_json::from_str::<api::Peer>(
+            r#"{"mac": "02:00:00:00:00:01", "ip": "198.18.0.1", "x": 1}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown field `x`"), "{e}");
     }
 
     #[test]

@@ -62,13 +62,9 @@ pub(super) async fn iface(
     let r = tokio::task::spawn_blocking(move || -> Result<api::Iface> {
         let i = crate::iface::info(w.netns.as_deref(), &name)?;
         let ip = crate::iface::ipv4(w.netns.as_deref(), &name)?;
-        let m = i.mac;
         Ok(api::Iface {
             name,
-            mac: format!(
-                "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-                m[0], m[1], m[2], m[3], m[4], m[5]
-            ),
+            mac: api::Mac(i.mac),
             ipv4: ip,
             mtu: i.mtu,
             queues: i.rx_queues.min(i.tx_queues),

@@ -78,29 +78,26 @@ pub(super) fn busy(run: &Slot, msg: String) -> Response {
 /// definitions (so that errors read as on the command line), and its
 /// command line, built from the parsed run.
 pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunRequest), String> {
-    if !matches!(req.test.as_str(), "stream" | "rr") {
+    let role = match req.role {
+        api::Role::Tx => RoleArg::Tx,
+        api::Role::Rx => RoleArg::Rx,
+    };
+    if let Some((option, why)) = req.args.iter().find_map(|a| {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        AGENT_OWNS.iter().find(|(o, _)| *o == name)
+    }) {
         return Err(format!(
-            "test {:?} is unknown: use \"stream\" or \"rr\"",
-            req.test
+            "args: {option} is not a run request's to give: {why}; remove it"
         ));
     }
-    let role = match req.role.as_str() {
-        "tx" | "client" => RoleArg::Tx,
-        "rx" | "responder" => RoleArg::Rx,
-        r => {
-            return Err(format!(
-                "role {r:?} is unknown: use tx (client) or rx (responder)"
-            ))
-        }
-    };
     let argv = request::side_argv(
-        &req.test,
+        req.test.as_str(),
         &req.args,
         &request::Side {
             role: role.as_str(),
             iface: &req.iface,
             netns: req.netns.as_deref(),
-            peer_mac: &req.peer.mac,
+            peer_mac: &req.peer.mac.to_string(),
             peer_ip: req.peer.ip.to_string(),
             start_at_ns: req.start_at_ns,
             clock_offset_ns: req.clock_offset_ns,
@@ -109,6 +106,52 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunR
     let run = request::RunRequest::parse(&argv)?;
     no_agents(run.run())?;
     Ok((run.argv(), run))
+}
+
+/// Options the agent sets itself, refused in a request's `args`: (option,
+/// why).
+const AGENT_OWNS: [(&str, &str); 7] = [
+    (
+        "--token-file",
+        "the agent reads its own token (its --token-file or LINERATE_TOKEN)",
+    ),
+    (
+        "--lab",
+        "the agent serves the interfaces it was started with (its --allow-iface or --lab); name the interface in `iface` and `netns`",
+    ),
+    ("--role", "the request's `role` sets it"),
+    ("--peer-mac", "the request's `peer.mac` sets it"),
+    ("--peer-ip", "the request's `peer.ip` sets it"),
+    ("--start-at", "the request's `start_at_ns` sets it"),
+    ("--clock-offset-ns", "the request's `clock_offset_ns` sets it"),
+];
+
+/// How far ahead of the agent's clock a run may be asked to start (the
+/// controller asks for 2 s ahead, plus the round trip and the clocks'
+/// offset).
+const START_AHEAD: Duration = Duration::from_secs(60);
+
+/// The request's fields that no option checks: its lease and its start.
+pub(super) fn check_fields(req: &RunRequest) -> Result<(), String> {
+    if !LEASE_MS.contains(&req.lease_ms) {
+        return Err(format!(
+            "lease_ms {} is out of range: use {} to {}",
+            req.lease_ms,
+            LEASE_MS.start(),
+            LEASE_MS.end()
+        ));
+    }
+    let latest = unix_ns().saturating_add(START_AHEAD.as_nanos() as u64);
+    if req.start_at_ns > latest {
+        return Err(format!(
+            "start_at_ns {} is more than {}s ahead of this agent's clock ({} now): give an instant within {}s, or 0 to start at once",
+            req.start_at_ns,
+            START_AHEAD.as_secs(),
+            unix_ns(),
+            START_AHEAD.as_secs()
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn no_agents(a: &crate::cli::RunArgs) -> Result<(), String> {
@@ -138,16 +181,8 @@ pub(super) async fn create(
             )
         }
     };
-    if !LEASE_MS.contains(&req.lease_ms) {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "lease_ms {} is out of range: use {} to {}",
-                req.lease_ms,
-                LEASE_MS.start(),
-                LEASE_MS.end()
-            ),
-        );
+    if let Err(e) = check_fields(&req) {
+        return error(StatusCode::BAD_REQUEST, e);
     }
     let (argv, napi) = match child_args(&req) {
         Ok((argv, run)) => match s.run_refusal(&run) {
@@ -190,8 +225,8 @@ pub(super) async fn create(
     let lease = Duration::from_millis(req.lease_ms);
     *g = Some(Slot {
         id: id.clone(),
-        test: req.test.clone(),
-        role: req.role.clone(),
+        test: req.test.as_str().to_string(),
+        role: req.role.as_str().to_string(),
         started: SystemTime::now(),
         by,
         stopped_by: None,
@@ -210,8 +245,8 @@ pub(super) async fn create(
     drop(g);
     eprintln!(
         "linerate: agent: run {id} from {by}: {} {}",
-        req.test,
-        argv.join(" ")
+        req.test.as_str(),
+        crate::remote::shown(&argv.join(" "))
     );
     let (s2, id2) = (s.clone(), id.clone());
     thread::spawn(move || watch(s2, child, id2, napi));
@@ -240,6 +275,8 @@ pub(super) fn watch(s: Arc<Shared>, mut child: Child, id: String, napi: NapiMode
             match line.strip_prefix(crate::remote::role::LIVE_PREFIX) {
                 Some(j) => slot.live = serde_json::from_str(j).ok(),
                 None => {
+                    // The child echoes what the request gave it.
+                    let line = crate::remote::shown(&line).into_owned();
                     eprintln!("linerate: agent: run {id2}: {line}");
                     slot.tail.push(line);
                     if slot.tail.len() > TAIL {

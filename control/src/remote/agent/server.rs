@@ -105,11 +105,13 @@ pub(super) async fn shutdown() {
     }
 }
 
+/// An error answer; what the client sent is echoed with its control and
+/// bidirectional characters escaped ([`crate::remote::shown`]).
 pub(super) fn error(code: StatusCode, msg: impl Into<String>) -> Response {
     (
         code,
         Json(ApiError {
-            error: msg.into(),
+            error: crate::remote::shown(&msg.into()).into_owned(),
             holder: None,
         }),
     )
@@ -152,7 +154,7 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
         header::HeaderValue::from_static("application/json"),
     );
     let body = serde_json::to_vec(&ApiError {
-        error: msg,
+        error: crate::remote::shown(&msg).into_owned(),
         holder: None,
     })
     .unwrap_or_default();

@@ -98,13 +98,20 @@ impl End {
         clock_offset_ns: Option<i64>,
     ) -> RunRequest {
         RunRequest {
-            test: req.command().to_string(),
-            role: role.to_string(),
+            test: match req {
+                request::RunRequest::Stream(_) => api::Test::Stream,
+                request::RunRequest::Rr(_) => api::Test::Rr,
+            },
+            role: if role == "tx" {
+                api::Role::Tx
+            } else {
+                api::Role::Rx
+            },
             args: req.for_agents(),
             iface: self.iface.clone(),
             netns: self.netns.clone(),
             peer: api::Peer {
-                mac: peer.found.mac.clone(),
+                mac: peer.found.mac,
                 ip: peer.found.ipv4,
             },
             // The agreed instant on this agent's clock.

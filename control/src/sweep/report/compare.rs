@@ -11,7 +11,7 @@ use std::{collections::HashMap, fmt::Write as _, path::Path, process::ExitCode};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::{fmt_num, load, Data, Loaded, COLS};
+use super::{fmt_num, load, md, Data, Loaded, COLS};
 use crate::sweep::{
     stats::{Spread, Verdict},
     store::write_atomic,
@@ -120,11 +120,12 @@ fn verdict(r: &Row) -> String {
     }
 }
 
-/// The comparison as Markdown: a table per figure.
+/// The comparison as Markdown: a table per figure (the directories'
+/// names and the points as text).
 fn markdown(c: &Comparison) -> String {
+    let (dir, other) = (md::text(&c.dir), md::text(&c.other));
     let mut o = format!(
-        "# {} compared with {}\n\nMedians of the repeats (their min–max). Ratio: {} / {}. {RULE}.\n",
-        c.dir, c.other, c.dir, c.other
+        "# {dir} compared with {other}\n\nMedians of the repeats (their min–max). Ratio: {dir} / {other}. {RULE}.\n"
     );
     let mut metrics: Vec<&str> = Vec::new();
     for r in &c.rows {
@@ -135,14 +136,14 @@ fn markdown(c: &Comparison) -> String {
     for m in metrics {
         let _ = write!(
             o,
-            "\n**{m}**\n\n| point | {} | {} | ratio | beyond the spread |\n|---|---|---|---|---|\n",
-            c.other, c.dir
+            "\n**{}**\n\n| point | {other} | {dir} | ratio | beyond the spread |\n|---|---|---|---|---|\n",
+            md::text(m)
         );
         for r in c.rows.iter().filter(|r| r.metric == m) {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} |",
-                r.point,
+                md::text(&r.point),
                 range(&r.other),
                 range(&r.dir),
                 r.ratio.map_or("n/a".into(), |q| format!("{q:.3}")),

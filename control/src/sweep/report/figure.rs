@@ -389,15 +389,18 @@ pub fn png(p: &Plot) -> Result<Vec<u8>> {
 pub fn write(d: &Data, pi: usize, f: &FigureSpec, dir: &Path, name: &str) -> Result<String> {
     let p = Plot::of(d, pi, f);
     if p.is_empty() {
-        return Ok(format!("*{}: no point has finished yet.*\n\n", f.title));
+        return Ok(format!(
+            "*{}: no point has finished yet.*\n\n",
+            super::md::text(&f.title)
+        ));
     }
     write_atomic(&dir.join(format!("{name}.svg")), svg(&p)?.as_bytes())?;
     write_atomic(&dir.join(format!("{name}.png")), &png(&p)?)?;
-    let mut md = format!("![{}]({name}.svg)\n\n", f.title);
+    let mut md = format!("![{}]({name}.svg)\n\n", super::md::text(&f.title));
     if !p.left_out.is_empty() {
         md += &format!(
             "*Not on the log axis: {} (in the tables).*\n\n",
-            p.left_out.join(", ")
+            super::md::text(&p.left_out.join(", "))
         );
     }
     md += &format!("PNG: [{name}.png]({name}.png)\n\n");

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use base64::Engine as _;
-use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
+use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
 
 /// Its file name in a sweep directory.
 pub const FILE: &str = "report.html";
@@ -47,24 +47,50 @@ fn embedded(dir: &Path, url: &str) -> Option<String> {
     ))
 }
 
-/// The page of report `md` of sweep directory `dir`.
+/// Whether a link of the report may point at `url`: http(s), or relative
+/// (no scheme: no `javascript:`, `data:`, `file:`).
+fn linkable(url: &str) -> bool {
+    let u = url.trim_start().to_ascii_lowercase();
+    match u.find([':', '/', '?', '#']) {
+        Some(i) if u.as_bytes()[i] == b':' => u.starts_with("http:") || u.starts_with("https:"),
+        _ => true,
+    }
+}
+
+/// The page of report `md` of sweep directory `dir`. What the Markdown
+/// holds is text: raw HTML in it is shown as text, a link or image to
+/// anything but http(s) or a relative address is left out (its text
+/// kept); the figures of `dir` are embedded.
 pub fn page(title: &str, md: &str, dir: &Path) -> String {
-    let parser = Parser::new_ext(md, Options::ENABLE_TABLES).map(|e| match e {
+    // Per link or image open: whether it was kept (links and images nest).
+    let mut open: Vec<bool> = Vec::new();
+    let parser = Parser::new_ext(md, Options::ENABLE_TABLES).filter_map(move |e| match e {
+        Event::Html(s) | Event::InlineHtml(s) => Some(Event::Text(s)),
+        Event::Start(Tag::HtmlBlock) => Some(Event::Start(Tag::Paragraph)),
+        Event::End(TagEnd::HtmlBlock) => Some(Event::End(TagEnd::Paragraph)),
+        Event::Start(Tag::Link { ref dest_url, .. }) => {
+            let keep = linkable(dest_url);
+            open.push(keep);
+            keep.then_some(e)
+        }
         Event::Start(Tag::Image {
             link_type,
             dest_url,
             title,
             id,
         }) => {
+            let keep = linkable(&dest_url);
+            open.push(keep);
             let dest_url = embedded(dir, &dest_url).map_or(dest_url, CowStr::from);
-            Event::Start(Tag::Image {
+            keep.then_some(Event::Start(Tag::Image {
                 link_type,
                 dest_url,
                 title,
                 id,
-            })
+            }))
         }
-        other => other,
+        Event::End(TagEnd::Link | TagEnd::Image) => open.pop().unwrap_or(true).then_some(e),
+        other => Some(other),
     });
     let mut body = String::new();
     html::push_html(&mut body, parser);
@@ -97,6 +123,58 @@ mod tests {
         assert!(p.contains("src=\"data:image/svg+xml;base64,PHN2Zy"), "{p}");
         // A figure not in the directory stays a link (and shows as not loaded).
         assert!(p.contains("src=\"missing.svg\""), "{p}");
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn raw_html_is_text_and_only_web_or_relative_links_are_kept() {
+        let dir = std::env::temp_dir().join(format!("linerate-html-raw-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let md = "# <script>alert(1)</script>\n\n<div onclick=\"x\">block</div>\n\n\
+            a <img src=x onerror=\"alert(2)\"> b\n\n\
+            [web](https://example.org/) [rel](results.jsonl) [js](javascript:alert(3)) \
+            [JS]( JavaScript:alert(4)) ![d](data:image/svg+xml;base64,AAAA) [file](file:///etc/passwd)\n";
+        let p = page("T", md, &dir);
+        let body = &p[p.find("<body>").unwrap()..p.find("<script>window").unwrap()];
+        assert!(
+            !body.contains("<script") && !body.contains("<img") && !body.contains("<div"),
+            "{body}"
+        );
+        assert!(
+            body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{body}"
+        );
+        assert!(
+            body.contains("a &lt;img src=x onerror=\"alert(2)\"&gt; b"),
+            "{body}"
+        );
+        assert!(
+            body.contains("<a href=\"https://example.org/\">web</a>"),
+            "{body}"
+        );
+        assert!(body.contains("<a href=\"results.jsonl\">rel</a>"), "{body}");
+        // The others: their text, no link.
+        for t in [" js ", " JS ", " d ", " file"] {
+            assert!(body.contains(t), "{t}: {body}");
+        }
+        assert_eq!(body.matches("<a ").count(), 2, "{body}");
+        assert!(
+            !body.contains("javascript") && !body.contains("data:") && !body.contains("file:"),
+            "{body}"
+        );
+        for (url, ok) in [
+            ("figure-1.svg", true),
+            ("http://x", true),
+            ("HTTPS://x", true),
+            ("#top", true),
+            ("a/b:c", true),
+            ("javascript:x", false),
+            ("java\tscript:x", false),
+            ("vbscript:x", false),
+            ("data:text/html,x", false),
+        ] {
+            assert_eq!(linkable(url), ok, "{url:?}");
+        }
         let _ = fs::remove_dir_all(dir);
     }
 }

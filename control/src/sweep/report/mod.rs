@@ -9,6 +9,7 @@ mod compare;
 mod figure;
 pub(crate) use figure::font;
 mod html;
+pub(crate) mod md;
 mod reference;
 mod scale;
 
@@ -291,7 +292,8 @@ fn cell(s: Option<Spread>) -> String {
     }
 }
 
-fn label(part: &Part, axis: &str, i: usize) -> String {
+/// The label of value `i` of `axis`.
+fn label_text(part: &Part, axis: &str, i: usize) -> String {
     let a = part.axis(axis).expect("checked axis");
     a.labels
         .get(i)
@@ -299,21 +301,27 @@ fn label(part: &Part, axis: &str, i: usize) -> String {
         .unwrap_or_else(|| show(&a.values[i]))
 }
 
+/// The label of value `i` of `axis`, as Markdown text.
+fn label(part: &Part, axis: &str, i: usize) -> String {
+    md::text(&label_text(part, axis, i))
+}
+
 fn table(d: &Data, pi: usize, t: &TableSpec) -> String {
     let part = &d.spec.parts[pi];
     let rows = part.axis(&t.rows).expect("checked");
-    let mut o = format!("**{}** ({})\n\n", t.title, t.metrics.join(" / "));
+    let metrics = md::text(&t.metrics.join(" / "));
+    let mut o = format!("**{}** ({metrics})\n\n", md::text(&t.title));
     let cols: Vec<Option<usize>> = match &t.columns {
         Some(c) => (0..part.axis(c).expect("checked").values.len())
             .map(Some)
             .collect(),
         None => vec![None],
     };
-    let _ = write!(o, "| {} |", t.rows);
+    let _ = write!(o, "| {} |", md::text(&t.rows));
     for c in &cols {
         let h = match (c, &t.columns) {
             (Some(i), Some(ax)) => label(part, ax, *i),
-            _ => t.metrics.join(" / "),
+            _ => metrics.clone(),
         };
         let _ = write!(o, " {h} |");
     }
@@ -355,8 +363,8 @@ fn fit(d: &Data, pi: usize, f: &FitSpec) -> String {
     let part = &d.spec.parts[pi];
     let mut o = format!(
         "**{}**: time per message = overhead + size / rate, least squares\n\n| {} | overhead (us) | asymptotic MB/s | r² |\n|---|---|---|---|\n",
-        f.title,
-        f.series.as_deref().unwrap_or("fit")
+        md::text(&f.title),
+        md::text(f.series.as_deref().unwrap_or("fit"))
     );
     for line in d.lines(pi, &f.x, f.series.as_deref(), &f.filter, PER_MESSAGE) {
         let pts: Vec<(f64, f64)> = line
@@ -398,11 +406,12 @@ fn machine(kept: &Kept) -> String {
         .collect();
     backends.sort();
     backends.dedup();
+    let backends: Vec<String> = backends.into_iter().map(md::text).collect();
     let iface = |i: &str, n: &Option<String>| {
-        format!(
+        md::text(&format!(
             "{i}{}",
             n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
-        )
+        ))
     };
     // The sides as each kind of run names them.
     let (from, to, bind) = match r {
@@ -422,13 +431,15 @@ fn machine(kept: &Kept) -> String {
         RunResult::Rr(s) => (&s.setup.driver, &s.setup.xdp_mode, &s.setup.napi),
     };
     format!(
-        "| | |\n|---|---|\n| kernel | {} |\n| CPU | {} ({} cores) |\n| path | {from} -> {to} |\n| NIC driver | {} |\n| AF_XDP bind mode | {bind} |\n| XDP attach mode | {xdp} |\n| backends | {} |\n| NAPI | {} |\n",
-        e.kernel,
-        e.cpu_model,
+        "| | |\n|---|---|\n| kernel | {} |\n| CPU | {} ({} cores) |\n| path | {from} -> {to} |\n| NIC driver | {} |\n| AF_XDP bind mode | {} |\n| XDP attach mode | {} |\n| backends | {} |\n| NAPI | {} |\n",
+        md::text(&e.kernel),
+        md::text(&e.cpu_model),
         e.cpus,
-        driver.as_deref().unwrap_or("?"),
+        md::text(driver.as_deref().unwrap_or("?")),
+        md::text(bind),
+        md::text(xdp),
         backends.join(", "),
-        napi.as_deref().unwrap_or("as configured"),
+        md::text(napi.as_deref().unwrap_or("as configured")),
     )
 }
 
@@ -446,12 +457,12 @@ fn parameters(spec: &SweepSpec, quick: bool) -> String {
         let name = if part.name.is_empty() {
             format!("Part {}", pi + 1)
         } else {
-            part.name.clone()
+            md::text(&part.name)
         };
         let fixed: Vec<String> = part
             .fixed
             .iter()
-            .map(|(k, v)| format!("{k} = {}", show(v)))
+            .map(|(k, v)| md::text(&format!("{k} = {}", show(v))))
             .collect();
         let _ = writeln!(
             o,
@@ -466,7 +477,7 @@ fn parameters(spec: &SweepSpec, quick: bool) -> String {
             let vals: Vec<String> = (0..a.values.len())
                 .map(|i| label(part, &a.name, i))
                 .collect();
-            let _ = writeln!(o, "  - axis `{}`: {}", a.name, vals.join("; "));
+            let _ = writeln!(o, "  - axis {}: {}", md::code(&a.name), vals.join("; "));
         }
     }
     o
@@ -486,12 +497,25 @@ fn goals(d: &Data) -> String {
             .unwrap_or_default();
         let line = match got {
             Some(s) if s.median >= g.at_least => {
-                format!("**reached**: {} {}{cpu}", fmt_num(s.median), g.metric)
+                format!(
+                    "**reached**: {} {}{cpu}",
+                    fmt_num(s.median),
+                    md::text(&g.metric)
+                )
             }
-            Some(s) => format!("**not reached**: {} {}{cpu}", fmt_num(s.median), g.metric),
+            Some(s) => format!(
+                "**not reached**: {} {}{cpu}",
+                fmt_num(s.median),
+                md::text(&g.metric)
+            ),
             None => "not measured".to_string(),
         };
-        let _ = writeln!(o, "- {} ({}): {line}", g.case, fmt_num(g.at_least));
+        let _ = writeln!(
+            o,
+            "- {} ({}): {line}",
+            md::text(&g.case),
+            fmt_num(g.at_least)
+        );
     }
     o
 }
@@ -549,6 +573,7 @@ fn load(dir: &Path) -> Result<Loaded> {
         &dir.join(RESULTS),
         &size.per_part,
         store::Mode::Report,
+        |r| super::check_values(&spec, r),
         |r| kept.add(r),
     )?;
     for w in &loaded.warnings {
@@ -600,8 +625,9 @@ pub fn render(
         &spec.title
     };
     let mut md = format!(
-        "# {title}\n\nSweep `{}`: {} point(s); {finished} run(s) finished, {failed} failed.{skipped} Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
-        spec.name,
+        "# {}\n\nSweep {}: {} point(s); {finished} run(s) finished, {failed} failed.{skipped} Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
+        md::text(title),
+        md::code(&spec.name),
         total,
         parameters(spec, quick),
         machine(kept)
@@ -625,7 +651,7 @@ pub fn render(
         let heading = if part.name.is_empty() {
             format!("Part {}", pi + 1)
         } else {
-            part.name.clone()
+            md::text(&part.name)
         };
         let _ = write!(md, "## {heading}\n\n");
         let _ = writeln!(term, "{heading}");
@@ -678,9 +704,13 @@ fn fixture(extra: &str) -> (SweepSpec, Kept) {
     let text = std::fs::read_to_string(dir.join("spec.toml")).unwrap() + extra;
     let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
     let mut kept = Kept::new(&spec);
-    store::load(&dir.join(RESULTS), &[6], store::Mode::Report, |r| {
-        kept.add(r)
-    })
+    store::load(
+        &dir.join(RESULTS),
+        &[6],
+        store::Mode::Report,
+        |r| super::check_values(&spec, r),
+        |r| kept.add(r),
+    )
     .unwrap();
     (spec, kept)
 }
@@ -700,10 +730,16 @@ mod tests {
         let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
         let mut kept = Kept::new(&spec);
         let mut whole = 0;
-        let loaded = store::load(&fixture.join(RESULTS), &[6], store::Mode::Report, |r| {
-            whole += serde_json::to_string(&r).unwrap().len();
-            kept.add(r)
-        })
+        let loaded = store::load(
+            &fixture.join(RESULTS),
+            &[6],
+            store::Mode::Report,
+            |r| crate::sweep::check_values(&spec, r),
+            |r| {
+                whole += serde_json::to_string(&r).unwrap().len();
+                kept.add(r)
+            },
+        )
         .unwrap();
         assert_eq!((loaded.records, kept.runs.len()), (12, 12));
         let small: usize = kept

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use toml::Value as Tv;
 
-use super::{cell, label, num, scale::tick_label, Data, Series};
+use super::{cell, label_text, md, num, scale::tick_label, Data, Series};
 use crate::{
     results::metrics::Metric,
     sweep::{
@@ -112,7 +112,7 @@ fn ours(d: &Data, r: &Reference, metric: &str, at: &toml::Table) -> Option<(Spre
                 Take::Min => s.median < b.median,
             });
             if better {
-                best = Some((s, format!("{over} = {}", label(part, over, i))));
+                best = Some((s, format!("{over} = {}", label_text(part, over, i))));
             }
         }
         if best.is_some() {
@@ -182,7 +182,7 @@ pub fn rows(d: &Data) -> Vec<Row> {
     out
 }
 
-/// The rows as a Markdown table ("" without any).
+/// The rows as a Markdown table ("" without any), their text escaped.
 pub fn markdown(rows: &[Row]) -> String {
     if rows.is_empty() {
         return String::new();
@@ -194,7 +194,10 @@ pub fn markdown(rows: &[Row]) -> String {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} |",
-            r.source, r.case, r.document, r.ours
+            md::text(&r.source),
+            md::text(&r.case),
+            md::text(&r.document),
+            md::text(&r.ours)
         );
     }
     o

@@ -522,7 +522,7 @@ mod tests {
         let p = d.join("results.jsonl");
         fs::write(&p, format!("{}\n{}", rec(0, 0), &rec(1, 0)[..20])).unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
-        load(&p, &[3], Mode::Resume, |_| {}).unwrap();
+        load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {}).unwrap();
         let m = fs::metadata(d.join("results.jsonl.torn-1")).unwrap();
         assert_eq!(m.permissions().mode() & 0o777, 0o600);
         // A results.jsonl linked to another file: not read, not cut.
@@ -531,7 +531,9 @@ mod tests {
         let l = d.join("linked.jsonl");
         symlink(&victim, &l).unwrap();
         for mode in [Mode::Resume, Mode::Report] {
-            let e = load(&l, &[3], mode, |_| {}).unwrap_err().to_string();
+            let e = load(&l, &[3], mode, |_| Ok(()), |_| {})
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("linked.jsonl: is a symbolic link"), "{e}");
         }
         assert!(Results::open(&l).is_err());
@@ -541,8 +543,8 @@ mod tests {
         );
         // Another user's results.jsonl: a report reads it, a resume refuses it.
         nix::unistd::chown(&victim, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
-        assert!(load(&victim, &[3], Mode::Report, |_| {}).is_ok());
-        let e = load(&victim, &[3], Mode::Resume, |_| {})
+        assert!(load(&victim, &[3], Mode::Report, |_| Ok(()), |_| {}).is_ok());
+        let e = load(&victim, &[3], Mode::Resume, |_| Ok(()), |_| {})
             .unwrap_err()
             .to_string();
         assert!(e.contains("victim: belongs to uid 65534"), "{e}");

@@ -384,6 +384,8 @@ pub const LOCK_DIR: &str = "/run/linerate";
 #[derive(Debug)]
 pub struct Held {
     file: File,
+    /// The lock file, for messages.
+    path: PathBuf,
     /// A lock file of one run's (an interface's): removed when released,
     /// so that files of interfaces long gone do not pile up.
     unlink: Option<PathBuf>,
@@ -392,8 +394,8 @@ pub struct Held {
 impl Held {
     /// Writes this process's pid in the lock file, for the message of
     /// whoever finds it taken.
-    pub fn mark(&mut self) {
-        mark(&mut self.file);
+    pub fn mark(&mut self) -> Result<()> {
+        mark(&mut self.file, &self.path)
     }
 }
 
@@ -413,6 +415,7 @@ fn lock_path(name: &str) -> PathBuf {
 }
 
 fn lock_file(name: &str) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::create_dir_all(LOCK_DIR).with_context(|| format!("creating {LOCK_DIR}"))?;
     let p = lock_path(name);
     OpenOptions::new()
@@ -420,6 +423,8 @@ fn lock_file(name: &str) -> Result<File> {
         .write(true)
         .create(true)
         .truncate(false)
+        // Never through a link, never blocking on a FIFO.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&p)
         .with_context(|| format!("opening the lock file {}", p.display()))
 }
@@ -435,11 +440,11 @@ fn holder(f: &mut File) -> String {
 }
 
 /// Writes this process's pid into a lock file it holds.
-fn mark(f: &mut File) {
-    let _ = f
-        .set_len(0)
+fn mark(f: &mut File, path: &std::path::Path) -> Result<()> {
+    f.set_len(0)
         .and_then(|_| f.rewind())
-        .and_then(|_| write!(f, "{}", std::process::id()));
+        .and_then(|_| write!(f, "{}", std::process::id()))
+        .with_context(|| format!("writing the lock file {}", path.display()))
 }
 
 /// Takes the exclusive, non-blocking lock of `name`; `busy(pid)` says
@@ -462,9 +467,10 @@ fn try_exclusive(name: &str, unlink: bool, busy: impl FnOnce(String) -> String) 
             _ => false,
         };
         if same {
-            mark(&mut f);
+            mark(&mut f, &p)?;
             return Ok(Held {
                 file: f,
+                path: p.clone(),
                 unlink: unlink.then(|| p.clone()),
             });
         }
@@ -482,6 +488,7 @@ impl Lab {
             .with_context(|| format!("locking lab {}", self.name))?;
         Ok(Held {
             file: f,
+            path: lock_path(&format!("lab-{}.lock", self.name)),
             unlink: None,
         })
     }
@@ -511,6 +518,7 @@ impl Lab {
             .map_err(|e| anyhow::anyhow!("lab {} is being changed ({e}); try again", self.name))?;
         Ok(Held {
             file: f,
+            path: lock_path(&self.use_file()),
             unlink: None,
         })
     }

@@ -9,6 +9,7 @@ mod cpu;
 mod doctor;
 mod engine;
 mod environment;
+mod files;
 mod iface;
 mod lab;
 mod napi;
@@ -36,6 +37,10 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // A write past `ulimit -f` fails with EFBIG, an error naming its file,
+    // instead of killing the process: SIGXFSZ is blocked here, before any
+    // thread starts (threads inherit the mask), so it is never delivered.
+    let _ = nix::sys::signal::SigSet::from(nix::sys::signal::Signal::SIGXFSZ).thread_block();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),

@@ -235,7 +235,7 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
         }
     }
     if let Some(mut l) = lab_use {
-        l.mark();
+        l.mark()?;
         locks.push(l);
     }
     if let (Some(want), None) = (args.mtu, &lab) {

@@ -35,6 +35,9 @@ use pcap_file::{
 const INBOUND: u32 = 1;
 const OUTBOUND: u32 = 2;
 
+/// The --pcap files this process created.
+static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
 /// A --pcap file, created before the run (so that a path that cannot be
 /// written fails before anything runs).
 pub struct PcapFile {
@@ -60,14 +63,30 @@ pub struct Side<'a> {
 }
 
 impl PcapFile {
-    /// Creates (or truncates) `path`.
+    /// Creates `path`, a new regular file (never through a link; an
+    /// existing file, a FIFO or a device is refused, `/dev/null` taken).
+    /// A file this process created is written again by its later trials
+    /// (`--search-rate`, rfc2544): it then holds the last one's frames.
     pub fn create(path: &Path) -> Result<Self> {
-        let file = File::create(path).with_context(|| {
-            format!(
-                "--pcap {}: creating the file failed; give a file in a directory you can write",
-                path.display()
-            )
-        })?;
+        let mut ours = CREATED.lock().unwrap_or_else(|e| e.into_inner());
+        let file = if ours.iter().any(|p| p == path) {
+            let f = crate::files::open_existing(path)?;
+            f.set_len(0)
+                .with_context(|| format!("writing --pcap {}", path.display()))?;
+            f
+        } else {
+            let f = crate::files::create_new(path).map_err(|e| match e {
+                crate::files::FileError::Write { error, .. } => {
+                    anyhow::Error::new(error).context(format!(
+                    "--pcap {}: creating the file failed; give a file in a directory you can write",
+                    path.display()
+                ))
+                }
+                refused => anyhow::anyhow!("--pcap {refused}"),
+            })?;
+            ours.push(path.to_path_buf());
+            f
+        };
         Ok(Self {
             path: path.to_path_buf(),
             file,
@@ -129,7 +148,10 @@ impl PcapFile {
             w.write_pcapng_block(p).with_context(context)?;
         }
         w.into_inner().flush().with_context(context)?;
-        self.file.sync_data().with_context(context)?;
+        // (/dev/null has nothing to flush.)
+        if self.file.metadata().is_ok_and(|m| m.is_file()) {
+            self.file.sync_data().with_context(context)?;
+        }
         Ok(written)
     }
 }

@@ -10,7 +10,6 @@ mod report;
 mod trials;
 
 use std::{
-    fs,
     path::Path,
     process::ExitCode,
     sync::{atomic::Ordering, Arc},
@@ -113,7 +112,8 @@ pub fn sizes_for(geometry: Geometry) -> Vec<usize> {
 
 /// Whether `dir` holds an RFC 2544 run (for `linerate report`).
 pub fn is_run_dir(dir: &Path) -> bool {
-    dir.join(OPTIONS).is_file()
+    // A link there is refused when it is read, not taken for a sweep.
+    crate::files::exists(&dir.join(OPTIONS))
 }
 
 /// Refuses stream options that the tests set themselves.
@@ -204,6 +204,10 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         ),
     };
     check(&args)?;
+    // Captures go into the run's directory, one per test of each size.
+    if let Some(name) = &args.stream.pcap {
+        sweep::check_capture(name)?;
+    }
     let interrupted = session::on_signal()?;
     let targs = trial_args(&args);
     let sizes = match &saved {
@@ -219,14 +223,16 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         Budget::FULL
     };
     if saved.is_none() {
-        if dir.join(OPTIONS).exists() || dir.join(RESULTS).exists() {
+        // A dangling link is a file of a run too.
+        if crate::files::exists(&dir.join(OPTIONS)) || crate::files::exists(&dir.join(RESULTS)) {
             bail!(
                 "{} already holds a run: resume it with `{}`, or give another --out",
                 dir.display(),
                 resume_cmd(&dir)
             );
         }
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        sweep::create_dir(&dir)?;
+        crate::files::check_output_dir(&dir)?;
         let o = Options {
             argv: crate::request::rfc2544_argv(&args),
             sizes: sizes.clone(),
@@ -237,6 +243,8 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         )?;
     }
     // What finished: kept, not run again (a test that failed runs again).
+    // Only its owner writes in it: nothing planted there is followed.
+    crate::files::check_output_dir(&dir)?;
     let mut done = vec![[false; 4]; sizes.len()];
     // The tests whose last record is a failure, with their error.
     let mut failures: std::collections::BTreeMap<(usize, usize), String> = Default::default();
@@ -295,7 +303,9 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
             }
             bar.set_message(format!("{size} B {}", test.name()));
             let ran = match &plan {
-                Ok(p) => run_test(p, test, &reports[part], args.loss, &budget, &interrupted),
+                Ok(p) => with_capture(p, &dir, part, point).and_then(|p| {
+                    run_test(&p, test, &reports[part], args.loss, &budget, &interrupted)
+                }),
                 Err(e) => Err(anyhow::anyhow!("{e:#}")),
             };
             let mut values = Map::new();
@@ -409,14 +419,26 @@ fn head(args: &Rfc2544Args, dir: &Path) -> String {
     )
 }
 
+/// A test's plan with its capture (if any) in `dir`: one file per test
+/// of each size, the last trial's frames.
+fn with_capture(plan: &StreamPlan, dir: &Path, part: usize, point: usize) -> Result<StreamPlan> {
+    let mut p = plan.clone();
+    if let Some(name) = &plan.args.pcap {
+        p.args.pcap = Some(sweep::capture_path(dir, name, part, point, 0)?);
+    }
+    Ok(p)
+}
+
 fn read_options(dir: &Path) -> Result<Options> {
     let path = dir.join(OPTIONS);
-    let text = fs::read_to_string(&path).with_context(|| {
-        format!(
+    // Only the user's own regular file, never through a link.
+    let Some(text) = crate::files::read_regular(&path, sweep::MAX_OPTIONS, true)? else {
+        bail!(
             "{} is not an rfc2544 run directory (no {OPTIONS}): give the --out of an earlier run",
             dir.display()
-        )
-    })?;
+        );
+    };
+    let text = String::from_utf8_lossy(&text);
     serde_json::from_str(&text).with_context(|| format!("{} does not hold up", path.display()))
 }
 
@@ -490,6 +512,7 @@ pub fn check_values(sizes: &[usize], r: &Record) -> std::result::Result<(), Stri
 pub fn report_command(dir: &Path) -> Result<ExitCode> {
     let o = read_options(dir)?;
     let reports = report::load(dir, &o.sizes)?;
+    crate::files::check_output_dir(dir)?;
     let text = report::write(
         dir,
         &format!(

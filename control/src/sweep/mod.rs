@@ -303,7 +303,7 @@ fn check_point(
 ) -> Result<RunRequest> {
     let a = argv(part, p, &opts.extra, opts.quick)
         .map_err(|e| anyhow::anyhow!("{file}: part {}, point {}: {e}", p.part + 1, p.describe()))?;
-    parse(part.kind, &a).map_err(|e| {
+    let parsed = parse(part.kind, &a).map_err(|e| {
         let key = e
             .split("'--")
             .nth(1)
@@ -311,7 +311,14 @@ fn check_point(
             .unwrap_or("");
         let line = spec::line_of(text, &key.replace('-', "_")).max(spec::line_of(text, key));
         anyhow::anyhow!("{file}:{line}: point {}: {e}", p.describe())
-    })
+    })?;
+    // A capture goes into the sweep's directory: a path is refused.
+    if let Some(name) = capture(&parsed) {
+        check_capture(name).map_err(|e| {
+            anyhow::anyhow!("{file}: part {}, point {}: {e}", p.part + 1, p.describe())
+        })?;
+    }
+    Ok(parsed)
 }
 
 /// A point's axis values as its records hold them.
@@ -387,9 +394,10 @@ pub fn run(
     };
     let options = serde_json::to_string_pretty(opts)?;
     if !resume {
+        // A dangling link is a sweep's file too.
         if let Some(f) = [SPEC, OPTIONS, RESULTS]
             .iter()
-            .find(|f| dir.join(f).exists())
+            .find(|f| crate::files::exists(&dir.join(f)))
         {
             bail!(
                 "{} already holds a sweep ({f}): resume it with `{}`, or give another --out",
@@ -397,12 +405,15 @@ pub fn run(
                 resume_cmd(dir)
             );
         }
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        create_dir(dir)?;
+        crate::files::check_output_dir(dir)?;
         // How it runs, then what: a directory with a spec.toml can be
         // resumed as it was started, whenever the sweep is stopped.
         store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
         store::write_atomic(&dir.join(SPEC), text.as_bytes())?;
     }
+    // Only its owner writes in it: nothing planted there is followed.
+    crate::files::check_output_dir(dir)?;
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let mut kept = report::Kept::new(&spec);
     // The runs whose last record is a failure, with their error.
@@ -430,7 +441,8 @@ pub fn run(
     }
     // Options given with --resume replace the saved ones, for the next
     // --resume too.
-    if fs::read_to_string(dir.join(OPTIONS)).ok().as_deref() != Some(options.as_str()) {
+    let saved = crate::files::read_text(&dir.join(OPTIONS), MAX_OPTIONS, true).ok();
+    if saved.as_deref() != Some(options.as_str()) {
         store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
     }
     let done: HashSet<(usize, usize, u32)> = kept.finished().collect();
@@ -479,7 +491,8 @@ pub fn run(
                     break 'points;
                 }
                 bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
-                let outcome = run_point(&args, interrupted);
+                let outcome =
+                    captured(&args, dir, &p, repeat).and_then(|args| run_point(&args, interrupted));
                 if interrupted.load(Ordering::Relaxed) {
                     // A cut-short run is not a finished point: resume reruns it.
                     break 'points;
@@ -620,23 +633,29 @@ fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResul
 /// without its options is refused (resuming it on a default lab would run
 /// on the wrong path).
 pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
-    let text = fs::read_to_string(dir.join(SPEC)).with_context(|| {
-        format!(
+    // Only files of the user running linerate, never through a link: a
+    // directory someone else prepared chooses nothing.
+    let spec = dir.join(SPEC);
+    let Some(text) = crate::files::read_regular(&spec, MAX_SPEC, true)? else {
+        bail!(
             "{} holds no {SPEC}: is it a sweep directory?",
             dir.display()
-        )
-    })?;
+        );
+    };
+    let text =
+        String::from_utf8(text).with_context(|| format!("{} is not UTF-8", spec.display()))?;
     if text.trim().is_empty() {
-        bail!("{} is empty", dir.join(SPEC).display());
+        bail!("{} is empty", spec.display());
     }
     let path = dir.join(OPTIONS);
-    let o = fs::read_to_string(&path).map_err(|e| {
-        anyhow::anyhow!(
-            "{} holds {SPEC} but no readable {OPTIONS} ({e}): how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `{} --out NEW_DIR` and the options it needs",
+    let o = match crate::files::read_regular(&path, MAX_OPTIONS, true)? {
+        Some(o) => String::from_utf8_lossy(&o).into_owned(),
+        None => bail!(
+            "{} holds {SPEC} but no readable {OPTIONS}: how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `{} --out NEW_DIR` and the options it needs",
             dir.display(),
-            crate::sh::shown(&["linerate", "sweep", &dir.join(SPEC).display().to_string()])
-        )
-    })?;
+            crate::sh::shown(&["linerate", "sweep", &spec.display().to_string()])
+        ),
+    };
     let opts = serde_json::from_str(&o).with_context(|| {
         format!(
             "{} is not the options of a sweep (it is written as the sweep starts)",
@@ -644,6 +663,96 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
         )
     })?;
     Ok((text, opts))
+}
+
+/// The most of a sweep file linerate reads.
+pub const MAX_SPEC: u64 = 16 << 20;
+/// The most of options.json linerate reads.
+pub const MAX_OPTIONS: u64 = 1 << 20;
+
+/// Creates an output directory (and its parents) only its owner can
+/// write: 0755 at most, less with the umask.
+pub fn create_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}
+
+/// The capture file a point asks for (`pcap` in a sweep file, `--pcap`).
+fn capture(args: &RunRequest) -> Option<&Path> {
+    match args {
+        RunRequest::Stream(a) => a.pcap.as_deref(),
+        RunRequest::Rr(_) => None,
+    }
+}
+
+/// A capture of a sweep or an rfc2544 run goes into its own directory:
+/// only a plain file name is taken, a path is refused.
+pub fn check_capture(name: &Path) -> Result<()> {
+    let mut c = name.components();
+    if !matches!(
+        (c.next(), c.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    ) || name.as_os_str().as_encoded_bytes().contains(&b'/')
+    {
+        bail!(
+            "pcap {:?}: the captures of a sweep or an rfc2544 run go into its own directory, one file per point and repeat: give a file name (pcap = \"run.pcapng\"), not a path",
+            name.display().to_string()
+        );
+    }
+    Ok(())
+}
+
+/// Where the capture `name` of a point goes: `DIR/STEM-PART-POINT-REPEAT.EXT`
+/// (numbered from 1); whatever an earlier, cut-short run of that point
+/// left there is removed first (the directory is the user's own).
+pub fn capture_path(
+    dir: &Path,
+    name: &Path,
+    part: usize,
+    point: usize,
+    repeat: u32,
+) -> Result<PathBuf> {
+    let stem = name
+        .file_stem()
+        .unwrap_or(name.as_os_str())
+        .to_string_lossy();
+    let ext = name
+        .extension()
+        .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()));
+    let path = dir.join(format!(
+        "{stem}-{}-{}-{}{ext}",
+        part + 1,
+        point + 1,
+        repeat + 1
+    ));
+    match fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing the old capture {}", path.display()))
+        }
+        _ => Ok(path),
+    }
+}
+
+/// A point's arguments with its capture (if any) put in `dir`.
+fn captured<'a>(
+    args: &'a RunRequest,
+    dir: &Path,
+    p: &expand::Point,
+    repeat: u32,
+) -> Result<std::borrow::Cow<'a, RunRequest>> {
+    let Some(name) = capture(args) else {
+        return Ok(std::borrow::Cow::Borrowed(args));
+    };
+    let path = capture_path(dir, name, p.part, p.index, repeat)?;
+    let mut args = args.clone();
+    if let RunRequest::Stream(a) = &mut args {
+        a.pcap = Some(path);
+    }
+    Ok(std::borrow::Cow::Owned(args))
 }
 
 impl SweepOptions {
@@ -832,6 +941,30 @@ mod tests {
         p.done(t0, t0 + Duration::from_secs(2));
         assert!(!p.due(t0 + Duration::from_secs(12)));
         assert!(p.due(t0 + Duration::from_secs(23)));
+    }
+
+    #[test]
+    fn captures_are_plain_names_put_in_the_sweep_directory() {
+        for bad in ["/tmp/x", "../x", "a/b", ".", "..", ""] {
+            let e = check_capture(Path::new(bad)).unwrap_err().to_string();
+            assert!(e.contains("go into its own directory"), "{bad}: {e}");
+        }
+        check_capture(Path::new("run.pcapng")).unwrap();
+        let d = std::env::temp_dir().join(format!("linerate-capture-{}", std::process::id()));
+        create_dir(&d).unwrap();
+        let p = capture_path(&d, Path::new("run.pcapng"), 0, 4, 1).unwrap();
+        assert_eq!(p, d.join("run-1-5-2.pcapng"));
+        // What a cut-short run left is removed (a link itself, not its target).
+        let victim = d.join("victim");
+        fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        assert_eq!(
+            capture_path(&d, Path::new("run.pcapng"), 0, 4, 1).unwrap(),
+            p
+        );
+        assert!(!crate::files::exists(&p));
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        let _ = fs::remove_dir_all(d);
     }
 
     #[test]

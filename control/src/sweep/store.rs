@@ -4,12 +4,17 @@
 //! while a bad record elsewhere is reported with its file and line.
 
 use std::{
-    fs::{self, File, OpenOptions},
+    fs::File,
     io::{self, Write},
     path::{Path, PathBuf},
 };
 
 use super::Record;
+use crate::files;
+
+/// The most of results.jsonl a report or a resume reads (about 200,000
+/// records).
+pub const MAX_RESULTS: u64 = 1 << 30;
 
 /// A sweep directory that cannot be written or read as it should.
 #[derive(Debug, thiserror::Error)]
@@ -17,14 +22,6 @@ pub enum StoreError {
     /// A file could not be written.
     #[error("writing {} failed: {error}{}", path.display(), space_hint(error))]
     Write {
-        /// The file.
-        path: PathBuf,
-        /// What the kernel said.
-        error: io::Error,
-    },
-    /// A file could not be read.
-    #[error("reading {} failed: {error}", path.display())]
-    Read {
         /// The file.
         path: PathBuf,
         /// What the kernel said.
@@ -40,6 +37,9 @@ pub enum StoreError {
         /// What is wrong with it.
         what: String,
     },
+    /// A file refused, or one that could not be opened.
+    #[error(transparent)]
+    File(#[from] files::FileError),
 }
 
 fn space_hint(e: &io::Error) -> &'static str {
@@ -57,42 +57,11 @@ fn write_err(path: &Path) -> impl Fn(io::Error) -> StoreError + '_ {
     }
 }
 
-/// Replaces `path` with `bytes` whole: a reader (or a crash) sees the old
-/// file or the new one, never a part of it.
+/// Replaces `path` with `bytes` whole (mode 0644): a reader (or a crash)
+/// sees the old file or the new one, never a part of it; nothing is
+/// written through a link (see [`crate::files::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let name = path
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_data()?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(error) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(StoreError::Write {
-            path: path.to_path_buf(),
-            error,
-        });
-    }
-    sync_dir(path);
-    Ok(())
-}
-
-/// Makes a rename or a new file in `path`'s directory durable.
-fn sync_dir(path: &Path) {
-    if let Some(d) = path.parent() {
-        let d = if d.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            d
-        };
-        if let Ok(f) = File::open(d) {
-            let _ = f.sync_all();
-        }
-    }
+    Ok(files::write_atomic(path, bytes, files::PUBLIC)?)
 }
 
 /// results.jsonl, open for appending.
@@ -102,15 +71,11 @@ pub struct Results {
 }
 
 impl Results {
-    /// Opens (creating) `path` for appending.
+    /// Opens (creating) `path` for appending: never through a link, only
+    /// a regular file of the user running linerate.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(write_err(path))?;
+        let file = files::open_append(path)?;
         file.sync_all().map_err(write_err(path))?;
-        sync_dir(path);
         Ok(Self {
             path: path.to_path_buf(),
             file,
@@ -291,15 +256,9 @@ pub fn load(
     check: impl Fn(&Record) -> Result<(), String>,
     mut each: impl FnMut(Record),
 ) -> Result<Loaded, StoreError> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Loaded::default()),
-        Err(error) => {
-            return Err(StoreError::Read {
-                path: path.to_path_buf(),
-                error,
-            })
-        }
+    // A resume appends to it: only the user's own file.
+    let Some(bytes) = files::read_regular(path, MAX_RESULTS, mode == Mode::Resume)? else {
+        return Ok(Loaded::default());
     };
     let mut out = Loaded::default();
     // (start offset, line) of every line, the last one maybe without '\n'.
@@ -386,15 +345,14 @@ fn cut_tail(path: &Path, at: u64, tail: &[u8]) -> Result<PathBuf, StoreError> {
         || "results.jsonl".into(),
         |n| n.to_string_lossy().into_owned(),
     );
+    // A dangling link is a name taken too.
     let aside = (1..)
         .map(|i| path.with_file_name(format!("{name}.torn-{i}")))
-        .find(|p| !p.exists())
+        .find(|p| !files::exists(p))
         .expect("a free name");
-    write_atomic(&aside, tail)?;
-    let f = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(write_err(path))?;
+    // Its owner's only: it may hold what results.jsonl let no one else read.
+    files::write_atomic(&aside, tail, files::PRIVATE)?;
+    let f = files::open_existing(path)?;
     f.set_len(at)
         .and_then(|()| f.sync_data())
         .map_err(write_err(path))?;
@@ -403,6 +361,8 @@ fn cut_tail(path: &Path, at: u64, tail: &[u8]) -> Result<PathBuf, StoreError> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::{self, OpenOptions};
+
     use super::*;
 
     fn rec(point: usize, repeat: u32) -> String {
@@ -552,6 +512,43 @@ mod tests {
         let mut seen = Vec::new();
         let l = load(&p, &[3], Mode::Report, check, |r| seen.push(r.point)).unwrap();
         assert_eq!((l.records, l.skipped, seen), (2, 1, vec![0, 2]));
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_torn_tail_is_kept_for_its_owner_only_and_links_are_refused() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let d = tmp("private");
+        let p = d.join("results.jsonl");
+        fs::write(&p, format!("{}\n{}", rec(0, 0), &rec(1, 0)[..20])).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+        load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {}).unwrap();
+        let m = fs::metadata(d.join("results.jsonl.torn-1")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        // A results.jsonl linked to another file: not read, not cut.
+        let victim = d.join("victim");
+        fs::write(&victim, format!("{}\n{}", rec(0, 0), &rec(1, 0)[..20])).unwrap();
+        let l = d.join("linked.jsonl");
+        symlink(&victim, &l).unwrap();
+        for mode in [Mode::Resume, Mode::Report] {
+            let e = load(&l, &[3], mode, |_| Ok(()), |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("linked.jsonl: is a symbolic link"), "{e}");
+        }
+        assert!(Results::open(&l).is_err());
+        assert_eq!(
+            fs::metadata(&victim).unwrap().len(),
+            rec(0, 0).len() as u64 + 21
+        );
+        // Another user's results.jsonl: a report reads it, a resume refuses it.
+        nix::unistd::chown(&victim, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        assert!(load(&victim, &[3], Mode::Report, |_| Ok(()), |_| {}).is_ok());
+        let e = load(&victim, &[3], Mode::Resume, |_| Ok(()), |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("victim: belongs to uid 65534"), "{e}");
+        assert!(!d.join("victim.torn-1").exists());
         let _ = fs::remove_dir_all(d);
     }
 

@@ -184,6 +184,7 @@ pub fn command(dir: &Path, other: &Path, json: bool) -> Result<ExitCode> {
     };
     let md = markdown(&c);
     let js = serde_json::to_string_pretty(&c)? + "\n";
+    crate::files::check_output_dir(dir)?;
     write_atomic(&dir.join("compare.md"), md.as_bytes())?;
     write_atomic(&dir.join("compare.json"), js.as_bytes())?;
     let differs = c

@@ -4,7 +4,7 @@
 //! (`data-figures="3 of 3 loaded"` on the body), which a browser test
 //! reads.
 
-use std::{fs, path::Path};
+use std::path::Path;
 
 use base64::Engine as _;
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
@@ -40,7 +40,7 @@ fn embedded(dir: &Path, url: &str) -> Option<String> {
     if url.contains('/') || url.contains(':') {
         return None;
     }
-    let bytes = fs::read(dir.join(url)).ok()?;
+    let bytes = crate::files::read_regular(&dir.join(url), 64 << 20, false).ok()??;
     Some(format!(
         "data:{mime};base64,{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -102,6 +102,8 @@ pub fn page(title: &str, md: &str, dir: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     #[test]

@@ -13,7 +13,7 @@ pub(crate) mod md;
 mod reference;
 mod scale;
 
-use std::{collections::HashMap, fmt::Write as _, fs, path::Path, process::ExitCode};
+use std::{collections::HashMap, fmt::Write as _, path::Path, process::ExitCode};
 
 use anyhow::{Context, Result};
 use toml::Value as Tv;
@@ -557,12 +557,15 @@ struct Loaded {
 /// Reads the sweep file and the records of `dir` (lines of results.jsonl
 /// that are not records are left out, with a warning).
 fn load(dir: &Path) -> Result<Loaded> {
-    let text = fs::read_to_string(dir.join(SPEC)).with_context(|| {
-        format!(
+    // Regular files only, never through a link.
+    let Some(text) = crate::files::read_regular(&dir.join(SPEC), super::MAX_SPEC, false)? else {
+        anyhow::bail!(
             "{} holds no {SPEC}: is it a sweep directory?",
             dir.display()
-        )
-    })?;
+        );
+    };
+    let text = String::from_utf8(text)
+        .with_context(|| format!("{} is not UTF-8", dir.join(SPEC).display()))?;
     let spec = SweepSpec::parse(&text, &dir.join(SPEC).display().to_string())?;
     let size = super::Size::of(&spec, false)?;
     let mut kept = Kept::new(&spec);
@@ -576,7 +579,7 @@ fn load(dir: &Path) -> Result<Loaded> {
     for w in &loaded.warnings {
         eprintln!("linerate: warning: {w}");
     }
-    let quick = fs::read_to_string(dir.join(super::OPTIONS))
+    let quick = crate::files::read_text(&dir.join(super::OPTIONS), super::MAX_OPTIONS, false)
         .ok()
         .and_then(|t| serde_json::from_str::<super::SweepOptions>(&t).ok())
         .is_some_and(|o| o.quick);
@@ -592,6 +595,8 @@ fn load(dir: &Path) -> Result<Loaded> {
 /// from its files; returns the tables for the terminal.
 pub fn write(dir: &Path) -> Result<String> {
     let l = load(dir)?;
+    // Only its owner writes in it: nothing planted there is followed.
+    crate::files::check_output_dir(dir)?;
     render(dir, &l.spec, &l.kept, l.quick, l.skipped)
 }
 
@@ -696,7 +701,7 @@ pub fn command(dir: &Path, other: Option<&Path>, json: bool) -> Result<ExitCode>
 #[cfg(test)]
 fn fixture(extra: &str) -> (SweepSpec, Kept) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sweep-small");
-    let text = fs::read_to_string(dir.join("spec.toml")).unwrap() + extra;
+    let text = std::fs::read_to_string(dir.join("spec.toml")).unwrap() + extra;
     let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
     let mut kept = Kept::new(&spec);
     store::load(
@@ -712,6 +717,8 @@ fn fixture(extra: &str) -> (SweepSpec, Kept) {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     /// The report keeps a few figures of each run, not its result: a

@@ -496,7 +496,7 @@ fn connections_over_the_cap_are_refused_at_once() {
             .contains("its limit (--max-connections)"),
         "{body}"
     );
-    assert!(closed_within(&mut over, Duration::from_secs(10)));
+    assert!(closed_within(&mut over, Duration::from_secs(60)));
     eprintln!("refused over the cap in {:?}", t.elapsed());
     // A client that sends its request at once reads the 503 too.
     let agent_ = ureq::AgentBuilder::new()

@@ -124,14 +124,7 @@ fn interrupt_after(mut cmd: Command, wait: Duration) -> std::process::Output {
         .unwrap();
     thread::sleep(wait);
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let start = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "took {:?} to stop",
-        start.elapsed()
-    );
-    out
+    child.wait_with_output().unwrap()
 }
 
 #[test]

@@ -164,7 +164,6 @@ impl Lab {
         check_queues(queues)?;
         self.remove()?;
         let q = queues.to_string();
-        let m = mtu.to_string();
         sh::ip(None, &["netns", "add", &self.ns_a])?;
         sh::ip(None, &["netns", "add", &self.ns_b])
             .inspect_err(|_| {
@@ -172,109 +171,16 @@ impl Lab {
             })
             .context("creating the lab's namespaces")?;
         let result = (|| -> Result<()> {
-            sh::ip(
-                None,
-                &[
-                    "link",
-                    "add",
-                    &self.if_a,
-                    "netns",
-                    &self.ns_a,
-                    "numtxqueues",
-                    &q,
-                    "numrxqueues",
-                    &q,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    &self.if_b,
-                    "netns",
-                    &self.ns_b,
-                    "numtxqueues",
-                    &q,
-                    "numrxqueues",
-                    &q,
-                ],
-            )?;
+            self.add_veth_pair(&q)?;
             let (a, b) = (
                 (self.ip_a, self.ip6_a, self.mac_a),
                 (self.ip_b, self.ip6_b, self.mac_b),
             );
-            for (ns, ifn, (ip, ip6, mac), (peer_ip, peer_ip6, peer_mac)) in [
+            for (ns, ifn, mine, peer) in [
                 (&self.ns_a, &self.if_a, a, b),
                 (&self.ns_b, &self.if_b, b, a),
             ] {
-                let ns = Some(ns.as_str());
-                sysfs::set_sysctl(ns, NetSysctl::DisableIpv6All, "1")?;
-                sysfs::set_sysctl(ns, NetSysctl::DisableIpv6Default, "1")?;
-                // No ARP and no neighbour discovery: the neighbours are
-                // written below. NOARP also keeps IPv6 from joining the
-                // address's solicited-node group, and so from sending MLD
-                // reports, which would add frames to the interfaces'
-                // counters that tests compare with linerate's.
-                sh::ip(
-                    ns,
-                    &["link", "set", ifn, "address", mac, "mtu", &m, "arp", "off"],
-                )?;
-                sh::ip(ns, &["addr", "add", &format!("{ip}/30"), "dev", ifn])?;
-                // The peer, for ever (`ip` tells IPv4 from IPv6 by the address).
-                let neighbour = |peer: &str| {
-                    sh::ip(
-                        ns,
-                        &[
-                            "neigh",
-                            "replace",
-                            peer,
-                            "lladdr",
-                            peer_mac,
-                            "dev",
-                            ifn,
-                            "nud",
-                            "permanent",
-                        ],
-                    )
-                };
-                // IPv6 on the test interface only, with the lab's address
-                // and no link-local one (no router solicitations); nodad:
-                // usable at once. Below 1280 bytes the kernel has no IPv6
-                // on a link (RFC 8200's minimum MTU).
-                if mtu >= IPV6_MIN_MTU {
-                    sysfs::set_ipv6_conf(ns, ifn, Ipv6Conf::AddrGenMode, "1")?;
-                    sysfs::set_ipv6_conf(ns, ifn, Ipv6Conf::DisableIpv6, "0")?;
-                    sh::ip(
-                        ns,
-                        &[
-                            "-6",
-                            "addr",
-                            "add",
-                            &format!("{ip6}/64"),
-                            "dev",
-                            ifn,
-                            "nodad",
-                        ],
-                    )?;
-                    neighbour(peer_ip6)?;
-                }
-                sh::ip(ns, &["link", "set", "lo", "up"])?;
-                sh::ip(ns, &["link", "set", ifn, "up"])?;
-                neighbour(peer_ip)?;
-                // veth runs NAPI (and so XDP) in a kernel thread of its own
-                // when GRO is on and NAPI is threaded: the receive work then
-                // leaves the sender's core. See design.md, "Measured".
-                sh::in_netns(ns, "ethtool", &["-K", ifn, "gro", "on"])?;
-                sysfs::write(ns, ifn, Attr::Threaded, "1")?;
-                // With a qdisc (veth's default is none), a veth whose peer's
-                // 256-frame queue is full stops its transmit queue instead
-                // of dropping: AF_XDP's copy-mode transmit then waits and
-                // retries. Measured: 64-byte frames unpaced 8.6 % lost ->
-                // none at the same received rate; paced at 506k frames/s
-                // 1.4 % -> none.
-                sh::in_netns(
-                    ns,
-                    "tc",
-                    &["qdisc", "replace", "dev", ifn, "root", "pfifo_fast"],
-                )?;
+                configure_end(Some(ns.as_str()), ifn, mine, peer, mtu)?;
             }
             Ok(())
         })();
@@ -282,6 +188,37 @@ impl Lab {
             let _ = self.remove();
             return Err(e.context(format!("bringing up lab {:?}", self.name)));
         }
+        Ok(())
+    }
+
+    /// Adds the veth pair, one end in each namespace, with `q` queues each
+    /// way.
+    fn add_veth_pair(&self, q: &str) -> Result<()> {
+        sh::ip(
+            None,
+            &[
+                "link",
+                "add",
+                &self.if_a,
+                "netns",
+                &self.ns_a,
+                "numtxqueues",
+                q,
+                "numrxqueues",
+                q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &self.if_b,
+                "netns",
+                &self.ns_b,
+                "numtxqueues",
+                q,
+                "numrxqueues",
+                q,
+            ],
+        )?;
         Ok(())
     }
 
@@ -641,6 +578,104 @@ pub fn command(action: LabAction) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An end's addresses: (IPv4, IPv6, MAC).
+type EndAddresses = (&'static str, &'static str, &'static str);
+
+/// Configures the lab's end `ifn` in namespace `ns`, with the addresses
+/// `mine` and its peer's: addresses, the peer as a neighbour, IPv6 where
+/// the MTU allows it, up, and its receive work tuned.
+fn configure_end(
+    ns: Option<&str>,
+    ifn: &str,
+    (ip, ip6, mac): EndAddresses,
+    (peer_ip, peer_ip6, peer_mac): EndAddresses,
+    mtu: u32,
+) -> Result<()> {
+    let m = mtu.to_string();
+    sysfs::set_sysctl(ns, NetSysctl::DisableIpv6All, "1")?;
+    sysfs::set_sysctl(ns, NetSysctl::DisableIpv6Default, "1")?;
+    // No ARP and no neighbour discovery: the neighbours are
+    // written below. NOARP also keeps IPv6 from joining the
+    // address's solicited-node group, and so from sending MLD
+    // reports, which would add frames to the interfaces'
+    // counters that tests compare with linerate's.
+    sh::ip(
+        ns,
+        &["link", "set", ifn, "address", mac, "mtu", &m, "arp", "off"],
+    )?;
+    sh::ip(ns, &["addr", "add", &format!("{ip}/30"), "dev", ifn])?;
+    // Below 1280 bytes the kernel has no IPv6 on a link (RFC 8200's
+    // minimum MTU).
+    if mtu >= IPV6_MIN_MTU {
+        add_ipv6(ns, ifn, ip6)?;
+        neighbour(ns, ifn, peer_ip6, peer_mac)?;
+    }
+    sh::ip(ns, &["link", "set", "lo", "up"])?;
+    sh::ip(ns, &["link", "set", ifn, "up"])?;
+    neighbour(ns, ifn, peer_ip, peer_mac)?;
+    tune_receive(ns, ifn)
+}
+
+/// The peer, for ever (`ip` tells IPv4 from IPv6 by the address).
+fn neighbour(ns: Option<&str>, ifn: &str, peer: &str, peer_mac: &str) -> Result<()> {
+    sh::ip(
+        ns,
+        &[
+            "neigh",
+            "replace",
+            peer,
+            "lladdr",
+            peer_mac,
+            "dev",
+            ifn,
+            "nud",
+            "permanent",
+        ],
+    )?;
+    Ok(())
+}
+
+/// IPv6 on the test interface only, with the lab's address and no
+/// link-local one (no router solicitations); nodad: usable at once.
+fn add_ipv6(ns: Option<&str>, ifn: &str, ip6: &str) -> Result<()> {
+    sysfs::set_ipv6_conf(ns, ifn, Ipv6Conf::AddrGenMode, "1")?;
+    sysfs::set_ipv6_conf(ns, ifn, Ipv6Conf::DisableIpv6, "0")?;
+    sh::ip(
+        ns,
+        &[
+            "-6",
+            "addr",
+            "add",
+            &format!("{ip6}/64"),
+            "dev",
+            ifn,
+            "nodad",
+        ],
+    )?;
+    Ok(())
+}
+
+/// Where the receive work runs and what a full peer queue does.
+fn tune_receive(ns: Option<&str>, ifn: &str) -> Result<()> {
+    // veth runs NAPI (and so XDP) in a kernel thread of its own
+    // when GRO is on and NAPI is threaded: the receive work then
+    // leaves the sender's core. See design.md, "Measured".
+    sh::in_netns(ns, "ethtool", &["-K", ifn, "gro", "on"])?;
+    sysfs::write(ns, ifn, Attr::Threaded, "1")?;
+    // With a qdisc (veth's default is none), a veth whose peer's
+    // 256-frame queue is full stops its transmit queue instead
+    // of dropping: AF_XDP's copy-mode transmit then waits and
+    // retries. Measured: 64-byte frames unpaced 8.6 % lost ->
+    // none at the same received rate; paced at 506k frames/s
+    // 1.4 % -> none.
+    sh::in_netns(
+        ns,
+        "tc",
+        &["qdisc", "replace", "dev", ifn, "root", "pfifo_fast"],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::{
     cli::RunArgs,
     cores,
     iface::{self, IfaceInfo},
-    lab::Lab,
+    lab::{Held, Lab},
     privilege,
 };
 
@@ -162,7 +162,6 @@ pub fn check_args(args: &RunArgs) -> Result<()> {
 pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
     check_args(args)?;
     privilege::require_root(what)?;
-    let mut locks = Vec::new();
     let mut lab_use = None;
     let (mut tx_side, mut rx_side, lab) = match (&args.tx_iface, &args.rx_iface) {
         (Some(tx), Some(rx)) => (
@@ -194,80 +193,17 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
             bail!("network namespace {ns:?} not found (see `ip netns list`)");
         }
     }
-    let side = |(iface, netns): (String, Option<String>)| -> Result<PathEnd> {
-        let info = iface::info(netns.as_deref(), &iface)?;
-        if !info.up {
-            bail!(
-                "interface {iface} is down; bring it up with `{}`",
-                ip_link(netns.as_deref(), &["set", "dev", &iface, "up"])
-            );
-        }
-        let ip = iface::ipv4(netns.as_deref(), &iface)?;
-        let ip6 = if args.ipv6 {
-            Some(iface::ipv6(netns.as_deref(), &iface)?)
-        } else {
-            None
-        };
-        let ns_id = netns_id(netns.as_deref())?;
-        Ok(PathEnd {
-            iface,
-            netns,
-            info,
-            ip,
-            ip6,
-            ns_id,
-        })
-    };
-    let tx = side(tx_side)?;
-    let rx = side(rx_side)?;
-    // One run per interface: a second is refused here, before it changes
-    // anything (NAPI mode, pinning, XDP). One interface may be both ends.
-    let mut seen = Vec::new();
-    for end in [&tx, &rx] {
-        let id = (end.ns_id.1, end.info.ifindex);
-        if !seen.contains(&id) {
-            seen.push(id);
-            locks.push(crate::lab::iface_lock(
-                end.netns.as_deref(),
-                &end.iface,
-                id,
-            )?);
-        }
-    }
+    let tx = path_end(args, tx_side)?;
+    let rx = path_end(args, rx_side)?;
+    let mut locks = lock_interfaces(&tx, &rx)?;
     if let Some(mut l) = lab_use {
         l.mark()?;
         locks.push(l);
     }
-    if let (Some(want), None) = (args.mtu, &lab) {
-        for end in [&tx, &rx] {
-            if end.info.mtu != want {
-                bail!(
-                    "interface {} has MTU {}, not {want}; set it with `{}` (linerate changes MTUs only in its lab)",
-                    end.iface,
-                    end.info.mtu,
-                    ip_link(
-                        end.netns.as_deref(),
-                        &["set", "dev", &end.iface, "mtu", &want.to_string()]
-                    )
-                );
-            }
-        }
+    if lab.is_none() {
+        check_mtus(args, &tx, &rx)?;
     }
-    for end in [&tx, &rx] {
-        let have = end.info.rx_queues.min(end.info.tx_queues);
-        if args.queues > have {
-            bail!(
-                "--queues {} exceeds the {have} queues of {}; use fewer queues{}",
-                args.queues,
-                end.iface,
-                if lab.is_some() {
-                    ""
-                } else {
-                    " or raise them with `ethtool -L`"
-                }
-            );
-        }
-    }
+    check_queue_counts(args, &tx, &rx, lab.is_some())?;
     let ncpu = cores::online();
     let queues = args.queues as usize;
     let mtu = tx.info.mtu.min(rx.info.mtu);
@@ -289,6 +225,93 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
         crossed,
         locks: std::sync::Arc::new(locks),
     })
+}
+
+/// One end of the path: the interface `iface` (in `netns`), which must be up,
+/// with its addresses.
+fn path_end(args: &RunArgs, (iface, netns): (String, Option<String>)) -> Result<PathEnd> {
+    let info = iface::info(netns.as_deref(), &iface)?;
+    if !info.up {
+        bail!(
+            "interface {iface} is down; bring it up with `{}`",
+            ip_link(netns.as_deref(), &["set", "dev", &iface, "up"])
+        );
+    }
+    let ip = iface::ipv4(netns.as_deref(), &iface)?;
+    let ip6 = if args.ipv6 {
+        Some(iface::ipv6(netns.as_deref(), &iface)?)
+    } else {
+        None
+    };
+    let ns_id = netns_id(netns.as_deref())?;
+    Ok(PathEnd {
+        iface,
+        netns,
+        info,
+        ip,
+        ip6,
+        ns_id,
+    })
+}
+
+/// One run per interface: a second is refused here, before it changes
+/// anything (NAPI mode, pinning, XDP). One interface may be both ends.
+fn lock_interfaces(tx: &PathEnd, rx: &PathEnd) -> Result<Vec<Held>> {
+    let mut locks = Vec::new();
+    let mut seen = Vec::new();
+    for end in [tx, rx] {
+        let id = (end.ns_id.1, end.info.ifindex);
+        if !seen.contains(&id) {
+            seen.push(id);
+            locks.push(crate::lab::iface_lock(
+                end.netns.as_deref(),
+                &end.iface,
+                id,
+            )?);
+        }
+    }
+    Ok(locks)
+}
+
+/// Outside its lab linerate changes no MTU: both ends must already have
+/// the `--mtu` asked for.
+fn check_mtus(args: &RunArgs, tx: &PathEnd, rx: &PathEnd) -> Result<()> {
+    if let Some(want) = args.mtu {
+        for end in [tx, rx] {
+            if end.info.mtu != want {
+                bail!(
+                    "interface {} has MTU {}, not {want}; set it with `{}` (linerate changes MTUs only in its lab)",
+                    end.iface,
+                    end.info.mtu,
+                    ip_link(
+                        end.netns.as_deref(),
+                        &["set", "dev", &end.iface, "mtu", &want.to_string()]
+                    )
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Both ends have the queues `--queues` asks for.
+fn check_queue_counts(args: &RunArgs, tx: &PathEnd, rx: &PathEnd, in_lab: bool) -> Result<()> {
+    for end in [tx, rx] {
+        let have = end.info.rx_queues.min(end.info.tx_queues);
+        if args.queues > have {
+            bail!(
+                "--queues {} exceeds the {have} queues of {}; use fewer queues{}",
+                args.queues,
+                end.iface,
+                if in_lab {
+                    ""
+                } else {
+                    " or raise them with `ethtool -L`"
+                }
+            );
+        }
+    }
+    Ok(())
 }
 
 fn ensure_lab(lab: &Lab, args: &RunArgs) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use anyhow::{anyhow, Result};
 use hdrhistogram::Histogram;
-use linerate_datapath::worker::{RrSummary, MAX_LATENCY_NS};
+use linerate_datapath::worker::{RrSummary, WaitMode, MAX_LATENCY_NS};
 
 use super::{
     plan::RrPlan,
@@ -29,13 +29,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
     let responders = measured.rx.total(|s| s.counters);
     let per_s = window.per_s(completed);
     let mb_s = transaction_mb_s(per_s, args.request, args.response);
-    let mut latency =
-        Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
-    for client in &measured.tx.summaries {
-        latency
-            .add(&client.latency)
-            .map_err(|e| anyhow!("merging histograms: {e}"))?;
-    }
+    let latency = merged_latency(measured)?;
     let workers = measured.worker_reports(
         Ends {
             tx: "client",
@@ -44,69 +38,13 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
         |s| (s.counters, s.xsk),
         |s| (s.counters, s.xsk),
     );
-    let engine = plan.engine;
     let client_wait = path.tx_wait(run, true);
     Ok(RrResult {
         test: "rr",
         version: env!("CARGO_PKG_VERSION").into(),
-        params: RrParams {
-            request: args.request,
-            response: args.response,
-            concurrency: args.concurrency,
-            flows: args.flows,
-            queues: run.queues,
-            timeout_ms: args.timeout.as_secs_f64() * 1000.0,
-            count: args.count,
-            responder: if xdp_responder {
-                "xdp"
-            } else {
-                engine.can().rr_responder.unwrap_or(engine.name())
-            }
-            .into(),
-            backend: engine.name().into(),
-            warmup_s: run.warmup.as_secs_f64(),
-            duration_s: run.duration.as_secs_f64(),
-            mtu: path.mtu,
-            client_wait: format!("{client_wait:?}").to_lowercase(),
-            responder_wait: format!("{:?}", run.rx_wait).to_lowercase(),
-            client_cores: path.tx_cores.clone(),
-            responder_cores: path.rx_cores.clone(),
-            client_iface: path.tx.iface.clone(),
-            client_netns: path.tx.netns.clone(),
-            responder_iface: path.rx.iface.clone(),
-            responder_netns: path.rx.netns.clone(),
-            reverse: run.reverse,
-        },
+        params: params(plan, client_wait),
         environment: measured.environment.clone(),
-        setup: RrSetup {
-            client_bind_mode: measured
-                .tx
-                .ready
-                .first()
-                .map_or("none (other host)", |r| r.mode.as_str())
-                .into(),
-            responder_bind_mode: measured.rx.ready.first().map(|r| r.mode.as_str().into()),
-            zero_copy_refused: measured
-                .tx
-                .ready
-                .iter()
-                .chain(&measured.rx.ready)
-                .find_map(|r| r.fallback_reason.clone()),
-            xdp_mode: measured.xdp_mode.clone(),
-            request_frames: plan.request.count,
-            response_frames: plan.response.count,
-            placement: placement(
-                run,
-                NAMES,
-                path,
-                measured.napi,
-                &measured.napi_threads,
-                client_wait,
-            ),
-            napi_threads: measured.napi_threads.clone(),
-            napi: measured.napi.map(str::to_string),
-            driver: path.rx.info.kind.clone(),
-        },
+        setup: setup(plan, measured, client_wait),
         window_s: window.seconds,
         interrupted: measured.interrupted,
         fault: measured.fault.clone(),
@@ -138,6 +76,95 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
         interfaces: measured.interfaces.clone(),
         agents: None,
     })
+}
+
+/// The run's parameters as the result reports them.
+fn params(plan: &RrPlan, client_wait: WaitMode) -> RrParams {
+    let args = &plan.args;
+    let run = &args.run;
+    let path = &plan.path;
+    let engine = plan.engine;
+    let xdp_responder = args.responder == ResponderArg::Xdp;
+    RrParams {
+        request: args.request,
+        response: args.response,
+        concurrency: args.concurrency,
+        flows: args.flows,
+        queues: run.queues,
+        timeout_ms: args.timeout.as_secs_f64() * 1000.0,
+        count: args.count,
+        responder: if xdp_responder {
+            "xdp"
+        } else {
+            engine.can().rr_responder.unwrap_or(engine.name())
+        }
+        .into(),
+        backend: engine.name().into(),
+        warmup_s: run.warmup.as_secs_f64(),
+        duration_s: run.duration.as_secs_f64(),
+        mtu: path.mtu,
+        client_wait: format!("{client_wait:?}").to_lowercase(),
+        responder_wait: format!("{:?}", run.rx_wait).to_lowercase(),
+        client_cores: path.tx_cores.clone(),
+        responder_cores: path.rx_cores.clone(),
+        client_iface: path.tx.iface.clone(),
+        client_netns: path.tx.netns.clone(),
+        responder_iface: path.rx.iface.clone(),
+        responder_netns: path.rx.netns.clone(),
+        reverse: run.reverse,
+    }
+}
+
+/// How the run was set up: the sockets' and XDP's modes, the frames per
+/// request and response, the placement.
+fn setup(
+    plan: &RrPlan,
+    measured: &Measured<RrSummary, RrSummary>,
+    client_wait: WaitMode,
+) -> RrSetup {
+    let run = &plan.args.run;
+    let path = &plan.path;
+    RrSetup {
+        client_bind_mode: measured
+            .tx
+            .ready
+            .first()
+            .map_or("none (other host)", |r| r.mode.as_str())
+            .into(),
+        responder_bind_mode: measured.rx.ready.first().map(|r| r.mode.as_str().into()),
+        zero_copy_refused: measured
+            .tx
+            .ready
+            .iter()
+            .chain(&measured.rx.ready)
+            .find_map(|r| r.fallback_reason.clone()),
+        xdp_mode: measured.xdp_mode.clone(),
+        request_frames: plan.request.count,
+        response_frames: plan.response.count,
+        placement: placement(
+            run,
+            NAMES,
+            path,
+            measured.napi,
+            &measured.napi_threads,
+            client_wait,
+        ),
+        napi_threads: measured.napi_threads.clone(),
+        napi: measured.napi.map(str::to_string),
+        driver: path.rx.info.kind.clone(),
+    }
+}
+
+/// The clients' round-trip latencies merged into one histogram.
+fn merged_latency(measured: &Measured<RrSummary, RrSummary>) -> Result<Histogram<u64>> {
+    let mut latency =
+        Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds");
+    for client in &measured.tx.summaries {
+        latency
+            .add(&client.latency)
+            .map_err(|e| anyhow!("merging histograms: {e}"))?;
+    }
+    Ok(latency)
 }
 
 #[cfg(test)]

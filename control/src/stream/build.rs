@@ -3,7 +3,7 @@
 use linerate_datapath::{
     geometry::Geometry,
     stats::CounterSnapshot,
-    worker::{RxSummary, TxSummary},
+    worker::{RxSummary, TxSummary, WaitMode},
 };
 
 use super::{
@@ -39,14 +39,173 @@ pub fn result(
     let run = &args.run;
     let path = &plan.path;
     let window = &measured.window;
+    let (sender, receiver) = side_figures(plan, measured);
+    // With --tx-only nothing is received here: the CPU per MB sent.
+    let counted_mb_s = if args.tx_only {
+        sender.counted_mb_s()
+    } else {
+        receiver.counted_mb_s()
+    };
+    let total_cpu = crate::results::parts::figures(&window.cpu, &[], counted_mb_s);
+
+    let frames = frame_accounting(plan, measured);
+
+    let workers = measured.worker_reports(
+        Ends { tx: "tx", rx: "rx" },
+        |s| (s.counters, s.xsk),
+        |s| (s.counters, s.xsk),
+    );
+    let tx_wait = path.tx_wait(run, measured.here.rx);
+    StreamResult {
+        test: "stream",
+        version: env!("CARGO_PKG_VERSION").into(),
+        params: params(plan, tx_wait),
+        environment: measured.environment.clone(),
+        setup: setup(plan, measured, credit_window, tx_wait),
+        window_s: window.seconds,
+        interrupted: measured.interrupted,
+        fault: measured.fault.clone(),
+        sender,
+        receiver,
+        frames,
+        cpu: CpuReport {
+            per_core: window.cpu.clone(),
+            total: total_cpu,
+            hosts: None,
+        },
+        workers,
+        xdp: measured.steering.rx,
+        interfaces: measured.interfaces.clone(),
+        latency: one_way(args.rx_only, &measured.rx.summaries),
+        receiver_window_s: None,
+        agents: None,
+    }
+}
+
+/// The run's parameters as the result reports them.
+fn params(plan: &StreamPlan, tx_wait: WaitMode) -> Params {
+    let args = &plan.args;
+    let run = &args.run;
+    let path = &plan.path;
+    Params {
+        backend: crate::engine::backend(run.backend).name().into(),
+        gso: run.gso,
+        gro: run.gro,
+        frame_size: plan.frame_size,
+        size_mix: plan.mix.as_ref().map(ToString::to_string),
+        ipv6: run.ipv6,
+        mtu: path.mtu,
+        queues: run.queues,
+        warmup_s: run.warmup.as_secs_f64(),
+        duration_s: run.duration.as_secs_f64(),
+        count: args.count,
+        rate_pps: args.rate,
+        tx_wait: format!("{tx_wait:?}").to_lowercase(),
+        rx_wait: format!("{:?}", run.rx_wait).to_lowercase(),
+        batch: run.batch,
+        ring: run.ring,
+        rx_ring: run.rx_ring,
+        port: run.port,
+        tx_cores: path.tx_cores.clone(),
+        rx_cores: path.rx_cores.clone(),
+        tx_iface: path.tx.iface.clone(),
+        tx_netns: path.tx.netns.clone(),
+        rx_iface: path.rx.iface.clone(),
+        rx_netns: path.rx.netns.clone(),
+        lab: path.lab.as_ref().map(|l| l.name.clone()),
+    }
+}
+
+/// How the run was set up: the sockets' and XDP's modes, the UMEM, the
+/// placement and the engines.
+fn setup(
+    plan: &StreamPlan,
+    measured: &Measured<TxSummary, RxSummary>,
+    credit_window: Option<u64>,
+    tx_wait: WaitMode,
+) -> Setup {
+    let args = &plan.args;
+    let run = &args.run;
+    let path = &plan.path;
+    let ready = || measured.tx.ready.iter().chain(&measured.rx.ready);
+    let refused = ready().find_map(|r| r.fallback_reason.clone());
+    let huge_pages = ready().any(|r| r.huge_pages);
+    let umem = plan.sender.can().umem || plan.receiver.can().umem;
+    Setup {
+        tx_bind_mode: measured
+            .tx
+            .ready
+            .first()
+            .map_or(
+                if args.rx_only {
+                    super::output::RX_ONLY
+                } else {
+                    "none (other host)"
+                },
+                |r| r.mode.as_str(),
+            )
+            .to_string(),
+        rx_bind_mode: measured
+            .rx
+            .ready
+            .first()
+            .map_or(
+                if args.tx_only {
+                    super::output::TX_ONLY
+                } else {
+                    "none (other host)"
+                },
+                |r| r.mode.as_str(),
+            )
+            .to_string(),
+        zero_copy_refused: refused,
+        xdp_mode: measured.xdp_mode.clone(),
+        xdp_fallback_reason: measured.xdp_fallback_reason.clone(),
+        descs_per_frame: plan.descs_per_frame(),
+        umem_chunk: umem.then_some(plan.chunk_size),
+        umem_huge_pages: umem.then_some(huge_pages),
+        payload_per_frame: Geometry::for_mtu(path.mtu)
+            .ipv6(run.ipv6)
+            .udp_payload_of(plan.frame_size),
+        placement: engines_placed(
+            plan,
+            credit_window,
+            placement(
+                run,
+                NAMES,
+                path,
+                measured.napi,
+                &measured.napi_threads,
+                tx_wait,
+            ),
+        ),
+        napi_threads: measured.napi_threads.clone(),
+        napi: measured.napi.map(str::to_string),
+        driver: path.rx.info.kind.clone(),
+        tx_engine: plan.sender.name().into(),
+        tx_window: credit_window,
+        rx_engine: plan.receiver.name().into(),
+    }
+}
+
+/// Whether the sender has no backpressure (and ran here): then what its
+/// link dropped never left.
+fn sender_drops(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> bool {
+    !plan.sender.can().backpressure && measured.here.tx
+}
+
+/// The sender's and the receiver's figures over the window.
+fn side_figures(
+    plan: &StreamPlan,
+    measured: &Measured<TxSummary, RxSummary>,
+) -> (SideFigures, SideFigures) {
+    let path = &plan.path;
+    let window = &measured.window;
     let messages = plan.message.is_some();
-    // A sender without backpressure: what its link dropped never left.
     // Over the window, what left is what the link itself sent (read at
     // the window's edges, not the difference of two large counts read
     // at slightly different instants).
-    let drops = !plan.sender.can().backpressure && measured.here.tx;
-    let dropped = |n: u64| if drops { n } else { 0 };
-    let sent_in_window = if drops {
+    let sent_in_window = if sender_drops(plan, measured) {
         as_left(&window.tx(), &window.link.tx)
     } else {
         window.tx()
@@ -67,14 +226,16 @@ pub fn result(
     );
     sender.link_packets_per_s = window.per_s(window.link.tx.tx_packets);
     receiver.link_packets_per_s = window.per_s(window.link.rx.rx_packets);
-    // With --tx-only nothing is received here: the CPU per MB sent.
-    let counted_mb_s = if args.tx_only {
-        sender.counted_mb_s()
-    } else {
-        receiver.counted_mb_s()
-    };
-    let total_cpu = crate::results::parts::figures(&window.cpu, &[], counted_mb_s);
+    (sender, receiver)
+}
 
+/// The whole run's frame (and message) accounting; with --tx-only no loss
+/// is measured.
+fn frame_accounting(
+    plan: &StreamPlan,
+    measured: &Measured<TxSummary, RxSummary>,
+) -> FrameAccounting {
+    let dropped = |n: u64| if sender_drops(plan, measured) { n } else { 0 };
     let sent = measured.tx.total(|s| s.counters);
     let received = measured.rx.total(|s| s.counters);
     let mut frames = FrameAccounting::count(
@@ -84,7 +245,7 @@ pub fn result(
         plan.message.map(|cut| (cut.msg_len, cut.count)),
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
-    if args.tx_only {
+    if plan.args.tx_only {
         // No receiver of ours: no loss measured (not all of it lost).
         frames.lost = 0;
         frames.loss_pct = 0.0;
@@ -93,121 +254,7 @@ pub fn result(
             m.loss_pct = 0.0;
         }
     }
-
-    let workers = measured.worker_reports(
-        Ends { tx: "tx", rx: "rx" },
-        |s| (s.counters, s.xsk),
-        |s| (s.counters, s.xsk),
-    );
-    let ready = || measured.tx.ready.iter().chain(&measured.rx.ready);
-    let refused = ready().find_map(|r| r.fallback_reason.clone());
-    let huge_pages = ready().any(|r| r.huge_pages);
-    let umem = plan.sender.can().umem || plan.receiver.can().umem;
-    let tx_wait = path.tx_wait(run, measured.here.rx);
-    StreamResult {
-        test: "stream",
-        version: env!("CARGO_PKG_VERSION").into(),
-        params: Params {
-            backend: crate::engine::backend(run.backend).name().into(),
-            gso: run.gso,
-            gro: run.gro,
-            frame_size: plan.frame_size,
-            size_mix: plan.mix.as_ref().map(ToString::to_string),
-            ipv6: run.ipv6,
-            mtu: path.mtu,
-            queues: run.queues,
-            warmup_s: run.warmup.as_secs_f64(),
-            duration_s: run.duration.as_secs_f64(),
-            count: args.count,
-            rate_pps: args.rate,
-            tx_wait: format!("{tx_wait:?}").to_lowercase(),
-            rx_wait: format!("{:?}", run.rx_wait).to_lowercase(),
-            batch: run.batch,
-            ring: run.ring,
-            rx_ring: run.rx_ring,
-            port: run.port,
-            tx_cores: path.tx_cores.clone(),
-            rx_cores: path.rx_cores.clone(),
-            tx_iface: path.tx.iface.clone(),
-            tx_netns: path.tx.netns.clone(),
-            rx_iface: path.rx.iface.clone(),
-            rx_netns: path.rx.netns.clone(),
-            lab: path.lab.as_ref().map(|l| l.name.clone()),
-        },
-        environment: measured.environment.clone(),
-        setup: Setup {
-            tx_bind_mode: measured
-                .tx
-                .ready
-                .first()
-                .map_or(
-                    if args.rx_only {
-                        super::output::RX_ONLY
-                    } else {
-                        "none (other host)"
-                    },
-                    |r| r.mode.as_str(),
-                )
-                .to_string(),
-            rx_bind_mode: measured
-                .rx
-                .ready
-                .first()
-                .map_or(
-                    if args.tx_only {
-                        super::output::TX_ONLY
-                    } else {
-                        "none (other host)"
-                    },
-                    |r| r.mode.as_str(),
-                )
-                .to_string(),
-            zero_copy_refused: refused,
-            xdp_mode: measured.xdp_mode.clone(),
-            xdp_fallback_reason: measured.xdp_fallback_reason.clone(),
-            descs_per_frame: plan.descs_per_frame(),
-            umem_chunk: umem.then_some(plan.chunk_size),
-            umem_huge_pages: umem.then_some(huge_pages),
-            payload_per_frame: Geometry::for_mtu(path.mtu)
-                .ipv6(run.ipv6)
-                .udp_payload_of(plan.frame_size),
-            placement: engines_placed(
-                plan,
-                credit_window,
-                placement(
-                    run,
-                    NAMES,
-                    path,
-                    measured.napi,
-                    &measured.napi_threads,
-                    tx_wait,
-                ),
-            ),
-            napi_threads: measured.napi_threads.clone(),
-            napi: measured.napi.map(str::to_string),
-            driver: path.rx.info.kind.clone(),
-            tx_engine: plan.sender.name().into(),
-            tx_window: credit_window,
-            rx_engine: plan.receiver.name().into(),
-        },
-        window_s: window.seconds,
-        interrupted: measured.interrupted,
-        fault: measured.fault.clone(),
-        sender,
-        receiver,
-        frames,
-        cpu: CpuReport {
-            per_core: window.cpu.clone(),
-            total: total_cpu,
-            hosts: None,
-        },
-        workers,
-        xdp: measured.steering.rx,
-        interfaces: measured.interfaces.clone(),
-        latency: one_way(args.rx_only, &measured.rx.summaries),
-        receiver_window_s: None,
-        agents: None,
-    }
+    frames
 }
 
 /// The placement line with the engines that sent and received, and why

@@ -25,7 +25,7 @@ use result::StreamResult;
 
 use crate::{
     engine::{Io, ReceiverConfig, SenderConfig, SideWorkers},
-    session::{steering_config, Drain, Ends, Peer, Prepare, Session, WorkerNames},
+    session::{steering_config, Crew, Drain, Ends, Measured, Peer, Prepare, Session, WorkerNames},
 };
 
 /// What a stream calls the workers of each end.
@@ -62,34 +62,7 @@ pub fn run_side(
         .as_deref()
         .map(crate::pcap::PcapFile::create)
         .transpose()?;
-    let session = Session::prepare(
-        Prepare {
-            args: run,
-            path,
-            here,
-            steering: Ends {
-                tx: None,
-                rx: plan
-                    .receiver
-                    .can()
-                    .steering
-                    .then(|| steering_config(run, run.port, run.port, false)),
-            },
-            // Threaded NAPI beside the receivers, except for the generator
-            // into AF_XDP receivers: there receive work runs best in softirq
-            // right after each batch, on the generator's core, the
-            // receivers on theirs (measured at 1518 B paced to 0.3-1 Mpps:
-            // no loss, against 0.4-2.1 % threaded; threaded beside the
-            // generator's two runners starves).
-            threaded_by_default: plan.sender.can().backpressure || !plan.receiver.can().umem,
-            pin_napi: Ends {
-                tx: false,
-                rx: true,
-            },
-        },
-        peer,
-        interrupted,
-    )?;
+    let session = prepare(plan, here, peer, interrupted)?;
     let stop = session.stop_signals();
     let mut io = Io::new(run, plan.chunk_size, plan.multi_buffer);
     io.capture = pcap.as_ref().map(|_| args.pcap_count as usize);
@@ -146,6 +119,63 @@ pub fn run_side(
         &|q| plan.sender.spawn_sender(&senders, q),
     )?;
 
+    let measured = measure_until_done(plan, session, crew, here)?;
+    if let Some(file) = pcap {
+        write_pcap(file, path, &measured);
+    }
+    Ok(build::result(plan, &measured, credit_window))
+}
+
+/// Prepares the session: steering for receivers that need it, NAPI beside
+/// the receivers.
+fn prepare<'a>(
+    plan: &'a StreamPlan,
+    here: Ends<bool>,
+    peer: Option<&'a dyn Peer>,
+    interrupted: &'a AtomicBool,
+) -> Result<Session<'a>> {
+    let run = &plan.args.run;
+    let path = &plan.path;
+    Session::prepare(
+        Prepare {
+            args: run,
+            path,
+            here,
+            steering: Ends {
+                tx: None,
+                rx: plan
+                    .receiver
+                    .can()
+                    .steering
+                    .then(|| steering_config(run, run.port, run.port, false)),
+            },
+            // Threaded NAPI beside the receivers, except for the generator
+            // into AF_XDP receivers: there receive work runs best in softirq
+            // right after each batch, on the generator's core, the
+            // receivers on theirs (measured at 1518 B paced to 0.3-1 Mpps:
+            // no loss, against 0.4-2.1 % threaded; threaded beside the
+            // generator's two runners starves).
+            threaded_by_default: plan.sender.can().backpressure || !plan.receiver.can().umem,
+            pin_napi: Ends {
+                tx: false,
+                rx: true,
+            },
+        },
+        peer,
+        interrupted,
+    )
+}
+
+/// Measures the window, then waits for the run to end (the senders done,
+/// or on a receiver's own host everything arrived) and collects it.
+fn measure_until_done(
+    plan: &StreamPlan,
+    session: Session,
+    crew: Crew<TxSummary, RxSummary>,
+    here: Ends<bool>,
+) -> Result<Measured<TxSummary, RxSummary>> {
+    let args = &plan.args;
+    let run = &args.run;
     // A receiver on its own host knows a counted run is done when all of
     // it arrived (else the sender's host tells it, a little later).
     // --count is at most 2^48 and --queues 64 (checked): this cannot
@@ -170,11 +200,7 @@ pub fn run_side(
     };
     let window = session.measure(&crew, true, &senders_done)?;
     session.await_peer(&crew, &arrived);
-    let measured = session.finish(crew, window, Drain::UntilQuiet)?;
-    if let Some(file) = pcap {
-        write_pcap(file, path, &measured);
-    }
-    Ok(build::result(plan, &measured, credit_window))
+    session.finish(crew, window, Drain::UntilQuiet)
 }
 
 /// Writes what the workers captured (`--pcap`); a failure is told on

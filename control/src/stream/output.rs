@@ -147,13 +147,26 @@ fn receivers_ran(r: &StreamResult) -> bool {
 
 /// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &StreamResult) -> String {
-    let mean = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.1}"));
-    let p = &r.params;
-    let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
     let mut o = summary(r);
     if let Some(a) = &r.agents {
         o.push_str(&two_host::header("stream", a));
     }
+    title_line(r, &mut o);
+    setup_lines(r, &mut o);
+    frame_lines(r, &mut o);
+    if let Some(l) = &r.latency {
+        o.push_str(&latency_line(l));
+    }
+    cpu_lines(r, &mut o);
+    port_lines(r, &mut o);
+    link_lines(r, &mut o);
+    o
+}
+
+/// The run's first line: backend, interfaces, MTU, frame geometry, queues.
+fn title_line(r: &StreamResult, o: &mut String) {
+    let p = &r.params;
+    let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
     let _ = writeln!(
         o,
         "linerate stream ({}{}{}): {}{} -> {}{}, MTU {}, {}-byte frames ({} B payload, {} descriptor{}), {} queue{}",
@@ -185,6 +198,12 @@ pub fn print_table(r: &StreamResult) -> String {
         p.queues,
         if p.queues > 1 { "s" } else { "" },
     );
+}
+
+/// How the run was set up: socket and XDP modes, waits, cores, engines,
+/// placement and the measured window.
+fn setup_lines(r: &StreamResult, o: &mut String) {
+    let p = &r.params;
     let _ = writeln!(
         o,
         "  AF_XDP: tx {} / rx {}{}{}; XDP: {} mode{}; wait tx {} / rx {}; cores tx {:?} rx {:?}",
@@ -242,6 +261,13 @@ pub fn print_table(r: &StreamResult) -> String {
             ""
         },
     );
+}
+
+/// The frame counts: the sent/received rows, the whole run's accounting,
+/// the traffic mix and the messages.
+fn frame_lines(r: &StreamResult, o: &mut String) {
+    let p = &r.params;
+    let mean = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.1}"));
     let _ = writeln!(
         o,
         "  {:<9} {:>12} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9}",
@@ -304,9 +330,12 @@ pub fn print_table(r: &StreamResult) -> String {
             );
         }
     }
-    if let Some(l) = &r.latency {
-        o.push_str(&latency_line(l));
-    }
+}
+
+/// The CPU per core and in total, with the service demand.
+fn cpu_lines(r: &StreamResult, o: &mut String) {
+    let p = &r.params;
+    let f = &r.frames;
     let _ = writeln!(o, "  CPU per core (user + system + softirq + irq = busy):");
     for u in &r.cpu.per_core {
         // On two hosts a core is the tx host's or the rx host's.
@@ -364,6 +393,10 @@ pub fn print_table(r: &StreamResult) -> String {
     if let Some(h) = &r.cpu.hosts {
         o.push_str(&two_host::hosts_lines(h, &r.cpu.total));
     }
+}
+
+/// The XDP program's counters and each worker's port.
+fn port_lines(r: &StreamResult, o: &mut String) {
     let x = &r.xdp;
     if receivers_ran(r) {
         let _ = writeln!(
@@ -398,6 +431,11 @@ pub fn print_table(r: &StreamResult) -> String {
             x.tx_invalid_descs
         );
     }
+}
+
+/// The interfaces' own counters (ip -s link).
+fn link_lines(r: &StreamResult, o: &mut String) {
+    let p = &r.params;
     let _ = writeln!(
         o,
         "  link packets/s (ip -s link, window): sent {}, received {}",
@@ -410,7 +448,6 @@ pub fn print_table(r: &StreamResult) -> String {
         "  interfaces (ip -s link): {} sent {} packets, {} received {} packets ({} dropped)",
         p.tx_iface, i.tx.tx_packets, p.rx_iface, i.rx.rx_packets, i.rx.rx_dropped
     );
-    o
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! The sending worker.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::VecDeque,
+    time::{Duration, Instant},
+};
 
 use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
 use crate::{
@@ -192,47 +195,10 @@ pub(crate) fn run<P: Transmit>(
     let mut capture = cfg
         .capture
         .map(|n| Capture::new(n, cfg.frame.len().min(CHUNK_DATA)));
-    let frame_len = cfg.frame.len() as u64;
-    let payload_len = cfg.frame.payload_len() as u64;
     let mut c = CounterSnapshot::default();
-    // Bytes of frames queued and not yet completed, for message streams
-    // whose frames differ in length: (frames, bytes, payload) per batch.
-    let mut queued_bytes: std::collections::VecDeque<(u64, u64, u64)> =
-        std::collections::VecDeque::with_capacity(1024);
+    let mut book = Completions::new(cfg, &stamper, frags);
     let mut seq: u64 = 0;
     let start = Instant::now();
-    let complete = |c: &mut CounterSnapshot,
-                    done: u64,
-                    q: &mut std::collections::VecDeque<(u64, u64, u64)>| {
-        c.frames += done;
-        if !stamper.varies() {
-            c.bytes = c.frames * frame_len;
-            c.payload_bytes = c.frames * payload_len;
-            return;
-        }
-        let mut left = done;
-        while left > 0 {
-            let Some(front) = q.front_mut() else { break };
-            let take = left.min(front.0);
-            let (b, p) = (front.1 / front.0 * take, front.2 / front.0 * take);
-            if take == front.0 {
-                c.bytes += front.1;
-                c.payload_bytes += front.2;
-                q.pop_front();
-            } else {
-                c.bytes += b;
-                c.payload_bytes += p;
-                front.0 -= take;
-                front.1 -= b;
-                front.2 -= p;
-            }
-            left -= take;
-        }
-        if let Some(m) = &stamper.message {
-            c.messages = c.frames / frags;
-            c.message_bytes = c.messages * m.msg_len as u64;
-        }
-    };
     loop {
         let now = Instant::now();
         // Stop between messages, never inside one (unless the hard deadline
@@ -242,7 +208,7 @@ pub(crate) fn run<P: Transmit>(
             break;
         }
         let done = port.reclaim() as u64;
-        complete(&mut c, done, &mut queued_bytes);
+        book.complete(&mut c, done);
         let want = pacer.allowed(seq, now - start, batch);
         // A sleeping sender goes out a whole batch at a time.
         let burst_nap = match cfg.wait {
@@ -274,9 +240,7 @@ pub(crate) fn run<P: Transmit>(
             payload += p;
             seq += 1;
         });
-        if queued > 0 && stamper.varies() {
-            queued_bytes.push_back((queued as u64, wire, payload));
-        }
+        book.queued(queued, wire, payload);
         c.queued += queued as u64;
         if port.kick_due() {
             c.syscalls += 1;
@@ -296,7 +260,91 @@ pub(crate) fn run<P: Transmit>(
         }
         counters.publish(&c);
     }
-    // Let the kernel finish what is queued, for a bounded time.
+    drain(&mut port, &mut c, &mut book)?;
+    counters.publish(&c);
+    Ok(TxSummary {
+        counters: c,
+        xsk: port.stats().unwrap_or_default(),
+        unfinished: port.in_flight_frames() as u64,
+        capture,
+    })
+}
+
+/// Completion bookkeeping: counts the frames the port completed, and their
+/// bytes (for streams whose frames differ in length, from the batches
+/// queued and not yet completed).
+struct Completions<'a> {
+    stamper: &'a Stamper,
+    frags: u64,
+    frame_len: u64,
+    payload_len: u64,
+    /// Bytes of frames queued and not yet completed, for message streams
+    /// whose frames differ in length: (frames, bytes, payload) per batch.
+    queued: VecDeque<(u64, u64, u64)>,
+}
+
+impl<'a> Completions<'a> {
+    fn new(cfg: &TxWorkerConfig, stamper: &'a Stamper, frags: u64) -> Self {
+        Completions {
+            stamper,
+            frags,
+            frame_len: cfg.frame.len() as u64,
+            payload_len: cfg.frame.payload_len() as u64,
+            queued: VecDeque::with_capacity(1024),
+        }
+    }
+
+    /// Notes a batch of `frames` queued, of `wire` bytes and `payload`
+    /// bytes of payload (kept only when frames differ in length).
+    #[inline]
+    fn queued(&mut self, frames: usize, wire: u64, payload: u64) {
+        if frames > 0 && self.stamper.varies() {
+            self.queued.push_back((frames as u64, wire, payload));
+        }
+    }
+
+    /// Counts `done` frames completed, oldest batch first.
+    #[inline]
+    fn complete(&mut self, c: &mut CounterSnapshot, done: u64) {
+        c.frames += done;
+        if !self.stamper.varies() {
+            c.bytes = c.frames * self.frame_len;
+            c.payload_bytes = c.frames * self.payload_len;
+            return;
+        }
+        let q = &mut self.queued;
+        let mut left = done;
+        while left > 0 {
+            let Some(front) = q.front_mut() else { break };
+            let take = left.min(front.0);
+            let (b, p) = (front.1 / front.0 * take, front.2 / front.0 * take);
+            if take == front.0 {
+                c.bytes += front.1;
+                c.payload_bytes += front.2;
+                q.pop_front();
+            } else {
+                c.bytes += b;
+                c.payload_bytes += p;
+                front.0 -= take;
+                front.1 -= b;
+                front.2 -= p;
+            }
+            left -= take;
+        }
+        if let Some(m) = &self.stamper.message {
+            c.messages = c.frames / self.frags;
+            c.message_bytes = c.messages * m.msg_len as u64;
+        }
+    }
+}
+
+/// After the loop: lets the kernel finish what is queued, for a bounded
+/// time, counting the completions.
+fn drain<P: Transmit>(
+    port: &mut P,
+    c: &mut CounterSnapshot,
+    book: &mut Completions,
+) -> Result<(), WorkerError> {
     let drain_until = Instant::now() + Duration::from_millis(500);
     while port.in_flight_frames() > 0 && Instant::now() < drain_until {
         if port.needs_kick() {
@@ -306,16 +354,10 @@ pub(crate) fn run<P: Transmit>(
             }
         }
         let done = port.reclaim() as u64;
-        complete(&mut c, done, &mut queued_bytes);
+        book.complete(c, done);
         std::hint::spin_loop();
     }
-    counters.publish(&c);
-    Ok(TxSummary {
-        counters: c,
-        xsk: port.stats().unwrap_or_default(),
-        unfinished: port.in_flight_frames() as u64,
-        capture,
-    })
+    Ok(())
 }
 
 fn idle(pacer: &Pacer, sent: u64, elapsed: Duration, wait: WaitMode) {

@@ -172,9 +172,29 @@ fn trial_args(args: &Rfc2544Args) -> StreamArgs {
     s
 }
 
-/// `linerate rfc2544`.
-pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
-    let (args, dir, saved) = match &given.resume {
+/// Says before the first trial what the run will do and how long it may
+/// take at most.
+fn announce(args: &Rfc2544Args, targs: &StreamArgs, sizes: &[usize], left: usize, budget: &Budget) {
+    let per_trial = targs.run.warmup + targs.run.duration;
+    let most = sweep::estimate(std::iter::repeat_n(
+        per_trial,
+        budget.trials_per_size() * left.div_ceil(4),
+    ));
+    eprintln!(
+        "linerate: rfc2544 over {} frame size(s) ({:?}), {left} test(s) to run: at most about {} ({} trials of {} + set-up per size at most; fewer when the tests settle early){}",
+        sizes.len(),
+        sizes,
+        humantime::format_duration(Duration::from_secs(most.as_secs())),
+        budget.trials_per_size(),
+        humantime::format_duration(per_trial),
+        if args.quick { ", quick" } else { "" },
+    );
+}
+
+/// The run's options, directory and saved options: as given, or as saved
+/// in the directory `--resume` names.
+fn resolve(given: &Rfc2544Args) -> Result<(Rfc2544Args, std::path::PathBuf, Option<Options>)> {
+    Ok(match &given.resume {
         Some(dir) => {
             let saved = read_options(dir)?;
             let mut full = vec!["linerate".to_string(), "rfc2544".to_string()];
@@ -202,7 +222,93 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
                 .unwrap_or_else(|| sweep::default_dir("rfc2544")),
             None,
         ),
+    })
+}
+
+/// A new run's directory: refused when it holds a run already, else
+/// created with the options the run is resumed with.
+fn start_dir(dir: &Path, args: &Rfc2544Args, sizes: &[usize]) -> Result<()> {
+    // A dangling link is a file of a run too.
+    if crate::files::exists(&dir.join(OPTIONS)) || crate::files::exists(&dir.join(RESULTS)) {
+        bail!(
+            "{} already holds a run: resume it with `{}`, or give another --out",
+            dir.display(),
+            resume_cmd(dir)
+        );
+    }
+    sweep::create_dir(dir)?;
+    crate::files::check_output_dir(dir)?;
+    let o = Options {
+        argv: crate::request::rfc2544_argv(args),
+        sizes: sizes.to_vec(),
     };
+    store::write_atomic(
+        &dir.join(OPTIONS),
+        serde_json::to_string_pretty(&o)?.as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// The record of one test at one size: its outcome and the trial kept
+/// whole, or why it failed (said above the bar). None: it was cut short.
+fn record_for(
+    part: usize,
+    point: usize,
+    size: usize,
+    test: Test,
+    ran: Result<Option<Done>>,
+    loss: f64,
+    bar: &ProgressBar,
+) -> Option<Record> {
+    let mut values = Map::new();
+    values.insert("frame_size".into(), size.into());
+    values.insert("test".into(), test.name().into());
+    let record = match ran {
+        Ok(Some((outcome, result, cut))) => {
+            if cut {
+                return None;
+            }
+            values.insert("outcome".into(), outcome);
+            Record {
+                part,
+                point,
+                repeat: 0,
+                values,
+                error: result
+                    .is_none()
+                    .then(|| format!("no trial within {} % loss to keep whole", loss)),
+                result: result.map(RunResult::Stream),
+            }
+        }
+        Ok(None) => Record {
+            part,
+            point,
+            repeat: 0,
+            values,
+            result: None,
+            error: Some(format!(
+                "not run: the throughput test found no rate within {} % loss",
+                loss
+            )),
+        },
+        Err(e) => {
+            bar.println(format!("linerate: {size} B {} failed: {e:#}", test.name()));
+            Record {
+                part,
+                point,
+                repeat: 0,
+                values,
+                result: None,
+                error: Some(format!("{e:#}")),
+            }
+        }
+    };
+    Some(record)
+}
+
+/// `linerate rfc2544`.
+pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
+    let (args, dir, saved) = resolve(given)?;
     check(&args)?;
     // Captures go into the run's directory, one per test of each size.
     if let Some(name) = &args.stream.pcap {
@@ -223,24 +329,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         Budget::FULL
     };
     if saved.is_none() {
-        // A dangling link is a file of a run too.
-        if crate::files::exists(&dir.join(OPTIONS)) || crate::files::exists(&dir.join(RESULTS)) {
-            bail!(
-                "{} already holds a run: resume it with `{}`, or give another --out",
-                dir.display(),
-                resume_cmd(&dir)
-            );
-        }
-        sweep::create_dir(&dir)?;
-        crate::files::check_output_dir(&dir)?;
-        let o = Options {
-            argv: crate::request::rfc2544_argv(&args),
-            sizes: sizes.clone(),
-        };
-        store::write_atomic(
-            &dir.join(OPTIONS),
-            serde_json::to_string_pretty(&o)?.as_bytes(),
-        )?;
+        start_dir(&dir, &args, &sizes)?;
     }
     // What finished: kept, not run again (a test that failed runs again).
     // Only its owner writes in it: nothing planted there is followed.
@@ -267,20 +356,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
         },
     )?;
     let left: usize = done.iter().flatten().filter(|d| !**d).count();
-    let per_trial = targs.run.warmup + targs.run.duration;
-    let most = sweep::estimate(std::iter::repeat_n(
-        per_trial,
-        budget.trials_per_size() * left.div_ceil(4),
-    ));
-    eprintln!(
-        "linerate: rfc2544 over {} frame size(s) ({:?}), {left} test(s) to run: at most about {} ({} trials of {} + set-up per size at most; fewer when the tests settle early){}",
-        sizes.len(),
-        sizes,
-        humantime::format_duration(Duration::from_secs(most.as_secs())),
-        budget.trials_per_size(),
-        humantime::format_duration(per_trial),
-        if args.quick { ", quick" } else { "" },
-    );
+    announce(&args, &targs, &sizes, left, &budget);
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let bar = ProgressBar::new((sizes.len() * Test::ALL.len()) as u64).with_style(
         ProgressStyle::with_template(
@@ -308,49 +384,9 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
                 }),
                 Err(e) => Err(anyhow::anyhow!("{e:#}")),
             };
-            let mut values = Map::new();
-            values.insert("frame_size".into(), size.into());
-            values.insert("test".into(), test.name().into());
-            let record = match ran {
-                Ok(Some((outcome, result, cut))) => {
-                    if cut {
-                        // A cut-short test is not finished: resume runs it again.
-                        break 'sizes;
-                    }
-                    values.insert("outcome".into(), outcome);
-                    Record {
-                        part,
-                        point,
-                        repeat: 0,
-                        values,
-                        error: result
-                            .is_none()
-                            .then(|| format!("no trial within {} % loss to keep whole", args.loss)),
-                        result: result.map(RunResult::Stream),
-                    }
-                }
-                Ok(None) => Record {
-                    part,
-                    point,
-                    repeat: 0,
-                    values,
-                    result: None,
-                    error: Some(format!(
-                        "not run: the throughput test found no rate within {} % loss",
-                        args.loss
-                    )),
-                },
-                Err(e) => {
-                    bar.println(format!("linerate: {size} B {} failed: {e:#}", test.name()));
-                    Record {
-                        part,
-                        point,
-                        repeat: 0,
-                        values,
-                        result: None,
-                        error: Some(format!("{e:#}")),
-                    }
-                }
+            let Some(record) = record_for(part, point, size, test, ran, args.loss, &bar) else {
+                // A cut-short test is not finished: resume runs it again.
+                break 'sizes;
             };
             note(&record);
             out.append(&record).with_context(|| {
@@ -378,21 +414,28 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     if failures.is_empty() {
         return Ok(code);
     }
+    Ok(failed(&failures, &sizes, &dir, was_cut))
+}
+
+/// The exit code and the line on stderr of a run with failed tests.
+fn failed(
+    failures: &std::collections::BTreeMap<(usize, usize), String>,
+    sizes: &[usize],
+    dir: &Path,
+    was_cut: bool,
+) -> ExitCode {
     let first = failures
         .iter()
         .next()
         .map(|(&(part, point), e)| format!("{} B {}: {e}", sizes[part], Test::ALL[point].name()));
-    Ok(output::failures(
+    output::failures(
         was_cut,
         failures.len() as u64,
         (sizes.len() * Test::ALL.len()) as u64,
         "test(s)",
         first.as_deref(),
-        &format!(
-            "`linerate rfc2544 --resume {}` runs again those that did not finish",
-            dir.display()
-        ),
-    ))
+        &format!("`{}` runs again those that did not finish", resume_cmd(dir)),
+    )
 }
 
 /// The command that resumes the run in `dir`, to paste.

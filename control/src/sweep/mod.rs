@@ -367,72 +367,25 @@ pub fn run(
 ) -> Result<Outcome> {
     let spec = SweepSpec::parse(text, file)?;
     let size = Size::of(&spec, opts.quick)?;
-    let repeats = size.repeats;
-    // Every point is expanded and checked before anything runs, one at a
-    // time: only each point's warm-up + duration is kept (the points are
-    // computed again, from their index, as they run).
-    let mut lengths = Vec::new();
-    for (pi, part) in spec.parts.iter().enumerate() {
-        for p in expand::iter(pi, part) {
-            if interrupted.load(Ordering::Relaxed) {
-                eprintln!(
-                    "linerate: sweep interrupted while its points were checked ({} of {}): nothing ran, nothing was written",
-                    lengths.len(),
-                    size.points
-                );
-                return Ok(Outcome::default());
-            }
-            let args = check_point(text, file, part, &p, opts)?;
-            lengths.push(args.run().warmup + args.run().duration);
-        }
-    }
-    let resume_hint = || {
-        format!(
-            "the finished points are kept whole: `{}` runs the rest",
-            resume_cmd(dir)
-        )
+    let Some(lengths) = check_points(&spec, text, file, opts, &size, interrupted)? else {
+        return Ok(Outcome::default());
     };
     let options = serde_json::to_string_pretty(opts)?;
     if !resume {
-        // A dangling link is a sweep's file too.
-        if let Some(f) = [SPEC, OPTIONS, RESULTS]
-            .iter()
-            .find(|f| crate::files::exists(&dir.join(f)))
-        {
-            bail!(
-                "{} already holds a sweep ({f}): resume it with `{}`, or give another --out",
-                dir.display(),
-                resume_cmd(dir)
-            );
-        }
-        create_dir(dir)?;
-        crate::files::check_output_dir(dir)?;
-        // How it runs, then what: a directory with a spec.toml can be
-        // resumed as it was started, whenever the sweep is stopped.
-        store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
-        store::write_atomic(&dir.join(SPEC), text.as_bytes())?;
+        start_dir(dir, text, &options)?;
     }
     // Only its owner writes in it: nothing planted there is followed.
     crate::files::check_output_dir(dir)?;
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let mut kept = report::Kept::new(&spec);
-    // The runs whose last record is a failure, with their error.
-    let mut failures: std::collections::BTreeMap<(usize, usize, u32), String> = Default::default();
-    let mut note = |r: &Record| match (&r.result, &r.error) {
-        (None, Some(e)) => {
-            failures.insert((r.part, r.point, r.repeat), e.clone());
-        }
-        _ => {
-            failures.remove(&(r.part, r.point, r.repeat));
-        }
-    };
+    let mut failures = Failures::default();
     let loaded = store::load(
         &dir.join(RESULTS),
         &size.per_part,
         store::Mode::Resume,
         |r| check_values(&spec, r),
         |r| {
-            note(&r);
+            failures.note(&r);
             kept.add(r)
         },
     )?;
@@ -446,103 +399,22 @@ pub fn run(
         store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
     }
     let done: HashSet<(usize, usize, u32)> = kept.finished().collect();
-    let mut i = 0;
-    let left: Vec<Duration> = spec
-        .parts
-        .iter()
-        .enumerate()
-        .flat_map(|(pi, part)| (0..expand::count(part)).map(move |index| (pi, index)))
-        .flat_map(|(pi, index)| {
-            let d = lengths[i];
-            i += 1;
-            let done = &done;
-            (0..repeats)
-                .filter(move |r| !done.contains(&(pi, index, *r)))
-                .map(move |_| d)
-        })
-        .collect();
+    let left = left_to_run(&spec, &lengths, &done, size.repeats);
     drop(lengths);
     let already = size.runs().saturating_sub(left.len() as u64);
     eprintln!("linerate: {}", announce(&size, already, estimate(left)));
-    let bar = ProgressBar::new(size.runs()).with_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise} eta {eta}] {bar:30} point {pos}/{len} {msg}",
-        )
-        .expect("valid template"),
-    );
-    let mut pace = Pace::default();
-    let report = |kept: &report::Kept| report::render(dir, &spec, kept, opts.quick, 0);
-    'points: for (pi, part) in spec.parts.iter().enumerate() {
-        for p in expand::iter(pi, part) {
-            if interrupted.load(Ordering::Relaxed) {
-                break 'points;
-            }
-            if (0..repeats).all(|r| done.contains(&(p.part, p.index, r))) {
-                bar.inc(u64::from(repeats));
-                continue;
-            }
-            let args = check_point(text, file, part, &p, opts)?;
-            for repeat in 0..repeats {
-                if done.contains(&(p.part, p.index, repeat)) {
-                    bar.inc(1);
-                    continue;
-                }
-                if interrupted.load(Ordering::Relaxed) {
-                    break 'points;
-                }
-                bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
-                let outcome =
-                    captured(&args, dir, &p, repeat).and_then(|args| run_point(&args, interrupted));
-                if interrupted.load(Ordering::Relaxed) {
-                    // A cut-short run is not a finished point: resume reruns it.
-                    break 'points;
-                }
-                let values = record_values(&p);
-                let record = match outcome {
-                    Ok(result) => Record {
-                        part: p.part,
-                        point: p.index,
-                        repeat,
-                        values,
-                        result: Some(result),
-                        error: None,
-                    },
-                    Err(e) => {
-                        bar.println(format!("linerate: point {} failed: {e:#}", p.describe()));
-                        Record {
-                            part: p.part,
-                            point: p.index,
-                            repeat,
-                            values,
-                            result: None,
-                            error: Some(format!("{e:#}")),
-                        }
-                    }
-                };
-                if let Err(e) = out.append(&record) {
-                    bar.finish_and_clear();
-                    // What finished is reported, if there is room for it.
-                    let _ = report(&kept);
-                    bail!("{e}; {}", resume_hint());
-                }
-                note(&record);
-                kept.add(record);
-                // The report (and points.csv) follow what finished, rewritten
-                // every few seconds rather than after every point: a rewrite
-                // reads every record.
-                let now = Instant::now();
-                if pace.due(now) {
-                    if let Err(e) = report(&kept) {
-                        bar.println(format!("linerate: writing the report failed: {e:#}"));
-                    }
-                    pace.done(now, Instant::now());
-                }
-                bar.inc(1);
-            }
-        }
-    }
-    bar.finish_and_clear();
-    let text = report(&kept)?;
+    let mut points = Points {
+        spec: &spec,
+        text,
+        file,
+        dir,
+        opts,
+        repeats: size.repeats,
+        done: &done,
+        interrupted,
+    };
+    points.run(size.runs(), &mut out, &mut kept, &mut failures)?;
+    let text = report::render(dir, &spec, &kept, opts.quick, 0)?;
     if interrupted.load(Ordering::Relaxed) {
         eprintln!(
             "linerate: sweep interrupted; finished points are in {}; resume with `{}`",
@@ -550,24 +422,233 @@ pub fn run(
             resume_cmd(dir)
         );
     }
-    let first_failure = failures.iter().next().map(|(&(part, point, repeat), e)| {
-        let which = spec
-            .parts
-            .get(part)
-            .and_then(|pt| expand::point(part, pt, point))
-            .map_or_else(|| format!("{point}"), |p| p.describe());
-        format!(
-            "part {}, point {which}, repeat {}: {e}",
-            part + 1,
-            repeat + 1
-        )
-    });
     Ok(Outcome {
         text: Some(text),
         runs: size.runs(),
-        failed: failures.len() as u64,
-        first_failure,
+        failed: failures.0.len() as u64,
+        first_failure: failures.first(&spec),
     })
+}
+
+/// Every point expanded and checked before anything runs, one at a time:
+/// only each point's warm-up + duration is kept (the points are computed
+/// again, from their index, as they run). None when interrupted.
+fn check_points(
+    spec: &SweepSpec,
+    text: &str,
+    file: &str,
+    opts: &SweepOptions,
+    size: &Size,
+    interrupted: &Arc<AtomicBool>,
+) -> Result<Option<Vec<Duration>>> {
+    let mut lengths = Vec::new();
+    for (pi, part) in spec.parts.iter().enumerate() {
+        for p in expand::iter(pi, part) {
+            if interrupted.load(Ordering::Relaxed) {
+                eprintln!(
+                    "linerate: sweep interrupted while its points were checked ({} of {}): nothing ran, nothing was written",
+                    lengths.len(),
+                    size.points
+                );
+                return Ok(None);
+            }
+            let args = check_point(text, file, part, &p, opts)?;
+            lengths.push(args.run().warmup + args.run().duration);
+        }
+    }
+    Ok(Some(lengths))
+}
+
+/// A new sweep's directory: refused when it holds a sweep already, else
+/// created and given how the sweep runs, then what it runs, so that it can
+/// be resumed as it was started whenever it is stopped.
+fn start_dir(dir: &Path, text: &str, options: &str) -> Result<()> {
+    // A dangling link is a sweep's file too.
+    if let Some(f) = [SPEC, OPTIONS, RESULTS]
+        .iter()
+        .find(|f| crate::files::exists(&dir.join(f)))
+    {
+        bail!(
+            "{} already holds a sweep ({f}): resume it with `{}`, or give another --out",
+            dir.display(),
+            resume_cmd(dir)
+        );
+    }
+    create_dir(dir)?;
+    crate::files::check_output_dir(dir)?;
+    store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
+    store::write_atomic(&dir.join(SPEC), text.as_bytes())?;
+    Ok(())
+}
+
+/// The length of every run not done yet, in the order they run.
+fn left_to_run(
+    spec: &SweepSpec,
+    lengths: &[Duration],
+    done: &HashSet<(usize, usize, u32)>,
+    repeats: u32,
+) -> Vec<Duration> {
+    let points = spec
+        .parts
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, part)| (0..expand::count(part)).map(move |index| (pi, index)));
+    points
+        .zip(lengths)
+        .flat_map(|((pi, index), &d)| {
+            (0..repeats)
+                .filter(move |r| !done.contains(&(pi, index, *r)))
+                .map(move |_| d)
+        })
+        .collect()
+}
+
+/// The runs whose last record is a failure, with their error.
+#[derive(Default)]
+struct Failures(std::collections::BTreeMap<(usize, usize, u32), String>);
+
+impl Failures {
+    fn note(&mut self, r: &Record) {
+        match (&r.result, &r.error) {
+            (None, Some(e)) => {
+                self.0.insert((r.part, r.point, r.repeat), e.clone());
+            }
+            _ => {
+                self.0.remove(&(r.part, r.point, r.repeat));
+            }
+        }
+    }
+
+    /// The first failed run, named for a person.
+    fn first(&self, spec: &SweepSpec) -> Option<String> {
+        self.0.iter().next().map(|(&(part, point, repeat), e)| {
+            let which = spec
+                .parts
+                .get(part)
+                .and_then(|pt| expand::point(part, pt, point))
+                .map_or_else(|| format!("{point}"), |p| p.describe());
+            format!(
+                "part {}, point {which}, repeat {}: {e}",
+                part + 1,
+                repeat + 1
+            )
+        })
+    }
+}
+
+/// The runs of a sweep, in order, skipping those done.
+struct Points<'a> {
+    spec: &'a SweepSpec,
+    text: &'a str,
+    file: &'a str,
+    dir: &'a Path,
+    opts: &'a SweepOptions,
+    repeats: u32,
+    done: &'a HashSet<(usize, usize, u32)>,
+    interrupted: &'a Arc<AtomicBool>,
+}
+
+impl Points<'_> {
+    fn report(&self, kept: &report::Kept) -> Result<String> {
+        report::render(self.dir, self.spec, kept, self.opts.quick, 0)
+    }
+
+    /// Runs every run not done, appending each record whole as it
+    /// finishes; stops at an interruption (a cut-short run is not a
+    /// finished point: resume reruns it) or a record that cannot be
+    /// written.
+    fn run(
+        &mut self,
+        runs: u64,
+        out: &mut store::Results,
+        kept: &mut report::Kept,
+        failures: &mut Failures,
+    ) -> Result<()> {
+        let bar = ProgressBar::new(runs).with_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise} eta {eta}] {bar:30} point {pos}/{len} {msg}",
+            )
+            .expect("valid template"),
+        );
+        let mut pace = Pace::default();
+        let stop = || self.interrupted.load(Ordering::Relaxed);
+        'points: for (pi, part) in self.spec.parts.iter().enumerate() {
+            for p in expand::iter(pi, part) {
+                if stop() {
+                    break 'points;
+                }
+                if (0..self.repeats).all(|r| self.done.contains(&(p.part, p.index, r))) {
+                    bar.inc(u64::from(self.repeats));
+                    continue;
+                }
+                let args = check_point(self.text, self.file, part, &p, self.opts)?;
+                for repeat in 0..self.repeats {
+                    if self.done.contains(&(p.part, p.index, repeat)) {
+                        bar.inc(1);
+                        continue;
+                    }
+                    if stop() {
+                        break 'points;
+                    }
+                    bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
+                    let outcome = captured(&args, self.dir, &p, repeat)
+                        .and_then(|args| run_point(&args, self.interrupted));
+                    if stop() {
+                        break 'points;
+                    }
+                    let record = record_of(&p, repeat, outcome, &bar);
+                    if let Err(e) = out.append(&record) {
+                        bar.finish_and_clear();
+                        // What finished is reported, if there is room for it.
+                        let _ = self.report(kept);
+                        bail!(
+                            "{e}; the finished points are kept whole: `{}` runs the rest",
+                            resume_cmd(self.dir)
+                        );
+                    }
+                    failures.note(&record);
+                    kept.add(record);
+                    // The report (and points.csv) follow what finished,
+                    // rewritten every few seconds rather than after every
+                    // point: a rewrite reads every record.
+                    let now = Instant::now();
+                    if pace.due(now) {
+                        if let Err(e) = self.report(kept) {
+                            bar.println(format!("linerate: writing the report failed: {e:#}"));
+                        }
+                        pace.done(now, Instant::now());
+                    }
+                    bar.inc(1);
+                }
+            }
+        }
+        bar.finish_and_clear();
+        Ok(())
+    }
+}
+
+/// The record of one run: its result, or its error (said above the bar).
+fn record_of(
+    p: &expand::Point,
+    repeat: u32,
+    outcome: Result<RunResult>,
+    bar: &ProgressBar,
+) -> Record {
+    let (result, error) = match outcome {
+        Ok(result) => (Some(result), None),
+        Err(e) => {
+            bar.println(format!("linerate: point {} failed: {e:#}", p.describe()));
+            (None, Some(format!("{e:#}")))
+        }
+    };
+    Record {
+        part: p.part,
+        point: p.index,
+        repeat,
+        values: record_values(p),
+        result,
+        error,
+    }
 }
 
 /// A result that measured nothing is a failure, not a point of 0/s: a

@@ -40,6 +40,25 @@ impl Drop for Hog {
     }
 }
 
+/// A stream paced far below what the lab carries (10,000 frames/s):
+/// frames never queue, so their latency is the path's plus the receiver's
+/// wake-up.
+fn calm(lab: &str) -> serde_json::Value {
+    stream(
+        lab,
+        &[
+            "--rate",
+            "10000",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--napi",
+            "softirq",
+        ],
+    )
+}
+
 #[test]
 fn every_frame_has_a_latency() {
     if !root_or_skip("one-way latency") {
@@ -53,19 +72,7 @@ fn every_frame_has_a_latency() {
     // (p99 4.2 ms to 28 ms measured with other builds on both cores), so
     // no bound on them is asserted here; the starved receiver's rise is a
     // measurement by hand (`starved_receiver_latency_rises`, below).
-    let calm = stream(
-        &lab.name,
-        &[
-            "--rate",
-            "10000",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--napi",
-            "softirq",
-        ],
-    );
+    let calm = calm(&lab.name);
     assert_eq!(
         calm["latency"]["count"], calm["frames"]["received"],
         "one latency per received frame: {}",
@@ -111,19 +118,7 @@ fn starved_receiver_latency_rises() {
     }
     let _turn = serial();
     let lab = Lab::up("lt-lat", 1500);
-    let calm = stream(
-        &lab.name,
-        &[
-            "--rate",
-            "10000",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--napi",
-            "softirq",
-        ],
-    );
+    let calm = calm(&lab.name);
     // Starved: unpaced, the receiver (and its NAPI thread) on a core three
     // busy loops share: frames wait in the deepest RX ring behind it.
     let hogs: Vec<Hog> = (0..3).map(|_| Hog::on(1)).collect();

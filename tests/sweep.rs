@@ -535,6 +535,19 @@ fn grid(dir: &Path, a: usize, b: usize) -> PathBuf {
 }
 
 /// Waits for `child` to end by itself; kills it (and fails) after `limit`.
+/// `linerate sweep FILE --max-points N --out DIR`, started, stderr piped.
+fn spawn_grid_sweep(file: &Path, max_points: &str, out_dir: &Path) -> std::process::Child {
+    Command::new(linerate())
+        .arg("sweep")
+        .arg(file)
+        .args(["--max-points", max_points, "--out"])
+        .arg(out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn wait_or_kill(child: &mut std::process::Child, limit: Duration, what: &str) {
     let end = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
@@ -555,19 +568,7 @@ fn max_points_does_not_let_a_sweep_past_the_memory() {
     fs::create_dir_all(&dir).unwrap();
     let file = grid(&dir, 100_000, 10_000);
     let out_dir = dir.join("out");
-    let mut child = Command::new(linerate())
-        .args([
-            "sweep",
-            file.to_str().unwrap(),
-            "--max-points",
-            "1000000000",
-            "--out",
-        ])
-        .arg(&out_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_grid_sweep(&file, "1000000000", &out_dir);
     wait_or_kill(
         &mut child,
         Duration::from_secs(60),
@@ -605,19 +606,7 @@ fn sigterm_while_the_points_are_checked_exits_130() {
     fs::create_dir_all(&dir).unwrap();
     let file = grid(&dir, 2_000, 1_000);
     let out_dir = dir.join("out");
-    let mut child = Command::new(linerate())
-        .args([
-            "sweep",
-            file.to_str().unwrap(),
-            "--max-points",
-            "2000000",
-            "--out",
-        ])
-        .arg(&out_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_grid_sweep(&file, "2000000", &out_dir);
     // Read stderr up to the line said once signals are answered.
     let mut err = child.stderr.take().unwrap();
     let mut seen = Vec::new();

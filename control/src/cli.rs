@@ -162,7 +162,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// A MAC address, aa:bb:cc:dd:ee:ff.
-fn parse_mac(text: &str) -> Result<crate::remote::api::Mac, String> {
+fn parse_mac(text: &str) -> Result<crate::mac::Mac, String> {
     text.parse()
 }
 
@@ -191,7 +191,7 @@ pub struct RoleArgs {
     pub role: Option<RoleArg>,
     /// MAC address of the other host's interface.
     #[arg(long, hide = true, requires = "role", value_parser = parse_mac)]
-    pub peer_mac: Option<crate::remote::api::Mac>,
+    pub peer_mac: Option<crate::mac::Mac>,
     /// IPv4 address of the other host's interface.
     #[arg(long, hide = true, requires = "role")]
     pub peer_ip: Option<std::net::Ipv4Addr>,
@@ -737,9 +737,9 @@ fn parse_queues(text: &str) -> Result<u32, String> {
     whole(1..=u64::from(linerate_ebpf::MAX_QUEUES))(text)
 }
 
-/// `--ring`, `--rx-ring`: a power of two from 64 to [`crate::path::MAX_RING`].
+/// `--ring`, `--rx-ring`: a power of two from 64 to [`crate::limits::MAX_RING`].
 fn parse_ring(text: &str) -> Result<u32, String> {
-    let max = crate::path::MAX_RING;
+    let max = crate::limits::MAX_RING;
     let n: u32 = whole(64..=u64::from(max))(text).map_err(|e| format!("{e}, a power of two"))?;
     if !n.is_power_of_two() {
         return Err(format!("{n} is not a power of two: use 64, 128, ... {max}"));
@@ -749,7 +749,7 @@ fn parse_ring(text: &str) -> Result<u32, String> {
 
 /// `--batch`: 1 up to the largest ring (and at most --ring: the plan checks).
 fn parse_batch(text: &str) -> Result<usize, String> {
-    whole(1..=u64::from(crate::path::MAX_RING))(text)
+    whole(1..=u64::from(crate::limits::MAX_RING))(text)
 }
 
 /// `--port`: the receiver's port; the senders' are the 1024 above it.
@@ -759,12 +759,12 @@ fn parse_port(text: &str) -> Result<u16, String> {
 
 /// `--mtu` of a run.
 fn parse_run_mtu(text: &str) -> Result<u32, String> {
-    whole(u64::from(crate::lab::MIN_MTU)..=u64::from(MAX_RUN_MTU))(text)
+    whole(u64::from(crate::limits::MIN_MTU)..=u64::from(MAX_RUN_MTU))(text)
 }
 
 /// `lab up --mtu`.
 fn parse_lab_mtu(text: &str) -> Result<u32, String> {
-    whole(u64::from(crate::lab::MIN_MTU)..=u64::from(crate::lab::MAX_MTU))(text)
+    whole(u64::from(crate::limits::MIN_MTU)..=u64::from(crate::limits::MAX_MTU))(text)
         .map_err(|e| format!("{e}: the MTUs the lab sets"))
 }
 
@@ -786,7 +786,7 @@ fn parse_flows(text: &str) -> Result<u32, String> {
 /// `rr --concurrency`: what is in flight must fit an RX ring (the plan
 /// checks it against --rx-ring and --flows).
 fn parse_concurrency(text: &str) -> Result<u32, String> {
-    whole(1..=u64::from(crate::path::MAX_RING))(text)
+    whole(1..=u64::from(crate::limits::MAX_RING))(text)
 }
 
 /// A percentage from 0 to 100 (`--inject-loss`).
@@ -814,7 +814,7 @@ fn parse_tolerance(text: &str) -> Result<f64, String> {
 
 /// A lab name (`--lab`): the prefix of its namespaces and interfaces.
 pub fn parse_lab(text: &str) -> Result<String, String> {
-    crate::lab::check_name(text).map(|()| text.to_string())
+    crate::limits::check_name(text).map(|()| text.to_string())
 }
 
 /// A --size: one frame size, `imix`, or SIZE:WEIGHT,... (the sizes are

@@ -12,12 +12,10 @@ use crate::{
     cli::RunArgs,
     cores,
     iface::{self, IfaceInfo},
-    lab::{Held, Lab},
+    lab::Lab,
+    locks::Held,
     privilege,
 };
-
-/// Largest ring the workers accept.
-pub const MAX_RING: u32 = 16384;
 
 /// One end of the path.
 #[derive(Debug, Clone)]
@@ -98,7 +96,7 @@ pub struct PathPlan {
     /// The run's locks (the lab, shared; each interface, exclusive),
     /// held as long as the plan lives.
     #[allow(dead_code)] // held for what dropping it does
-    pub locks: std::sync::Arc<Vec<crate::lab::Held>>,
+    pub locks: std::sync::Arc<Vec<crate::locks::Held>>,
 }
 
 impl PathPlan {
@@ -263,7 +261,7 @@ fn lock_interfaces(tx: &PathEnd, rx: &PathEnd) -> Result<Vec<Held>> {
         let id = (end.ns_id.1, end.info.ifindex);
         if !seen.contains(&id) {
             seen.push(id);
-            locks.push(crate::lab::iface_lock(
+            locks.push(crate::locks::iface_lock(
                 end.netns.as_deref(),
                 &end.iface,
                 id,

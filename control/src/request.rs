@@ -68,8 +68,8 @@ impl RunRequest {
     /// The command's own range checks (no system access).
     pub fn check(&self) -> anyhow::Result<()> {
         match self {
-            Self::Stream(args) => crate::stream::plan::check_args(args),
-            Self::Rr(args) => crate::rr::plan::check_args(args),
+            Self::Stream(args) => crate::plan::stream::check_args(args),
+            Self::Rr(args) => crate::plan::rr::check_args(args),
         }
     }
 

@@ -12,7 +12,7 @@ use linerate_datapath::{
     worker::{spawn_gen, GenWorkerConfig, TxSummary, Worker, WorkerError},
 };
 
-use super::{Capabilities, Engine, SenderConfig};
+use super::contract::{Capabilities, Engine, SenderConfig};
 
 /// The generator engine.
 pub(super) struct Generator;

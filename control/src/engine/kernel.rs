@@ -12,7 +12,7 @@ use linerate_datapath::{
     worker::{ClientConfig, RrSummary, RxSummary, TxSummary, Worker, WorkerError},
 };
 
-use super::{Capabilities, Engine, ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
+use super::contract::{Capabilities, Engine, ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
 
 /// A spawn function of the data path: a worker's thread name and config.
 type Spawn<C, S> = fn(String, C) -> Result<Worker<S>, WorkerError>;

@@ -4,7 +4,7 @@
 
 use linerate_datapath::kernel::tcp::{rr, spawn_tcp_rx, spawn_tcp_tx};
 
-use super::{kernel::KernelEngine, Capabilities};
+use super::{contract::Capabilities, kernel::KernelEngine};
 
 /// The kernel TCP engine.
 pub(super) const TCP: KernelEngine = KernelEngine {

@@ -4,7 +4,7 @@
 
 use linerate_datapath::kernel::udp::{rr, spawn_udp_rx, spawn_udp_tx};
 
-use super::{kernel::KernelEngine, Capabilities};
+use super::{contract::Capabilities, kernel::KernelEngine};
 
 /// The kernel UDP engine.
 pub(super) const UDP: KernelEngine = KernelEngine {

@@ -9,7 +9,7 @@ use linerate_datapath::worker::{
     spawn_counted, CountedWorkerConfig, RxSummary, Worker, WorkerError,
 };
 
-use super::{Capabilities, Engine, ReceiverConfig};
+use super::contract::{Capabilities, Engine, ReceiverConfig};
 
 /// The XDP-only receiver engine.
 pub(super) struct XdpOnly;

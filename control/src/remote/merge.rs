@@ -10,8 +10,8 @@ use crate::{
         parts::WorkerReport,
         two_host::{self, Agents},
     },
-    rr::result::{transaction_mb_s, RrResult, SideCpu},
-    stream::result::{FrameAccounting, StreamResult},
+    results::rr::{transaction_mb_s, RrResult, SideCpu},
+    results::stream::{FrameAccounting, StreamResult},
 };
 
 /// The workers of `side` in a side's result.

@@ -21,7 +21,8 @@ use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
 use linerate_ebpf::SteerStats;
 
 use super::run::RunResult;
-use crate::{cpu::Host, iface::IfCounters, rr::result::RrResult, stream::result::StreamResult};
+use super::{rr::RrResult, stream::StreamResult};
+use crate::{cpu::Host, iface::IfCounters};
 
 /// A figure of a result.
 pub struct Figure {

@@ -8,8 +8,10 @@ use serde_json::Value;
 use super::two_host::{self, Agents};
 use crate::{
     environment::Environment,
-    rr::{output as rr_output, result::RrResult},
-    stream::{output as stream_output, result::StreamResult},
+    results::rr::RrResult,
+    results::rr_table as rr_output,
+    results::stream::StreamResult,
+    results::stream_table as stream_output,
 };
 
 /// The result of a `stream` or an `rr` run, local or across two hosts.

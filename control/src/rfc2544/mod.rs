@@ -28,18 +28,14 @@ use crate::{
     output,
     results::run::RunResult,
     session,
-    stream::plan::{self, StreamPlan},
+    plan::stream::{self as plan, StreamPlan},
     sweep::{self, store, Record, RESULTS},
 };
+use report::{check_values, Test};
 use trials::{Budget, Ran, Throughput};
 
 /// How the run was started, for --resume and `linerate report`.
 pub const OPTIONS: &str = "rfc2544.json";
-/// The figure.
-pub const FIGURE: &str = "rfc2544.svg";
-/// The per-size figures.
-pub const TABLE: &str = "rfc2544.csv";
-
 /// RFC 2544's frame sizes for Ethernet (section 9.1), FCS included.
 pub const SIZES: [usize; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
 /// The jumbo frame size tested when the MTU carries it.
@@ -47,39 +43,6 @@ pub const JUMBO: usize = 9018;
 
 /// A quick run's trials: warm-up and duration.
 const QUICK_TRIAL: (Duration, Duration) = (Duration::from_millis(100), Duration::from_millis(300));
-
-/// The tests, in the order they run at each size (a record's point).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Test {
-    /// 26.1.
-    Throughput,
-    /// 26.2.
-    Latency,
-    /// 26.3.
-    FrameLoss,
-    /// 26.4.
-    BackToBack,
-}
-
-impl Test {
-    /// Every test, in order.
-    pub const ALL: [Test; 4] = [
-        Test::Throughput,
-        Test::Latency,
-        Test::FrameLoss,
-        Test::BackToBack,
-    ];
-
-    /// Its name in records and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Test::Throughput => "throughput",
-            Test::Latency => "latency",
-            Test::FrameLoss => "frame loss",
-            Test::BackToBack => "back-to-back",
-        }
-    }
-}
 
 /// rfc2544.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -485,7 +448,7 @@ fn read_options(dir: &Path) -> Result<Options> {
     serde_json::from_str(&text).with_context(|| format!("{} does not hold up", path.display()))
 }
 
-type Done = (Value, Option<crate::stream::result::StreamResult>, bool);
+type Done = (Value, Option<crate::results::stream::StreamResult>, bool);
 
 /// Runs one test at one size: its outcome as JSON, the trial kept whole,
 /// whether it was cut short. None: it cannot run (no throughput found).
@@ -525,30 +488,6 @@ fn run_test(
             None => Ok(None),
         },
     }
-}
-
-/// Checks that a record holds the frame size and the test of its place
-/// (part: the size, point: the test): one of another run is refused.
-pub fn check_values(sizes: &[usize], r: &Record) -> std::result::Result<(), String> {
-    let (Some(&size), Some(test)) = (sizes.get(r.part), Test::ALL.get(r.point)) else {
-        return Err(format!(
-            "a record of test {} of size {}, which this run does not have",
-            r.point,
-            r.part + 1
-        ));
-    };
-    let (got_size, got_test) = (r.values.get("frame_size"), r.values.get("test"));
-    if got_size != Some(&Value::from(size)) || got_test != Some(&Value::from(test.name())) {
-        return Err(format!(
-            "a record of part {} point {} (the {} test at {size} B) that holds frame_size {} and test {}: a record of another run",
-            r.part + 1,
-            r.point,
-            test.name(),
-            got_size.map_or("none".into(), Value::to_string),
-            got_test.map_or("none".into(), Value::to_string),
-        ));
-    }
-    Ok(())
 }
 
 /// `linerate report DIR` of an rfc2544 run.

@@ -9,16 +9,76 @@ use std::{fmt::Write as _, path::Path};
 use anyhow::Result;
 use plotters::prelude::*;
 use serde::Serialize;
+use serde_json::Value;
 
-use super::{
-    trials::{BackToBack, FrameLoss, LatencyAt, Throughput, Trial},
-    Test, FIGURE, TABLE,
-};
+use super::trials::{BackToBack, FrameLoss, LatencyAt, Throughput, Trial};
 use crate::sweep::{
     report::md,
     store::{self, write_atomic},
     Record, RESULTS,
 };
+
+/// The figure.
+pub const FIGURE: &str = "rfc2544.svg";
+/// The per-size figures.
+pub const TABLE: &str = "rfc2544.csv";
+
+/// The tests, in the order they run at each size (a record's point).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Test {
+    /// 26.1.
+    Throughput,
+    /// 26.2.
+    Latency,
+    /// 26.3.
+    FrameLoss,
+    /// 26.4.
+    BackToBack,
+}
+
+impl Test {
+    /// Every test, in order.
+    pub const ALL: [Test; 4] = [
+        Test::Throughput,
+        Test::Latency,
+        Test::FrameLoss,
+        Test::BackToBack,
+    ];
+
+    /// Its name in records and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::Throughput => "throughput",
+            Test::Latency => "latency",
+            Test::FrameLoss => "frame loss",
+            Test::BackToBack => "back-to-back",
+        }
+    }
+}
+
+/// Checks that a record holds the frame size and the test of its place
+/// (part: the size, point: the test): one of another run is refused.
+pub fn check_values(sizes: &[usize], r: &Record) -> std::result::Result<(), String> {
+    let (Some(&size), Some(test)) = (sizes.get(r.part), Test::ALL.get(r.point)) else {
+        return Err(format!(
+            "a record of test {} of size {}, which this run does not have",
+            r.point,
+            r.part + 1
+        ));
+    };
+    let (got_size, got_test) = (r.values.get("frame_size"), r.values.get("test"));
+    if got_size != Some(&Value::from(size)) || got_test != Some(&Value::from(test.name())) {
+        return Err(format!(
+            "a record of part {} point {} (the {} test at {size} B) that holds frame_size {} and test {}: a record of another run",
+            r.part + 1,
+            r.point,
+            test.name(),
+            got_size.map_or("none".into(), Value::to_string),
+            got_test.map_or("none".into(), Value::to_string),
+        ));
+    }
+    Ok(())
+}
 
 /// What the tests found at one frame size.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -63,7 +123,7 @@ pub fn load(dir: &Path, sizes: &[usize]) -> Result<Vec<SizeReport>> {
         &dir.join(RESULTS),
         &points,
         store::Mode::Report,
-        |r| super::check_values(sizes, r),
+        |r| check_values(sizes, r),
         |r: Record| {
             if let Err(e) = add(&mut out[r.part], &r) {
                 bad.get_or_insert(e);

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     results::latency::Latency,
-    stream::{self, plan::StreamPlan, result::StreamResult, search},
+    results::stream::StreamResult,
+    plan::stream::StreamPlan,
+    stream::{self, search},
 };
 
 pub use search::Trial;

@@ -4,17 +4,20 @@ use anyhow::{anyhow, Result};
 use hdrhistogram::Histogram;
 use linerate_datapath::worker::{RrSummary, WaitMode, MAX_LATENCY_NS};
 
-use super::{
-    plan::RrPlan,
-    result::{
+use crate::{
+    plan::rr::RrPlan,
+    results::rr::{
         transaction_mb_s, Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions,
         XdpCounters,
     },
-    NAMES,
-};
-use crate::{
     cli::ResponderArg,
-    session::{placement, Ends, Measured},
+    session::{placement, Ends, Measured, WorkerNames},
+};
+
+/// What rr calls the workers of each end.
+pub(super) const NAMES: WorkerNames = WorkerNames {
+    tx: "client",
+    rx: "responder",
 };
 
 /// The result of `plan`'s run, from what it measured.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::plan;
+use crate::plan::rr as plan;
 use crate::{cli::RrArgs, remote, request::RunRequest, results::run::RunResult, session};
 
 /// `linerate rr`.
@@ -18,6 +18,6 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
     let mut plan = plan::plan(args)?;
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
-    RunResult::from(super::run_side(&plan, &interrupted, peer)?)
+    RunResult::from(super::run::run_side(&plan, &interrupted, peer)?)
         .report(args.run.json, args.run.quiet)
 }

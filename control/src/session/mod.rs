@@ -24,6 +24,7 @@
 //! clients) and an rx end (receivers, responders); [`Ends`] holds one
 //! thing of each.
 
+mod ends;
 mod peer;
 mod placement;
 mod signal;
@@ -48,6 +49,7 @@ use linerate_datapath::{
 };
 use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
 
+pub use ends::{Ends, WorkerNames};
 pub use peer::{Live, Peer};
 pub use placement::placement;
 pub use signal::on_signal;
@@ -74,35 +76,6 @@ const PEER_GRACE: Duration = Duration::from_secs(10);
 const DRAIN_MAX: Duration = Duration::from_secs(2);
 /// Receivers stop once nothing arrived for this long.
 const DRAIN_QUIET: Duration = Duration::from_millis(150);
-
-/// One thing for each end of the path.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Ends<T> {
-    /// The tx end's (stream: senders, rr: clients).
-    pub tx: T,
-    /// The rx end's (receivers, responders).
-    pub rx: T,
-}
-
-impl Ends<bool> {
-    /// The ends whose workers run on this host: both, or the peer's
-    /// other one.
-    pub fn here(peer: Option<&dyn Peer>) -> Self {
-        peer.map_or(Self { tx: true, rx: true }, |p| Self {
-            tx: p.runs_tx(),
-            rx: !p.runs_tx(),
-        })
-    }
-}
-
-/// What a command calls the workers of each end, in messages.
-#[derive(Debug, Clone, Copy)]
-pub struct WorkerNames {
-    /// "sender", "client".
-    pub tx: &'static str,
-    /// "receiver", "responder".
-    pub rx: &'static str,
-}
 
 /// What a command asks of the first phase.
 pub struct Prepare<'a> {

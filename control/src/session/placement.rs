@@ -2,7 +2,7 @@
 
 use linerate_datapath::worker::WaitMode;
 
-use super::WorkerNames;
+use super::ends::WorkerNames;
 use crate::{
     cli::{NapiArg, RunArgs},
     path::PathPlan,

@@ -10,7 +10,7 @@ use linerate_datapath::{
     xsk::XskStats,
 };
 
-use super::Ends;
+use super::ends::Ends;
 use crate::{
     cpu::{CoreUse, CpuSample},
     iface::IfCounters,

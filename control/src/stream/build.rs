@@ -6,14 +6,17 @@ use linerate_datapath::{
     worker::{RxSummary, TxSummary, WaitMode},
 };
 
-use super::{
-    plan::StreamPlan,
-    result::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
-    NAMES,
-};
 use crate::{
+    plan::stream::StreamPlan,
+    results::stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     results::latency::Latency,
-    session::{placement, Ends, Measured},
+    session::{placement, Ends, Measured, WorkerNames},
+};
+
+/// What a stream calls the workers of each end.
+pub(super) const NAMES: WorkerNames = WorkerNames {
+    tx: "sender",
+    rx: "receiver",
 };
 
 /// The receivers' one-way latencies merged; none when no receiver of ours
@@ -138,7 +141,7 @@ fn setup(
             .first()
             .map_or(
                 if args.rx_only {
-                    super::output::RX_ONLY
+                    crate::results::stream_table::RX_ONLY
                 } else {
                     "none (other host)"
                 },
@@ -151,7 +154,7 @@ fn setup(
             .first()
             .map_or(
                 if args.tx_only {
-                    super::output::TX_ONLY
+                    crate::results::stream_table::TX_ONLY
                 } else {
                     "none (other host)"
                 },
@@ -499,12 +502,12 @@ mod tests {
         // Service demand per MB sent: 75 % of 2 cores at 1177.6 MB/s sent.
         let sd = out.cpu.total.service_demand_ms_per_mb.unwrap();
         assert!((sd - 75.0 * 2.0 * 10.0 / 1177.6).abs() < 1e-9, "{sd}");
-        let line = super::super::output::summary(&out);
+        let line = crate::results::stream_table::summary(&out);
         assert!(
             line.starts_with("stream: sent 800,000 frames/s, 9.84 Gbit/s, no receiver of ours (--tx-only): loss not measured, CPU tx 100.0 %, SD 1.274 ms/MB"),
             "{line}"
         );
-        let table = super::super::output::print_table(&out);
+        let table = crate::results::stream_table::print_table(&out);
         assert!(!table.contains("\n  received "), "{table}");
         assert!(
             table.contains(
@@ -519,7 +522,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            super::super::output::summary(&both),
+            crate::results::stream_table::summary(&both),
             "stream: received 800,000 frames/s, 9.84 Gbit/s, lost 5,000 of 500,000 frames (1.0000 %), CPU tx 100.0 % rx 50.0 %, SD 1.274 ms/MB\n"
         );
     }

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{plan, search};
+use super::search;
+use crate::plan::stream as plan;
 use crate::{
     cli::StreamArgs, output, remote, request::RunRequest, results::run::RunResult, session,
 };
@@ -33,6 +34,6 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let mut plan = plan::plan(args)?;
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
-    RunResult::from(super::run_side(&plan, &interrupted, peer)?)
+    RunResult::from(super::run::run_side(&plan, &interrupted, peer)?)
         .report(args.run.json, args.run.quiet)
 }

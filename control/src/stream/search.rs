@@ -16,7 +16,8 @@ use anyhow::Result;
 use linerate_datapath::message::Fragmentation;
 use serde::{Deserialize, Serialize};
 
-use super::{plan::StreamPlan, result::StreamResult};
+use crate::plan::stream::StreamPlan;
+use crate::results::stream::StreamResult;
 
 /// Trials after the first, at most.
 pub const MAX_TRIALS: usize = 10;
@@ -81,7 +82,7 @@ pub struct SearchResult {
 
 /// A trial's loss: frames lost on the way and frames the sending link
 /// dropped (a generator's peer ring full), in % of all handed over.
-pub fn trial_loss(f: &super::result::FrameAccounting) -> f64 {
+pub fn trial_loss(f: &crate::results::stream::FrameAccounting) -> f64 {
     let handed = f.sent + f.dropped_at_sender;
     crate::results::parts::percent(f.lost + f.dropped_at_sender, handed)
 }
@@ -133,7 +134,7 @@ pub fn run_limited(
     let trial = |rate: Option<f64>, out: &mut SearchResult| -> Result<Option<bool>> {
         let mut paced = plan.clone();
         paced.args.rate = rate;
-        let result = super::run(&paced, interrupted)?;
+        let result = super::run::run(&paced, interrupted)?;
         // A trial passes on a measurement: frames received in a window
         // of some length (a window too short to measure counts nothing).
         let pass =
@@ -207,7 +208,7 @@ pub fn print_table(search: &SearchResult) -> String {
                 "  found: {:.0} frames/s received ({:.1} payload MB/s), loss {:.4} %; that run:",
                 found.receiver.frames_per_s, found.receiver.payload_mb_s, found.frames.loss_pct
             );
-            out.push_str(&super::print_table(found));
+            out.push_str(&crate::results::stream_table::print_table(found));
         }
         None => {
             let _ = writeln!(
@@ -228,7 +229,7 @@ pub fn print_table(search: &SearchResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::result::FrameAccounting;
+    use crate::results::stream::FrameAccounting;
 
     #[test]
     fn a_trial_counts_the_sending_links_drops_as_lost() {

@@ -700,11 +700,11 @@ fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResul
     }
     Ok(match args {
         RunRequest::Stream(a) => {
-            let plan = crate::stream::plan::plan(a)?;
+            let plan = crate::plan::stream::plan(a)?;
             crate::stream::run(&plan, interrupted)?.into()
         }
         RunRequest::Rr(a) => {
-            let plan = crate::rr::plan::plan(a)?;
+            let plan = crate::plan::rr::plan(a)?;
             crate::rr::run(&plan, interrupted)?.into()
         }
     })

@@ -246,7 +246,7 @@ pub(super) async fn create(
     eprintln!(
         "linerate: agent: run {id} from {by}: {} {}",
         req.test.as_str(),
-        crate::remote::shown(&argv.join(" "))
+        crate::shown::shown(&argv.join(" "))
     );
     let (s2, id2) = (s.clone(), id.clone());
     thread::spawn(move || watch(s2, child, id2, napi));
@@ -276,7 +276,7 @@ pub(super) fn watch(s: Arc<Shared>, mut child: Child, id: String, napi: NapiMode
                 Some(j) => slot.live = serde_json::from_str(j).ok(),
                 None => {
                     // The child echoes what the request gave it.
-                    let line = crate::remote::shown(&line).into_owned();
+                    let line = crate::shown::shown(&line).into_owned();
                     eprintln!("linerate: agent: run {id2}: {line}");
                     slot.tail.push(line);
                     if slot.tail.len() > TAIL {

@@ -106,12 +106,12 @@ pub(super) async fn shutdown() {
 }
 
 /// An error answer; what the client sent is echoed with its control and
-/// bidirectional characters escaped ([`crate::remote::shown`]).
+/// bidirectional characters escaped ([`crate::shown::shown`]).
 pub(super) fn error(code: StatusCode, msg: impl Into<String>) -> Response {
     (
         code,
         Json(ApiError {
-            error: crate::remote::shown(&msg.into()).into_owned(),
+            error: crate::shown::shown(&msg.into()).into_owned(),
             holder: None,
         }),
     )
@@ -154,7 +154,7 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
         header::HeaderValue::from_static("application/json"),
     );
     let body = serde_json::to_vec(&ApiError {
-        error: crate::remote::shown(&msg).into_owned(),
+        error: crate::shown::shown(&msg).into_owned(),
         holder: None,
     })
     .unwrap_or_default();

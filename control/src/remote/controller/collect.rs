@@ -12,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{side::Side, Outcome};
+use super::side::Side;
 use crate::{
     remote::merge,
     results::{
@@ -21,6 +21,16 @@ use crate::{
         two_host::Agents,
     },
 };
+
+/// What a two-host run gave.
+pub struct Outcome {
+    /// The merged result; with one side missing, what there is.
+    pub result: TwoHostResult,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// Whether Ctrl-C cut it short.
+    pub interrupted: bool,
+}
 
 /// How often the controller polls (and renews the leases).
 const POLL: Duration = Duration::from_millis(300);

@@ -25,17 +25,9 @@ use std::{
 
 use anyhow::Result;
 
-use crate::{request::RunRequest, results::run::TwoHostResult};
+pub use collect::Outcome;
 
-/// What a two-host run gave.
-pub struct Outcome {
-    /// The merged result; with one side missing, what there is.
-    pub result: TwoHostResult,
-    /// What went wrong.
-    pub error: Option<String>,
-    /// Whether Ctrl-C cut it short.
-    pub interrupted: bool,
-}
+use crate::request::RunRequest;
 
 /// A two-host run from the command line: checked, run on the agents,
 /// printed.

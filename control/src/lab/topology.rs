@@ -6,37 +6,23 @@
 //! own and the interface counters can be checked against linerate's. Each
 //! veth has a qdisc, so that a full peer pushes back instead of dropping.
 
-use std::{
-    fs::{File, OpenOptions},
-    io::{Read, Seek, Write},
-    path::PathBuf,
-    process::ExitCode,
-};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::{
-    cli::LabAction,
     iface,
-    output::{self, emit},
-    privilege, sh,
+    limits::{check_name, IPV6_MIN_MTU, MAX_MTU, MIN_MTU},
+    locks::{lock_file, lock_path, try_exclusive, Held},
+    sh,
     sysfs::{self, Attr, Ipv6Conf, NetSysctl},
 };
 
-/// Largest MTU the lab sets (veth's own limit is higher, AF_XDP
-/// multi-buffer and the steering program are tested to 9000).
-pub const MAX_MTU: u32 = 9000;
 /// Management addresses of side A: (this namespace, inside <lab>-a).
 pub const MGMT_A: (&str, &str) = ("198.19.255.1", "198.19.255.2");
 /// Management addresses of side B.
 pub const MGMT_B: (&str, &str) = ("198.19.255.5", "198.19.255.6");
 /// Smallest MTU IPv4 allows.
-pub const MIN_MTU: u32 = 576;
-
-/// The smallest MTU that carries IPv6 (RFC 8200): the lab has IPv6
-/// addresses at this MTU and above.
-pub const IPV6_MIN_MTU: u32 = 1280;
 
 /// Names and addresses of one lab.
 #[derive(Debug, Clone, Serialize)]
@@ -78,20 +64,6 @@ pub struct LabStatus {
     pub queues: Option<u32>,
     /// XDP programs attached (interface, program id).
     pub xdp: Vec<(String, u32)>,
-}
-
-/// A lab name: 1 to 8 letters, digits or '-' (its interfaces' names are
-/// the name and 3 more characters, within the kernel's 15).
-pub fn check_name(name: &str) -> Result<(), String> {
-    if name.is_empty()
-        || name.len() > 8
-        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    {
-        return Err(format!(
-            "lab name {name:?} is invalid: use 1 to 8 letters, digits or '-'"
-        ));
-    }
-    Ok(())
 }
 
 impl Lab {
@@ -313,108 +285,6 @@ impl Lab {
     }
 }
 
-/// Where linerate keeps its lock files.
-pub const LOCK_DIR: &str = "/run/linerate";
-
-/// A held lock (flock on a file under [`LOCK_DIR`]); released when dropped,
-/// or when the process ends however it ends.
-#[derive(Debug)]
-pub struct Held {
-    file: File,
-    /// The lock file, for messages.
-    path: PathBuf,
-    /// A lock file of one run's (an interface's): removed when released,
-    /// so that files of interfaces long gone do not pile up.
-    unlink: Option<PathBuf>,
-}
-
-impl Held {
-    /// Writes this process's pid in the lock file, for the message of
-    /// whoever finds it taken.
-    pub fn mark(&mut self) -> Result<()> {
-        mark(&mut self.file, &self.path)
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        // Still locked here: whoever opened the file meanwhile finds, once
-        // it has the lock, that the name is no longer its file, and tries
-        // again (see `try_exclusive`).
-        if let Some(p) = self.unlink.take() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-fn lock_path(name: &str) -> PathBuf {
-    PathBuf::from(LOCK_DIR).join(name)
-}
-
-fn lock_file(name: &str) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(LOCK_DIR).with_context(|| format!("creating {LOCK_DIR}"))?;
-    let p = lock_path(name);
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        // Never through a link, never blocking on a FIFO.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&p)
-        .with_context(|| format!("opening the lock file {}", p.display()))
-}
-
-/// The pid written in a lock file by its holder, if any.
-fn holder(f: &mut File) -> String {
-    let mut s = String::new();
-    let _ = f.rewind().and_then(|_| f.read_to_string(&mut s));
-    match s.trim() {
-        "" => "unknown".to_string(),
-        p => p.to_string(),
-    }
-}
-
-/// Writes this process's pid into a lock file it holds.
-fn mark(f: &mut File, path: &std::path::Path) -> Result<()> {
-    f.set_len(0)
-        .and_then(|_| f.rewind())
-        .and_then(|_| write!(f, "{}", std::process::id()))
-        .with_context(|| format!("writing the lock file {}", path.display()))
-}
-
-/// Takes the exclusive, non-blocking lock of `name`; `busy(pid)` says
-/// why it cannot be had. With `unlink`, the file goes when the lock is
-/// released; a lock taken on a file that went meanwhile is taken again.
-fn try_exclusive(name: &str, unlink: bool, busy: impl FnOnce(String) -> String) -> Result<Held> {
-    use std::os::unix::fs::MetadataExt;
-    let p = lock_path(name);
-    for _ in 0..100 {
-        let mut f = lock_file(name)?;
-        match f.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => bail!("{}", busy(holder(&mut f))),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("locking {}", p.display()))
-            }
-        }
-        let same = match (f.metadata(), std::fs::metadata(&p)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        };
-        if same {
-            mark(&mut f, &p)?;
-            return Ok(Held {
-                file: f,
-                path: p.clone(),
-                unlink: unlink.then(|| p.clone()),
-            });
-        }
-    }
-    bail!("could not lock {}: it keeps being replaced", p.display())
-}
-
 impl Lab {
     /// Serializes whatever sets the lab up or takes it down (`lab up`,
     /// `lab down`, a run that brings the lab up): a second waits for the
@@ -492,20 +362,6 @@ impl Lab {
     }
 }
 
-/// Locks an interface for a run, by identity (its namespace's inode and
-/// its ifindex), so that two runs on one interface refuse before either
-/// changes anything.
-pub fn iface_lock(netns: Option<&str>, iface: &str, identity: (u64, u32)) -> Result<Held> {
-    let (ns_ino, ifindex) = identity;
-    let iface = iface.to_string();
-    let where_ = netns.map_or(String::new(), |n| format!(" (namespace {n})"));
-    try_exclusive(&format!("if-{ns_ino}-{ifindex}.lock"), true, move |pid| {
-        format!(
-            "interface {iface}{where_} is in use by another linerate run (pid {pid}): wait for it to end, or use other interfaces"
-        )
-    })
-}
-
 fn check_queues(queues: u32) -> Result<()> {
     if queues == 0 || queues > linerate_ebpf::MAX_QUEUES {
         bail!(
@@ -521,63 +377,6 @@ fn check_mtu(mtu: u32) -> Result<()> {
         bail!("MTU {mtu} is out of range for the lab: use {MIN_MTU} to {MAX_MTU}");
     }
     Ok(())
-}
-
-/// `linerate lab up|down|status`.
-pub fn command(action: LabAction) -> Result<ExitCode> {
-    match action {
-        LabAction::Up {
-            mtu,
-            queues,
-            mgmt,
-            lab,
-        } => {
-            privilege::require_root("linerate lab up")?;
-            let lab = Lab::new(&lab.name)?;
-            lab.up(mtu, queues)?;
-            if mgmt {
-                if let Err(e) = lab.add_mgmt() {
-                    let _ = lab.down();
-                    return Err(e);
-                }
-                emit(&format!(
-                    "management: {} <-> {} ({}), {} <-> {} ({})\n",
-                    MGMT_A.0, MGMT_A.1, lab.ns_a, MGMT_B.0, MGMT_B.1, lab.ns_b
-                ))?;
-            }
-            emit(&format!(
-                "lab {} up: {} ({}, {}) <-> {} ({}, {}), MTU {mtu}, {queues} queue(s)\n",
-                lab.name, lab.if_a, lab.ns_a, lab.ip_a, lab.if_b, lab.ns_b, lab.ip_b
-            ))?;
-        }
-        LabAction::Down { lab } => {
-            privilege::require_root("linerate lab down")?;
-            let lab = Lab::new(&lab.name)?;
-            lab.down()?;
-            emit(&format!("lab {} down\n", lab.name))?;
-        }
-        LabAction::Status { lab, json } => {
-            let status = Lab::new(&lab.name)?.status();
-            if json {
-                output::emit_json(&status)?;
-            } else if status.up {
-                emit(&format!(
-                    "lab {} up: {} ({}) <-> {} ({}), MTU {}, {} queue(s), XDP programs: {:?}\n",
-                    status.lab.name,
-                    status.lab.if_a,
-                    status.lab.ns_a,
-                    status.lab.if_b,
-                    status.lab.ns_b,
-                    status.mtu.map_or("?".into(), |m| m.to_string()),
-                    status.queues.map_or("?".into(), |m| m.to_string()),
-                    status.xdp
-                ))?;
-            } else {
-                emit(&format!("lab {} is down\n", status.lab.name))?;
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// An end's addresses: (IPv4, IPv6, MAC).
@@ -676,35 +475,4 @@ fn tune_receive(ns: Option<&str>, ifn: &str) -> Result<()> {
         &["qdisc", "replace", "dev", ifn, "root", "pfifo_fast"],
     )?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_interface_lock_is_one_runs_and_its_file_goes_with_it() {
-        if !nix::unistd::geteuid().is_root() {
-            eprintln!("SKIP: {LOCK_DIR} needs root");
-            return;
-        }
-        // An identity no namespace has.
-        let id = (u64::MAX - 7, 7);
-        let path = lock_path(&format!("if-{}-{}.lock", id.0, id.1));
-        let held = iface_lock(Some("hxu-a"), "hxu-a0", id).unwrap();
-        // flock conflicts between two opens of one process too.
-        let e = iface_lock(Some("hxu-a"), "hxu-a0", id)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("interface hxu-a0 (namespace hxu-a) is in use by another linerate run")
-                && e.contains(&format!("(pid {})", std::process::id())),
-            "{e}"
-        );
-        assert!(path.exists());
-        drop(held);
-        assert!(!path.exists(), "the lock file outlived its lock");
-        drop(iface_lock(None, "hxu-a0", id).unwrap());
-        assert!(!path.exists());
-    }
 }

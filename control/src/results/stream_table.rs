@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use linerate_datapath::stats::CounterSnapshot;
 
-use super::result::{SideFigures, StreamResult};
+use super::stream::{SideFigures, StreamResult};
 use crate::{cpu::Host, results::two_host};
 
 fn sd(v: Option<f64>) -> String {

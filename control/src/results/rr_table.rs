@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use linerate_datapath::stats::CounterSnapshot;
 
-use super::result::{RrResult, SideCpu};
-use crate::{cpu::Host, results::two_host, stream::output::thousands};
+use super::rr::{RrResult, SideCpu};
+use crate::{cpu::Host, results::two_host, results::stream_table::thousands};
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))

@@ -1,0 +1,7 @@
+//! The plans of a run: the options checked against the engines'
+//! capabilities and the path, every length asked of the data path's
+//! geometry. `stream` and `rr` each have one; a sweep, RFC 2544 and the
+//! typed request check options with them before anything runs.
+
+pub mod rr;
+pub mod stream;

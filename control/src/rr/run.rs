@@ -1,0 +1,113 @@
+//! Runs a planned rr test: prepares, starts, measures, drains and builds
+//! its result.
+
+
+use std::{
+    sync::{atomic::AtomicBool, Arc},
+    time::Duration,
+};
+
+use anyhow::Result;
+use linerate_datapath::worker::{ClientConfig, RrSummary, Worker, WorkerError};
+
+use super::build::{self, NAMES};
+use crate::plan::rr::RrPlan;
+use crate::results::rr::RrResult;
+
+use crate::{
+    cli::ResponderArg,
+    engine::{Io, RrConfig, SideWorkers},
+    session::{steering_config, Drain, Ends, Peer, Prepare, Session},
+};
+
+
+/// How long responders keep answering after the clients stop.
+const ANSWER_LAST: Duration = Duration::from_millis(20);
+
+/// Runs a planned rr test.
+pub fn run(plan: &RrPlan, interrupted: &Arc<AtomicBool>) -> Result<RrResult> {
+    run_side(plan, interrupted, None)
+}
+
+/// Runs a planned rr test, or with `peer` only this host's side of it
+/// (the clients or the responders; the other runs on the peer's host).
+pub fn run_side(
+    plan: &RrPlan,
+    interrupted: &Arc<AtomicBool>,
+    peer: Option<&dyn Peer>,
+) -> Result<RrResult> {
+    let args = &plan.args;
+    let run = &args.run;
+    let path = &plan.path;
+    let port = run.port;
+    let xdp_responder = args.responder == ResponderArg::Xdp;
+    let steers = plan.engine.can().steering;
+    let session = Session::prepare(
+        Prepare {
+            args: run,
+            path,
+            here: Ends::here(peer),
+            // The clients' program takes the responses to their ports;
+            // the responders' takes requests (or answers them itself).
+            steering: Ends {
+                tx: steers.then(|| {
+                    steering_config(run, port + 1, port.saturating_add(args.flows as u16), false)
+                }),
+                rx: steers.then(|| steering_config(run, port, port, xdp_responder)),
+            },
+            threaded_by_default: false,
+            pin_napi: Ends { tx: true, rx: true },
+        },
+        peer,
+        interrupted,
+    )?;
+    let stop = session.stop_signals();
+    let steering = session.steering();
+    let cfg = RrConfig {
+        client: SideWorkers {
+            end: &path.tx,
+            cores: &path.tx_cores,
+            wait: path.tx_wait(run, true),
+            stop: stop.tx.clone(),
+            steering: steering.tx.as_ref(),
+        },
+        responder: SideWorkers {
+            end: &path.rx,
+            cores: &path.rx_cores,
+            wait: run.rx_wait.into(),
+            stop: stop.rx.clone(),
+            steering: steering.rx.as_ref(),
+        },
+        port,
+        request: plan.request,
+        response: plan.response,
+        io: Io::new(run, plan.chunk_size, plan.multi_buffer),
+    };
+    let in_window = session.in_window();
+    let spawn_client = |q: u32| {
+        // Flow f runs on queue f mod queues.
+        let flows = (0..args.flows as u16)
+            .filter(|f| u32::from(*f) % run.queues == q)
+            .collect();
+        let clients = ClientConfig {
+            flows,
+            concurrency: args.concurrency,
+            timeout: args.timeout,
+            count: args.count,
+            measuring: in_window.clone(),
+        };
+        plan.engine.spawn_client(&cfg, q, clients)
+    };
+    let spawn_responder = |q: u32| plan.engine.spawn_responder(&cfg, q);
+    // The XDP responder answers in the program: no workers on that end.
+    let responders: Option<&dyn Fn(u32) -> Result<Worker<RrSummary>, WorkerError>> =
+        (!xdp_responder).then_some(&spawn_responder);
+    let crew = session.start(NAMES, responders, &spawn_client)?;
+
+    let here = session.here();
+    let clients_done = || here.tx && crew.tx.iter().all(Worker::is_finished);
+    let window = session.measure(&crew, false, &clients_done)?;
+    session.await_peer(&crew, &|| false);
+    let measured = session.finish(crew, window, Drain::Pause(ANSWER_LAST))?;
+    build::result(plan, &measured)
+}

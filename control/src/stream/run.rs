@@ -1,0 +1,226 @@
+//! Runs a planned stream: prepares, starts, measures, drains and builds
+//! its result.
+
+
+use std::sync::{atomic::AtomicBool, Arc};
+
+use anyhow::Result;
+use linerate_datapath::{
+    capture::Capture,
+    worker::{RxSummary, TxSummary, Worker},
+};
+
+use super::build::{self, NAMES};
+use crate::plan::stream::StreamPlan;
+use crate::results::stream::StreamResult;
+
+use crate::{
+    engine::{Io, ReceiverConfig, SenderConfig, SideWorkers},
+    session::{steering_config, Crew, Drain, Ends, Measured, Peer, Prepare, Session},
+};
+
+
+/// Runs a planned stream. `interrupted` is set by Ctrl-C/SIGTERM: the run
+/// then ends early and reports what it measured.
+pub fn run(plan: &StreamPlan, interrupted: &Arc<AtomicBool>) -> Result<StreamResult> {
+    run_side(plan, interrupted, None)
+}
+
+/// Runs a planned stream, or with `peer` only this host's side of it (the
+/// other runs on the peer's host): the result then holds this side's
+/// figures.
+pub fn run_side(
+    plan: &StreamPlan,
+    interrupted: &Arc<AtomicBool>,
+    peer: Option<&dyn Peer>,
+) -> Result<StreamResult> {
+    let args = &plan.args;
+    let run = &args.run;
+    let path = &plan.path;
+    let mut here = Ends::here(peer);
+    // With --rx-only another tool sends.
+    here.tx &= !args.rx_only;
+    // With --tx-only another tool (or a device) receives.
+    here.rx &= !args.tx_only;
+    // Before anything runs: a --pcap file that cannot be written fails now.
+    let pcap = args
+        .pcap
+        .as_deref()
+        .map(crate::pcap::PcapFile::create)
+        .transpose()?;
+    let session = prepare(plan, here, peer, interrupted)?;
+    let stop = session.stop_signals();
+    let mut io = Io::new(run, plan.chunk_size, plan.multi_buffer);
+    io.capture = pcap.as_ref().map(|_| args.pcap_count as usize);
+    // The generator's backpressure when its receivers run here.
+    let credit = crate::engine::credit(
+        plan.sender,
+        plan.receiver,
+        here.tx && here.rx,
+        (
+            &path.tx_cores,
+            path.rx.info.rx_queues,
+            run.rx_ring,
+            session.napi() == Some("threaded"),
+        ),
+        matches!(run.rx_wait, crate::cli::WaitArg::Wait),
+    )?;
+    let credit_window = credit.as_ref().map(|k| k.window);
+    let receivers = ReceiverConfig {
+        workers: SideWorkers {
+            end: &path.rx,
+            cores: &path.rx_cores,
+            wait: run.rx_wait.into(),
+            stop: stop.rx.clone(),
+            steering: session.steering().rx.as_ref(),
+        },
+        port: run.port,
+        gro: run.gro,
+        count_foreign: args.rx_only,
+        io,
+        credits: credit.as_ref().map(|k| k.credits.clone()),
+    };
+    let senders = SenderConfig {
+        workers: SideWorkers {
+            end: &path.tx,
+            cores: &path.tx_cores,
+            wait: path.tx_wait(run, here.rx),
+            stop: stop.tx.clone(),
+            steering: None,
+        },
+        to: &path.rx,
+        port: run.port,
+        frame_size: plan.frame_size,
+        message: plan.message,
+        mix: plan.mix.as_ref(),
+        rate: args.rate,
+        count: args.count,
+        gso: run.gso,
+        io,
+        credit,
+    };
+    let crew = session.start(
+        NAMES,
+        Some(&|q| plan.receiver.spawn_receiver(&receivers, q)),
+        &|q| plan.sender.spawn_sender(&senders, q),
+    )?;
+
+    let measured = measure_until_done(plan, session, crew, here)?;
+    if let Some(file) = pcap {
+        write_pcap(file, path, &measured);
+    }
+    Ok(build::result(plan, &measured, credit_window))
+}
+
+/// Prepares the session: steering for receivers that need it, NAPI beside
+/// the receivers.
+fn prepare<'a>(
+    plan: &'a StreamPlan,
+    here: Ends<bool>,
+    peer: Option<&'a dyn Peer>,
+    interrupted: &'a AtomicBool,
+) -> Result<Session<'a>> {
+    let run = &plan.args.run;
+    let path = &plan.path;
+    Session::prepare(
+        Prepare {
+            args: run,
+            path,
+            here,
+            steering: Ends {
+                tx: None,
+                rx: plan
+                    .receiver
+                    .can()
+                    .steering
+                    .then(|| steering_config(run, run.port, run.port, false)),
+            },
+            // Threaded NAPI beside the receivers, except for the generator
+            // into AF_XDP receivers: there receive work runs best in softirq
+            // right after each batch, on the generator's core, the
+            // receivers on theirs (measured at 1518 B paced to 0.3-1 Mpps:
+            // no loss, against 0.4-2.1 % threaded; threaded beside the
+            // generator's two runners starves).
+            threaded_by_default: plan.sender.can().backpressure || !plan.receiver.can().umem,
+            pin_napi: Ends {
+                tx: false,
+                rx: true,
+            },
+        },
+        peer,
+        interrupted,
+    )
+}
+
+/// Measures the window, then waits for the run to end (the senders done,
+/// or on a receiver's own host everything arrived) and collects it.
+fn measure_until_done(
+    plan: &StreamPlan,
+    session: Session,
+    crew: Crew<TxSummary, RxSummary>,
+    here: Ends<bool>,
+) -> Result<Measured<TxSummary, RxSummary>> {
+    let args = &plan.args;
+    let run = &args.run;
+    // A receiver on its own host knows a counted run is done when all of
+    // it arrived (else the sender's host tells it, a little later).
+    // --count is at most 2^48 and --queues 64 (checked): this cannot
+    // overflow, and saturating would only mean "not yet".
+    let expected = args.count.map(|c| c.saturating_mul(u64::from(run.queues)));
+    let arrived = || {
+        expected.is_some_and(|n| {
+            let got = crew.rx_now();
+            (if plan.message.is_some() {
+                got.messages
+            } else {
+                got.frames
+            }) >= n
+        })
+    };
+    let senders_done = || {
+        if here.tx {
+            crew.tx.iter().all(Worker::is_finished)
+        } else {
+            arrived()
+        }
+    };
+    let window = session.measure(&crew, true, &senders_done)?;
+    session.await_peer(&crew, &arrived);
+    session.finish(crew, window, Drain::UntilQuiet)
+}
+
+/// Writes what the workers captured (`--pcap`); a failure is told on
+/// stderr and costs nothing of the result.
+fn write_pcap(
+    file: crate::pcap::PcapFile,
+    path: &crate::path::PathPlan,
+    measured: &crate::session::Measured<TxSummary, RxSummary>,
+) {
+    use crate::pcap::Side;
+    let tx = Side {
+        iface: &path.tx.iface,
+        captures: kept(&measured.tx.summaries, |s| &s.capture),
+    };
+    let rx = Side {
+        iface: &path.rx.iface,
+        captures: kept(&measured.rx.summaries, |s| &s.capture),
+    };
+    let shown = file.path().display().to_string();
+    match file.write(&tx, &rx) {
+        Ok(w) => eprintln!(
+            "linerate: wrote {} frames sent and {} received to {shown} (pcapng; `{}` decodes them)",
+            w.sent,
+            w.received,
+            crate::sh::shown(&["tshark", "-r", &shown])
+        ),
+        Err(e) => eprintln!("linerate: warning: {e:#}; the run's figures are not affected"),
+    }
+}
+
+/// The captures a side's workers kept.
+fn kept<S>(summaries: &[S], capture: impl Fn(&S) -> &Option<Capture>) -> Vec<&Capture> {
+    summaries
+        .iter()
+        .filter_map(|s| capture(s).as_ref())
+        .collect()
+}

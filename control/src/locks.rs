@@ -83,7 +83,11 @@ fn mark(f: &mut File, path: &std::path::Path) -> Result<()> {
 /// Takes the exclusive, non-blocking lock of `name`; `busy(pid)` says
 /// why it cannot be had. With `unlink`, the file goes when the lock is
 /// released; a lock taken on a file that went meanwhile is taken again.
-pub(crate) fn try_exclusive(name: &str, unlink: bool, busy: impl FnOnce(String) -> String) -> Result<Held> {
+pub(crate) fn try_exclusive(
+    name: &str,
+    unlink: bool,
+    busy: impl FnOnce(String) -> String,
+) -> Result<Held> {
     use std::os::unix::fs::MetadataExt;
     let p = lock_path(name);
     for _ in 0..100 {

@@ -17,7 +17,9 @@ use linerate_datapath::{
 };
 use linerate_ebpf::Steering;
 
-use super::contract::{Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
+use super::contract::{
+    Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig, SideWorkers,
+};
 use crate::path::PathEnd;
 
 /// The AF_XDP engine.

@@ -35,17 +35,13 @@ mod xdp_only;
 
 use std::sync::Arc;
 
-pub use contract::{
-    Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig, SideWorkers,
-};
+pub use contract::{Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
 
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use linerate_datapath::{worker::GenCredit, xsk::Credits};
 
-use crate::{
-    cli::{BackendArg, RrArgs, RunArgs, RxEngineArg, StreamArgs, TxEngineArg},
-};
+use crate::cli::{BackendArg, RrArgs, RunArgs, RxEngineArg, StreamArgs, TxEngineArg};
 
 /// The engine `--backend` names: the registry of engines.
 pub fn backend(arg: BackendArg) -> &'static dyn Engine {

@@ -6,7 +6,6 @@
 //! own and the interface counters can be checked against linerate's. Each
 //! veth has a qdisc, so that a full peer pushes back instead of dropping.
 
-
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 

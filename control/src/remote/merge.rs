@@ -6,12 +6,12 @@
 
 use crate::{
     cpu::Host,
+    results::rr::{transaction_mb_s, RrResult, SideCpu},
+    results::stream::{FrameAccounting, StreamResult},
     results::{
         parts::WorkerReport,
         two_host::{self, Agents},
     },
-    results::rr::{transaction_mb_s, RrResult, SideCpu},
-    results::stream::{FrameAccounting, StreamResult},
 };
 
 /// The workers of `side` in a side's result.

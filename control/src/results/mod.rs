@@ -19,11 +19,11 @@
 //!   read from a typed result.
 
 pub mod latency;
-pub mod rr;
-pub mod rr_table;
-pub mod stream;
-pub mod stream_table;
 pub mod metrics;
 pub mod parts;
+pub mod rr;
+pub mod rr_table;
 pub mod run;
+pub mod stream;
+pub mod stream_table;
 pub mod two_host;

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use linerate_datapath::stats::CounterSnapshot;
 
 use super::rr::{RrResult, SideCpu};
-use crate::{cpu::Host, results::two_host, results::stream_table::thousands};
+use crate::{cpu::Host, results::stream_table::thousands, results::two_host};
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))

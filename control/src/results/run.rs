@@ -7,11 +7,8 @@ use serde_json::Value;
 
 use super::two_host::{self, Agents};
 use crate::{
-    environment::Environment,
-    results::rr::RrResult,
-    results::rr_table as rr_output,
-    results::stream::StreamResult,
-    results::stream_table as stream_output,
+    environment::Environment, results::rr::RrResult, results::rr_table as rr_output,
+    results::stream::StreamResult, results::stream_table as stream_output,
 };
 
 /// The result of a `stream` or an `rr` run, local or across two hosts.

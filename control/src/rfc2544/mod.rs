@@ -26,9 +26,9 @@ use serde_json::{Map, Value};
 use crate::{
     cli::{Cli, Command, Rfc2544Args, StreamArgs},
     output,
+    plan::stream::{self as plan, StreamPlan},
     results::run::RunResult,
     session,
-    plan::stream::{self as plan, StreamPlan},
     sweep::{self, store, Record, RESULTS},
 };
 use report::{check_values, Test};

@@ -11,9 +11,9 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    plan::stream::StreamPlan,
     results::latency::Latency,
     results::stream::StreamResult,
-    plan::stream::StreamPlan,
     stream::{self, search},
 };
 

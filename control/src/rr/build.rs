@@ -5,12 +5,12 @@ use hdrhistogram::Histogram;
 use linerate_datapath::worker::{RrSummary, WaitMode, MAX_LATENCY_NS};
 
 use crate::{
+    cli::ResponderArg,
     plan::rr::RrPlan,
     results::rr::{
         transaction_mb_s, Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions,
         XdpCounters,
     },
-    cli::ResponderArg,
     session::{placement, Ends, Measured, WorkerNames},
 };
 

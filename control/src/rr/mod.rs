@@ -4,7 +4,6 @@
 //! HdrHistogram. The session runs the phases every run shares; [`build`]
 //! turns what was measured into the result.
 
-
 mod build;
 mod command;
 mod run;

@@ -1,7 +1,6 @@
 //! Runs a planned rr test: prepares, starts, measures, drains and builds
 //! its result.
 
-
 use std::{
     sync::{atomic::AtomicBool, Arc},
     time::Duration,
@@ -19,7 +18,6 @@ use crate::{
     engine::{Io, RrConfig, SideWorkers},
     session::{steering_config, Drain, Ends, Peer, Prepare, Session},
 };
-
 
 /// How long responders keep answering after the clients stop.
 const ANSWER_LAST: Duration = Duration::from_millis(20);

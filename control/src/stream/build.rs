@@ -8,8 +8,8 @@ use linerate_datapath::{
 
 use crate::{
     plan::stream::StreamPlan,
-    results::stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     results::latency::Latency,
+    results::stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     session::{placement, Ends, Measured, WorkerNames},
 };
 

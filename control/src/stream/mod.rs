@@ -3,7 +3,6 @@
 //! engines (`--backend`) start the workers; the session runs the phases
 //! every run shares; [`build`] turns what was measured into the result.
 
-
 mod build;
 mod command;
 mod run;

@@ -1,7 +1,6 @@
 //! Runs a planned stream: prepares, starts, measures, drains and builds
 //! its result.
 
-
 use std::sync::{atomic::AtomicBool, Arc};
 
 use anyhow::Result;
@@ -18,7 +17,6 @@ use crate::{
     engine::{Io, ReceiverConfig, SenderConfig, SideWorkers},
     session::{steering_config, Crew, Drain, Ends, Measured, Peer, Prepare, Session},
 };
-
 
 /// Runs a planned stream. `interrupted` is set by Ctrl-C/SIGTERM: the run
 /// then ends early and reports what it measured.

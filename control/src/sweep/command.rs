@@ -5,7 +5,12 @@ use std::{process::ExitCode, sync::atomic::Ordering};
 
 use anyhow::{Context, Result};
 
-use super::{presets, spec::SweepSpec, Size, SweepOptions};
+use super::{
+    presets,
+    run::{available_memory, bytes_per_point, run},
+    saved::{default_dir, resume_inputs, Size, SweepOptions, SPEC},
+    spec::SweepSpec,
+};
 use crate::{cli::SweepArgs, output, privilege, request, session};
 
 /// `linerate sweep`.
@@ -22,14 +27,14 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     let given = request::given_path(&args);
     let (text, label, dir, opts) = match &args.resume {
         Some(dir) => {
-            let (text, mut opts) = super::resume_inputs(dir)?;
+            let (text, mut opts) = resume_inputs(dir)?;
             // Never ignored: options given with --resume replace the saved.
             if let Some(note) = opts.override_path(&given) {
                 eprintln!("linerate: {note}");
             }
             (
                 text,
-                dir.join(super::SPEC).display().to_string(),
+                dir.join(SPEC).display().to_string(),
                 dir.clone(),
                 opts,
             )
@@ -54,10 +59,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
                 .iter()
                 .flat_map(|(flag, value)| [flag.to_string(), value.clone()])
                 .collect();
-            let dir = args
-                .out
-                .clone()
-                .unwrap_or_else(|| super::default_dir(&name));
+            let dir = args.out.clone().unwrap_or_else(|| default_dir(&name));
             (
                 text,
                 label,
@@ -73,11 +75,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     let spec = SweepSpec::parse(&text, &label)?;
     let size = Size::of(&spec, opts.quick)?;
     size.check(&label, args.max_points)?;
-    size.check_memory(
-        &label,
-        super::bytes_per_point(&spec),
-        super::available_memory(),
-    )?;
+    size.check_memory(&label, bytes_per_point(&spec), available_memory())?;
     // A controller of agents needs no privileges of its own.
     if !request::names_agents(&opts.extra) {
         privilege::require_root("linerate sweep")?;
@@ -86,7 +84,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     // included.
     let interrupted = session::on_signal()?;
     eprintln!("linerate: sweep results go to {}", dir.display());
-    let outcome = super::run(
+    let outcome = run(
         &text,
         &label,
         &dir,

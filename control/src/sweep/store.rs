@@ -9,7 +9,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::Record;
+use super::saved::Record;
 use crate::files;
 
 /// The most of results.jsonl a report or a resume reads (about 200,000

@@ -11,7 +11,12 @@ use std::{collections::HashMap, fmt::Write as _, path::Path, process::ExitCode};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use super::{fmt_num, load, md, Data, Loaded, COLS};
+use super::{
+    data::{Data, COLS},
+    load::{load, Loaded},
+    md,
+    tables::fmt_num,
+};
 use crate::sweep::{
     stats::{Spread, Verdict},
     store::write_atomic,

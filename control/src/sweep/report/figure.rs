@@ -10,9 +10,9 @@ use anyhow::{anyhow, Result};
 use plotters::{prelude::*, style::register_font};
 
 use super::{
-    num, reference,
+    data::{num, Data, Series},
+    reference,
     scale::{axis_title, series_name, tick, tick_label},
-    Data, Series,
 };
 use crate::{
     results::metrics::Metric,

@@ -7,7 +7,12 @@ use std::fmt::Write as _;
 
 use toml::Value as Tv;
 
-use super::{cell, label_text, md, num, scale::tick_label, Data, Series};
+use super::{
+    data::{num, Data, Series},
+    md,
+    scale::tick_label,
+    tables::{cell, label_text},
+};
 use crate::{
     results::metrics::Metric,
     sweep::{

@@ -2,7 +2,7 @@
 //! (8 KB, 1 MB), counts without decimals and with their thousands
 //! grouped, lines named by their axis ("MTU 1500").
 
-use super::num;
+use super::data::num;
 use crate::sweep::spec::{show, Part};
 
 /// An axis as an axis title names it.

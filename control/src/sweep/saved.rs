@@ -1,0 +1,294 @@
+//! What a sweep keeps in its directory: the sweep file as run, how it was
+//! run (options.json), one record per finished run (results.jsonl), and
+//! the size of the sweep counted from its axes.
+
+use std::{
+    collections::HashSet,
+    fs,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{expand, spec::SweepSpec};
+use crate::{request::PATH_OPTIONS, results::run::RunResult};
+
+/// Results, one JSON object per line, appended as points finish.
+pub const RESULTS: &str = "results.jsonl";
+
+/// The sweep file as run.
+pub const SPEC: &str = "spec.toml";
+
+/// How it was run (quick, extra options), for --resume.
+pub const OPTIONS: &str = "options.json";
+
+/// How a sweep runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SweepOptions {
+    /// Short durations and one repeat.
+    pub quick: bool,
+    /// Options added to every point (--lab, --tx-iface...).
+    pub extra: Vec<String>,
+}
+
+impl SweepOptions {
+    /// Puts the path options given with --resume in place of the saved
+    /// ones (--lab replaces saved interfaces, an interface a saved --lab);
+    /// returns the note saying so, None when none was given.
+    pub fn override_path(&mut self, given: &[(&str, String)]) -> Option<String> {
+        if given.is_empty() {
+            return None;
+        }
+        let replaced: HashSet<&str> = given
+            .iter()
+            .flat_map(|(flag, _)| {
+                PATH_OPTIONS
+                    .iter()
+                    .filter(move |(f, _)| f == flag)
+                    .flat_map(|(_, r)| r.iter().copied())
+            })
+            .collect();
+        let mut kept = Vec::new();
+        let mut dropped = Vec::new();
+        let mut it = self.extra.iter();
+        while let Some(flag) = it.next() {
+            let pair: Vec<String> = std::iter::once(flag.clone())
+                .chain(
+                    PATH_OPTIONS
+                        .iter()
+                        .any(|(f, _)| f == flag)
+                        .then(|| it.next().cloned())
+                        .flatten(),
+                )
+                .collect();
+            if replaced.contains(flag.as_str()) {
+                dropped.extend(pair);
+            } else {
+                kept.extend(pair);
+            }
+        }
+        let now: Vec<String> = given
+            .iter()
+            .flat_map(|(f, v)| [f.to_string(), v.clone()])
+            .collect();
+        kept.extend(now.iter().cloned());
+        self.extra = kept;
+        let saved = if dropped.is_empty() {
+            "saved default (the lab lr, when no interface is saved)".to_string()
+        } else {
+            format!("saved `{}`", crate::sh::shown(&dropped))
+        };
+        Some(format!(
+            "resuming with `{}` instead of the {saved}; {OPTIONS} now says so for the next --resume",
+            crate::sh::shown(&now)
+        ))
+    }
+}
+
+/// One line of results.jsonl.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// Part index.
+    pub part: usize,
+    /// Point index within the part.
+    pub point: usize,
+    /// Repeat number.
+    pub repeat: u32,
+    /// The point's axis values.
+    pub values: serde_json::Map<String, Value>,
+    /// The run's result (the command's --json output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<RunResult>,
+    /// Why the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Memory a finished run takes until the sweep ends: the report's figures
+/// of it (a dozen metrics), its data path's name, its place in the set of
+/// finished runs, and the allocator's overhead.
+pub const RUN_BYTES: u64 = 256;
+
+/// A point's axis values as its records hold them.
+pub fn record_values(p: &expand::Point) -> serde_json::Map<String, Value> {
+    p.values
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
+        .collect()
+}
+
+/// The size of a sweep, counted from its axes' lengths (nothing expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Size {
+    /// Points of each part.
+    pub per_part: Vec<u64>,
+    /// Points in all.
+    pub points: u64,
+    /// Repeats of each point.
+    pub repeats: u32,
+}
+
+impl Size {
+    /// Counts the points of `spec` (one repeat each with `quick`).
+    pub fn of(spec: &SweepSpec, quick: bool) -> Result<Self> {
+        let too_many = || {
+            anyhow::anyhow!(
+                "the sweep has more than {} points: use fewer axis values",
+                u64::MAX
+            )
+        };
+        let per_part = spec
+            .parts
+            .iter()
+            .map(|part| {
+                part.axes
+                    .iter()
+                    .try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64))
+                    .ok_or_else(too_many)
+            })
+            .collect::<Result<Vec<u64>>>()?;
+        let points = per_part
+            .iter()
+            .try_fold(0u64, |n, p| n.checked_add(*p))
+            .ok_or_else(too_many)?;
+        Ok(Self {
+            per_part,
+            points,
+            repeats: if quick { 1 } else { spec.repeats },
+        })
+    }
+
+    /// Refuses more than `max` points, before anything is expanded.
+    pub fn check(&self, file: &str, max: u64) -> Result<()> {
+        if self.points > max {
+            let parts: Vec<String> = self.per_part.iter().map(u64::to_string).collect();
+            bail!(
+                "{file}: {} points ({} per part) x {} repeat(s) is more than the {max} points a sweep runs without asking: give --max-points {} to run them all, or use fewer axis values",
+                self.points,
+                parts.join(" + "),
+                self.repeats,
+                self.points
+            );
+        }
+        Ok(())
+    }
+
+    /// Refuses a sweep whose points would not fit in `available` bytes of
+    /// memory at `per_point` bytes each (see [`bytes_per_point`]), whatever
+    /// --max-points allows; None (not known): not checked.
+    pub fn check_memory(&self, file: &str, per_point: u64, available: Option<u64>) -> Result<()> {
+        let Some(available) = available else {
+            return Ok(());
+        };
+        let need = self
+            .points
+            .saturating_mul(per_point)
+            .saturating_add(self.runs().saturating_mul(RUN_BYTES));
+        if need > available {
+            bail!(
+                "{file}: {} points x {} repeat(s) would hold about {} MiB in memory (about {per_point} bytes per point and {RUN_BYTES} per run), more than the {} MiB available (MemAvailable in /proc/meminfo): use fewer axis values, or split the sweep into several files",
+                self.points,
+                self.repeats,
+                need.div_ceil(1 << 20),
+                available / (1 << 20)
+            );
+        }
+        Ok(())
+    }
+
+    /// Runs in all.
+    pub fn runs(&self) -> u64 {
+        self.points.saturating_mul(u64::from(self.repeats))
+    }
+}
+
+/// Checks that a record of `spec` holds its point's axis values (a record
+/// of another sweep with the same part and point numbers is not this
+/// point's).
+pub fn check_values(spec: &SweepSpec, r: &Record) -> std::result::Result<(), String> {
+    let want = spec
+        .parts
+        .get(r.part)
+        .and_then(|part| expand::point(r.part, part, r.point))
+        .map(|p| record_values(&p));
+    match want {
+        Some(want) if want == r.values => Ok(()),
+        Some(want) => Err(format!(
+            "a record of point {} of part {} with the values {} but that point has {}: a record of another sweep",
+            r.point,
+            r.part + 1,
+            Value::Object(r.values.clone()),
+            Value::Object(want)
+        )),
+        None => Err(format!(
+            "a record of point {} of part {}, which the sweep does not have",
+            r.point,
+            r.part + 1
+        )),
+    }
+}
+
+/// The sweep file and options of an existing sweep directory; one
+/// without its options is refused (resuming it on a default lab would run
+/// on the wrong path).
+pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
+    // Only files of the user running linerate, never through a link: a
+    // directory someone else prepared chooses nothing.
+    let spec = dir.join(SPEC);
+    let Some(text) = crate::files::read_regular(&spec, MAX_SPEC, true)? else {
+        bail!(
+            "{} holds no {SPEC}: is it a sweep directory?",
+            dir.display()
+        );
+    };
+    let text =
+        String::from_utf8(text).with_context(|| format!("{} is not UTF-8", spec.display()))?;
+    if text.trim().is_empty() {
+        bail!("{} is empty", spec.display());
+    }
+    let path = dir.join(OPTIONS);
+    let o = match crate::files::read_regular(&path, MAX_OPTIONS, true)? {
+        Some(o) => String::from_utf8_lossy(&o).into_owned(),
+        None => bail!(
+            "{} holds {SPEC} but no readable {OPTIONS}: how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `{} --out NEW_DIR` and the options it needs",
+            dir.display(),
+            crate::sh::shown(&["linerate", "sweep", &spec.display().to_string()])
+        ),
+    };
+    let opts = serde_json::from_str(&o).with_context(|| {
+        format!(
+            "{} is not the options of a sweep (it is written as the sweep starts)",
+            path.display()
+        )
+    })?;
+    Ok((text, opts))
+}
+
+/// The most of a sweep file linerate reads.
+pub const MAX_SPEC: u64 = 16 << 20;
+
+/// The most of options.json linerate reads.
+pub const MAX_OPTIONS: u64 = 1 << 20;
+
+/// Creates an output directory (and its parents) only its owner can
+/// write: 0755 at most, less with the umask.
+pub fn create_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}
+
+/// A new output directory name: sweeps/NAME-DATE.
+pub fn default_dir(name: &str) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "")
+        .trim_end_matches('Z')
+        .to_string();
+    PathBuf::from("sweeps").join(format!("{name}-{stamp}"))
+}

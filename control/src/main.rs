@@ -88,7 +88,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         output::check()?;
     }
     match cli.command {
-        Command::Lab { action } => lab::command(action),
+        Command::Lab { action } => lab::command::command(action),
         Command::Doctor(args) => doctor::command(&args),
         Command::Sweep(args) => sweep::command(args),
         Command::Report { dir, compare, .. } if compare.is_none() && rfc2544::is_run_dir(&dir) => {

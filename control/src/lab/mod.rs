@@ -2,8 +2,7 @@
 //! addresses from 198.18.0.0/15 (RFC 2544's benchmarking range):
 //! `topology` makes and checks it, `command` is `linerate lab`.
 
-mod command;
+pub mod command;
 mod topology;
 
-pub use command::command;
 pub use topology::Lab;

@@ -1,7 +1,13 @@
 //! The allow-list: which interfaces and namespaces this agent serves,
 //! and the refusal that says how to allow one.
 
-use super::*;
+use super::{runs::run_sides, server::error, state::Shared};
+use crate::{
+    cli::{parse_iface, parse_netns, AllowedIface},
+    request,
+};
+use axum::{http::StatusCode, response::Response};
+use std::os::unix::fs::MetadataExt;
 
 /// `s` as a shell word (names may hold any character but '/' and
 /// whitespace: `q;id>pw;#` is one).

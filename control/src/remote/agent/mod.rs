@@ -15,176 +15,25 @@ mod allow;
 mod routes;
 mod runs;
 mod server;
+mod state;
 
-use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::SocketAddr,
-    os::unix::fs::MetadataExt,
-    path::PathBuf,
-    process::{Child, ChildStdin, Command, Stdio},
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex, MutexGuard,
-    },
-    thread,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
-};
+use std::sync::{atomic::AtomicU64, Arc, Mutex};
 
 use anyhow::{Context, Result};
-use axum::{
-    body::Body,
-    extract::{
-        rejection::JsonRejection, ConnectInfo, DefaultBodyLimit, Path, Query, Request, State,
-    },
-    http::{header, StatusCode},
-    middleware::{self, Next},
-    response::{IntoResponse, Response},
-    routing::{get, post},
-    Json, Router,
-};
-use nix::{sys::signal, unistd::Pid};
-use serde::Deserialize;
 
-use self::{allow::*, routes::*, runs::*, server::*};
+use self::{
+    allow::{default_allowed, ns_id},
+    routes::router,
+    server::accept,
+    state::{Shared, BODY_LIMIT, FD_RESERVE},
+};
+
 use super::{
-    api::{self, ApiError, Created, Holder, RunRequest, RunStatus},
-    metrics, token,
-};
-use crate::{
-    cli::{parse_iface, parse_netns, AgentServeArgs, AllowedIface, DoctorArgs, LabName, RoleArg},
-    request,
+    api::{self},
+    token,
 };
 
-/// After SIGTERM, how long a child gets before SIGKILL.
-const KILL_AFTER: Duration = Duration::from_secs(5);
-/// Leases the agent accepts.
-const LEASE_MS: std::ops::RangeInclusive<u64> = 500..=120_000;
-/// Lines of a child's stderr kept for error messages.
-const TAIL: usize = 20;
-/// Largest request body (a run request is well under a kilobyte).
-pub const BODY_LIMIT: usize = 64 * 1024;
-/// A body over BODY_LIMIT is read (and dropped) up to this before the 413.
-const DRAIN_LIMIT: usize = 1024 * 1024;
-/// Connections over the cap that get a second to read their 503.
-const LINGERING: usize = 32;
-/// Open files kept free of connections: the runs' pipes, the doctor, logs.
-const FD_RESERVE: u64 = 256 + LINGERING as u64;
-
-/// The agent's state: its token, what it may touch, and the one run it
-/// may have.
-struct Shared {
-    token: String,
-    exe: PathBuf,
-    run: Mutex<Option<Slot>>,
-    seq: AtomicU64,
-    /// The interfaces requests may name.
-    allow: Vec<AllowedIface>,
-    /// Whether run requests may pass --force.
-    allow_force: bool,
-    /// The agent's own network namespace (device, inode).
-    own_ns: Option<(u64, u64)>,
-    /// A request's time limit (body and answer).
-    request_timeout: Duration,
-}
-
-/// A run, going or ended (kept until the next one replaces it).
-struct Slot {
-    id: String,
-    test: String,
-    role: String,
-    /// When it was started, and from which address.
-    started: SystemTime,
-    by: SocketAddr,
-    /// The last stop request: from where, and how.
-    stopped_by: Option<String>,
-    state: &'static str,
-    pid: i32,
-    stdin: Option<ChildStdin>,
-    lease: Duration,
-    lease_until: Instant,
-    /// Why the agent ends the child, once it decided to.
-    ending: Option<String>,
-    live: Option<crate::results::parts::Live>,
-    result: Option<crate::results::run::RunResult>,
-    error: Option<String>,
-    exit_code: Option<i32>,
-    tail: Vec<String>,
-}
-
-impl Slot {
-    fn active(&self) -> bool {
-        self.state == "running"
-    }
-
-    fn status(&self) -> RunStatus {
-        RunStatus {
-            id: self.id.clone(),
-            test: self.test.clone(),
-            role: self.role.clone(),
-            state: self.state.to_string(),
-            result: self.result.clone(),
-            error: self.error.clone(),
-            exit_code: self.exit_code,
-            stopped_by: self.stopped_by.clone(),
-        }
-    }
-
-    fn holder(&self) -> Holder {
-        Holder {
-            id: self.id.clone(),
-            test: self.test.clone(),
-            role: self.role.clone(),
-            since_unix_ns: self
-                .started
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
-            by: self.by.to_string(),
-        }
-    }
-
-    /// "run ID (stream rx, started TIME, Ns ago, by ADDR)".
-    fn describe(&self) -> String {
-        let ago = self.started.elapsed().unwrap_or_default().as_secs_f64();
-        format!(
-            "run {} ({} {}, started {} UTC, {ago:.1} s ago, by {})",
-            self.id,
-            self.test,
-            self.role,
-            humantime::format_rfc3339_seconds(self.started)
-                .to_string()
-                .trim_end_matches('Z')
-                .replace('T', " "),
-            self.by
-        )
-    }
-}
-
-impl Shared {
-    fn slot(&self) -> MutexGuard<'_, Option<Slot>> {
-        self.run.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Asks the running child, if any, to end now; waits for it, bounded.
-    fn end_run(&self, why: &str) {
-        let active = {
-            let mut g = self.slot();
-            match g.as_mut().filter(|s| s.active()) {
-                Some(s) => {
-                    s.ending.get_or_insert_with(|| why.to_string());
-                    true
-                }
-                None => false,
-            }
-        };
-        if !active {
-            return;
-        }
-        let end = Instant::now() + KILL_AFTER + Duration::from_secs(2);
-        while Instant::now() < end && self.slot().as_ref().is_some_and(Slot::active) {
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
+use crate::cli::AgentServeArgs;
 
 /// Raises the open-file limit to its hard limit; returns the limit now.
 fn raise_nofile() -> u64 {
@@ -268,7 +117,16 @@ pub fn serve(a: &AgentServeArgs) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::{
+        path::PathBuf,
+        sync::{atomic::AtomicU64, Mutex},
+        time::Duration,
+    };
+
+    use super::super::api::{self, RunRequest};
+    use super::{allow::*, runs::*, state::*};
+    use crate::cli::AllowedIface;
+    use crate::request;
 
     fn agent(allow: Vec<AllowedIface>, allow_force: bool) -> Shared {
         Shared {
@@ -428,7 +286,7 @@ mod tests {
         let mut r = request("lr-b0", Some("lr-b"), &[]);
         r.start_at_ns = u64::MAX;
         assert!(check_fields(&r).unwrap_err().contains("start_at_ns"));
-        r.start_at_ns = routes::unix_ns() + 5_000_000_000;
+        r.start_at_ns = unix_ns() + 5_000_000_000;
         check_fields(&r).unwrap();
     }
 

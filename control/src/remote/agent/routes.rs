@@ -1,7 +1,28 @@
 //! The API's routes, and the endpoints that read this host (version,
 //! clock, interfaces, doctor, /metrics); the run endpoints are in `runs`.
 
-use super::*;
+use super::super::{
+    api::{self},
+    metrics,
+};
+use super::{
+    allow::refuse_where,
+    runs::{busy, create, lease, status, stop, unix_ns},
+    server::{auth, deadline, error, json_errors, oversized},
+    state::{Shared, BODY_LIMIT},
+};
+use crate::cli::{DoctorArgs, LabName};
+use anyhow::Result;
+use axum::{
+    extract::{DefaultBodyLimit, Path, Query, State},
+    http::{header, StatusCode},
+    middleware::{self},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use serde::Deserialize;
+use std::sync::Arc;
 
 pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
@@ -30,12 +51,6 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
 
 pub(super) async fn version() -> Json<api::Version> {
     Json(api::Version::ours())
-}
-
-pub(super) fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 pub(super) async fn clock() -> Json<api::Clock> {

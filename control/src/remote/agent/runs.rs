@@ -2,7 +2,35 @@
 //! its lease, its output and live counters, and the run endpoints
 //! (create, status, lease, stop).
 
-use super::*;
+use super::super::api::{self, ApiError, Created, RunRequest};
+use super::{
+    server::{error, too_large},
+    state::{Shared, Slot, KILL_AFTER, LEASE_MS, TAIL},
+};
+use crate::{cli::RoleArg, request};
+use anyhow::Result;
+use axum::{
+    extract::{rejection::JsonRejection, ConnectInfo, Path, Query, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use nix::{sys::signal, unistd::Pid};
+use serde::Deserialize;
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::SocketAddr,
+    process::{Child, Command, Stdio},
+    sync::{atomic::Ordering, Arc, MutexGuard},
+    thread,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+pub(super) fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
 
 /// The interfaces (and namespaces) a run would use: its --tx-iface and
 /// --rx-iface, or without them the lab's.

@@ -1,7 +1,17 @@
 //! The accept loop and its limits: a connection cap (refused with a JSON
 //! 503), the request deadline, the body limit, JSON errors and the token.
 
-use super::*;
+use super::super::{api::ApiError, token};
+use super::state::{Shared, BODY_LIMIT, DRAIN_LIMIT, LINGERING};
+use axum::{
+    body::Body,
+    extract::{ConnectInfo, Request, State},
+    http::{header, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Response},
+    Json, Router,
+};
+use std::{sync::Arc, time::Duration};
 
 /// Accepts connections until Ctrl-C or SIGTERM: at most `cap` at once
 /// (one more is answered 503 and closed at once), each closed when it

@@ -28,13 +28,14 @@ use linerate_ebpf::{GenFlowCounters, GenMessage, Generator, GeneratorConfig};
 
 use super::{place, spawn_with, tx::TxSummary, Placement, StopSignal, Worker, WorkerError};
 use crate::{
+    binding::BindMode,
     clock::monotonic_ns,
     frame::{FrameSpec, HEADER_OFFSET, MIN_LEN},
     geometry::Geometry,
     message::Fragmentation,
     mix::SizeMix,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{BindMode, Credits},
+    xsk::Credits,
 };
 
 /// Repetitions per call: ~50 ms of sending at 5 Mpps, less when paced

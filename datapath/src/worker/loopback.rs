@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     frame::{Endpoint, FrameSpec},
-    geometry::Geometry,
+    geometry::{Geometry, SMALL_CHUNK_SIZE},
     header::Kind,
     message::Fragmentation,
     mix::SizeMix,
@@ -32,7 +32,7 @@ use crate::{
         loopback,
     },
     stats::WorkerCounters,
-    xsk::{SocketOptions, ZeroCopy, SMALL_CHUNK_SIZE},
+    xsk::{SocketOptions, ZeroCopy},
 };
 
 const RESPONDER_PORT: u16 = 7000;

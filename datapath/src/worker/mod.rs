@@ -32,8 +32,8 @@ pub use transactions::{ClientConfig, MAX_LATENCY_NS};
 pub use tx::{spawn_tx, TxSummary, TxWorkerConfig};
 
 use crate::{
+    binding::{BindMode, XskError},
     stats::WorkerCounters,
-    xsk::{BindMode, XskError},
 };
 
 /// How a worker waits when its ring has nothing for it.

@@ -16,13 +16,14 @@ use super::{
     Placement, Setup, StopSignal, WaitMode, Worker, WorkerError, MAX_FLOWS,
 };
 use crate::{
+    binding::{XskError, XskStats},
     clock::monotonic_ns,
     frame::{parse, FrameSpec},
     header::Kind,
     message::{Fragmentation, MessageTracker},
     port::{Receive, Transmit},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{DuplexPort, SocketOptions, XskError, XskStats},
+    xsk::{DuplexPort, SocketOptions},
 };
 
 /// Everything a request/response worker needs.

@@ -7,9 +7,10 @@ use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerEr
 use crate::{
     capture::Capture,
     clock::monotonic_ns,
+    geometry::CHUNK_DATA,
     port::{Receive, RxFrame},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{Acks, Credits, RxPort, SocketOptions, CHUNK_DATA},
+    xsk::{Acks, Credits, RxPort, SocketOptions},
 };
 
 /// Called in the worker's thread once its socket is bound and the fill

@@ -26,7 +26,11 @@ use std::{
 
 use linerate_ebpf::{GenFlowCounters, GenMessage, Generator, GeneratorConfig};
 
-use super::{place, spawn_with, tx::TxSummary, Placement, StopSignal, Worker, WorkerError};
+use super::{
+    error::WorkerError,
+    spawn::{place, spawn_with, Placement, StopSignal, Worker},
+    tx::TxSummary,
+};
 use crate::{
     binding::BindMode,
     clock::monotonic_ns,

@@ -17,9 +17,12 @@ use std::{
 use super::{
     flows::RxSummary,
     gen::{GenAccounting, GenWorkerConfig},
-    rr, rx,
+    rr::{self, RrSummary, RrWorkerConfig},
+    rx,
+    spawn::{Placement, StopSignal},
     transactions::ClientConfig,
-    tx, Placement, RrSummary, RrWorkerConfig, StopSignal, TxSummary, TxWorkerConfig, WaitMode,
+    tx::{self, TxSummary, TxWorkerConfig},
+    wait::WaitMode,
 };
 use crate::{
     frame::{Endpoint, FrameSpec},

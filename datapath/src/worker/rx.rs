@@ -3,7 +3,11 @@
 use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};
 
 use super::flows::{FlowTable, RxSummary};
-use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{
+    error::{alive, WorkerError},
+    spawn::{spawn_with, Placement, StopSignal, Worker},
+    wait::WaitMode,
+};
 use crate::{
     capture::Capture,
     clock::monotonic_ns,

@@ -5,7 +5,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{
+    error::{alive, WorkerError},
+    spawn::{spawn_with, Placement, StopSignal, Worker},
+    wait::WaitMode,
+};
 use crate::{
     binding::XskStats,
     capture::Capture,

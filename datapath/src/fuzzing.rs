@@ -7,13 +7,13 @@
 use std::net::Ipv4Addr;
 
 use crate::{
+    binding::XskStats,
     frame::{Endpoint, FrameSpec, HEADER_OFFSET},
     header::{Fragment, Kind, FRAGMENT_LEN, MESSAGE_HEADER_LEN},
     kernel::records::{RecordHead, RecordParser},
     message::{MessageTracker, Outcome},
     stats::CounterSnapshot,
     worker::FlowTable,
-    xsk::XskStats,
 };
 
 /// The longest frame a fuzz input makes (a jumbo frame's first buffer).

@@ -14,8 +14,38 @@ use crate::{
     },
     header::{HEADER_LEN, MESSAGE_HEADER_LEN},
     message::{Fragmentation, MessageError},
-    xsk::{chunk_data, chunk_size_for, CHUNK_DATA, CHUNK_SIZE, SMALL_CHUNK_SIZE},
 };
+
+/// The largest UMEM chunk. 4096 is the largest the kernel accepts here;
+/// frames longer than one chunk travel as several descriptors
+/// (multi-buffer).
+pub const CHUNK_SIZE: u32 = 4096;
+/// Bytes of packet data the largest chunk holds after the kernel's XDP
+/// headroom: how multi-buffer frames are cut.
+pub const CHUNK_DATA: usize = chunk_data(CHUNK_SIZE);
+/// The smallest chunk the kernel accepts, for frames that fit in it.
+pub const SMALL_CHUNK_SIZE: u32 = 2048;
+const XDP_PACKET_HEADROOM: u32 = 256;
+
+/// Bytes of packet data a chunk of `chunk_size` bytes holds.
+pub const fn chunk_data(chunk_size: u32) -> usize {
+    chunk_size.saturating_sub(XDP_PACKET_HEADROOM) as usize
+}
+
+/// The UMEM chunk for frames of at most `max_frame` bytes (FCS excluded):
+/// 2048 when one holds them, 4096 otherwise.
+///
+/// Small chunks halve the receiver's UMEM (16,384 chunks by default) and
+/// put frames at two offsets of each 4 KB page instead of one, so the
+/// kernel's copies into the UMEM spread over twice the cache sets
+/// (measured on veth in copy mode: docs/benchmarks.md, "Levers studied").
+pub fn chunk_size_for(max_frame: usize) -> u32 {
+    if max_frame <= chunk_data(SMALL_CHUNK_SIZE) {
+        SMALL_CHUNK_SIZE
+    } else {
+        CHUNK_SIZE
+    }
+}
 
 /// The UMEM chunk sizes the kernel takes for frames, smallest first; the
 /// largest is the one multi-buffer frames are cut for.
@@ -292,5 +322,16 @@ mod tests {
         assert!(e.to_string().contains("use 4096-byte chunks"), "{e}");
         assert!(!Geometry::multi_buffer(3840));
         assert!(Geometry::multi_buffer(3841));
+    }
+
+    #[test]
+    fn small_chunks_for_frames_that_fit_in_one() {
+        assert_eq!(chunk_data(SMALL_CHUNK_SIZE), 1792);
+        assert_eq!(chunk_data(CHUNK_SIZE), 3840);
+        assert_eq!(chunk_size_for(60), SMALL_CHUNK_SIZE);
+        assert_eq!(chunk_size_for(1514), SMALL_CHUNK_SIZE);
+        assert_eq!(chunk_size_for(1792), SMALL_CHUNK_SIZE);
+        assert_eq!(chunk_size_for(1793), CHUNK_SIZE);
+        assert_eq!(chunk_size_for(9014), CHUNK_SIZE);
     }
 }

@@ -23,8 +23,10 @@ use hdrhistogram::Histogram;
 use crate::{
     clock::monotonic_ns,
     header::{elapsed48, MASK48},
-    worker::MAX_LATENCY_NS,
 };
+
+/// Largest response time the histogram holds: 60 s, in ns.
+pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
 
 /// A receiver's one-way latencies.
 #[derive(Debug, Clone)]

@@ -8,6 +8,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod binding;
 pub mod capture;
 pub mod clock;
 pub mod frame;

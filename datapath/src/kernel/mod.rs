@@ -15,6 +15,7 @@ use std::{net::SocketAddrV4, time::Duration};
 pub use records::{read_datagram, RecordCutter, RecordHead, RecordParser};
 
 use crate::{
+    binding::BindMode,
     message::Fragmentation,
     mix::SizeMix,
     pacing::Pacer,
@@ -23,7 +24,6 @@ use crate::{
         spawn_with, FlowTable, Placement, RxSummary, StopSignal, TxSummary, WaitMode, Worker,
         WorkerError,
     },
-    xsk::BindMode,
 };
 
 /// Socket buffer size asked for (SO_SNDBUFFORCE / SO_RCVBUFFORCE).

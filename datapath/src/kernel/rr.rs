@@ -14,12 +14,10 @@ use nix::{
 };
 
 use crate::{
+    latency::MAX_LATENCY_NS,
     message::Fragmentation,
     stats::{CounterSnapshot, WorkerCounters},
-    worker::{
-        ClientConfig, Placement, RrSummary, StopSignal, WaitMode, Worker, WorkerError,
-        MAX_LATENCY_NS,
-    },
+    worker::{ClientConfig, Placement, RrSummary, StopSignal, WaitMode, Worker, WorkerError},
 };
 
 /// One side of a kernel-stack rr run.

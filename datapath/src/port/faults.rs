@@ -10,7 +10,7 @@ use std::sync::{
 };
 
 use super::{Port, Receive, RxFrame, Transmit};
-use crate::xsk::{XskError, XskStats};
+use crate::binding::{XskError, XskStats};
 
 /// What happens to a faulted frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use std::{
 };
 
 use super::{FrameMut, Port, Receive, RxFrame, Transmit};
-use crate::xsk::XskError;
+use crate::binding::XskError;
 
 #[derive(Debug, Default)]
 struct State {

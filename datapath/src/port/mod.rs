@@ -17,8 +17,8 @@ pub mod faults;
 pub mod loopback;
 mod xsk;
 
+use crate::binding::{XskError, XskStats};
 pub use crate::xsk::RxFrame;
-use crate::xsk::{XskError, XskStats};
 
 /// One frame being prepared for sending, in its TX slot: the slot keeps
 /// the bytes of the last frame sent from it (first the template), so the

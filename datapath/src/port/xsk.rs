@@ -2,7 +2,8 @@
 //! own (inlined, so the loops compile to what they were).
 
 use super::{FrameMut, Port, Receive, RxFrame, Transmit};
-use crate::xsk::{DuplexPort, RxPort, TxFrame, TxPort, XskError, XskStats};
+use crate::binding::{XskError, XskStats};
+use crate::xsk::{DuplexPort, RxPort, TxFrame, TxPort};
 
 impl FrameMut for TxFrame<'_> {
     #[inline]

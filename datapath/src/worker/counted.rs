@@ -9,8 +9,12 @@ use std::{sync::Arc, thread, time::Duration};
 
 use linerate_ebpf::{RxFlowCounters, Steering};
 
-use super::{flows::RxSummary, spawn_with, Placement, StopSignal, Worker, WorkerError};
-use crate::{frame::HEADER_OFFSET, stats::CounterSnapshot, xsk::BindMode};
+use super::{
+    error::WorkerError,
+    flows::RxSummary,
+    spawn::{spawn_with, Placement, StopSignal, Worker},
+};
+use crate::{binding::BindMode, frame::HEADER_OFFSET, stats::CounterSnapshot};
 
 /// How often the worker publishes its flow's counters.
 const PUBLISH_EVERY: Duration = Duration::from_millis(1);

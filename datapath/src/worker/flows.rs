@@ -3,13 +3,13 @@
 //! kernel-socket receivers.
 
 use crate::{
+    binding::XskStats,
     frame::parse,
     header::{Fragment, Header},
     latency::OneWay,
     message::{MessageTracker, Outcome},
     sequence::SequenceTracker,
     stats::CounterSnapshot,
-    xsk::XskStats,
 };
 
 /// Flows a receiver keeps sequence accounting for.

@@ -26,15 +26,20 @@ use std::{
 
 use linerate_ebpf::{GenFlowCounters, GenMessage, Generator, GeneratorConfig};
 
-use super::{place, spawn_with, tx::TxSummary, Placement, StopSignal, Worker, WorkerError};
+use super::{
+    error::WorkerError,
+    spawn::{place, spawn_with, Placement, StopSignal, Worker},
+    tx::TxSummary,
+};
 use crate::{
+    binding::BindMode,
     clock::monotonic_ns,
     frame::{FrameSpec, HEADER_OFFSET, MIN_LEN},
     geometry::Geometry,
     message::Fragmentation,
     mix::SizeMix,
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{BindMode, Credits},
+    xsk::Credits,
 };
 
 /// Repetitions per call: ~50 ms of sending at 5 Mpps, less when paced

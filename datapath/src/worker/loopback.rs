@@ -17,13 +17,16 @@ use std::{
 use super::{
     flows::RxSummary,
     gen::{GenAccounting, GenWorkerConfig},
-    rr, rx,
+    rr::{self, RrSummary, RrWorkerConfig},
+    rx,
+    spawn::{Placement, StopSignal},
     transactions::ClientConfig,
-    tx, Placement, RrSummary, RrWorkerConfig, StopSignal, TxSummary, TxWorkerConfig, WaitMode,
+    tx::{self, TxSummary, TxWorkerConfig},
+    wait::WaitMode,
 };
 use crate::{
     frame::{Endpoint, FrameSpec},
-    geometry::Geometry,
+    geometry::{Geometry, SMALL_CHUNK_SIZE},
     header::Kind,
     message::Fragmentation,
     mix::SizeMix,
@@ -32,7 +35,7 @@ use crate::{
         loopback,
     },
     stats::WorkerCounters,
-    xsk::{SocketOptions, ZeroCopy, SMALL_CHUNK_SIZE},
+    xsk::{SocketOptions, ZeroCopy},
 };
 
 const RESPONDER_PORT: u16 = 7000;

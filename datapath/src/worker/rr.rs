@@ -8,21 +8,24 @@ use std::{sync::atomic::Ordering, time::Instant};
 use hdrhistogram::Histogram;
 
 use super::{
-    alive, device_gone,
+    error::{alive, device_gone, WorkerError},
+    flows::MAX_FLOWS,
     outbox::Outbox,
     rx::OnBound,
-    spawn_with,
-    transactions::{ClientConfig, Transactions, MAX_LATENCY_NS},
-    Placement, Setup, StopSignal, WaitMode, Worker, WorkerError, MAX_FLOWS,
+    spawn::{spawn_with, Placement, Setup, StopSignal, Worker},
+    transactions::{ClientConfig, Transactions},
+    wait::WaitMode,
 };
 use crate::{
+    binding::{XskError, XskStats},
     clock::monotonic_ns,
     frame::{parse, FrameSpec},
     header::Kind,
+    latency::MAX_LATENCY_NS,
     message::{Fragmentation, MessageTracker},
     port::{Receive, Transmit},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{DuplexPort, SocketOptions, XskError, XskStats},
+    xsk::{DuplexPort, SocketOptions},
 };
 
 /// Everything a request/response worker needs.

@@ -3,13 +3,18 @@
 use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};
 
 use super::flows::{FlowTable, RxSummary};
-use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{
+    error::{alive, WorkerError},
+    spawn::{spawn_with, Placement, StopSignal, Worker},
+    wait::WaitMode,
+};
 use crate::{
     capture::Capture,
     clock::monotonic_ns,
+    geometry::CHUNK_DATA,
     port::{Receive, RxFrame},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{Acks, Credits, RxPort, SocketOptions, CHUNK_DATA},
+    xsk::{Acks, Credits, RxPort, SocketOptions},
 };
 
 /// Called in the worker's thread once its socket is bound and the fill

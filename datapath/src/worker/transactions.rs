@@ -9,10 +9,7 @@ use std::{
 
 use hdrhistogram::Histogram;
 
-use crate::stats::CounterSnapshot;
-
-/// Largest response time the histogram holds: 60 s, in ns.
-pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
+use crate::{latency::MAX_LATENCY_NS, stats::CounterSnapshot};
 
 /// The client's part.
 #[derive(Debug, Clone)]

@@ -5,19 +5,24 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{alive, spawn_with, Placement, StopSignal, WaitMode, Worker, WorkerError};
+use super::{
+    error::{alive, WorkerError},
+    spawn::{spawn_with, Placement, StopSignal, Worker},
+    wait::WaitMode,
+};
 use crate::{
+    binding::XskStats,
     capture::Capture,
     clock::monotonic_ns,
     frame::{set_lengths, set_udp6_checksum, FrameSpec, Stamp, HEADER_OFFSET},
-    geometry::Geometry,
+    geometry::{Geometry, CHUNK_DATA},
     header::{Fragment, Header, HEADER_LEN},
     message::Fragmentation,
     mix::SizeMix,
     pacing::Pacer,
     port::{FrameMut, Transmit},
     stats::{CounterSnapshot, WorkerCounters},
-    xsk::{SocketOptions, TxPort, XskStats, CHUNK_DATA},
+    xsk::{SocketOptions, TxPort},
 };
 
 /// Everything a sender needs.

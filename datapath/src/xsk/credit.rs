@@ -14,7 +14,7 @@ use std::{
 
 use linerate_ebpf::{CreditMap, CREDIT_FLOWS};
 
-use super::XskError;
+use crate::binding::XskError;
 
 /// The acknowledgement counters, one per flow.
 #[derive(Debug)]

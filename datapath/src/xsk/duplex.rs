@@ -4,9 +4,10 @@
 
 use super::{
     rx::{RxFrame, RxRing},
-    socket::{Bound, SocketOptions, XskError, CHUNK_DATA},
+    socket::{Bound, SocketOptions},
     tx::{check_multi_buffer, TxFrame, TxSlots},
 };
+use crate::{binding::XskError, geometry::CHUNK_DATA};
 
 /// A receiving and sending AF_XDP socket.
 pub struct DuplexPort {

@@ -19,7 +19,7 @@ macro_rules! bound_port {
             /// In busy mode: gives the kernel a nudge when the fill ring
             /// asks for one (zero-copy drivers with need_wakeup).
             #[inline]
-            pub fn wake_if_needed(&mut self) -> Result<(), $crate::xsk::XskError> {
+            pub fn wake_if_needed(&mut self) -> Result<(), $crate::binding::XskError> {
                 self.b.wake_fill()
             }
 
@@ -27,7 +27,7 @@ macro_rules! bound_port {
             pub fn wait_readable(
                 &mut self,
                 timeout_ms: i32,
-            ) -> Result<bool, $crate::xsk::XskError> {
+            ) -> Result<bool, $crate::binding::XskError> {
                 Ok(self.b.rx.poll(timeout_ms)?)
             }
         }
@@ -40,7 +40,7 @@ macro_rules! bound_port {
             }
 
             /// How the socket was bound.
-            pub fn mode(&self) -> $crate::xsk::BindMode {
+            pub fn mode(&self) -> $crate::binding::BindMode {
                 self.b.mode
             }
 
@@ -50,7 +50,7 @@ macro_rules! bound_port {
             }
 
             /// XDP_STATISTICS of the socket.
-            pub fn stats(&self) -> Result<$crate::xsk::XskStats, $crate::xsk::XskError> {
+            pub fn stats(&self) -> Result<$crate::binding::XskStats, $crate::binding::XskError> {
                 self.b.stats()
             }
         }
@@ -66,8 +66,10 @@ mod tx;
 pub use credit::{Acks, Credits};
 pub use duplex::DuplexPort;
 pub use rx::{RxFrame, RxPort};
-pub use socket::{
-    chunk_data, chunk_size_for, huge_pages, BindMode, HugePages, SocketOptions, XskError, XskStats,
-    ZeroCopy, CHUNK_DATA, CHUNK_SIZE, SMALL_CHUNK_SIZE,
-};
+pub use socket::{huge_pages, HugePages, SocketOptions, ZeroCopy};
 pub use tx::{TxFrame, TxPort, KICK_BATCH, KICK_LOW_WATER};
+
+// Generic notions and the chunk geometry, re-exported for the callers that
+// name them through this module.
+pub use crate::binding::{BindMode, XskError, XskStats};
+pub use crate::geometry::{chunk_data, chunk_size_for, CHUNK_DATA, CHUNK_SIZE, SMALL_CHUNK_SIZE};

@@ -7,7 +7,8 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 
 use xsk_rs::{FillQueue, FrameDesc, RxQueue, Umem};
 
-use super::socket::{Bound, SocketOptions, XskError};
+use super::socket::{Bound, SocketOptions};
+use crate::binding::XskError;
 
 /// Descriptors one frame may span (the kernel's MAX_SKB_FRAGS + 1).
 const MAX_FRAGS: usize = 18;

@@ -9,36 +9,10 @@ use xsk_rs::{
     CompQueue, FillQueue, FrameDesc, RxQueue, Socket, TxQueue, Umem,
 };
 
-/// The largest UMEM chunk. 4096 is the largest the kernel accepts here;
-/// frames longer than one chunk travel as several descriptors
-/// (multi-buffer).
-pub const CHUNK_SIZE: u32 = 4096;
-/// Bytes of packet data the largest chunk holds after the kernel's XDP
-/// headroom: how multi-buffer frames are cut.
-pub const CHUNK_DATA: usize = chunk_data(CHUNK_SIZE);
-/// The smallest chunk the kernel accepts, for frames that fit in it.
-pub const SMALL_CHUNK_SIZE: u32 = 2048;
-const XDP_PACKET_HEADROOM: u32 = 256;
-
-/// Bytes of packet data a chunk of `chunk_size` bytes holds.
-pub const fn chunk_data(chunk_size: u32) -> usize {
-    chunk_size.saturating_sub(XDP_PACKET_HEADROOM) as usize
-}
-
-/// The UMEM chunk for frames of at most `max_frame` bytes (FCS excluded):
-/// 2048 when one holds them, 4096 otherwise.
-///
-/// Small chunks halve the receiver's UMEM (16,384 chunks by default) and
-/// put frames at two offsets of each 4 KB page instead of one, so the
-/// kernel's copies into the UMEM spread over twice the cache sets
-/// (measured on veth in copy mode: docs/benchmarks.md, "Levers studied").
-pub fn chunk_size_for(max_frame: usize) -> u32 {
-    if max_frame <= chunk_data(SMALL_CHUNK_SIZE) {
-        SMALL_CHUNK_SIZE
-    } else {
-        CHUNK_SIZE
-    }
-}
+use crate::{
+    binding::{BindMode, XskError, XskStats},
+    geometry::{CHUNK_SIZE, SMALL_CHUNK_SIZE},
+};
 
 /// Whether to use zero-copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,36 +24,6 @@ pub enum ZeroCopy {
     Require,
     /// Copy mode only.
     Off,
-}
-
-/// The mode a socket was bound in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BindMode {
-    /// The NIC DMAs straight into the UMEM.
-    ZeroCopy,
-    /// The kernel copies between its buffers and the UMEM.
-    Copy,
-    /// Not AF_XDP: an ordinary kernel socket (the udp and tcp backends).
-    Kernel,
-    /// Not a socket: the in-kernel generator (xdp_frames, no copy).
-    Generator,
-    /// Not a socket: the XDP-only receiver (frames counted and dropped in
-    /// the XDP program, no copy to user space).
-    XdpOnly,
-}
-
-impl BindMode {
-    /// The name used in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ZeroCopy => "zero-copy",
-            Self::Copy => "copy",
-            Self::Kernel => "kernel socket",
-            Self::Generator => "in-kernel generator",
-            Self::XdpOnly => "xdp-only (counted in the program)",
-        }
-    }
 }
 
 /// Where and how to bind one socket.
@@ -98,59 +42,9 @@ pub struct SocketOptions {
     pub multi_buffer: bool,
     /// UMEM chunk size: [`SMALL_CHUNK_SIZE`] or [`CHUNK_SIZE`] (which
     /// multi-buffer frames need); [`chunk_size_for`] picks the better one.
+    ///
+    /// [`chunk_size_for`]: crate::geometry::chunk_size_for
     pub chunk_size: u32,
-}
-
-/// Errors of the AF_XDP layer.
-#[derive(Debug, thiserror::Error)]
-pub enum XskError {
-    /// Bad ring or UMEM sizes.
-    #[error("invalid AF_XDP configuration: {0}")]
-    Config(String),
-    /// The UMEM could not be created.
-    #[error("creating the UMEM failed: {0}; is the memlock limit high enough (ulimit -l)?")]
-    Umem(String),
-    /// Binding failed in every allowed mode.
-    #[error("binding an AF_XDP socket to {iface} queue {queue} failed: {reason}")]
-    Bind {
-        /// Interface.
-        iface: String,
-        /// Queue.
-        queue: u32,
-        /// What each attempt said.
-        reason: String,
-    },
-    /// Zero-copy was required and refused.
-    #[error("zero-copy refused on {iface} queue {queue}: {reason}; drop --zero-copy to run in copy mode")]
-    ZeroCopyRefused {
-        /// Interface.
-        iface: String,
-        /// Queue.
-        queue: u32,
-        /// What the kernel said.
-        reason: String,
-    },
-    /// A ring operation failed.
-    #[error("AF_XDP I/O: {0}")]
-    Io(#[from] io::Error),
-}
-
-/// The socket's XDP_STATISTICS.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct XskStats {
-    /// Frames dropped for lack of space or other reasons.
-    pub rx_dropped: u64,
-    /// Invalid RX descriptors.
-    pub rx_invalid_descs: u64,
-    /// Frames dropped because the RX ring was full.
-    pub rx_ring_full: u64,
-    /// Times the fill ring was empty when a frame arrived.
-    pub rx_fill_ring_empty: u64,
-    /// Invalid TX descriptors.
-    pub tx_invalid_descs: u64,
-    /// Times the TX ring was empty when the kernel looked.
-    pub tx_ring_empty: u64,
 }
 
 /// A bound socket with its UMEM and all four rings.
@@ -402,16 +296,5 @@ mod tests {
         if let Some(h) = huge_pages() {
             assert!(h.size.is_power_of_two() && h.size >= 2 << 20, "{h:?}");
         }
-    }
-
-    #[test]
-    fn small_chunks_for_frames_that_fit_in_one() {
-        assert_eq!(chunk_data(SMALL_CHUNK_SIZE), 1792);
-        assert_eq!(chunk_data(CHUNK_SIZE), 3840);
-        assert_eq!(chunk_size_for(60), SMALL_CHUNK_SIZE);
-        assert_eq!(chunk_size_for(1514), SMALL_CHUNK_SIZE);
-        assert_eq!(chunk_size_for(1792), SMALL_CHUNK_SIZE);
-        assert_eq!(chunk_size_for(1793), CHUNK_SIZE);
-        assert_eq!(chunk_size_for(9014), CHUNK_SIZE);
     }
 }

@@ -11,8 +11,10 @@ use std::{collections::VecDeque, io::Write, os::fd::AsRawFd};
 
 use xsk_rs::{CompQueue, FrameDesc, TxQueue, Umem};
 
-use super::socket::{chunk_data, Bound, SocketOptions, XskError, CHUNK_DATA, CHUNK_SIZE};
+use super::socket::{Bound, SocketOptions};
+use crate::binding::XskError;
 use crate::frame::HEADER_OFFSET;
+use crate::geometry::{chunk_data, CHUNK_DATA, CHUNK_SIZE};
 use crate::header::HEADER_LEN;
 
 const XDP_PKT_CONTD: u32 = 1;

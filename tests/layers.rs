@@ -562,7 +562,7 @@ fn a_planted_glob_import_is_found() {
     let mut sources = sources(&crate_src("control"));
     let child = sources
         .keys()
-        .find(|m| m.len() == 2 && sources.contains_key(&m[..1].to_vec()))
+        .find(|m| m.len() == 2 && sources.contains_key(&m[..1]))
         .expect("a module in a folder")
         .clone();
     sources

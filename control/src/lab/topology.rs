@@ -21,8 +21,6 @@ use crate::{
 pub const MGMT_A: (&str, &str) = ("198.19.255.1", "198.19.255.2");
 /// Management addresses of side B.
 pub const MGMT_B: (&str, &str) = ("198.19.255.5", "198.19.255.6");
-/// Smallest MTU IPv4 allows.
-
 /// Names and addresses of one lab.
 #[derive(Debug, Clone, Serialize)]
 pub struct Lab {

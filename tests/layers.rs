@@ -363,13 +363,13 @@ fn folder_edges(g: &Graph) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// The layers of one crate as `docs/architecture.md`'s table gives them:
-/// module prefix (`stream::plan`, `results`) -> layer number (1 = top).
+/// module prefix (`plan::stream`, `results`) -> layer number (1 = top).
 fn layers(crate_name: &str) -> BTreeMap<ModPath, u32> {
     let doc =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
             .expect("docs/architecture.md");
     let mut out = BTreeMap::new();
-    // Rows: `| control | 2 results | `results`, `stream::plan` |`.
+    // Rows: `| control | 2 results | `results`, `plan::stream` |`.
     for line in doc.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         if cells.len() < 4 || cells[1] != crate_name {

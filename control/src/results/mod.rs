@@ -6,12 +6,12 @@
 //!   counters, worker reports, CPU figures and the service demand formula;
 //!   the agents and per-host CPU of a two-host run), over the system
 //!   readers (`cpu`, `iface`, `environment`) whose types they hold;
-//! - `stream::result` and `rr::result`: the result of each test, built by
-//!   pure functions over those parts (a local run and the two-host merge
-//!   call the same ones);
+//! - [`stream`] and [`rr`]: the result of each test, built by pure
+//!   functions over those parts (a local run and the two-host merge call
+//!   the same ones), and [`stream_table`], [`rr_table`]: their text tables;
 //! - [`run`]: a result of either test, as `--json` prints it, an agent
 //!   returns it and a sweep stores it; its table comes from
-//!   `stream::output` or `rr::output`;
+//!   [`stream_table`] or [`rr_table`];
 //! - [`latency`]: latency statistics of a histogram (rr's response
 //!   times, a stream's one-way latencies);
 //! - [`metrics`]: the one list of metric names (sweep files, the report,

@@ -1,7 +1,7 @@
 //! What a two-host result adds to a local one: the agents (URL, version,
 //! clock, each host's environment), every core of both hosts labelled with
 //! its host, and CPU per host. `remote::merge` builds it; the tables of
-//! `stream::output` and `rr::output` print it.
+//! `stream_table` and `rr_table` print it.
 
 use std::fmt::Write as _;
 

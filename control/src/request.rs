@@ -151,6 +151,7 @@ impl RunRequest {
                 line.duration("--timeout", args.timeout, d.timeout);
                 line.some("--count", &args.count);
                 line.named("--responder", &args.responder, &d.responder);
+                line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
                 line.run(&args.run, &d.run);
             }
         }

@@ -294,7 +294,8 @@ pub struct SweepArgs {
     /// List the presets.
     #[arg(long)]
     pub list: bool,
-    /// Short runs and one repeat: a smoke run of the whole sweep.
+    /// Short runs (0.5 s warm-up, 1 s), the median of 3 repeats: a quick
+    /// run of the whole sweep whose points repeat.
     #[arg(long)]
     pub quick: bool,
     /// Output directory [default: sweeps/NAME-DATE].

@@ -44,13 +44,18 @@ fn resume_cmd(dir: &Path) -> String {
 
 /// The sweep file as run.
 pub const SPEC: &str = "spec.toml";
+/// Repeats of each point of a `--quick` sweep (at most the sweep's): the
+/// median of three, so that one run disturbed by the machine's other work
+/// does not make the point.
+pub const QUICK_REPEATS: u32 = 3;
+
 /// How it was run (quick, extra options), for --resume.
 pub const OPTIONS: &str = "options.json";
 
 /// How a sweep runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SweepOptions {
-    /// Short durations and one repeat.
+    /// Short durations and [`QUICK_REPEATS`] repeats.
     pub quick: bool,
     /// Options added to every point (--lab, --tx-iface...).
     pub extra: Vec<String>,
@@ -87,7 +92,8 @@ pub struct Size {
 }
 
 impl Size {
-    /// Counts the points of `spec` (one repeat each with `quick`).
+    /// Counts the points of `spec` (at most [`QUICK_REPEATS`] repeats each
+    /// with `quick`).
     pub fn of(spec: &SweepSpec, quick: bool) -> Result<Self> {
         let too_many = || {
             anyhow::anyhow!(
@@ -112,7 +118,11 @@ impl Size {
         Ok(Self {
             per_part,
             points,
-            repeats: if quick { 1 } else { spec.repeats },
+            repeats: if quick {
+                spec.repeats.min(QUICK_REPEATS)
+            } else {
+                spec.repeats
+            },
         })
     }
 
@@ -908,7 +918,9 @@ mod tests {
         let s = spec(&[3, 4], 2);
         let n = Size::of(&s, false).unwrap();
         assert_eq!((n.per_part.clone(), n.points, n.runs()), (vec![12], 12, 24));
-        assert_eq!(Size::of(&s, true).unwrap().runs(), 12);
+        // --quick: at most QUICK_REPEATS, never more than the sweep's.
+        assert_eq!(Size::of(&s, true).unwrap().runs(), 24);
+        assert_eq!(Size::of(&spec(&[3, 4], 5), true).unwrap().runs(), 36);
         n.check("t.toml", 12).unwrap();
         let e = n.check("t.toml", 11).unwrap_err().to_string();
         assert!(

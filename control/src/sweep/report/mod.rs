@@ -447,9 +447,13 @@ fn machine(kept: &Kept) -> String {
 fn parameters(spec: &SweepSpec, quick: bool) -> String {
     let mut o = format!(
         "Repeats per point: {}{}.\n\n",
-        if quick { 1 } else { spec.repeats },
         if quick {
-            " (--quick: 0.2 s warm-up, 0.5 s per point)"
+            spec.repeats.min(super::QUICK_REPEATS)
+        } else {
+            spec.repeats
+        },
+        if quick {
+            " (--quick: 0.5 s warm-up, 1 s per run)"
         } else {
             ""
         }

@@ -603,6 +603,24 @@ mod tests {
         }
     }
 
+    /// rr: auto (the default) keeps the backend's clients and says why;
+    /// the generator, which cannot wait for a response, is refused.
+    #[test]
+    fn rr_auto_keeps_the_backends_clients() {
+        use crate::request::RunRequest;
+        let plain = RunRequest::rr_args(&[]);
+        assert_eq!(plain.tx_engine, TxEngineArg::Auto);
+        assert_eq!(
+            rr_sender(&plain),
+            "sent by xdp (auto: the generator cannot wait for responses, so the clients are the backend's)"
+        );
+        let udp = RunRequest::rr_args(&["--backend", "udp", "--tx-engine", "backend"]);
+        assert_eq!(rr_sender(&udp), "sent by udp");
+        let gen = RunRequest::rr_args(&["--tx-engine", "generator"]);
+        let e = crate::rr::plan::check_args(&gen).unwrap_err().to_string();
+        assert!(e.starts_with("rr --tx-engine generator: the generator sends frames and never waits for a response"), "{e}");
+    }
+
     #[test]
     fn refusals_name_the_engines_that_can() {
         assert_eq!(names_that(|can| can.steering), "xdp");

@@ -433,3 +433,24 @@ fn text_of_sweep_files_and_records_is_text_in_the_reports() {
     let _ = fs::remove_dir_all(dir);
     let _ = fs::remove_dir_all(named);
 }
+
+/// The report opens with the summary: which of the document's figures
+/// were passed, by how much, at what CPU (report.md before its
+/// parameters, and the terminal's first lines).
+#[test]
+fn the_report_opens_with_a_summary_of_the_documents_figures() {
+    let dir = sweep_copy("summary", MORE);
+    let term = ok(&report(&dir, &[]));
+    let lines = "linerate passed 2 of the document's 2 figures; medians of the repeats, CPU % of every core of the machine:\n\n\
+                 - doc 9, one flow: 8 KB: **passed** (4.23x): 1057 MB/s against 250.0 MB/s, at 99.17 % CPU\n\
+                 - doc 9, one flow: 64 KB: **passed** (1.08x): 999.5 MB/s against 925.0 MB/s, at 100.0 % CPU\n";
+    let md = fs::read_to_string(dir.join("report.md")).unwrap();
+    let summary = md.find("## Summary\n\n").expect("a summary");
+    assert!(summary < md.find("## Parameters").unwrap(), "{md}");
+    assert!(
+        md[summary..].starts_with(&format!("## Summary\n\n{lines}\n## Parameters")),
+        "{md}"
+    );
+    assert!(term.starts_with(&format!("Summary: {lines}")), "{term}");
+    let _ = fs::remove_dir_all(dir);
+}

@@ -294,7 +294,8 @@ pub struct SweepArgs {
     /// List the presets.
     #[arg(long)]
     pub list: bool,
-    /// Short runs and one repeat: a smoke run of the whole sweep.
+    /// Short runs (0.5 s warm-up, 1 s), the median of 3 repeats: a quick
+    /// run of the whole sweep whose points repeat.
     #[arg(long)]
     pub quick: bool,
     /// Output directory [default: sweeps/NAME-DATE].
@@ -354,7 +355,6 @@ pub enum BackendArg {
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
 pub enum TxEngineArg {
     /// The engine --backend names (AF_XDP sockets with --backend xdp).
-    #[default]
     #[value(alias = "af-xdp")]
     Backend,
     /// The in-kernel frame generator (BPF_PROG_RUN in live-frames mode:
@@ -363,6 +363,7 @@ pub enum TxEngineArg {
     /// The generator where it pays (--backend xdp, a sending driver with
     /// no AF_XDP zero-copy such as veth, frames that fit, kernel 5.18 or
     /// later, no option only AF_XDP takes), else the --backend engine.
+    #[default]
     Auto,
 }
 
@@ -442,11 +443,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
     pub rx_cores: Option<String>,
     /// Descriptors per batch, 1 to --ring.
-    #[arg(long, default_value_t = 64, allow_negative_numbers = true, value_parser = parse_batch)]
+    #[arg(long, default_value_t = DEFAULT_BATCH, allow_negative_numbers = true, value_parser = parse_batch)]
     pub batch: usize,
     /// TX ring size (descriptors); the sender's UMEM holds as many chunks,
     /// so a small ring keeps the frames in cache.
-    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = parse_ring)]
+    #[arg(long, default_value_t = DEFAULT_RING, allow_negative_numbers = true, value_parser = parse_ring)]
     pub ring: u32,
     /// RX ring size (descriptors); the receiver's UMEM holds twice as many
     /// chunks. Deep, so that frames wait while the receiver is descheduled.
@@ -585,7 +586,7 @@ pub struct StreamArgs {
     /// the sending driver has no zero-copy and the frames fit, else the
     /// backend's; the placement line says which and why). `af-xdp` is
     /// another name for `backend`.
-    #[arg(long, value_enum, default_value_t = TxEngineArg::Backend, conflicts_with = "rx_only")]
+    #[arg(long, value_enum, default_value_t = TxEngineArg::Auto, conflicts_with = "rx_only")]
     pub tx_engine: TxEngineArg,
     /// Who receives: `af-xdp` (the --backend engine's receivers: AF_XDP
     /// sockets by default) or `xdp` (the XDP-only receiver: linerate's XDP
@@ -656,9 +657,19 @@ pub struct RrArgs {
     /// Who answers.
     #[arg(long, value_enum, default_value_t = ResponderArg::AfXdp)]
     pub responder: ResponderArg,
+    /// Who sends the requests: `auto` or `backend`, both the --backend
+    /// engine's clients (AF_XDP sockets by default): the generator cannot
+    /// wait for a response, so auto keeps them; the placement line says so.
+    #[arg(long, value_enum, default_value_t = TxEngineArg::Auto)]
+    pub tx_engine: TxEngineArg,
     #[command(flatten)]
     pub run: RunArgs,
 }
+
+/// `--batch`'s default.
+pub const DEFAULT_BATCH: usize = 64;
+/// `--ring`'s default.
+pub const DEFAULT_RING: u32 = 512;
 
 /// The shortest `--duration` a run measures: the window's CPU figures
 /// come from /proc/stat in 10 ms ticks (USER_HZ 100), its edges are read

@@ -151,6 +151,7 @@ impl RunRequest {
                 line.duration("--timeout", args.timeout, d.timeout);
                 line.some("--count", &args.count);
                 line.named("--responder", &args.responder, &d.responder);
+                line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
                 line.run(&args.run, &d.run);
             }
         }
@@ -396,8 +397,10 @@ pub fn names_agents(options: &[String]) -> bool {
         .any(|o| o == "--tx-agent" || o.starts_with("--tx-agent="))
 }
 
-/// A quick sweep's durations.
-pub const QUICK: [&str; 4] = ["--warmup", "0.2s", "--duration", "0.5s"];
+/// A quick sweep's durations: long enough that two quick sweeps agree
+/// (0.2 s + 0.5 s, one repeat, gave 0.83-1.25x between two runs of a
+/// point); with [`crate::sweep::QUICK_REPEATS`] repeats, medians.
+pub const QUICK: [&str; 4] = ["--warmup", "0.5s", "--duration", "1s"];
 
 #[cfg(test)]
 mod tests {

@@ -104,8 +104,8 @@ pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Eng
             "unpaced messages need a sender with backpressure, and the generator has it only from AF_XDP receivers of this host (a frame the link drops breaks its whole message)".into(),
         );
     }
-    if args.run.tx_wait.is_some() || args.run.zero_copy {
-        return keep("--tx-wait and --zero-copy are AF_XDP sender options".into());
+    if let Some(given) = af_xdp_sender_options(args) {
+        return keep(format!("{given}: AF_XDP sender options, given"));
     }
     if args.size.as_ref().is_some_and(|m| !m.is_single()) && !gen.can().size_mix {
         return keep("the generator sends one frame size (no --size mix)".into());
@@ -140,9 +140,41 @@ pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Eng
     }
 }
 
+/// The AF_XDP sender options the user gave ("--tx-wait, --batch"), which
+/// the generator does not take: `auto` then keeps AF_XDP. Options with a
+/// default count when set to another value.
+pub fn af_xdp_sender_options(args: &StreamArgs) -> Option<String> {
+    let run = &args.run;
+    let given: Vec<&str> = [
+        ("--tx-wait", run.tx_wait.is_some()),
+        ("--zero-copy", run.zero_copy),
+        ("--batch", run.batch != crate::cli::DEFAULT_BATCH),
+        ("--ring", run.ring != crate::cli::DEFAULT_RING),
+        ("--umem-chunk", run.umem_chunk.is_some()),
+        ("--pcap", args.pcap.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+    .collect();
+    (!given.is_empty()).then(|| given.join(", "))
+}
+
 /// The engine of an rr run's clients and responders.
 pub fn for_rr(args: &RrArgs) -> &'static dyn Engine {
     backend(args.run.backend)
+}
+
+/// Who sent an rr run's requests, and why, for the placement line: the
+/// --backend engine's clients with `auto` too, as the generator cannot wait
+/// for a response.
+pub fn rr_sender(args: &RrArgs) -> String {
+    let engine = for_rr(args).name();
+    match args.tx_engine {
+        TxEngineArg::Auto => format!(
+            "sent by {engine} (auto: the generator cannot wait for responses, so the clients are the backend's)"
+        ),
+        _ => format!("sent by {engine}"),
+    }
 }
 
 /// Every engine `--backend` can name.
@@ -284,6 +316,12 @@ mod tests {
             ),
             (args(&["--backend", "udp"]), veth, "--backend udp"),
             (args(&["--tx-wait", "busy"]), veth, "AF_XDP sender options"),
+            (
+                args(&["--zero-copy", "--batch", "16"]),
+                veth,
+                "--zero-copy, --batch: AF_XDP sender options, given",
+            ),
+            (args(&["--pcap", "f.pcapng"]), veth, "--pcap: AF_XDP"),
             (args(&["--message", "65536"]), veth, "backpressure"),
             (args(&["--ipv6"]), veth, "IPv4 test traffic only"),
         ] {
@@ -291,6 +329,24 @@ mod tests {
             assert_ne!(e.name(), "generator", "{why}");
             assert!(why.starts_with("auto: ") && why.contains(want), "{why}");
         }
+    }
+
+    /// rr: auto (the default) keeps the backend's clients and says why;
+    /// the generator, which cannot wait for a response, is refused.
+    #[test]
+    fn rr_auto_keeps_the_backends_clients() {
+        use crate::request::RunRequest;
+        let plain = RunRequest::rr_args(&[]);
+        assert_eq!(plain.tx_engine, TxEngineArg::Auto);
+        assert_eq!(
+            rr_sender(&plain),
+            "sent by xdp (auto: the generator cannot wait for responses, so the clients are the backend's)"
+        );
+        let udp = RunRequest::rr_args(&["--backend", "udp", "--tx-engine", "backend"]);
+        assert_eq!(rr_sender(&udp), "sent by udp");
+        let gen = RunRequest::rr_args(&["--tx-engine", "generator"]);
+        let e = crate::rr::plan::check_args(&gen).unwrap_err().to_string();
+        assert!(e.starts_with("rr --tx-engine generator: the generator sends frames and never waits for a response"), "{e}");
     }
 
     #[test]

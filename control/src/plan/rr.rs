@@ -48,6 +48,11 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
             names_that(|c| c.steering)
         );
     }
+    if args.tx_engine == crate::cli::TxEngineArg::Generator {
+        bail!(
+            "rr --tx-engine generator: the generator sends frames and never waits for a response; rr's clients are the --backend engine's: use --tx-engine auto (the default) or backend"
+        );
+    }
     if args.responder == ResponderArg::Xdp && args.run.queues != 1 {
         bail!("--responder xdp answers on whatever queue XDP_TX picks: use --queues 1");
     }

@@ -236,7 +236,8 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     let frame_size = frame_size(path.mtu);
     let (mut sender, receiver) = engine::for_stream(args);
     let mut tx_engine_reason = None;
-    if args.tx_engine == TxEngineArg::Auto {
+    // With --rx-only another tool sends: nothing to choose.
+    if args.tx_engine == TxEngineArg::Auto && !args.rx_only {
         let kernel = crate::environment::describe().kernel;
         let (chosen, why) = engine::auto_sender(
             args,

@@ -144,13 +144,17 @@ fn setup(
         xdp_mode: measured.xdp_mode.clone(),
         request_frames: plan.request.count,
         response_frames: plan.response.count,
-        placement: placement(
-            run,
-            NAMES,
-            path,
-            measured.napi,
-            &measured.napi_threads,
-            client_wait,
+        placement: format!(
+            "{}; {}",
+            crate::engine::rr_sender(&plan.args),
+            placement(
+                run,
+                NAMES,
+                path,
+                measured.napi,
+                &measured.napi_threads,
+                client_wait,
+            )
         ),
         napi_threads: measured.napi_threads.clone(),
         napi: measured.napi.map(str::to_string),

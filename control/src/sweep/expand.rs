@@ -185,9 +185,9 @@ mod tests {
                 "--lab",
                 "x",
                 "--warmup",
-                "0.2s",
+                "0.5s",
                 "--duration",
-                "0.5s"
+                "1s"
             ]
         );
         let RunRequest::Stream(st) = parse(Kind::Stream, &a).unwrap() else {

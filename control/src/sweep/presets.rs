@@ -34,6 +34,29 @@ mod tests {
     use super::*;
     use crate::sweep::{expand, spec::SweepSpec};
 
+    /// A preset that sends with `--tx-engine auto` gives no AF_XDP sender
+    /// option (--tx-wait, --batch, ...) itself: auto would read it as the
+    /// user's wish for AF_XDP and not send with the fastest engine.
+    #[test]
+    fn auto_presets_leave_the_sender_to_auto() {
+        use crate::{cli::TxEngineArg, request::RunRequest};
+        for (name, _, text) in PRESETS {
+            let s = SweepSpec::parse(text, name).unwrap();
+            for (pi, part) in s.parts.iter().enumerate() {
+                for p in expand::points(pi, part) {
+                    let a = expand::argv(part, &p, &[], false).unwrap();
+                    let Ok(RunRequest::Stream(args)) = expand::parse(part.kind, &a) else {
+                        continue;
+                    };
+                    if args.tx_engine == TxEngineArg::Auto {
+                        let given = crate::engine::af_xdp_sender_options(&args);
+                        assert_eq!(given, None, "{name} {}", p.describe());
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_preset_parses_and_every_point_checks() {
         for (name, _, text) in PRESETS {

@@ -628,7 +628,9 @@ mod tests {
         let s = spec(&[3, 4], 2);
         let n = Size::of(&s, false).unwrap();
         assert_eq!((n.per_part.clone(), n.points, n.runs()), (vec![12], 12, 24));
-        assert_eq!(Size::of(&s, true).unwrap().runs(), 12);
+        // --quick: at most QUICK_REPEATS, never more than the sweep's.
+        assert_eq!(Size::of(&s, true).unwrap().runs(), 24);
+        assert_eq!(Size::of(&spec(&[3, 4], 5), true).unwrap().runs(), 36);
         n.check("t.toml", 12).unwrap();
         let e = n.check("t.toml", 11).unwrap_err().to_string();
         assert!(

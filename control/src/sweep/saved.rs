@@ -21,13 +21,18 @@ pub const RESULTS: &str = "results.jsonl";
 /// The sweep file as run.
 pub const SPEC: &str = "spec.toml";
 
+/// Repeats of each point of a `--quick` sweep (at most the sweep's): the
+/// median of three, so that one run disturbed by the machine's other work
+/// does not make the point.
+pub const QUICK_REPEATS: u32 = 3;
+
 /// How it was run (quick, extra options), for --resume.
 pub const OPTIONS: &str = "options.json";
 
 /// How a sweep runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SweepOptions {
-    /// Short durations and one repeat.
+    /// Short durations and [`QUICK_REPEATS`] repeats.
     pub quick: bool,
     /// Options added to every point (--lab, --tx-iface...).
     pub extra: Vec<String>,
@@ -131,7 +136,8 @@ pub struct Size {
 }
 
 impl Size {
-    /// Counts the points of `spec` (one repeat each with `quick`).
+    /// Counts the points of `spec` (at most [`QUICK_REPEATS`] repeats each
+    /// with `quick`).
     pub fn of(spec: &SweepSpec, quick: bool) -> Result<Self> {
         let too_many = || {
             anyhow::anyhow!(
@@ -156,7 +162,11 @@ impl Size {
         Ok(Self {
             per_part,
             points,
-            repeats: if quick { 1 } else { spec.repeats },
+            repeats: if quick {
+                spec.repeats.min(QUICK_REPEATS)
+            } else {
+                spec.repeats
+            },
         })
     }
 

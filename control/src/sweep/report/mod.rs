@@ -15,6 +15,7 @@ mod load;
 pub(crate) mod md;
 mod reference;
 mod scale;
+mod summary;
 mod tables;
 use super::{saved::Size, spec::SweepSpec, store::write_atomic};
 use anyhow::Result;
@@ -59,15 +60,25 @@ pub fn render(
     } else {
         &spec.title
     };
+    let summary = summary::markdown(&d);
+    let opening = if summary.is_empty() {
+        String::new()
+    } else {
+        format!("## Summary\n\n{summary}\n")
+    };
     let mut md = format!(
-        "# {}\n\nSweep {}: {} point(s); {finished} run(s) finished, {failed} failed.{skipped} Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n## Parameters\n\n{}\n## Machine\n\n{}\n",
+        "# {}\n\nSweep {}: {} point(s); {finished} run(s) finished, {failed} failed.{skipped} Figures are medians of the repeats, ± the 95 % confidence interval of the mean when there are 3 or more (the range with 2). MB = 10^6 bytes; service demand in ms of CPU per MB.\n\n{opening}## Parameters\n\n{}\n## Machine\n\n{}\n",
         md::text(title),
         md::code(&spec.name),
         total,
         parameters(spec, quick),
         machine(kept)
     );
-    let mut term = String::new();
+    let mut term = if summary.is_empty() {
+        String::new()
+    } else {
+        format!("Summary: {summary}\n")
+    };
     let refs = reference::markdown(&reference::rows(&d));
     if !refs.is_empty() {
         let _ = write!(

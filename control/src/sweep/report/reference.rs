@@ -37,14 +37,14 @@ pub struct Row {
 
 /// One point a reference is read at: its axis values, the document's
 /// figure there (as stated, as a number).
-struct At<'a> {
-    at: toml::Table,
+pub(super) struct At<'a> {
+    pub(super) at: toml::Table,
     value: &'a str,
-    number: Option<f64>,
+    pub(super) number: Option<f64>,
 }
 
 /// The points of `r`: its own, or each of its `[[reference.point]]`s.
-fn points(r: &Reference) -> Vec<At<'_>> {
+pub(super) fn points(r: &Reference) -> Vec<At<'_>> {
     if r.points.is_empty() {
         return vec![At {
             at: r.at.clone(),
@@ -77,7 +77,7 @@ fn point<'a>(d: &'a Data, at: &toml::Table) -> Option<&'a Point> {
 
 /// What the metric is, as its row names it.
 /// (its unit, what it is).
-fn statistic(metric: &str) -> (&'static str, String) {
+pub(super) fn statistic(metric: &str) -> (&'static str, String) {
     match Metric::find(metric) {
         Some(Metric::Figure(f)) => {
             let mut about = f.about.to_string();
@@ -90,14 +90,18 @@ fn statistic(metric: &str) -> (&'static str, String) {
     }
 }
 
-/// Ours at `at`: the spread, and where it was read when `over` an axis.
-fn ours(d: &Data, r: &Reference, metric: &str, at: &toml::Table) -> Option<(Spread, String)> {
+/// Ours at `at`: the spread, where it was read when `over` an axis, and
+/// the point.
+pub(super) fn ours<'a>(
+    d: &'a Data,
+    r: &Reference,
+    metric: &str,
+    at: &toml::Table,
+) -> Option<(Spread, String, &'a Point)> {
     let Some(over) = &r.over else {
-        return point(d, at)
-            .and_then(|p| d.spread(p, metric))
-            .map(|s| (s, String::new()));
+        return point(d, at).and_then(|p| d.spread(p, metric).map(|s| (s, String::new(), p)));
     };
-    let mut best: Option<(Spread, String)> = None;
+    let mut best: Option<(Spread, String, &Point)> = None;
     for (pi, part) in d.spec.parts.iter().enumerate() {
         let Some(axis) = part.axis(over) else {
             continue;
@@ -106,18 +110,18 @@ fn ours(d: &Data, r: &Reference, metric: &str, at: &toml::Table) -> Option<(Spre
             let mut w = want(at);
             w.retain(|(k, _)| k != over);
             w.push((over.as_str(), v));
-            let Some(s) = d
+            let Some((s, p)) = d
                 .find(pi, &w, &toml::Table::new())
-                .and_then(|p| d.spread(p, metric))
+                .and_then(|p| d.spread(p, metric).map(|s| (s, p)))
             else {
                 continue;
             };
-            let better = best.as_ref().is_none_or(|(b, _)| match r.take {
+            let better = best.as_ref().is_none_or(|(b, _, _)| match r.take {
                 Take::Max => s.median > b.median,
                 Take::Min => s.median < b.median,
             });
             if better {
-                best = Some((s, format!("{over} = {}", label_text(part, over, i))));
+                best = Some((s, format!("{over} = {}", label_text(part, over, i)), p));
             }
         }
         if best.is_some() {
@@ -128,7 +132,7 @@ fn ours(d: &Data, r: &Reference, metric: &str, at: &toml::Table) -> Option<(Spre
 }
 
 /// The label of a point's axis values beyond the reference's own: "8 KB".
-fn point_label(d: &Data, r: &Reference, at: &toml::Table) -> String {
+pub(super) fn point_label(d: &Data, r: &Reference, at: &toml::Table) -> String {
     let own: Vec<String> = at
         .iter()
         .filter(|(k, _)| !r.at.contains_key(*k))
@@ -166,7 +170,7 @@ pub fn rows(d: &Data) -> Vec<Row> {
                 .as_ref()
                 .map_or("–".to_string(), |m| match ours(d, r, m, &p.at) {
                     None => "n/a".into(),
-                    Some((s, at)) => {
+                    Some((s, at, _)) => {
                         let how = match (&r.over, r.take) {
                             (Some(o), Take::Max) => format!("maximum over {o}, at {at}; "),
                             (Some(o), Take::Min) => format!("minimum over {o}, at {at}; "),

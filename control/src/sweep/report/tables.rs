@@ -2,6 +2,7 @@
 //! them out, the fits, the machine, the parameters and the targets.
 
 use super::super::{
+    saved::QUICK_REPEATS,
     spec::{show, FitSpec, Part, SweepSpec, TableSpec},
     stats::Spread,
 };
@@ -188,9 +189,13 @@ pub(super) fn machine(kept: &Kept) -> String {
 pub(super) fn parameters(spec: &SweepSpec, quick: bool) -> String {
     let mut o = format!(
         "Repeats per point: {}{}.\n\n",
-        if quick { 1 } else { spec.repeats },
         if quick {
-            " (--quick: 0.2 s warm-up, 0.5 s per point)"
+            spec.repeats.min(QUICK_REPEATS)
+        } else {
+            spec.repeats
+        },
+        if quick {
+            " (--quick: 0.5 s warm-up, 1 s per run)"
         } else {
             ""
         }

@@ -345,7 +345,7 @@ mod tests {
         let udp = RunRequest::rr_args(&["--backend", "udp", "--tx-engine", "backend"]);
         assert_eq!(rr_sender(&udp), "sent by udp");
         let gen = RunRequest::rr_args(&["--tx-engine", "generator"]);
-        let e = crate::rr::plan::check_args(&gen).unwrap_err().to_string();
+        let e = crate::plan::rr::check_args(&gen).unwrap_err().to_string();
         assert!(e.starts_with("rr --tx-engine generator: the generator sends frames and never waits for a response"), "{e}");
     }
 

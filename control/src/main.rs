@@ -13,6 +13,7 @@ mod files;
 mod iface;
 mod lab;
 mod napi;
+mod netdev;
 mod output;
 mod overhead;
 mod path;
@@ -28,6 +29,7 @@ mod sh;
 mod stream;
 mod sweep;
 mod sysfs;
+mod wait;
 
 use std::process::ExitCode;
 

@@ -8,6 +8,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod busy_poll;
 pub mod capture;
 pub mod clock;
 pub mod frame;
@@ -24,5 +25,6 @@ pub mod pacing;
 pub mod port;
 pub mod sequence;
 pub mod stats;
+pub mod sys;
 pub mod worker;
 pub mod xsk;

@@ -70,6 +70,10 @@ pub fn run_side(
             },
             threaded_by_default: false,
             pin_napi: Ends { tx: true, rx: true },
+            sockets: Ends {
+                tx: crate::wait::sockets(plan.engine.can().umem, true),
+                rx: crate::wait::sockets(plan.engine.can().umem, !xdp_responder),
+            },
         },
         peer,
         interrupted,

@@ -119,6 +119,8 @@ pub struct Prepare<'a> {
     pub threaded_by_default: bool,
     /// Which ends' NAPI threads are pinned beside their workers.
     pub pin_napi: Ends<bool>,
+    /// The sockets each end's workers wait on (for the wait modes).
+    pub sockets: Ends<crate::wait::Sockets>,
 }
 
 /// How the rx end finishes once the tx end has stopped.
@@ -169,6 +171,8 @@ pub struct Measured<T, R> {
     pub napi: Option<&'static str>,
     /// NAPI threads pinned (pid, core).
     pub napi_threads: Vec<(i32, usize)>,
+    /// The wait modes and their kernel settings.
+    pub wait: crate::wait::WaitSetup,
     /// The ends whose workers ran here.
     pub here: Ends<bool>,
     /// Whether Ctrl-C or SIGTERM cut the run short.
@@ -215,6 +219,9 @@ pub struct Session<'a> {
     stop: Ends<StopSignal>,
     in_window: Arc<AtomicBool>,
     watch: PathWatch,
+    wait: crate::wait::WaitSetup,
+    // Puts back the NAPI settings of the wait modes.
+    _wait_restore: crate::wait::WaitRestore,
     // Dropped last: puts back what prepare changed.
     _restore: Restore,
 }
@@ -242,6 +249,9 @@ impl<'a> Session<'a> {
         interrupted: &'a AtomicBool,
     ) -> Result<Self> {
         let (args, path, here) = (asked.args, asked.path, asked.here);
+        // The wait modes first: a mode the kernel would not honour is
+        // refused before anything changes.
+        let (wait, wait_restore) = crate::wait::apply(args, path, here, asked.sockets)?;
         // The rx end first (rr: the responder's program answers requests).
         let attach = |end, cfg: Option<SteeringConfig>, runs_here: bool| {
             cfg.filter(|_| runs_here)
@@ -296,6 +306,8 @@ impl<'a> Session<'a> {
             // With no warm-up, the window is from the start.
             in_window: Arc::new(AtomicBool::new(args.warmup.is_zero())),
             watch: PathWatch::new(path),
+            wait,
+            _wait_restore: wait_restore,
             _restore: restore,
         })
     }
@@ -498,6 +510,7 @@ impl<'a> Session<'a> {
             napi_threads,
             interfaces_at_start,
             watch,
+            wait,
             ..
         } = self;
         // Detach before reading the interfaces' counters.
@@ -517,6 +530,7 @@ impl<'a> Session<'a> {
             environment: crate::environment::describe(),
             napi,
             napi_threads,
+            wait,
             here,
             interrupted: interrupted.load(Ordering::Relaxed),
             fault: watch.message(),
@@ -581,6 +595,7 @@ impl<T, R> Measured<T, R> {
             },
             napi: Some("threaded"),
             napi_threads: Vec::new(),
+            wait: Default::default(),
             here: Ends { tx: true, rx: true },
             interrupted: false,
             fault: None,

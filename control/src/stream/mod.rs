@@ -160,6 +160,10 @@ fn prepare<'a>(
                 tx: false,
                 rx: true,
             },
+            sockets: Ends {
+                tx: crate::wait::sockets(plan.sender.can().umem, plan.sender.can().wait_modes),
+                rx: crate::wait::sockets(plan.receiver.can().umem, plan.receiver.can().wait_modes),
+            },
         },
         peer,
         interrupted,

@@ -1,0 +1,269 @@
+//! The wait modes of a run (`--rx-wait`, `--tx-wait`): which an end may
+//! use (checked before anything changes), the per-NAPI settings the
+//! kernel busy-poll modes need (set through the netdev netlink family for
+//! the run, put back when it ends: also after an error or Ctrl-C), and
+//! what the result records (`setup.wait`).
+
+use anyhow::{bail, Context, Result};
+use linerate_datapath::{
+    busy_poll::{self, BUSY_POLL_BUDGET, BUSY_POLL_USECS},
+    worker::WaitMode,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    cli::{BackendArg, RunArgs},
+    netdev::{self, NapiConfig},
+    path::{PathEnd, PathPlan},
+    session::Ends,
+};
+
+/// What a run's workers did when they had nothing to do, and the kernel
+/// settings that went with it (`setup.wait`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitSetup {
+    /// The tx end's (rr: the clients') mode.
+    pub tx: String,
+    /// The rx end's (rr: the responders') mode.
+    pub rx: String,
+    /// µs a receive or epoll_wait busy-polls (kernel busy-poll modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_usecs: Option<u32>,
+    /// Packets per busy poll (SO_BUSY_POLL_BUDGET or the epoll context's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_budget: Option<u16>,
+    /// The NAPIs' `defer-hard-irqs` during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defer_hard_irqs: Option<u32>,
+    /// The NAPIs' `gro-flush-timeout` during the run, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro_flush_timeout_ns: Option<u64>,
+    /// The NAPIs' `irq-suspend-timeout` during the run, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_suspend_timeout_ns: Option<u64>,
+    /// The NAPIs busy-polled, per interface.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub napi: Vec<NapiUsed>,
+}
+
+/// The NAPI instances of one interface a run busy-polled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NapiUsed {
+    /// The interface.
+    pub iface: String,
+    /// Its NAPI ids.
+    pub ids: Vec<u32>,
+    /// Whether their settings were changed for the run (and put back).
+    pub set: bool,
+}
+
+impl WaitSetup {
+    /// One line for the text output: "busy-poll / irq-suspend (50 µs,
+    /// budget 64, defer 100, gro-flush 20 µs, irq-suspend 20 ms; NAPI
+    /// lr-b0: 8193)".
+    pub fn line(&self) -> String {
+        let mut s = format!("tx {}, rx {}", self.tx, self.rx);
+        let mut parts = Vec::new();
+        if let Some(u) = self.busy_poll_usecs {
+            parts.push(format!("busy poll {u} us"));
+        }
+        if let Some(b) = self.busy_poll_budget {
+            parts.push(format!("budget {b}"));
+        }
+        if let Some(d) = self.defer_hard_irqs {
+            parts.push(format!("defer-hard-irqs {d}"));
+        }
+        if let Some(g) = self.gro_flush_timeout_ns {
+            parts.push(format!("gro-flush-timeout {g} ns"));
+        }
+        if let Some(t) = self.irq_suspend_timeout_ns {
+            parts.push(format!("irq-suspend-timeout {t} ns"));
+        }
+        for n in &self.napi {
+            let ids: Vec<String> = n.ids.iter().map(u32::to_string).collect();
+            parts.push(format!("NAPI {} {}", n.iface, ids.join(",")));
+        }
+        if !parts.is_empty() {
+            s.push_str(&format!(" ({})", parts.join(", ")));
+        }
+        s
+    }
+}
+
+/// The NAPI settings changed for a run, put back when dropped.
+#[derive(Default)]
+pub struct WaitRestore {
+    before: Vec<(Option<String>, String, Vec<(u32, NapiConfig)>)>,
+}
+
+impl Drop for WaitRestore {
+    fn drop(&mut self) {
+        for (ns, iface, napis) in self.before.drain(..).rev() {
+            let back = netdev::in_netns(ns.as_deref(), move |nd| {
+                for (id, config) in &napis {
+                    nd.set(*id, config)?;
+                }
+                Ok(())
+            });
+            if let Err(e) = back {
+                eprintln!(
+                    "linerate: warning: could not put the NAPI settings of {iface} back: {e:#}"
+                );
+            }
+        }
+    }
+}
+
+/// What kind of sockets an end's workers use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// AF_XDP sockets.
+    Xsk,
+    /// Kernel sockets of the backend.
+    Kernel,
+    /// None that wait (the generator, the XDP-only receiver, the XDP
+    /// responder).
+    None,
+}
+
+/// Checks the ends' modes, then sets the NAPI settings they need, on the
+/// ends that run here. Returns what the result records and what puts the
+/// settings back.
+pub fn apply(
+    args: &RunArgs,
+    path: &PathPlan,
+    here: Ends<bool>,
+    sockets: Ends<Sockets>,
+) -> Result<(WaitSetup, WaitRestore)> {
+    let modes = Ends {
+        tx: path.tx_wait(args, here.rx),
+        rx: WaitMode::from(args.rx_wait),
+    };
+    let mut setup = WaitSetup {
+        tx: modes.tx.name().into(),
+        rx: modes.rx.name().into(),
+        ..WaitSetup::default()
+    };
+    let mut restore = WaitRestore::default();
+    let ends = [
+        ("tx", here.tx, modes.tx, sockets.tx, &path.tx),
+        ("rx", here.rx, modes.rx, sockets.rx, &path.rx),
+    ];
+    for (side, runs_here, mode, sockets, end) in ends {
+        if !runs_here || !mode.kernel_polls() || sockets == Sockets::None {
+            continue;
+        }
+        check(args, side, mode, sockets, end)?;
+        setup.busy_poll_usecs = Some(BUSY_POLL_USECS);
+        setup.busy_poll_budget = Some(BUSY_POLL_BUDGET);
+        let settings = mode.napi_settings();
+        if let Some(s) = settings {
+            setup.defer_hard_irqs = Some(s.defer_hard_irqs);
+            setup.gro_flush_timeout_ns = Some(s.gro_flush_timeout_ns);
+            setup.irq_suspend_timeout_ns = s.irq_suspend_timeout_ns.or(setup.irq_suspend_timeout_ns);
+        }
+        if setup.napi.iter().any(|n| n.iface == end.iface) {
+            // One interface as both ends: set once, with the stronger mode
+            // first (irq-suspend is handled as the rx end's).
+            continue;
+        }
+        let used = set_napis(end, side, mode, settings, &mut restore)?;
+        setup.napi.push(used);
+    }
+    Ok((setup, restore))
+}
+
+/// Refuses a kernel busy-poll mode where the kernel never busy-polls.
+fn check(
+    args: &RunArgs,
+    side: &'static str,
+    mode: WaitMode,
+    sockets: Sockets,
+    end: &PathEnd,
+) -> Result<()> {
+    if args.backend == BackendArg::Tcp {
+        bail!(
+            "--{side}-wait {}: kernel busy polling is offered for --backend udp and AF_XDP sockets in zero-copy mode; with --backend tcp use busy or wait",
+            mode.name()
+        );
+    }
+    // veth has no AF_XDP zero-copy: refused here, before anything changes
+    // (on other drivers the socket refuses at bind if it lands in copy mode).
+    if sockets == Sockets::Xsk && end.info.kind.as_deref() == Some("veth") {
+        let why = format!("{} is veth, which refuses zero-copy", end.iface);
+        return Err(busy_poll::copy_mode_refusal(side, mode, &why).into());
+    }
+    Ok(())
+}
+
+/// Finds `end`'s NAPIs (napi-get) and, for the modes that need them, sets
+/// their settings, recording each NAPI's settings before in `restore`.
+fn set_napis(
+    end: &PathEnd,
+    side: &'static str,
+    mode: WaitMode,
+    settings: Option<busy_poll::NapiSettings>,
+    restore: &mut WaitRestore,
+) -> Result<NapiUsed> {
+    let iface = end.iface.clone();
+    let napis = netdev::in_netns(end.netns.as_deref(), move |nd| {
+        Ok(nd.napis(netdev::ifindex(&iface)?)?)
+    })
+    .with_context(|| format!("reading the NAPIs of {} (napi-get)", end.iface))?;
+    if napis.is_empty() {
+        bail!(
+            "--{side}-wait {}: interface {} has no NAPI to busy-poll (veth gets NAPI when GRO is on or an XDP program is attached): turn GRO on with `ethtool -K {} gro on`, or use busy or wait",
+            mode.name(),
+            end.iface,
+            end.iface
+        );
+    }
+    let ids: Vec<u32> = napis.iter().map(|n| n.id).collect();
+    let Some(s) = settings else {
+        return Ok(NapiUsed {
+            iface: end.iface.clone(),
+            ids,
+            set: false,
+        });
+    };
+    restore.before.push((
+        end.netns.clone(),
+        end.iface.clone(),
+        napis.iter().map(|n| (n.id, n.config)).collect(),
+    ));
+    let want: Vec<(u32, NapiConfig)> = napis
+        .iter()
+        .map(|n| {
+            (
+                n.id,
+                NapiConfig {
+                    defer_hard_irqs: s.defer_hard_irqs,
+                    gro_flush_timeout_ns: s.gro_flush_timeout_ns,
+                    irq_suspend_timeout_ns: s.irq_suspend_timeout_ns.or(n.config.irq_suspend_timeout_ns),
+                },
+            )
+        })
+        .collect();
+    netdev::in_netns(end.netns.as_deref(), move |nd| {
+        for (id, config) in &want {
+            nd.set(*id, config)?;
+        }
+        Ok(())
+    })
+    .with_context(|| format!("setting the NAPIs of {} (napi-set)", end.iface))?;
+    Ok(NapiUsed {
+        iface: end.iface.clone(),
+        ids,
+        set: true,
+    })
+}
+
+/// The sockets of an end whose engine has a UMEM (`umem`: AF_XDP) and
+/// whose workers wait (`waits`).
+pub fn sockets(umem: bool, waits: bool) -> Sockets {
+    match (waits, umem) {
+        (false, _) => Sockets::None,
+        (true, true) => Sockets::Xsk,
+        (true, false) => Sockets::Kernel,
+    }
+}

@@ -13,7 +13,6 @@ mod files;
 mod iface;
 mod lab;
 mod napi;
-mod netdev;
 mod output;
 mod overhead;
 mod path;

@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{
+    netdev::{self, NapiConfig},
     busy_poll::{self, BUSY_POLL_BUDGET, BUSY_POLL_USECS},
     worker::WaitMode,
 };
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     cli::{BackendArg, RunArgs},
-    netdev::{self, NapiConfig},
+    
     path::{PathEnd, PathPlan},
     session::Ends,
 };

@@ -20,6 +20,7 @@ pub mod latency;
 pub mod message;
 pub mod mix;
 pub mod names;
+pub mod netdev;
 pub mod netns;
 pub mod pacing;
 pub mod port;

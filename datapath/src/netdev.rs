@@ -234,23 +234,25 @@ impl Netdev {
 /// one), in a thread of its own (entering a namespace is per thread).
 pub fn in_netns<T: Send + 'static>(
     netns: Option<&str>,
-    f: impl FnOnce(&Netdev) -> anyhow::Result<T> + Send + 'static,
-) -> anyhow::Result<T> {
+    f: impl FnOnce(&Netdev) -> Result<T, NetdevError> + Send + 'static,
+) -> Result<T, NetdevError> {
     let netns = netns.map(str::to_string);
-    std::thread::spawn(move || -> anyhow::Result<T> {
+    std::thread::spawn(move || {
         if let Some(ns) = &netns {
-            linerate_datapath::netns::enter(ns)?;
+            crate::netns::enter(ns).map_err(|e| NetdevError::Family(format!("namespace {ns}: {e}")))?;
         }
         f(&Netdev::open()?)
     })
     .join()
-    .map_err(|_| anyhow::anyhow!("the netdev netlink thread panicked"))?
+    .unwrap_or_else(|_| Err(NetdevError::Family("the netlink thread panicked".into())))
 }
 
 /// The ifindex of `iface` in the calling thread's namespace.
-pub fn ifindex(iface: &str) -> anyhow::Result<u32> {
-    nix::net::if_::if_nametoindex(iface)
-        .map_err(|e| anyhow::anyhow!("interface {iface}: {e}"))
+pub fn ifindex(iface: &str) -> Result<u32, NetdevError> {
+    nix::net::if_::if_nametoindex(iface).map_err(|e| NetdevError::Request {
+        what: "ifindex",
+        detail: format!("interface {iface}: {e}"),
+    })
 }
 
 #[cfg(test)]

@@ -75,9 +75,24 @@ fn every_mode_moves_a_udp_stream_and_rr_with_exact_accounting() {
         assert_eq!(w["defer_hard_irqs"].is_u64(), mode != "busy-poll", "{w}");
 
         let rr = run_json(&[
-            "rr", "--lab", &lab.name, "--backend", "udp", "--count", "2000", "--tx-wait",
-            mode, "--rx-wait", mode, "--timeout", "2s", "--warmup", "0s", "--duration",
-            "60s", "--json",
+            "rr",
+            "--lab",
+            &lab.name,
+            "--backend",
+            "udp",
+            "--count",
+            "2000",
+            "--tx-wait",
+            mode,
+            "--rx-wait",
+            mode,
+            "--timeout",
+            "2s",
+            "--warmup",
+            "0s",
+            "--duration",
+            "60s",
+            "--json",
         ]);
         rr_accounted(&rr["transactions"], 2000);
         assert_eq!(rr["latency"]["count"], 2000, "{mode}");
@@ -102,15 +117,30 @@ fn napi_settings_are_put_back_after_a_run_and_after_ctrl_c() {
     assert!(before.iter().all(|c| *c == BASELINE));
 
     // A run to its end.
-    let r = counted_stream(&lab.name, 2000, &["--backend", "udp", "--rx-wait", "irq-suspend"]);
+    let r = counted_stream(
+        &lab.name,
+        2000,
+        &["--backend", "udp", "--rx-wait", "irq-suspend"],
+    );
     assert_eq!(r["frames"]["received"], 2000);
     assert_eq!(configs(&ns, &iface), before, "put back after the run");
 
     // A run cut short by Ctrl-C: its settings hold while it runs.
     let child = Command::new(linerate())
         .args([
-            "stream", "--lab", &lab.name, "--backend", "udp", "--rx-wait",
-            "prefer-busy-poll", "--rate", "1000", "--warmup", "0s", "--duration", "30s",
+            "stream",
+            "--lab",
+            &lab.name,
+            "--backend",
+            "udp",
+            "--rx-wait",
+            "prefer-busy-poll",
+            "--rate",
+            "1000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "30s",
             "--json",
         ])
         .stdout(Stdio::piped())
@@ -120,12 +150,17 @@ fn napi_settings_are_put_back_after_a_run_and_after_ctrl_c() {
     let (rx0, _) = packets(&ns, &iface);
     let end = Instant::now() + Duration::from_secs(60);
     while packets(&ns, &iface).0 < rx0 + 500 {
-        assert!(Instant::now() < end, "no frames reached the receiver in 60 s");
+        assert!(
+            Instant::now() < end,
+            "no frames reached the receiver in 60 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let during = configs(&ns, &iface);
     assert!(
-        during.iter().all(|c| c.defer_hard_irqs == 100 && c.gro_flush_timeout_ns == 20_000),
+        during
+            .iter()
+            .all(|c| c.defer_hard_irqs == 100 && c.gro_flush_timeout_ns == 20_000),
         "set for the run: {during:?}"
     );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
@@ -145,8 +180,17 @@ fn af_xdp_in_copy_mode_refuses_the_busy_poll_modes_with_the_reason() {
     for (cmd, opt) in [("stream", "--rx-wait"), ("rr", "--tx-wait")] {
         for mode in MODES {
             let out = run(&[
-                cmd, "--lab", &lab.name, "--backend", "xdp", opt, mode, "--duration", "1s",
-                "--warmup", "0s",
+                cmd,
+                "--lab",
+                &lab.name,
+                "--backend",
+                "xdp",
+                opt,
+                mode,
+                "--duration",
+                "1s",
+                "--warmup",
+                "0s",
             ]);
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(!out.status.success(), "{cmd} {opt} {mode} ran: {err}");
@@ -164,8 +208,17 @@ fn af_xdp_in_copy_mode_refuses_the_busy_poll_modes_with_the_reason() {
     }
     // And tcp has no kernel busy polling here.
     let out = run(&[
-        "stream", "--lab", &lab.name, "--backend", "tcp", "--rx-wait", "busy-poll",
-        "--duration", "1s", "--warmup", "0s",
+        "stream",
+        "--lab",
+        &lab.name,
+        "--backend",
+        "tcp",
+        "--rx-wait",
+        "busy-poll",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
     ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--backend udp"));

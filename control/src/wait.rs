@@ -6,15 +6,14 @@
 
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{
-    netdev::{self, NapiConfig},
     busy_poll::{self, BUSY_POLL_BUDGET, BUSY_POLL_USECS},
+    netdev::{self, NapiConfig},
     worker::WaitMode,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::{
     cli::{BackendArg, RunArgs},
-    
     path::{PathEnd, PathPlan},
     session::Ends,
 };
@@ -161,7 +160,8 @@ pub fn apply(
         if let Some(s) = settings {
             setup.defer_hard_irqs = Some(s.defer_hard_irqs);
             setup.gro_flush_timeout_ns = Some(s.gro_flush_timeout_ns);
-            setup.irq_suspend_timeout_ns = s.irq_suspend_timeout_ns.or(setup.irq_suspend_timeout_ns);
+            setup.irq_suspend_timeout_ns =
+                s.irq_suspend_timeout_ns.or(setup.irq_suspend_timeout_ns);
         }
         if setup.napi.iter().any(|n| n.iface == end.iface) {
             // One interface as both ends: set once, with the stronger mode
@@ -240,7 +240,9 @@ fn set_napis(
                 NapiConfig {
                     defer_hard_irqs: s.defer_hard_irqs,
                     gro_flush_timeout_ns: s.gro_flush_timeout_ns,
-                    irq_suspend_timeout_ns: s.irq_suspend_timeout_ns.or(n.config.irq_suspend_timeout_ns),
+                    irq_suspend_timeout_ns: s
+                        .irq_suspend_timeout_ns
+                        .or(n.config.irq_suspend_timeout_ns),
                 },
             )
         })
@@ -266,5 +268,102 @@ pub fn sockets(umem: bool, waits: bool) -> Sockets {
         (false, _) => Sockets::None,
         (true, true) => Sockets::Xsk,
         (true, false) => Sockets::Kernel,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::RunRequest;
+    use crate::sweep::{expand, spec::SweepSpec};
+
+    #[test]
+    fn every_mode_parses_on_both_ends_of_stream_and_rr() {
+        for (arg, mode) in [
+            ("busy", WaitMode::Busy),
+            ("wait", WaitMode::Wait),
+            ("busy-poll", WaitMode::BusyPoll),
+            ("prefer-busy-poll", WaitMode::PreferBusyPoll),
+            ("irq-suspend", WaitMode::IrqSuspend),
+        ] {
+            let s = RunRequest::stream_args(&["--rx-wait", arg, "--tx-wait", arg]);
+            assert_eq!(WaitMode::from(s.run.rx_wait), mode);
+            assert_eq!(s.run.tx_wait.map(WaitMode::from), Some(mode));
+            let r = RunRequest::rr_args(&["--rx-wait", arg, "--tx-wait", arg]);
+            assert_eq!(WaitMode::from(r.run.rx_wait), mode);
+            assert_eq!(mode.name(), arg);
+        }
+    }
+
+    #[test]
+    fn a_sweep_takes_the_modes_as_the_command_line_does() {
+        let s = SweepSpec::parse(
+            "name = \"t\"\nkind = \"rr\"\n[[axis]]\nname = \"mode\"\nvalues = [{tx_wait = \"busy-poll\", rx_wait = \"irq-suspend\"}, {tx_wait = \"prefer-busy-poll\", rx_wait = \"busy-poll\"}]\n",
+            "t.toml",
+        )
+        .unwrap();
+        let part = &s.parts[0];
+        let mut seen = Vec::new();
+        for p in expand::points(0, part) {
+            let argv = expand::argv(part, &p, &[], true).unwrap();
+            let RunRequest::Rr(rr) = expand::parse(crate::sweep::spec::Kind::Rr, &argv).unwrap()
+            else {
+                panic!("not rr")
+            };
+            seen.push((
+                WaitMode::from(rr.run.tx_wait.unwrap()).name(),
+                WaitMode::from(rr.run.rx_wait).name(),
+            ));
+        }
+        assert_eq!(
+            seen,
+            [
+                ("busy-poll", "irq-suspend"),
+                ("prefer-busy-poll", "busy-poll")
+            ]
+        );
+    }
+
+    #[test]
+    fn setup_wait_names_modes_values_and_napis() {
+        let w = WaitSetup {
+            tx: "busy".into(),
+            rx: "irq-suspend".into(),
+            busy_poll_usecs: Some(50),
+            busy_poll_budget: Some(64),
+            defer_hard_irqs: Some(100),
+            gro_flush_timeout_ns: Some(20_000),
+            irq_suspend_timeout_ns: Some(20_000_000),
+            napi: vec![NapiUsed {
+                iface: "lr-b0".into(),
+                ids: vec![8193],
+                set: true,
+            }],
+        };
+        assert_eq!(
+            w.line(),
+            "tx busy, rx irq-suspend (busy poll 50 us, budget 64, defer-hard-irqs 100, gro-flush-timeout 20000 ns, irq-suspend-timeout 20000000 ns, NAPI lr-b0 8193)"
+        );
+        let json = serde_json::to_value(&w).unwrap();
+        assert_eq!(json["napi"][0]["ids"][0], 8193);
+        assert_eq!(serde_json::from_value::<WaitSetup>(json).unwrap(), w);
+        // busy and wait: the modes alone.
+        let plain = WaitSetup {
+            tx: "busy".into(),
+            rx: "wait".into(),
+            ..WaitSetup::default()
+        };
+        assert_eq!(plain.line(), "tx busy, rx wait");
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"tx":"busy","rx":"wait"}"#
+        );
+    }
+
+    #[test]
+    fn sockets_follow_the_engine() {
+        assert_eq!(sockets(true, true), Sockets::Xsk);
+        assert_eq!(sockets(false, true), Sockets::Kernel);
+        assert_eq!(sockets(true, false), Sockets::None);
     }
 }

@@ -236,11 +236,17 @@ mod tests {
             ]
         );
         assert_eq!(
-            WaitMode::IrqSuspend.napi_settings().unwrap().irq_suspend_timeout_ns,
+            WaitMode::IrqSuspend
+                .napi_settings()
+                .unwrap()
+                .irq_suspend_timeout_ns,
             Some(IRQ_SUSPEND_TIMEOUT_NS)
         );
         assert_eq!(
-            WaitMode::PreferBusyPoll.napi_settings().unwrap().irq_suspend_timeout_ns,
+            WaitMode::PreferBusyPoll
+                .napi_settings()
+                .unwrap()
+                .irq_suspend_timeout_ns,
             None
         );
     }

@@ -99,9 +99,17 @@ pub enum NetdevError {
 
 type Attrs = GenlBuffer<NapiAttr, Buffer>;
 
-fn attr<P: neli::Size + neli::ToBytes>(t: NapiAttr, payload: P) -> Result<neli::genl::Nlattr<NapiAttr, Buffer>, String> {
+fn attr<P: neli::Size + neli::ToBytes>(
+    t: NapiAttr,
+    payload: P,
+) -> Result<neli::genl::Nlattr<NapiAttr, Buffer>, String> {
     NlattrBuilder::default()
-        .nla_type(AttrTypeBuilder::default().nla_type(t).build().map_err(|e| e.to_string())?)
+        .nla_type(
+            AttrTypeBuilder::default()
+                .nla_type(t)
+                .build()
+                .map_err(|e| e.to_string())?,
+        )
         .nla_payload(payload)
         .build()
         .map_err(|e| e.to_string())
@@ -113,7 +121,10 @@ pub fn set_attrs(id: u32, config: &NapiConfig) -> Result<Attrs, String> {
     let mut attrs = Attrs::new();
     attrs.push(attr(NapiAttr::Id, id)?);
     attrs.push(attr(NapiAttr::DeferHardIrqs, config.defer_hard_irqs)?);
-    attrs.push(attr(NapiAttr::GroFlushTimeout, config.gro_flush_timeout_ns)?);
+    attrs.push(attr(
+        NapiAttr::GroFlushTimeout,
+        config.gro_flush_timeout_ns,
+    )?);
     if let Some(ns) = config.irq_suspend_timeout_ns {
         attrs.push(attr(NapiAttr::IrqSuspendTimeout, ns)?);
     }
@@ -239,7 +250,8 @@ pub fn in_netns<T: Send + 'static>(
     let netns = netns.map(str::to_string);
     std::thread::spawn(move || {
         if let Some(ns) = &netns {
-            crate::netns::enter(ns).map_err(|e| NetdevError::Family(format!("namespace {ns}: {e}")))?;
+            crate::netns::enter(ns)
+                .map_err(|e| NetdevError::Family(format!("namespace {ns}: {e}")))?;
         }
         f(&Netdev::open()?)
     })

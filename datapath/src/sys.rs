@@ -34,7 +34,11 @@ fn set_int(fd: BorrowedFd<'_>, option: libc::c_int, value: libc::c_int) -> io::R
 /// SO_BUSY_POLL: a blocking receive on this socket busy-polls the device
 /// queue's NAPI for up to `usecs` before it sleeps.
 pub fn set_busy_poll(fd: BorrowedFd<'_>, usecs: u32) -> io::Result<()> {
-    set_int(fd, libc::SO_BUSY_POLL, usecs.min(i32::MAX as u32) as libc::c_int)
+    set_int(
+        fd,
+        libc::SO_BUSY_POLL,
+        usecs.min(i32::MAX as u32) as libc::c_int,
+    )
 }
 
 /// SO_PREFER_BUSY_POLL: the application pledges to busy-poll, the NAPI

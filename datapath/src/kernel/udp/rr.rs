@@ -197,7 +197,12 @@ pub fn spawn_responder(
     name: String,
     cfg: KernelRrConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    spawn_socket(name, cfg, |cfg| udp_socket(cfg.responder, cfg.wait), respond)
+    spawn_socket(
+        name,
+        cfg,
+        |cfg| udp_socket(cfg.responder, cfg.wait),
+        respond,
+    )
 }
 
 fn respond(

@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{
-    busy_poll::{self, BUSY_POLL_BUDGET, BUSY_POLL_USECS},
+    busy_poll::{self, BUSY_POLL_BUDGET},
     netdev::{self, NapiConfig},
     worker::WaitMode,
 };
@@ -154,7 +154,7 @@ pub fn apply(
             continue;
         }
         check(args, side, mode, sockets, end)?;
-        setup.busy_poll_usecs = Some(BUSY_POLL_USECS);
+        setup.busy_poll_usecs = mode.busy_poll_usecs();
         setup.busy_poll_budget = Some(BUSY_POLL_BUDGET);
         let settings = mode.napi_settings();
         if let Some(s) = settings {

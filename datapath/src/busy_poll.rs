@@ -15,6 +15,12 @@ use crate::{sys, worker::WaitMode, xsk::BindMode};
 
 /// Microseconds a receive (or epoll_wait) busy-polls before it sleeps.
 pub const BUSY_POLL_USECS: u32 = 50;
+/// Microseconds epoll_wait busy-polls with IRQ suspension: 0, one poll of
+/// the NAPI per call (prefer_busy_poll turns epoll busy polling on): while
+/// calls find events the NAPI's interrupts stay suspended and the
+/// application drives it; when one finds none, the interrupts come back
+/// under defer-hard-irqs and gro-flush-timeout and the worker sleeps.
+pub const IRQ_SUSPEND_EPOLL_USECS: u32 = 0;
 /// Packets one busy poll may process (SO_BUSY_POLL_BUDGET, the epoll
 /// context's budget; the NAPI weight, 64, needs no CAP_NET_ADMIN).
 pub const BUSY_POLL_BUDGET: u16 = 64;
@@ -64,6 +70,16 @@ impl WaitMode {
     /// spins, `irq-suspend` sleeps in epoll_wait instead.
     pub fn nonblocking_receive(self) -> bool {
         matches!(self, Self::Busy | Self::IrqSuspend)
+    }
+
+    /// µs a receive or epoll_wait of the mode busy-polls (None: it does
+    /// not busy-poll).
+    pub fn busy_poll_usecs(self) -> Option<u32> {
+        match self {
+            Self::BusyPoll | Self::PreferBusyPoll => Some(BUSY_POLL_USECS),
+            Self::IrqSuspend => Some(IRQ_SUSPEND_EPOLL_USECS),
+            _ => None,
+        }
     }
 
     /// The NAPI settings the mode needs, if any.
@@ -194,7 +210,8 @@ impl EpollWait {
                 .map_err(|e| io_err("epoll_ctl")(e.into()))?;
         }
         let prefer = wait != WaitMode::BusyPoll;
-        sys::set_epoll_params(epoll.0.as_fd(), BUSY_POLL_USECS, BUSY_POLL_BUDGET, prefer)
+        let usecs = wait.busy_poll_usecs().unwrap_or(BUSY_POLL_USECS);
+        sys::set_epoll_params(epoll.0.as_fd(), usecs, BUSY_POLL_BUDGET, prefer)
             .map_err(io_err("EPIOCSPARAMS (Linux 6.9+)"))?;
         Ok(Some(Self {
             epoll,
@@ -242,6 +259,9 @@ mod tests {
                 .irq_suspend_timeout_ns,
             Some(IRQ_SUSPEND_TIMEOUT_NS)
         );
+        assert_eq!(WaitMode::IrqSuspend.busy_poll_usecs(), Some(0));
+        assert_eq!(WaitMode::BusyPoll.busy_poll_usecs(), Some(BUSY_POLL_USECS));
+        assert_eq!(WaitMode::Wait.busy_poll_usecs(), None);
         assert_eq!(
             WaitMode::PreferBusyPoll
                 .napi_settings()

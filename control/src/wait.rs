@@ -90,10 +90,13 @@ impl WaitSetup {
     }
 }
 
+/// An interface's NAPIs (namespace, name, id and settings before).
+type NapisBefore = (Option<String>, String, Vec<(u32, NapiConfig)>);
+
 /// The NAPI settings changed for a run, put back when dropped.
 #[derive(Default)]
 pub struct WaitRestore {
-    before: Vec<(Option<String>, String, Vec<(u32, NapiConfig)>)>,
+    before: Vec<NapisBefore>,
 }
 
 impl Drop for WaitRestore {
@@ -208,7 +211,7 @@ fn set_napis(
 ) -> Result<NapiUsed> {
     let iface = end.iface.clone();
     let napis = netdev::in_netns(end.netns.as_deref(), move |nd| {
-        Ok(nd.napis(netdev::ifindex(&iface)?)?)
+        nd.napis(netdev::ifindex(&iface)?)
     })
     .with_context(|| format!("reading the NAPIs of {} (napi-get)", end.iface))?;
     if napis.is_empty() {

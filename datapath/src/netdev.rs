@@ -303,7 +303,7 @@ mod tests {
             irq_suspend_timeout_ns: None,
             ..config
         };
-        assert_eq!(bytes(&set_attrs(7, &plain).unwrap()), want[..36]);
+        assert_eq!(bytes(&set_attrs(7, &plain).unwrap()), want[..28]);
     }
 
     #[test]

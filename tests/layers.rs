@@ -402,11 +402,13 @@ fn layers(crate_name: &str) -> BTreeMap<ModPath, u32> {
 
 /// The layer of a module: that of its longest listed prefix.
 fn layer_of(module: &[String], layers: &BTreeMap<ModPath, u32>) -> Option<u32> {
-    (0..=module.len())
+    // The root's row is the root's alone: a module no row names is in no
+    // layer, not in the root's.
+    let shortest = usize::from(!module.is_empty());
+    (shortest..=module.len())
         .rev()
         .find_map(|n| layers.get(&module[..n]))
         .copied()
-        .filter(|_| !module.is_empty() || layers.contains_key(&Vec::new()))
 }
 
 /// Everything wrong with one crate's graph, one line each.
@@ -627,4 +629,22 @@ fn graph_printed() {
             );
         }
     }
+}
+
+#[test]
+fn a_file_in_no_layer_is_found() {
+    let layers = layers("control");
+    let mut sources = sources(&crate_src("control"));
+    sources.insert(
+        vec!["planted".to_string()],
+        (
+            "planted.rs".to_string(),
+            "use crate::cli::Cli;\n".to_string(),
+        ),
+    );
+    let found = problems(&graph(&sources), &layers);
+    assert!(
+        found.contains(&"planted.rs is in no layer of docs/architecture.md".to_string()),
+        "{found:?}"
+    );
 }

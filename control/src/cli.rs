@@ -401,6 +401,15 @@ pub enum WaitArg {
     Busy,
     /// Block in poll().
     Wait,
+    /// Kernel busy polling: SO_BUSY_POLL, blocking receives (udp; AF_XDP
+    /// in zero-copy mode).
+    BusyPoll,
+    /// Preferred busy polling: SO_PREFER_BUSY_POLL and a budget, the NAPI's
+    /// defer-hard-irqs and gro-flush-timeout set for the run.
+    PreferBusyPoll,
+    /// IRQ suspension: epoll busy polling (EPIOCSPARAMS) with the NAPI's
+    /// irq-suspend-timeout (Linux 6.13+).
+    IrqSuspend,
 }
 
 impl From<WaitArg> for WaitMode {
@@ -408,6 +417,9 @@ impl From<WaitArg> for WaitMode {
         match wait {
             WaitArg::Busy => WaitMode::Busy,
             WaitArg::Wait => WaitMode::Wait,
+            WaitArg::BusyPoll => WaitMode::BusyPoll,
+            WaitArg::PreferBusyPoll => WaitMode::PreferBusyPoll,
+            WaitArg::IrqSuspend => WaitMode::IrqSuspend,
         }
     }
 }

@@ -27,3 +27,4 @@ pub mod run;
 pub mod stream;
 pub mod stream_table;
 pub mod two_host;
+pub mod wait;

@@ -128,6 +128,10 @@ pub struct RrSetup {
     /// written before it was reported).
     #[serde(default)]
     pub placement: String,
+    /// The wait modes and their kernel busy-poll settings (none in results
+    /// written before they were reported).
+    #[serde(default)]
+    pub wait: crate::results::wait::WaitSetup,
 }
 
 /// Transaction counts.

@@ -95,6 +95,7 @@ pub fn print_table(r: &RrResult) -> String {
         p.responder_wait,
     );
     let _ = writeln!(o, "  placement: {}", r.setup.placement);
+    let _ = writeln!(o, "  wait: {}", r.setup.wait.line());
     let t = &r.transactions;
     let _ = writeln!(
         o,

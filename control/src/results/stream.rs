@@ -178,6 +178,10 @@ pub struct Setup {
     /// it was reported: the backend's).
     #[serde(default)]
     pub rx_engine: String,
+    /// The wait modes and their kernel busy-poll settings (none in results
+    /// written before they were reported).
+    #[serde(default)]
+    pub wait: crate::results::wait::WaitSetup,
 }
 
 /// Rates and CPU of one side over the window.

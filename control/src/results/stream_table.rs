@@ -244,6 +244,7 @@ fn setup_lines(r: &StreamResult, o: &mut String) {
         );
     }
     let _ = writeln!(o, "  placement: {}", r.setup.placement);
+    let _ = writeln!(o, "  wait: {}", r.setup.wait.line());
     let _ = writeln!(
         o,
         "  window {:.2} s{} after {:.1} s warm-up{}{}",

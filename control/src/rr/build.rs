@@ -106,8 +106,8 @@ fn params(plan: &RrPlan, client_wait: WaitMode) -> RrParams {
         warmup_s: run.warmup.as_secs_f64(),
         duration_s: run.duration.as_secs_f64(),
         mtu: path.mtu,
-        client_wait: format!("{client_wait:?}").to_lowercase(),
-        responder_wait: format!("{:?}", run.rx_wait).to_lowercase(),
+        client_wait: client_wait.name().into(),
+        responder_wait: WaitMode::from(run.rx_wait).name().into(),
         client_cores: path.tx_cores.clone(),
         responder_cores: path.rx_cores.clone(),
         client_iface: path.tx.iface.clone(),
@@ -159,6 +159,7 @@ fn setup(
         napi_threads: measured.napi_threads.clone(),
         napi: measured.napi.map(str::to_string),
         driver: path.rx.info.kind.clone(),
+        wait: measured.wait.clone(),
     }
 }
 

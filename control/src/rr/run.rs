@@ -55,6 +55,10 @@ pub fn run_side(
             },
             threaded_by_default: false,
             pin_napi: Ends { tx: true, rx: true },
+            sockets: Ends {
+                tx: crate::session::sockets(plan.engine.can().umem, true),
+                rx: crate::session::sockets(plan.engine.can().umem, !xdp_responder),
+            },
         },
         peer,
         interrupted,

@@ -29,6 +29,7 @@ mod peer;
 mod placement;
 mod signal;
 mod system;
+mod wait;
 mod watch;
 mod window;
 
@@ -54,6 +55,7 @@ pub use peer::{Live, Peer};
 pub use placement::placement;
 pub use signal::on_signal;
 pub use system::steering_config;
+pub use wait::sockets;
 #[cfg(test)]
 pub use window::busy_cores;
 pub use window::{Finished, Window};
@@ -92,6 +94,8 @@ pub struct Prepare<'a> {
     pub threaded_by_default: bool,
     /// Which ends' NAPI threads are pinned beside their workers.
     pub pin_napi: Ends<bool>,
+    /// The sockets each end's workers wait on (for the wait modes).
+    pub sockets: Ends<wait::Sockets>,
 }
 
 /// How the rx end finishes once the tx end has stopped.
@@ -142,6 +146,8 @@ pub struct Measured<T, R> {
     pub napi: Option<&'static str>,
     /// NAPI threads pinned (pid, core).
     pub napi_threads: Vec<(i32, usize)>,
+    /// The wait modes and their kernel settings.
+    pub wait: crate::results::wait::WaitSetup,
     /// The ends whose workers ran here.
     pub here: Ends<bool>,
     /// Whether Ctrl-C or SIGTERM cut the run short.
@@ -188,6 +194,9 @@ pub struct Session<'a> {
     stop: Ends<StopSignal>,
     in_window: Arc<AtomicBool>,
     watch: PathWatch,
+    wait: crate::results::wait::WaitSetup,
+    // Puts back the NAPI settings of the wait modes.
+    _wait_restore: wait::WaitRestore,
     // Dropped last: puts back what prepare changed.
     _restore: Restore,
 }
@@ -215,6 +224,9 @@ impl<'a> Session<'a> {
         interrupted: &'a AtomicBool,
     ) -> Result<Self> {
         let (args, path, here) = (asked.args, asked.path, asked.here);
+        // The wait modes first: a mode the kernel would not honour is
+        // refused before anything changes.
+        let (wait, wait_restore) = wait::apply(args, path, here, asked.sockets)?;
         // The rx end first (rr: the responder's program answers requests).
         let attach = |end, cfg: Option<SteeringConfig>, runs_here: bool| {
             cfg.filter(|_| runs_here)
@@ -269,6 +281,8 @@ impl<'a> Session<'a> {
             // With no warm-up, the window is from the start.
             in_window: Arc::new(AtomicBool::new(args.warmup.is_zero())),
             watch: PathWatch::new(path),
+            wait,
+            _wait_restore: wait_restore,
             _restore: restore,
         })
     }
@@ -471,6 +485,7 @@ impl<'a> Session<'a> {
             napi_threads,
             interfaces_at_start,
             watch,
+            wait,
             ..
         } = self;
         // Detach before reading the interfaces' counters.
@@ -490,6 +505,7 @@ impl<'a> Session<'a> {
             environment: crate::environment::describe(),
             napi,
             napi_threads,
+            wait,
             here,
             interrupted: interrupted.load(Ordering::Relaxed),
             fault: watch.message(),
@@ -554,6 +570,7 @@ impl<T, R> Measured<T, R> {
             },
             napi: Some("threaded"),
             napi_threads: Vec::new(),
+            wait: Default::default(),
             here: Ends { tx: true, rx: true },
             interrupted: false,
             fault: None,

@@ -103,8 +103,8 @@ fn params(plan: &StreamPlan, tx_wait: WaitMode) -> Params {
         duration_s: run.duration.as_secs_f64(),
         count: args.count,
         rate_pps: args.rate,
-        tx_wait: format!("{tx_wait:?}").to_lowercase(),
-        rx_wait: format!("{:?}", run.rx_wait).to_lowercase(),
+        tx_wait: tx_wait.name().into(),
+        rx_wait: WaitMode::from(run.rx_wait).name().into(),
         batch: run.batch,
         ring: run.ring,
         rx_ring: run.rx_ring,
@@ -188,6 +188,7 @@ fn setup(
         tx_engine: plan.sender.name().into(),
         tx_window: credit_window,
         rx_engine: plan.receiver.name().into(),
+        wait: measured.wait.clone(),
     }
 }
 

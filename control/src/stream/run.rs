@@ -144,6 +144,13 @@ fn prepare<'a>(
                 tx: false,
                 rx: true,
             },
+            sockets: Ends {
+                tx: crate::session::sockets(plan.sender.can().umem, plan.sender.can().wait_modes),
+                rx: crate::session::sockets(
+                    plan.receiver.can().umem,
+                    plan.receiver.can().wait_modes,
+                ),
+            },
         },
         peer,
         interrupted,

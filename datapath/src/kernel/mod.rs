@@ -4,7 +4,6 @@
 //! carry the same linerate header and message accounting, so their
 //! figures sit in the same tables as the bypass path's.
 
-mod busy_poll;
 pub(crate) mod records;
 pub mod rr;
 pub mod tcp;

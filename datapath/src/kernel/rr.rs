@@ -83,7 +83,7 @@ pub(super) fn responded(c: CounterSnapshot, counters: &WorkerCounters) -> RrSumm
 pub(super) fn idle(wait: WaitMode, fds: &[BorrowedFd<'_>]) {
     match wait {
         WaitMode::Busy => std::thread::yield_now(),
-        WaitMode::Wait => wait_any(fds, PollFlags::POLLIN, 1),
+        _ => wait_any(fds, PollFlags::POLLIN, 1),
     }
 }
 

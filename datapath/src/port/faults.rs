@@ -132,6 +132,10 @@ impl<P: Receive> Receive for Faults<P> {
         self.inner.wake_if_needed()
     }
 
+    fn busy_poll(&mut self) -> Result<(), XskError> {
+        self.inner.busy_poll()
+    }
+
     fn wait_readable(&mut self, timeout_ms: i32) -> Result<bool, XskError> {
         self.inner.wait_readable(timeout_ms)
     }

@@ -82,6 +82,11 @@ pub trait Receive: Port {
     fn recv(&mut self, on_frame: impl FnMut(RxFrame<'_>)) -> usize;
     /// In busy mode: nudges the other end when it asks for it.
     fn wake_if_needed(&mut self) -> Result<(), XskError>;
+    /// In a kernel busy-poll mode: lets the kernel poll the NAPI
+    /// (recvfrom with MSG_DONTWAIT on an AF_XDP socket, xdpsock's `-B`).
+    fn busy_poll(&mut self) -> Result<(), XskError> {
+        self.wake_if_needed()
+    }
     /// Waits until frames arrive or `timeout_ms` passes.
     fn wait_readable(&mut self, timeout_ms: i32) -> Result<bool, XskError>;
     /// Frames given up on (more buffers than a frame can have).

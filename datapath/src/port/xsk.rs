@@ -45,6 +45,10 @@ macro_rules! receive {
                 <$t>::wake_if_needed(self)
             }
 
+            fn busy_poll(&mut self) -> Result<(), XskError> {
+                <$t>::busy_poll(self)
+            }
+
             fn wait_readable(&mut self, timeout_ms: i32) -> Result<bool, XskError> {
                 <$t>::wait_readable(self, timeout_ms)
             }
@@ -66,6 +70,10 @@ impl Receive for RxPort {
     #[inline]
     fn wake_if_needed(&mut self) -> Result<(), XskError> {
         RxPort::wake_if_needed(self)
+    }
+
+    fn busy_poll(&mut self) -> Result<(), XskError> {
+        RxPort::busy_poll(self)
     }
 
     fn wait_readable(&mut self, timeout_ms: i32) -> Result<bool, XskError> {

@@ -4,6 +4,7 @@
 //! run until told to stop, their deadline passes, or their frames are
 //! all sent.
 
+pub mod busy_poll;
 mod counted;
 mod error;
 mod flows;

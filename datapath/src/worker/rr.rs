@@ -123,6 +123,10 @@ fn idle(port: &mut impl Receive, wait: WaitMode, max_ms: i32) -> Result<(), XskE
         WaitMode::Wait => {
             port.wait_readable(max_ms)?;
         }
+        // xdpsock -B: recvfrom(MSG_DONTWAIT) busy-polls the NAPI.
+        WaitMode::BusyPoll | WaitMode::PreferBusyPoll | WaitMode::IrqSuspend => {
+            port.busy_poll()?;
+        }
     }
     Ok(())
 }
@@ -137,9 +141,19 @@ fn take_hook(mut cfg: RrWorkerConfig) -> (RrWorkerConfig, OnBound) {
 fn bind(
     cfg: RrWorkerConfig,
     hook: OnBound,
+    side: &'static str,
 ) -> Result<Setup<(DuplexPort, RrWorkerConfig)>, WorkerError> {
     let port = port_for(&cfg, cfg.frame.len())?;
     hook(port.fd()).map_err(WorkerError::Hook)?;
+    super::busy_poll::setup_xsk(
+        std::os::fd::AsRawFd::as_raw_fd(&port.fd()),
+        port.mode(),
+        port.fallback_reason(),
+        side,
+        cfg.wait,
+        cfg.batch,
+    )
+    .map_err(|e| WorkerError::Hook(e.to_string()))?;
     let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
     let huge = port.huge_pages();
     Ok(((port, cfg), mode, why, huge))
@@ -150,7 +164,7 @@ pub fn spawn_responder(
     name: String,
     cfg: RrWorkerConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    spawn_port(name, cfg, respond)
+    spawn_port(name, cfg, "rx", respond)
 }
 
 /// Starts an rr worker: its socket bound (and registered) on its core,
@@ -158,6 +172,7 @@ pub fn spawn_responder(
 fn spawn_port(
     name: String,
     cfg: RrWorkerConfig,
+    side: &'static str,
     run: impl FnOnce(DuplexPort, &RrWorkerConfig, &WorkerCounters) -> Result<RrSummary, WorkerError>
         + Send
         + 'static,
@@ -167,7 +182,7 @@ fn spawn_port(
     spawn_with(
         name,
         placement,
-        move || bind(cfg, hook),
+        move || bind(cfg, hook, side),
         move |(port, cfg), counters| run(port, &cfg, counters),
     )
 }
@@ -233,7 +248,7 @@ pub fn spawn_client(
     cfg: RrWorkerConfig,
     client: ClientConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    spawn_port(name, cfg, move |port, cfg, counters| {
+    spawn_port(name, cfg, "tx", move |port, cfg, counters| {
         run_client(port, cfg, &client, counters)
     })
 }

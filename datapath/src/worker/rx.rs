@@ -74,6 +74,15 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
         move || {
             let port = RxPort::new(&socket, batch)?;
             on_bound(port.fd()).map_err(WorkerError::Hook)?;
+            super::busy_poll::setup_xsk(
+                std::os::fd::AsRawFd::as_raw_fd(&port.fd()),
+                port.mode(),
+                port.fallback_reason(),
+                "rx",
+                wait,
+                batch,
+            )
+            .map_err(|e| WorkerError::Hook(e.to_string()))?;
             let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
             let huge = port.huge_pages();
             Ok((port, mode, why, huge))
@@ -142,6 +151,12 @@ pub(crate) fn run<P: Receive>(
         if n == 0 {
             c.idle_loops += 1;
             match wait {
+                WaitMode::BusyPoll | WaitMode::PreferBusyPoll | WaitMode::IrqSuspend => {
+                    // xdpsock -B: recvfrom(MSG_DONTWAIT) busy-polls the NAPI.
+                    if !alive(port.busy_poll())? {
+                        break;
+                    }
+                }
                 WaitMode::Busy => {
                     if !alive(port.wake_if_needed())? {
                         break;

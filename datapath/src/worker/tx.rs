@@ -85,6 +85,15 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
         move || {
             let template = setup_cfg.frame.template()?;
             let port = TxPort::new(&setup_cfg.socket, &template, template.len())?;
+            super::busy_poll::setup_xsk(
+                port.raw_fd(),
+                port.mode(),
+                port.fallback_reason(),
+                "tx",
+                setup_cfg.wait,
+                setup_cfg.batch,
+            )
+            .map_err(|e| WorkerError::Hook(e.to_string()))?;
             let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
             let huge = port.huge_pages();
             Ok((port, mode, why, huge))
@@ -247,7 +256,8 @@ pub(crate) fn run<P: Transmit>(
         });
         book.queued(queued, wire, payload);
         c.queued += queued as u64;
-        if port.kick_due() {
+        // Kernel busy polling: every round's sendto(MSG_DONTWAIT) polls.
+        if port.kick_due() || (cfg.wait.kernel_polls() && port.tx_pending()) {
             c.syscalls += 1;
             if !alive(port.kick())? {
                 break;
@@ -367,8 +377,8 @@ fn drain<P: Transmit>(
 
 fn idle(pacer: &Pacer, sent: u64, elapsed: Duration, wait: WaitMode) {
     match wait {
-        WaitMode::Busy => std::hint::spin_loop(),
         WaitMode::Wait => nap_or_spin(pacer.until_next(sent, elapsed).min(BURST_WAIT_MAX)),
+        _ => std::hint::spin_loop(),
     }
 }
 

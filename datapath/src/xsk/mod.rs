@@ -23,6 +23,21 @@ macro_rules! bound_port {
                 self.b.wake_fill()
             }
 
+            /// In a kernel busy-poll mode (zero-copy): recvfrom with
+            /// MSG_DONTWAIT, which busy-polls the NAPI (xdpsock's `-B`).
+            #[inline]
+            pub fn busy_poll(&mut self) -> Result<(), $crate::xsk::XskError> {
+                use std::os::fd::AsRawFd;
+                match nix::sys::socket::recv(
+                    self.b.fd().as_raw_fd(),
+                    &mut [],
+                    nix::sys::socket::MsgFlags::MSG_DONTWAIT,
+                ) {
+                    Ok(_) | Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EBUSY) => Ok(()),
+                    Err(e) => Err($crate::xsk::XskError::from(std::io::Error::from(e))),
+                }
+            }
+
             /// Blocks in poll() until frames arrive or `timeout_ms` passes.
             pub fn wait_readable(
                 &mut self,

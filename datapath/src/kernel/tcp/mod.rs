@@ -219,7 +219,7 @@ fn receive(
             c.idle_loops += 1;
             match cfg.wait {
                 WaitMode::Busy => std::thread::yield_now(),
-                WaitMode::Wait => wait_readable(&l, &conns),
+                _ => wait_readable(&l, &conns),
             }
         }
         counters.publish(&c);

@@ -20,7 +20,7 @@ use nix::{
 };
 
 use crate::kernel::{
-    busy_poll, pace_idle, received,
+    pace_idle, received,
     records::{read_datagram, RecordCutter},
     sent, spawn_socket, KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE, SOCKET_BUFFER,
 };
@@ -31,6 +31,7 @@ use crate::{
     mix::SizeMix,
     pacing::Pacer,
     stats::{CounterSnapshot, WorkerCounters},
+    worker::busy_poll::{self, BusyPollError, EpollWait, BUSY_POLL_USECS},
     worker::{FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
 };
 
@@ -44,6 +45,10 @@ const GSO_MAX_SEGMENTS: usize = 64;
 const FRAME_OVERHEAD: u64 = HEADER_OFFSET as u64;
 
 fn io(e: std::io::Error) -> WorkerError {
+    WorkerError::Hook(format!("UDP socket: {e}"))
+}
+
+fn bp(e: BusyPollError) -> WorkerError {
     WorkerError::Hook(format!("UDP socket: {e}"))
 }
 
@@ -233,12 +238,16 @@ pub fn spawn_udp_rx(
             if cfg.gro {
                 setsockopt(&sock, sockopt::UdpGroSegment, &true).map_err(nix_err("UDP_GRO"))?;
             }
-            if cfg.wait == WaitMode::Busy {
+            if cfg.wait.nonblocking_receive() {
                 sock.set_nonblocking(true).map_err(io)?;
-                busy_poll::set(sock.as_fd(), 50).map_err(io)?;
             } else {
                 sock.set_read_timeout(Some(BLOCK_SLICE)).map_err(io)?;
             }
+            if cfg.wait == WaitMode::Busy {
+                // Each empty non-blocking receive polls the NAPI once.
+                crate::sys::set_busy_poll(sock.as_fd(), BUSY_POLL_USECS).map_err(io)?;
+            }
+            busy_poll::setup_socket(sock.as_fd(), cfg.wait).map_err(bp)?;
             Ok(sock)
         },
         receive,
@@ -264,10 +273,15 @@ fn receive(
     let mut cmsg = nix::cmsg_space!(i32);
     let mut flows = FlowTable::default();
     let mut c = CounterSnapshot::default();
-    let flags = if cfg.wait == WaitMode::Busy {
+    let flags = if cfg.wait.nonblocking_receive() {
         MsgFlags::MSG_DONTWAIT
     } else {
         MsgFlags::empty()
+    };
+    // IRQ suspension: sleeps in epoll_wait, which busy-polls first.
+    let mut waiter = match cfg.wait {
+        WaitMode::IrqSuspend => EpollWait::new(&[sock.as_fd()], cfg.wait).map_err(bp)?,
+        _ => None,
     };
     while !cfg.stop.should_stop(Instant::now()) {
         let got = if cfg.gro {
@@ -320,6 +334,8 @@ fn receive(
             c.idle_loops += 1;
             if cfg.wait == WaitMode::Busy {
                 std::thread::yield_now();
+            } else if let Some(w) = &mut waiter {
+                w.wait(BLOCK_SLICE.as_millis() as u16);
             }
         }
         let _ = sock.take_error();

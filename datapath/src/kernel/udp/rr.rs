@@ -26,9 +26,10 @@ use crate::{
     },
     message::{Fragmentation, MessageTracker},
     stats::{CounterSnapshot, WorkerCounters},
+    worker::busy_poll::{self, BusyPollError, EpollWait},
     worker::{
-        transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker, WorkerError,
-        MAX_FLOWS,
+        transactions::Transactions, ClientConfig, RrSummary, StopSignal, WaitMode, Worker,
+        WorkerError, MAX_FLOWS,
     },
 };
 
@@ -178,12 +179,17 @@ impl DatagramIn {
     }
 }
 
-fn udp_socket(bind: SocketAddrV4) -> Result<UdpSocket, WorkerError> {
+fn udp_socket(bind: SocketAddrV4, wait: WaitMode) -> Result<UdpSocket, WorkerError> {
     let s = UdpSocket::bind(bind).map_err(err("UDP bind"))?;
     s.set_nonblocking(true).map_err(err("UDP nonblocking"))?;
+    busy_poll::setup_socket(s.as_fd(), wait).map_err(bperr)?;
     let _ = setsockopt(&s, sockopt::RcvBufForce, &SOCKET_BUFFER);
     let _ = setsockopt(&s, sockopt::SndBufForce, &SOCKET_BUFFER);
     Ok(s)
+}
+
+fn bperr(e: BusyPollError) -> WorkerError {
+    WorkerError::Hook(format!("UDP socket: {e}"))
 }
 
 /// Starts a UDP rr responder: answers every complete request.
@@ -191,7 +197,12 @@ pub fn spawn_responder(
     name: String,
     cfg: KernelRrConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
-    spawn_socket(name, cfg, |cfg| udp_socket(cfg.responder), respond)
+    spawn_socket(
+        name,
+        cfg,
+        |cfg| udp_socket(cfg.responder, cfg.wait),
+        respond,
+    )
 }
 
 fn respond(
@@ -204,6 +215,7 @@ fn respond(
     let mut trackers: Vec<Option<MessageTracker>> = Vec::new();
     let mut todo: Vec<(u16, u32, Option<SockaddrIn>)> = Vec::with_capacity(1024);
     let mut c = CounterSnapshot::default();
+    let mut waiter = EpollWait::new(&[sock.as_fd()], cfg.wait).map_err(bperr)?;
     while !cfg.stop.should_stop(Instant::now()) {
         let got = input.recv(sock.as_fd(), |d, from| {
             c.frames += 1;
@@ -243,7 +255,10 @@ fn respond(
         }
         if got == 0 {
             c.idle_loops += 1;
-            idle(cfg.wait, &[sock.as_fd()]);
+            match &mut waiter {
+                Some(w) => _ = w.wait(1),
+                None => idle(cfg.wait, &[sock.as_fd()]),
+            }
         }
         counters.publish(&c);
     }
@@ -257,7 +272,7 @@ pub fn spawn_client(
     client: ClientConfig,
 ) -> Result<Worker<RrSummary>, WorkerError> {
     let connect = |cfg: &KernelRrConfig| {
-        let s = udp_socket(SocketAddrV4::new(cfg.client_ip, 0))?;
+        let s = udp_socket(SocketAddrV4::new(cfg.client_ip, 0), cfg.wait)?;
         s.connect(cfg.responder).map_err(err("UDP connect"))?;
         Ok(s)
     };
@@ -281,6 +296,8 @@ fn run_client(
     let mut todo: Vec<(u16, u32)> = Vec::with_capacity(nflows * cl.concurrency as usize + 16);
     let mut c = CounterSnapshot::default();
     let fds: Vec<BorrowedFd<'_>> = socks.iter().map(|s| s.as_fd()).collect();
+    // Kernel busy polling: epoll_wait with the mode's parameters.
+    let mut waiter = EpollWait::new(&fds, cfg.wait).map_err(bperr)?;
     tx.start(monotonic_ns(), &mut |f, id| todo.push((f, id)));
     while !cfg.stop.should_stop(Instant::now()) && !tx.all_done() {
         for (f, id) in todo.drain(..) {
@@ -323,7 +340,10 @@ fn run_client(
         tx.scan_timeouts(now, &mut c, &mut |f, id| todo.push((f, id)));
         if got == 0 && todo.is_empty() {
             c.idle_loops += 1;
-            idle(cfg.wait, &fds);
+            match &mut waiter {
+                Some(w) => _ = w.wait(1),
+                None => idle(cfg.wait, &fds),
+            }
         }
         counters.publish(&c);
     }

@@ -130,7 +130,10 @@ pub struct RrSetup {
     pub placement: String,
     /// The wait modes and their kernel busy-poll settings (none in results
     /// written before they were reported).
-    #[serde(default)]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::results::wait::WaitSetup::is_unset"
+    )]
     pub wait: crate::results::wait::WaitSetup,
 }
 

@@ -43,6 +43,12 @@ pub struct NapiUsed {
 }
 
 impl WaitSetup {
+    /// Whether nothing was recorded (a result written before the wait
+    /// modes were reported reads so, and is written back so).
+    pub fn is_unset(&self) -> bool {
+        *self == Self::default()
+    }
+
     /// One line for the text output: "busy-poll / irq-suspend (50 µs,
     /// budget 64, defer 100, gro-flush 20 µs, irq-suspend 20 ms; NAPI
     /// lr-b0: 8193)".

@@ -22,6 +22,7 @@ pub mod names;
 pub mod netns;
 pub mod pacing;
 pub mod port;
+pub mod priority;
 pub mod sequence;
 pub mod stats;
 pub mod worker;

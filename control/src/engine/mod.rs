@@ -194,6 +194,8 @@ pub struct SenderConfig<'a> {
     /// The receivers' acknowledgements, for a sender without backpressure
     /// of its own (the generator) whose receivers run here.
     pub credit: Option<GenCredit>,
+    /// The generator's runner threads' scheduling (`--gen-priority`).
+    pub gen_priority: Option<linerate_datapath::priority::Priority>,
 }
 
 impl SenderConfig<'_> {

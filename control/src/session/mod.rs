@@ -26,6 +26,7 @@
 
 mod peer;
 mod placement;
+mod receive_work;
 mod signal;
 mod system;
 mod watch;
@@ -63,7 +64,7 @@ use crate::{
     path::{PathEnd, PathPlan},
     results::parts::{InterfaceCounters, WorkerReport},
 };
-use system::{apply_napi, attach_steering, pin_napi, Restore};
+use system::{apply_napi, attach_steering, Restore};
 use watch::{counters_or_zero, PathWatch};
 use window::{counters, Snapshot};
 
@@ -254,13 +255,8 @@ impl<'a> Session<'a> {
         // Check, then change: only now the NAPI mode and pinning.
         let mut restore = Restore::default();
         let napi = apply_napi(args, path, asked.threaded_by_default, &mut restore)?;
-        let mut napi_threads = Vec::new();
-        if here.rx && asked.pin_napi.rx {
-            napi_threads.extend(pin_napi(&path.rx, &path.rx_cores, &mut restore));
-        }
-        if here.tx && asked.pin_napi.tx {
-            napi_threads.extend(pin_napi(&path.tx, &path.tx_cores, &mut restore));
-        }
+        let napi_threads =
+            receive_work::place_napi(args, path, here, asked.pin_napi, &mut restore)?;
         let info = |end: &PathEnd| {
             crate::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
         };

@@ -112,6 +112,7 @@ pub fn run_side(
         gso: run.gso,
         io,
         credit,
+        gen_priority: run.gen_priority,
     };
     let crew = session.start(
         NAMES,

@@ -248,6 +248,7 @@ fn gen_counts(
         placement: Placement::default(),
         stop: stop(),
         credit: None,
+        priority: None,
     };
     let f = linerate_ebpf::GenFlowCounters {
         seq: sent,

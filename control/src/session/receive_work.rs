@@ -1,0 +1,75 @@
+//! Where the NAPI threads (veth's receive work in copy mode: the XDP
+//! program and the copy into the UMEM) run, and at what priority:
+//! `--napi threaded` beside the side's workers, `--napi threaded-own` on
+//! cores no worker of the run uses, `--napi-priority` their policy.
+//! Everything is recorded in [`Restore`] before it is changed.
+
+use anyhow::{bail, Result};
+
+use super::{
+    system::{pin_napi, Restore},
+    Ends,
+};
+use crate::{
+    cli::{NapiArg, RunArgs},
+    path::PathPlan,
+};
+
+/// Cores no worker of the run uses, of `online`.
+pub fn free_cores(path: &PathPlan, online: usize) -> Vec<usize> {
+    (0..online)
+        .filter(|c| !path.tx_cores.contains(c) && !path.rx_cores.contains(c))
+        .collect()
+}
+
+/// Pins the NAPI threads of the ends that ask for it (`pin`) and run here,
+/// then sets their priority; returns (pid, core) of each.
+pub fn place_napi(
+    args: &RunArgs,
+    path: &PathPlan,
+    here: Ends<bool>,
+    pin: Ends<bool>,
+    restore: &mut Restore,
+) -> Result<Vec<(i32, usize)>> {
+    let own = if args.napi == NapiArg::ThreadedOwn {
+        let free = free_cores(path, crate::cores::online());
+        if free.is_empty() {
+            bail!(
+                "--napi threaded-own: no core is left for the NAPI threads (senders on cores {:?}, receivers on {:?}, of {}): give the workers fewer cores with --tx-cores/--rx-cores, or use --napi threaded (beside the receivers)",
+                path.tx_cores,
+                path.rx_cores,
+                crate::cores::online()
+            );
+        }
+        Some(free)
+    } else {
+        None
+    };
+    let mut threads = Vec::new();
+    if here.rx && pin.rx {
+        threads.extend(pin_napi(
+            &path.rx,
+            own.as_deref().unwrap_or(&path.rx_cores),
+            restore,
+        ));
+    }
+    if here.tx && pin.tx {
+        threads.extend(pin_napi(
+            &path.tx,
+            own.as_deref().unwrap_or(&path.tx_cores),
+            restore,
+        ));
+    }
+    if let Some(priority) = args.napi_priority {
+        if threads.is_empty() {
+            bail!(
+                "--napi-priority {priority}: there is no NAPI thread to set (NAPI runs in softirq on {}): give --napi threaded or --napi threaded-own",
+                path.rx.iface
+            );
+        }
+        for &(pid, _) in &threads {
+            restore.set_priority(pid, priority)?;
+        }
+    }
+    Ok(threads)
+}

@@ -254,9 +254,15 @@ impl<'a> Session<'a> {
         let steering = Ends { tx, rx };
         // Check, then change: only now the NAPI mode and pinning.
         let mut restore = Restore::default();
+        let own = receive_work::check(args, path, asked.threaded_by_default)?;
         let napi = apply_napi(args, path, asked.threaded_by_default, &mut restore)?;
-        let napi_threads =
-            receive_work::place_napi(args, path, here, asked.pin_napi, &mut restore)?;
+        let napi_threads = receive_work::place_napi(
+            (args, path),
+            own.as_deref(),
+            here,
+            asked.pin_napi,
+            &mut restore,
+        )?;
         let info = |end: &PathEnd| {
             crate::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
         };

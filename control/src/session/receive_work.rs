@@ -22,43 +22,57 @@ pub fn free_cores(path: &PathPlan, online: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Pins the NAPI threads of the ends that ask for it (`pin`) and run here,
-/// then sets their priority; returns (pid, core) of each.
-pub fn place_napi(
+/// Checks the placement asked for before anything is changed: a priority
+/// needs a NAPI thread (refused where NAPI will run in softirq),
+/// `threaded-own` a core no worker uses. Returns those cores for
+/// `threaded-own`.
+pub fn check(
     args: &RunArgs,
     path: &PathPlan,
+    threaded_by_default: bool,
+) -> Result<Option<Vec<usize>>> {
+    let softirq = match (args.napi, path.lab.is_some()) {
+        (NapiArg::Softirq, _) => true,
+        (NapiArg::Auto, true) => !threaded_by_default,
+        _ => false,
+    };
+    if let (Some(priority), true) = (args.napi_priority, softirq) {
+        bail!(
+            "--napi-priority {priority}: there is no NAPI thread to set (NAPI runs in softirq{}): give --napi threaded or --napi threaded-own",
+            if args.napi == NapiArg::Auto { ", as --napi auto means for this run" } else { "" }
+        );
+    }
+    if args.napi != NapiArg::ThreadedOwn {
+        return Ok(None);
+    }
+    let online = crate::cores::online();
+    let free = free_cores(path, online);
+    if free.is_empty() {
+        bail!(
+            "--napi threaded-own: no core is left for the NAPI threads (senders on cores {:?}, receivers on {:?}, of {online}): give the workers fewer cores with --tx-cores/--rx-cores, or use --napi threaded (beside the receivers)",
+            path.tx_cores,
+            path.rx_cores,
+        );
+    }
+    Ok(Some(free))
+}
+
+/// Pins the NAPI threads of the ends that ask for it (`pin`) and run here,
+/// beside their workers or on `own` cores, then sets their priority;
+/// returns (pid, core) of each.
+pub fn place_napi(
+    (args, path): (&RunArgs, &PathPlan),
+    own: Option<&[usize]>,
     here: Ends<bool>,
     pin: Ends<bool>,
     restore: &mut Restore,
 ) -> Result<Vec<(i32, usize)>> {
-    let own = if args.napi == NapiArg::ThreadedOwn {
-        let free = free_cores(path, crate::cores::online());
-        if free.is_empty() {
-            bail!(
-                "--napi threaded-own: no core is left for the NAPI threads (senders on cores {:?}, receivers on {:?}, of {}): give the workers fewer cores with --tx-cores/--rx-cores, or use --napi threaded (beside the receivers)",
-                path.tx_cores,
-                path.rx_cores,
-                crate::cores::online()
-            );
-        }
-        Some(free)
-    } else {
-        None
-    };
     let mut threads = Vec::new();
     if here.rx && pin.rx {
-        threads.extend(pin_napi(
-            &path.rx,
-            own.as_deref().unwrap_or(&path.rx_cores),
-            restore,
-        ));
+        threads.extend(pin_napi(&path.rx, own.unwrap_or(&path.rx_cores), restore));
     }
     if here.tx && pin.tx {
-        threads.extend(pin_napi(
-            &path.tx,
-            own.as_deref().unwrap_or(&path.tx_cores),
-            restore,
-        ));
+        threads.extend(pin_napi(&path.tx, own.unwrap_or(&path.tx_cores), restore));
     }
     if let Some(priority) = args.napi_priority {
         if threads.is_empty() {

@@ -492,9 +492,16 @@ pub struct RunArgs {
     pub napi_priority: Option<Priority>,
     /// Scheduling of the generator's runner threads (`--tx-engine
     /// generator`): `fifo:PRIO`, `rr:PRIO` or `other[:NICE]` [default: nice
-    /// 19 beside AF_XDP receivers that wait, else as the sender's].
+    /// 19 beside AF_XDP receivers that wait on the same core, else as the
+    /// sender's].
     #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
     pub gen_priority: Option<Priority>,
+    /// Scheduling of the AF_XDP receivers (stream): `fifo:PRIO`, `rr:PRIO`
+    /// or `other[:NICE]` [default: as the process's]. A real-time receiver
+    /// that spins (`--rx-wait busy`) holds its core but for the kernel's
+    /// real-time throttling (5 %): give it a core of its own.
+    #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
+    pub rx_priority: Option<Priority>,
     /// Data path: `xdp` (AF_XDP, kernel bypass), or the kernel stack
     /// measured by the same harness: `udp` (sendmmsg/recvmmsg) or `tcp`.
     #[arg(long, value_enum, default_value_t = BackendArg::Xdp)]

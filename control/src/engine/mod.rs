@@ -235,6 +235,12 @@ pub struct ReceiverConfig<'a> {
     /// Where receivers acknowledge what they took (AF_XDP receivers, for a
     /// generator of this host).
     pub credits: Option<Arc<Credits>>,
+    /// AF_XDP receivers that spin yield their core at each empty poll:
+    /// only when a NAPI thread of normal policy shares it (see
+    /// `RxWorkerConfig::yield_when_idle`).
+    pub yield_to_napi: bool,
+    /// AF_XDP receivers' scheduling (`--rx-priority`).
+    pub rx_priority: Option<linerate_datapath::priority::Priority>,
 }
 
 /// Both sides of an rr run.

@@ -51,6 +51,7 @@ use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
 
 pub use peer::{Live, Peer};
 pub use placement::placement;
+pub use receive_work::napi_beside_receivers;
 pub use signal::on_signal;
 pub use system::steering_config;
 #[cfg(test)]

@@ -87,3 +87,17 @@ pub fn place_napi(
     }
     Ok(threads)
 }
+
+/// Whether a NAPI thread of normal policy (one a spinning receiver must
+/// yield to) runs beside the receivers: threaded NAPI pinned beside them
+/// (`threaded`, or `auto` meaning threaded) with no real-time
+/// `--napi-priority` (a real-time thread preempts the receiver anyway).
+pub fn napi_beside_receivers(args: &RunArgs, napi: Option<&str>) -> bool {
+    use linerate_datapath::priority::Priority;
+    napi == Some("threaded")
+        && args.napi != NapiArg::ThreadedOwn
+        && !matches!(
+            args.napi_priority,
+            Some(Priority::Fifo(_) | Priority::Rr(_))
+        )
+}

@@ -272,7 +272,8 @@ fn gen_priority(plan: &StreamPlan, window: Option<u64>) -> Option<Priority> {
     (plan.sender.name() == "generator")
         .then(|| {
             run.gen_priority.or((window.is_some()
-                && matches!(run.rx_wait, crate::cli::WaitArg::Wait))
+                && matches!(run.rx_wait, crate::cli::WaitArg::Wait)
+                && plan.path.shared_cores())
             .then_some(Priority::Other(19)))
         })
         .flatten()

@@ -221,9 +221,10 @@ fn placements_that_cannot_be_are_refused_before_the_run() {
     assert_eq!(sched(pid), before);
 }
 
-/// The generator's runners at a given priority: the result says so.
+/// The generator's runners and the receivers at a given priority: the
+/// result says so.
 #[test]
-fn the_generator_runners_priority_is_reported() {
+fn the_generator_runners_and_receivers_priority_is_reported() {
     if !root_or_skip("generator priority") {
         return;
     }
@@ -232,16 +233,24 @@ fn the_generator_runners_priority_is_reported() {
     let r = counted_stream(
         &lab.name,
         1000,
-        &["--tx-engine", "generator", "--gen-priority", "other:5"],
+        &[
+            "--tx-engine",
+            "generator",
+            "--gen-priority",
+            "other:5",
+            "--rx-priority",
+            "other:3",
+        ],
     );
     assert_eq!(r["frames"]["received"], 1000);
     assert_eq!(r["setup"]["tx_engine"], "generator");
     assert_eq!(r["setup"]["gen_priority"], "other:5");
+    assert_eq!(r["setup"]["rx_priority"], "other:3");
     assert!(
         r["setup"]["placement"]
             .as_str()
             .unwrap()
-            .contains("its runners at other:5"),
+            .contains("its runners at other:5, received by xdp at other:3;"),
         "{}",
         r["setup"]["placement"]
     );

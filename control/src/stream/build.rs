@@ -186,6 +186,7 @@ fn setup(
             .then(|| run.napi_priority.map(|p| p.to_string()))
             .flatten(),
         gen_priority: gen_priority(plan, credit_window).map(|p| p.to_string()),
+        rx_priority: run.rx_priority.map(|p| p.to_string()),
         driver: path.rx.info.kind.clone(),
         tx_engine: plan.sender.name().into(),
         tx_window: credit_window,
@@ -292,8 +293,14 @@ fn engines_placed(plan: &StreamPlan, window: Option<u64>, placed: String) -> Str
         Some(p) => format!("{waits}, its runners at {p}"),
         None => waits,
     };
+    let at = plan
+        .args
+        .run
+        .rx_priority
+        .map(|p| format!(" at {p}"))
+        .unwrap_or_default();
     format!(
-        "sent by {}{why}{waits}, received by {}; {placed}",
+        "sent by {}{why}{waits}, received by {}{at}; {placed}",
         plan.sender.name(),
         plan.receiver.name()
     )

@@ -163,6 +163,10 @@ pub struct Setup {
     /// waiting AF_XDP receivers, or `--gen-priority`; none: the sender's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gen_priority: Option<String>,
+    /// Scheduling of the AF_XDP receivers (`--rx-priority`; none: the
+    /// process's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_priority: Option<String>,
     /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
     pub driver: Option<String>,
     /// Where the workers and NAPI ran, and who chose it (none in results

@@ -214,6 +214,7 @@ fn the_generator_worker_sends_whole_messages_a_kernel_socket_accepts() {
             },
             stop,
             credit: None,
+            priority: None,
         },
     )
     .unwrap();
@@ -408,6 +409,7 @@ fn measure_xdp_only() {
                 deadline: Instant::now() + Duration::from_secs(30),
             },
             credit: None,
+            priority: None,
         },
     )
     .unwrap();

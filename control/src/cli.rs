@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use linerate_datapath::worker::WaitMode;
+use linerate_datapath::{priority::Priority, worker::WaitMode};
 
 /// linerate: kernel-bypass data path engine and measurement lab.
 #[derive(Debug, Parser)]
@@ -385,8 +385,11 @@ pub enum RxEngineArg {
 pub enum NapiArg {
     /// Threaded for stream, softirq for rr, in the lab; otherwise keep.
     Auto,
-    /// NAPI in a kernel thread per queue.
+    /// NAPI in a kernel thread per queue, pinned beside the receivers.
     Threaded,
+    /// NAPI in a kernel thread per queue, pinned to a core no worker of
+    /// the run uses (refused when there is none).
+    ThreadedOwn,
     /// NAPI in softirq context (the kernel's default).
     #[value(alias = "default")]
     Softirq,
@@ -494,6 +497,24 @@ pub struct RunArgs {
     /// lab only; `keep` leaves the interfaces as they are.
     #[arg(long, value_enum, default_value_t = NapiArg::Auto)]
     pub napi: NapiArg,
+    /// Scheduling of the NAPI threads linerate pins: `fifo:PRIO` or
+    /// `rr:PRIO` (1-99; real-time, so never time-sliced behind a spinning
+    /// receiver), `other[:NICE]` [default: as they are]. Needs threaded
+    /// NAPI; put back after the run.
+    #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
+    pub napi_priority: Option<Priority>,
+    /// Scheduling of the generator's runner threads (`--tx-engine
+    /// generator`): `fifo:PRIO`, `rr:PRIO` or `other[:NICE]` [default: nice
+    /// 19 beside AF_XDP receivers that wait on the same core, else as the
+    /// sender's].
+    #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
+    pub gen_priority: Option<Priority>,
+    /// Scheduling of the AF_XDP receivers (stream): `fifo:PRIO`, `rr:PRIO`
+    /// or `other[:NICE]` [default: as the process's]. A real-time receiver
+    /// that spins (`--rx-wait busy`) holds its core but for the kernel's
+    /// real-time throttling (5 %): give it a core of its own.
+    #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
+    pub rx_priority: Option<Priority>,
     /// Data path: `xdp` (AF_XDP, kernel bypass), or the kernel stack
     /// measured by the same harness: `udp` (sendmmsg/recvmmsg) or `tcp`.
     #[arg(long, value_enum, default_value_t = BackendArg::Xdp)]
@@ -813,6 +834,10 @@ fn parse_concurrency(text: &str) -> Result<u32, String> {
 }
 
 /// A percentage from 0 to 100 (`--inject-loss`).
+fn parse_priority(text: &str) -> Result<Priority, String> {
+    text.parse()
+}
+
 fn parse_percent(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(p) if (0.0..=100.0).contains(&p) && !text.trim().starts_with('-') => Ok(p),

@@ -24,6 +24,7 @@ pub mod netdev;
 pub mod netns;
 pub mod pacing;
 pub mod port;
+pub mod priority;
 pub mod sequence;
 pub mod stats;
 pub mod sys;

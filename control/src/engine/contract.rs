@@ -160,6 +160,8 @@ pub struct SenderConfig<'a> {
     /// The receivers' acknowledgements, for a sender without backpressure
     /// of its own (the generator) whose receivers run here.
     pub credit: Option<GenCredit>,
+    /// The generator's runner threads' scheduling (`--gen-priority`).
+    pub gen_priority: Option<linerate_datapath::priority::Priority>,
 }
 
 impl SenderConfig<'_> {
@@ -199,6 +201,12 @@ pub struct ReceiverConfig<'a> {
     /// Where receivers acknowledge what they took (AF_XDP receivers, for a
     /// generator of this host).
     pub credits: Option<Arc<Credits>>,
+    /// AF_XDP receivers that spin yield their core at each empty poll:
+    /// only when a NAPI thread of normal policy shares it (see
+    /// `RxWorkerConfig::yield_when_idle`).
+    pub yield_to_napi: bool,
+    /// AF_XDP receivers' scheduling (`--rx-priority`).
+    pub rx_priority: Option<linerate_datapath::priority::Priority>,
 }
 
 /// Both sides of an rr run.

@@ -110,6 +110,7 @@ impl Engine for Generator {
                 placement: cfg.workers.placement(queue),
                 stop: cfg.workers.stop.clone(),
                 credit: cfg.credit.clone(),
+                priority: cfg.gen_priority,
             },
         )
     }

@@ -122,6 +122,10 @@ pub struct RrSetup {
     pub napi_threads: Vec<(i32, usize)>,
     /// NAPI mode set for the run.
     pub napi: Option<String>,
+    /// Scheduling set on the pinned NAPI threads (`--napi-priority`,
+    /// e.g. "fifo:50"; none: left as it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub napi_priority: Option<String>,
     /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
     pub driver: Option<String>,
     /// Where the workers and NAPI ran, and who chose it (none in results

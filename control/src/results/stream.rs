@@ -155,6 +155,18 @@ pub struct Setup {
     pub napi_threads: Vec<(i32, usize)>,
     /// NAPI mode set for the run ("threaded", "softirq"; none: left alone).
     pub napi: Option<String>,
+    /// Scheduling set on the pinned NAPI threads (`--napi-priority`,
+    /// e.g. "fifo:50"; none: left as it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub napi_priority: Option<String>,
+    /// Scheduling of the generator's runner threads ("other:19" beside
+    /// waiting AF_XDP receivers, or `--gen-priority`; none: the sender's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gen_priority: Option<String>,
+    /// Scheduling of the AF_XDP receivers (`--rx-priority`; none: the
+    /// process's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_priority: Option<String>,
     /// Driver of the receiving interface (veth, ixgbe, ...), as the link reports it.
     pub driver: Option<String>,
     /// Where the workers and NAPI ran, and who chose it (none in results

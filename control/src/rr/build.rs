@@ -158,6 +158,9 @@ fn setup(
         ),
         napi_threads: measured.napi_threads.clone(),
         napi: measured.napi.map(str::to_string),
+        napi_priority: (!measured.napi_threads.is_empty())
+            .then(|| run.napi_priority.map(|p| p.to_string()))
+            .flatten(),
         driver: path.rx.info.kind.clone(),
         wait: measured.wait.clone(),
     }

@@ -27,6 +27,7 @@
 mod ends;
 mod peer;
 mod placement;
+mod receive_work;
 mod signal;
 mod system;
 mod wait;
@@ -53,6 +54,7 @@ use linerate_ebpf::{SteerStats, Steering, SteeringConfig};
 pub use ends::{Ends, WorkerNames};
 pub use peer::{Live, Peer};
 pub use placement::placement;
+pub use receive_work::napi_beside_receivers;
 pub use signal::on_signal;
 pub use system::steering_config;
 pub use wait::sockets;
@@ -67,7 +69,7 @@ use crate::{
     path::{PathEnd, PathPlan},
     results::parts::{InterfaceCounters, WorkerReport},
 };
-use system::{apply_napi, attach_steering, pin_napi, Restore};
+use system::{apply_napi, attach_steering, Restore};
 use watch::{counters_or_zero, PathWatch};
 use window::{counters, Snapshot};
 
@@ -238,14 +240,15 @@ impl<'a> Session<'a> {
         let steering = Ends { tx, rx };
         // Check, then change: only now the NAPI mode and pinning.
         let mut restore = Restore::default();
+        let own = receive_work::check(args, path, asked.threaded_by_default)?;
         let napi = apply_napi(args, path, asked.threaded_by_default, &mut restore)?;
-        let mut napi_threads = Vec::new();
-        if here.rx && asked.pin_napi.rx {
-            napi_threads.extend(pin_napi(&path.rx, &path.rx_cores, &mut restore));
-        }
-        if here.tx && asked.pin_napi.tx {
-            napi_threads.extend(pin_napi(&path.tx, &path.tx_cores, &mut restore));
-        }
+        let napi_threads = receive_work::place_napi(
+            (args, path),
+            own.as_deref(),
+            here,
+            asked.pin_napi,
+            &mut restore,
+        )?;
         let info = |end: &PathEnd| {
             crate::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
         };

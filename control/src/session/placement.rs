@@ -47,11 +47,16 @@ pub fn placement(
             .iter()
             .map(|(pid, core)| format!("{pid} on core {core}"))
             .collect();
-        format!(
-            ", NAPI threads pinned beside the {}: {}",
-            names.rx,
-            cores.join(", ")
-        )
+        let place = if args.napi == NapiArg::ThreadedOwn {
+            "on cores of their own".to_string()
+        } else {
+            format!("beside the {}", names.rx)
+        };
+        let at = args
+            .napi_priority
+            .map(|p| format!(" at {p}"))
+            .unwrap_or_default();
+        format!(", NAPI threads pinned {place}{at}: {}", cores.join(", "))
     };
     format!(
         "{} cores {:?}, {} cores {:?} ({who}); {napi}{pinned}",

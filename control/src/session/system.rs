@@ -53,10 +53,31 @@ pub fn attach_steering(side: &PathEnd, cfg: SteeringConfig) -> Result<Arc<Steeri
 pub struct Restore {
     threaded: Vec<(Option<String>, String, String)>,
     affinity: Vec<(i32, nix::sched::CpuSet)>,
+    sched: Vec<(i32, linerate_datapath::priority::Sched)>,
+}
+
+impl Restore {
+    /// Sets thread `pid`'s scheduling, recording it before.
+    pub fn set_priority(
+        &mut self,
+        pid: i32,
+        to: linerate_datapath::priority::Priority,
+    ) -> Result<()> {
+        use linerate_datapath::priority;
+        let before = priority::read(pid)?;
+        priority::set(pid, to)?;
+        self.sched.push((pid, before));
+        Ok(())
+    }
 }
 
 impl Drop for Restore {
     fn drop(&mut self) {
+        for (pid, before) in self.sched.drain(..).rev() {
+            if let Err(e) = linerate_datapath::priority::restore(pid, &before) {
+                eprintln!("linerate: warning: could not put a NAPI thread's scheduling back: {e}");
+            }
+        }
         for (pid, set) in self.affinity.drain(..).rev() {
             napi::set_affinity(pid, &set);
         }
@@ -133,7 +154,7 @@ pub fn apply_napi(
     let threaded = match (args.napi, path.lab.is_some()) {
         (NapiArg::Keep, _) | (NapiArg::Auto, false) => return Ok(None),
         (NapiArg::Auto, true) => threaded_by_default,
-        (NapiArg::Threaded, _) => true,
+        (NapiArg::Threaded | NapiArg::ThreadedOwn, _) => true,
         (NapiArg::Softirq, _) => false,
     };
     let want = if threaded { "1" } else { "0" };

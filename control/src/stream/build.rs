@@ -2,6 +2,7 @@
 
 use linerate_datapath::{
     geometry::Geometry,
+    priority::Priority,
     stats::CounterSnapshot,
     worker::{RxSummary, TxSummary, WaitMode},
 };
@@ -184,6 +185,11 @@ fn setup(
         ),
         napi_threads: measured.napi_threads.clone(),
         napi: measured.napi.map(str::to_string),
+        napi_priority: (!measured.napi_threads.is_empty())
+            .then(|| run.napi_priority.map(|p| p.to_string()))
+            .flatten(),
+        gen_priority: gen_priority(plan, credit_window).map(|p| p.to_string()),
+        rx_priority: run.rx_priority.map(|p| p.to_string()),
         driver: path.rx.info.kind.clone(),
         tx_engine: plan.sender.name().into(),
         tx_window: credit_window,
@@ -263,6 +269,21 @@ fn frame_accounting(
 
 /// The placement line with the engines that sent and received, and why
 /// `--tx-engine auto` chose its sender.
+/// The generator's runners' scheduling, when the generator sent and it
+/// was set: `--gen-priority`, else nice 19 beside AF_XDP receivers that
+/// wait (see `engine::credit`).
+fn gen_priority(plan: &StreamPlan, window: Option<u64>) -> Option<Priority> {
+    let run = &plan.args.run;
+    (plan.sender.name() == "generator")
+        .then(|| {
+            run.gen_priority.or((window.is_some()
+                && matches!(run.rx_wait, crate::cli::WaitArg::Wait)
+                && plan.path.shared_cores())
+            .then_some(Priority::Other(19)))
+        })
+        .flatten()
+}
+
 fn engines_placed(plan: &StreamPlan, window: Option<u64>, placed: String) -> String {
     let why = plan
         .tx_engine_reason
@@ -272,8 +293,18 @@ fn engines_placed(plan: &StreamPlan, window: Option<u64>, placed: String) -> Str
     let waits = window
         .map(|w| format!(", waiting for the receivers' acknowledgements ({w} frames a flow)"))
         .unwrap_or_default();
+    let waits = match gen_priority(plan, window) {
+        Some(p) => format!("{waits}, its runners at {p}"),
+        None => waits,
+    };
+    let at = plan
+        .args
+        .run
+        .rx_priority
+        .map(|p| format!(" at {p}"))
+        .unwrap_or_default();
     format!(
-        "sent by {}{why}{waits}, received by {}; {placed}",
+        "sent by {}{why}{waits}, received by {}{at}; {placed}",
         plan.sender.name(),
         plan.receiver.name()
     )

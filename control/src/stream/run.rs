@@ -61,7 +61,7 @@ pub fn run_side(
             run.rx_ring,
             session.napi() == Some("threaded"),
         ),
-        matches!(run.rx_wait, crate::cli::WaitArg::Wait),
+        matches!(run.rx_wait, crate::cli::WaitArg::Wait) && path.shared_cores(),
     )?;
     let credit_window = credit.as_ref().map(|k| k.window);
     let receivers = ReceiverConfig {
@@ -77,6 +77,8 @@ pub fn run_side(
         count_foreign: args.rx_only,
         io,
         credits: credit.as_ref().map(|k| k.credits.clone()),
+        yield_to_napi: crate::session::napi_beside_receivers(run, session.napi()),
+        rx_priority: run.rx_priority,
     };
     let senders = SenderConfig {
         workers: SideWorkers {
@@ -96,6 +98,7 @@ pub fn run_side(
         gso: run.gso,
         io,
         credit,
+        gen_priority: run.gen_priority,
     };
     let crew = session.start(
         NAMES,

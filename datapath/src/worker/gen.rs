@@ -92,6 +92,9 @@ pub struct GenWorkerConfig {
     pub stop: StopSignal,
     /// Backpressure from receivers of this host (None: send regardless).
     pub credit: Option<GenCredit>,
+    /// The runner threads' scheduling (`--gen-priority`; None: nice 19
+    /// when yielding to receivers, else as the worker's).
+    pub priority: Option<crate::priority::Priority>,
 }
 
 /// The receivers' backpressure: what a flow may have unacknowledged.
@@ -297,14 +300,13 @@ fn runner(
     placement: Placement,
     stop: Arc<AtomicBool>,
     calls: Arc<AtomicU64>,
-    lowest_priority: bool,
+    priority: Option<crate::priority::Priority>,
 ) -> Result<(), WorkerError> {
     place(&placement)?;
-    if lowest_priority {
-        // Linux's nice is per thread: this one only.
-        rustix::process::setpriority_process(None, 19).map_err(|e| {
-            WorkerError::Hook(format!("lowering a generator thread's priority: {e}"))
-        })?;
+    if let Some(p) = priority {
+        // Linux's policy and nice are per thread: this one only.
+        crate::priority::set(0, p)
+            .map_err(|e| WorkerError::Hook(format!("a generator thread's priority: {e}")))?;
     }
     while !stop.load(Ordering::Relaxed) {
         calls.fetch_add(1, Ordering::Relaxed);
@@ -347,6 +349,9 @@ fn run(
         ..cfg.placement.clone()
     };
     let lowest = cfg.credit.as_ref().is_some_and(|k| k.yield_to_receivers);
+    let priority = cfg
+        .priority
+        .or(lowest.then_some(crate::priority::Priority::Other(19)));
     let mut runners = Vec::with_capacity(2);
     for (i, gen) in gens.into_iter().enumerate() {
         let (t, h, n, p) = (
@@ -357,7 +362,7 @@ fn run(
         );
         let spawned = thread::Builder::new()
             .name(format!("lr-gen{flow}-{i}"))
-            .spawn(move || runner(gen, t, ifindex, p, h, n, lowest));
+            .spawn(move || runner(gen, t, ifindex, p, h, n, priority));
         match spawned {
             Ok(j) => runners.push(j),
             Err(e) => {

@@ -110,13 +110,13 @@ fn stream(
     let (tc, rc) = (WorkerCounters::default(), WorkerCounters::default());
     thread::scope(|s| {
         let sender = s.spawn(|| tx::run(ltx, &cfg, &tc).unwrap());
-        let receive = |p| rx::run(p, WaitMode::Wait, &rx_stop, false, None, None, &rc);
+        let receive = |p| rx::run(p, WaitMode::Wait.into(), &rx_stop, false, None, None, &rc);
         let (got, injected) = match plan {
             None => (receive(lrx), 0),
             Some((fault, every, first)) => {
                 let p = Faults::new(lrx, fault, every, first);
                 let injected = p.injected();
-                let got = rx::run(p, WaitMode::Wait, &rx_stop, false, None, None, &rc);
+                let got = rx::run(p, WaitMode::Wait.into(), &rx_stop, false, None, None, &rc);
                 (got, injected.load(Ordering::Relaxed))
             }
         };
@@ -251,6 +251,7 @@ fn gen_counts(
         placement: Placement::default(),
         stop: stop(),
         credit: None,
+        priority: None,
     };
     let f = linerate_ebpf::GenFlowCounters {
         seq: sent,

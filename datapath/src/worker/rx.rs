@@ -29,6 +29,14 @@ pub struct RxWorkerConfig {
     pub batch: usize,
     /// Busy or wait when the RX ring is empty.
     pub wait: WaitMode,
+    /// A busy receiver yields its core when its ring is empty, for a NAPI
+    /// thread of equal policy pinned beside it (it fills the ring). False:
+    /// it only spins, as a yield on a core shared with other work gives the
+    /// core away for a whole time slice (EEVDF pushes the yielding thread's
+    /// deadline back one slice per yield).
+    pub yield_when_idle: bool,
+    /// The receiver's scheduling (`--rx-priority`; None: as it is).
+    pub priority: Option<crate::priority::Priority>,
     /// Where to run.
     pub placement: Placement,
     /// When to stop.
@@ -61,6 +69,8 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
         socket,
         batch,
         wait,
+        yield_when_idle,
+        priority,
         placement,
         stop,
         on_bound,
@@ -72,6 +82,11 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
         name,
         placement,
         move || {
+            if let Some(p) = priority {
+                // Linux's policy is per thread: this one only.
+                crate::priority::set(0, p)
+                    .map_err(|e| WorkerError::Hook(format!("the receiver's priority: {e}")))?;
+            }
             let port = RxPort::new(&socket, batch)?;
             on_bound(port.fd()).map_err(WorkerError::Hook)?;
             super::busy_poll::setup_xsk(
@@ -92,7 +107,11 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
             // frame that fits one chunk.
             let capture = capture.map(|n| Capture::new(n, CHUNK_DATA));
             let acks = credits.map(Acks::new);
-            run(port, wait, &stop, count_foreign, capture, acks, counters)
+            let idle = Idle {
+                wait,
+                yield_now: yield_when_idle,
+            };
+            run(port, idle, &stop, count_foreign, capture, acks, counters)
         },
     )
 }
@@ -117,10 +136,28 @@ fn keep(capture: &mut Option<Capture>, f: &RxFrame<'_>) {
     }
 }
 
+/// What a receiver does when its ring is empty.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Idle {
+    /// Spin or sleep in poll().
+    pub wait: WaitMode,
+    /// Spinning, yield the core at each empty poll.
+    pub yield_now: bool,
+}
+
+impl From<WaitMode> for Idle {
+    fn from(wait: WaitMode) -> Self {
+        Self {
+            wait,
+            yield_now: true,
+        }
+    }
+}
+
 /// The receiving loop, over any port.
 pub(crate) fn run<P: Receive>(
     mut port: P,
-    wait: WaitMode,
+    idle: Idle,
     stop: &StopSignal,
     count_foreign: bool,
     mut capture: Option<Capture>,
@@ -150,7 +187,7 @@ pub(crate) fn run<P: Receive>(
         };
         if n == 0 {
             c.idle_loops += 1;
-            match wait {
+            match idle.wait {
                 WaitMode::BusyPoll | WaitMode::PreferBusyPoll | WaitMode::IrqSuspend => {
                     // xdpsock -B: recvfrom(MSG_DONTWAIT) busy-polls the NAPI.
                     if !alive(port.busy_poll())? {
@@ -165,7 +202,11 @@ pub(crate) fn run<P: Receive>(
                     // core (veth's threaded NAPI, which fills our ring) run:
                     // spinning through its time slice overflows the veth
                     // queue behind it.
-                    std::thread::yield_now();
+                    if idle.yield_now {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
                 }
                 WaitMode::Wait => {
                     c.syscalls += 1;

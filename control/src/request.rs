@@ -275,6 +275,9 @@ impl Line {
         self.some("--tx-netns", &run.tx_netns);
         self.some("--rx-netns", &run.rx_netns);
         self.named("--napi", &run.napi, &d.napi);
+        self.some("--napi-priority", &run.napi_priority);
+        self.some("--gen-priority", &run.gen_priority);
+        self.some("--rx-priority", &run.rx_priority);
         self.named("--backend", &run.backend, &d.backend);
         self.flag("--gso", run.gso);
         self.flag("--gro", run.gro);
@@ -487,6 +490,9 @@ mod tests {
         &["--tx-netns", "na"],
         &["--rx-netns", "nb"],
         &["--napi", "softirq"],
+        &["--napi", "threaded", "--napi-priority", "fifo:50"],
+        &["--gen-priority", "other:5"],
+        &["--rx-priority", "rr:40"],
         &["--backend", "udp"],
         &["--gso"],
         &["--gro"],

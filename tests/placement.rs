@@ -6,16 +6,11 @@
 mod common;
 
 use std::{
-    process::{Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
 
 use common::*;
-use nix::{
-    sys::signal::{kill, Signal},
-    unistd::Pid,
-};
 
 /// The pids of `napi/IFACE-*` threads.
 fn napi_threads(iface: &str) -> Vec<i32> {
@@ -119,31 +114,26 @@ fn the_napi_threads_priority_and_core_are_reported_and_put_back() {
     );
     assert_eq!(sched(pid), before, "the NAPI thread's scheduling was left");
     // Ctrl-C in the middle of a run: put back too.
-    let child = Command::new(linerate())
-        .args([
-            "stream",
-            "--lab",
-            &lab.name,
-            "--napi",
-            "threaded",
-            "--napi-priority",
-            "fifo:60",
-            "--rx-cores",
-            "1",
-            "--tx-cores",
-            "0",
-            "--rate",
-            "1000",
-            "--warmup",
-            "0s",
-            "--duration",
-            "30s",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--napi",
+        "threaded",
+        "--napi-priority",
+        "fifo:60",
+        "--rx-cores",
+        "1",
+        "--tx-cores",
+        "0",
+        "--rate",
+        "1000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--json",
+    ]);
     let end = Instant::now() + Duration::from_secs(20);
     while sched(pid).0 != "1" {
         assert!(Instant::now() < end, "the run never set SCHED_FIFO");
@@ -151,8 +141,7 @@ fn the_napi_threads_priority_and_core_are_reported_and_put_back() {
     }
     assert_eq!(sched(pid).1, "60");
     assert_eq!(sched(pid).3, "1");
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt(child);
     assert_eq!(
         out.status.code(),
         Some(130),

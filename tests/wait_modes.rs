@@ -5,17 +5,10 @@
 
 mod common;
 
-use std::{
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use common::*;
 use linerate_datapath::netdev::{self, Napi, NapiConfig};
-use nix::{
-    sys::signal::{kill, Signal},
-    unistd::Pid,
-};
 
 const MODES: [&str; 3] = ["busy-poll", "prefer-busy-poll", "irq-suspend"];
 
@@ -128,27 +121,22 @@ fn napi_settings_are_put_back_after_a_run_and_after_ctrl_c() {
     assert_eq!(configs(&ns, &iface), before, "put back after the run");
 
     // A run cut short by Ctrl-C: its settings hold while it runs.
-    let child = Command::new(linerate())
-        .args([
-            "stream",
-            "--lab",
-            &lab.name,
-            "--backend",
-            "udp",
-            "--rx-wait",
-            "prefer-busy-poll",
-            "--rate",
-            "1000",
-            "--warmup",
-            "0s",
-            "--duration",
-            "30s",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--backend",
+        "udp",
+        "--rx-wait",
+        "prefer-busy-poll",
+        "--rate",
+        "1000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--json",
+    ]);
     let (rx0, _) = packets(&ns, &iface);
     let end = Instant::now() + Duration::from_secs(60);
     while packets(&ns, &iface).0 < rx0 + 500 {
@@ -165,8 +153,7 @@ fn napi_settings_are_put_back_after_a_run_and_after_ctrl_c() {
             .all(|c| c.defer_hard_irqs == 100 && c.gro_flush_timeout_ns == 20_000),
         "set for the run: {during:?}"
     );
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt(child);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert_eq!(configs(&ns, &iface), before, "put back after Ctrl-C: {err}");

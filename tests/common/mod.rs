@@ -49,6 +49,27 @@ pub fn run(args: &[&str]) -> Output {
         .expect("running linerate")
 }
 
+/// Starts `linerate args...` with its output piped (read it with
+/// [`interrupt`] or `wait_with_output`).
+pub fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(linerate())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting linerate")
+}
+
+/// Ctrl-C to a run started by [`spawn`], and what it wrote as it ended.
+pub fn interrupt(child: std::process::Child) -> Output {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT to linerate");
+    child.wait_with_output().expect("waiting for linerate")
+}
+
 /// stdout as JSON, with stderr in the panic message when it is not.
 pub fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

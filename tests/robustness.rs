@@ -57,14 +57,16 @@ fn foreign_frames_on_the_test_port_are_counted_bad() {
     let lab = Lab::up("trob", 1500);
     let name = lab.name.clone();
     let run = thread::spawn(move || {
-        counted_stream(&name, 20_000, &["--rate", "20000", "--rx-wait", "busy"])
+        counted_stream(&name, 60_000, &["--rate", "20000", "--rx-wait", "busy"])
     });
-    thread::sleep(Duration::from_millis(400));
+    // Once our frames flow the receivers are bound and steered to: the
+    // foreign datagrams land inside the run (3 s of it), whatever the load.
+    wait_for_frames(&lab, 2_000);
     send_garbage(&lab.ns_a(), "198.18.0.2:7471", 300);
     let r = run.join().unwrap();
     let f = &r["frames"];
-    assert_eq!(f["received"], 20_000, "our frames all counted: {f}");
-    assert_eq!(f["sent"], 20_000);
+    assert_eq!(f["received"], 60_000, "our frames all counted: {f}");
+    assert_eq!(f["sent"], 60_000);
     assert_eq!(f["lost"], 0);
     let bad = f["bad"].as_u64().unwrap();
     assert!(bad >= 250, "foreign datagrams counted bad: {f}");

@@ -346,6 +346,7 @@ impl Generator {
                 Ok(_) => Ok(GenRun::Done),
                 Err(e) => match e.kind() {
                     ErrorKind::Interrupted => Ok(GenRun::Interrupted),
+                    _ if device_gone(&e) => Ok(GenRun::DeviceGone),
                     ErrorKind::InvalidInput => Err(EbpfError::Generator(format!(
                         "the kernel refused live-frames mode ({e}): it needs Linux 5.18 or \
                          later, a frame of at most {MAX_LIVE_FRAME} bytes and an interface of \
@@ -378,11 +379,35 @@ pub enum GenRun {
     Done,
     /// A signal cut the call short.
     Interrupted,
+    /// The interface went away (deleted or down: ENODEV, ENXIO,
+    /// ENETDOWN), as an AF_XDP sender's kick finds it: the run ends on the
+    /// fault with what was sent.
+    DeviceGone,
+}
+
+/// Whether a BPF_PROG_RUN error is the interface gone. libbpf-rs keeps the
+/// errno only in its text: that text is compared whole with the system's
+/// for each errno.
+fn device_gone(e: &libbpf_rs::Error) -> bool {
+    let text = e.to_string();
+    [libc::ENODEV, libc::ENXIO, libc::ENETDOWN]
+        .into_iter()
+        .any(|code| text == std::io::Error::from_raw_os_error(code).to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interface_gone_is_told_from_other_errors() {
+        for code in [libc::ENODEV, libc::ENXIO, libc::ENETDOWN] {
+            assert!(device_gone(&libbpf_rs::Error::from_raw_os_error(code)));
+        }
+        for code in [libc::EINVAL, libc::ENOENT, libc::EPERM] {
+            assert!(!device_gone(&libbpf_rs::Error::from_raw_os_error(code)));
+        }
+    }
 
     fn cfg(mix: Vec<u16>) -> GeneratorConfig {
         GeneratorConfig {

@@ -311,8 +311,14 @@ fn runner(
     while !stop.load(Ordering::Relaxed) {
         calls.fetch_add(1, Ordering::Relaxed);
         // Interrupted by a signal: the stop flag says whether to go on.
-        gen.run(&template, ifindex, CALL_REPEAT)
+        let ran = gen
+            .run(&template, ifindex, CALL_REPEAT)
             .map_err(|e| WorkerError::Hook(e.to_string()))?;
+        if ran == linerate_ebpf::GenRun::DeviceGone {
+            // As an AF_XDP sender whose kick finds the device gone: end
+            // with what was sent; control reports the fault.
+            break;
+        }
     }
     Ok(())
 }

@@ -189,8 +189,36 @@ impl Netdev {
         };
         let mut attrs = Attrs::new();
         attrs.push(attr(NapiAttr::Ifindex, ifindex).map_err(err)?);
+        let mut napis = Vec::new();
+        for p in self.request("napi-get", NetdevCmd::NapiGet, NlmF::DUMP, attrs)? {
+            napis.extend(napi_of(p.attrs()).filter(|n| n.ifindex == ifindex));
+        }
+        napis.sort_by_key(|n| n.id);
+        Ok(napis)
+    }
+
+    /// Sets NAPI `id`'s settings (napi-set).
+    pub fn set(&self, id: u32, config: &NapiConfig) -> Result<(), NetdevError> {
+        let attrs = set_attrs(id, config).map_err(|detail| NetdevError::Request {
+            what: "napi-set",
+            detail,
+        })?;
+        self.request("napi-set", NetdevCmd::NapiSet, NlmF::ACK, attrs)
+            .map(drop)
+    }
+
+    /// One request of the family and the payloads of its answers; an
+    /// error answer is the request's error, named `what`.
+    fn request(
+        &self,
+        what: &'static str,
+        cmd: NetdevCmd,
+        flags: NlmF,
+        attrs: Attrs,
+    ) -> Result<Vec<Genlmsghdr<NetdevCmd, NapiAttr>>, NetdevError> {
+        let err = |detail: String| NetdevError::Request { what, detail };
         let msg = GenlmsghdrBuilder::default()
-            .cmd(NetdevCmd::NapiGet)
+            .cmd(cmd)
             .version(VERSION)
             .attrs(attrs)
             .build()
@@ -199,45 +227,18 @@ impl Netdev {
             .router
             .send::<_, _, u16, Genlmsghdr<NetdevCmd, NapiAttr>>(
                 self.family,
-                NlmF::DUMP,
+                flags,
                 NlPayload::Payload(msg),
             )
             .map_err(|e| err(e.to_string()))?;
-        let mut napis = Vec::new();
+        let mut payloads = Vec::new();
         for m in recv {
             let m = m.map_err(|e| err(e.to_string()))?;
             if let Some(p) = m.get_payload() {
-                napis.extend(napi_of(p.attrs()).filter(|n| n.ifindex == ifindex));
+                payloads.push(p.clone());
             }
         }
-        napis.sort_by_key(|n| n.id);
-        Ok(napis)
-    }
-
-    /// Sets NAPI `id`'s settings (napi-set).
-    pub fn set(&self, id: u32, config: &NapiConfig) -> Result<(), NetdevError> {
-        let err = |detail: String| NetdevError::Request {
-            what: "napi-set",
-            detail,
-        };
-        let msg = GenlmsghdrBuilder::default()
-            .cmd(NetdevCmd::NapiSet)
-            .version(VERSION)
-            .attrs(set_attrs(id, config).map_err(err)?)
-            .build()
-            .map_err(|e| err(e.to_string()))?;
-        let recv = self
-            .router
-            .send::<_, _, u16, Genlmsghdr<NetdevCmd, NapiAttr>>(
-                self.family,
-                NlmF::ACK,
-                NlPayload::Payload(msg),
-            )
-            .map_err(|e| err(e.to_string()))?;
-        for m in recv {
-            m.map_err(|e| err(e.to_string()))?;
-        }
-        Ok(())
+        Ok(payloads)
     }
 }
 

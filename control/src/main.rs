@@ -11,6 +11,8 @@ mod engine;
 mod environment;
 mod files;
 mod iface;
+#[allow(dead_code)] // its users (fleet up, --fleet, fleet prometheus) land next
+mod inventory;
 mod lab;
 mod limits;
 mod locks;

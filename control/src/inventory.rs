@@ -271,7 +271,8 @@ mod tests {
 
     #[test]
     fn broken_entries_are_named() {
-        let cases: Vec<(Box<dyn Fn(&mut Inventory)>, &str)> = vec![
+        type Spoil = Box<dyn Fn(&mut Inventory)>;
+        let cases: Vec<(Spoil, &str)> = vec![
             (Box::new(|i| i.pairs[1].name = "p0".into()), "listed twice"),
             (Box::new(|i| i.pairs[0].name = "../x".into()), "pair name"),
             (

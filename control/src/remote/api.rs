@@ -132,6 +132,10 @@ pub struct RunRequest {
     /// ns, taken off every one-way latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_offset_ns: Option<i64>,
+    /// The fleet pair this run belongs to (a name of the inventory's rules:
+    /// docs/fleet.md), labelled on the agent's metrics; none for one pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<String>,
 }
 
 /// `POST /v1/runs` answer.

@@ -155,12 +155,24 @@ mod tests {
             start_at_ns: 0,
             lease_ms: 3000,
             clock_offset_ns: None,
+            pair: None,
         }
     }
 
     /// The refusal of a run request: Err(400 text) or Ok(403 text, if any).
     fn verdict(s: &Shared, r: &RunRequest) -> Result<Option<String>, String> {
         child_args(r).map(|(_, run)| s.run_refusal(&run))
+    }
+
+    #[test]
+    fn a_pair_name_is_a_name() {
+        let s = agent(default_allowed("lr"), false);
+        let mut r = request("lr-b0", Some("lr-b"), &[]);
+        r.pair = Some("fl0".into());
+        assert_eq!(verdict(&s, &r), Ok(None));
+        r.pair = Some("../../etc".into());
+        let e = verdict(&s, &r).unwrap_err();
+        assert!(e.starts_with("pair: pair name"), "{e}");
     }
 
     #[test]

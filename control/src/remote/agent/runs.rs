@@ -106,6 +106,9 @@ pub(super) fn busy(run: &Slot, msg: String) -> Response {
 /// definitions (so that errors read as on the command line), and its
 /// command line, built from the parsed run.
 pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunRequest), String> {
+    if let Some(pair) = &req.pair {
+        crate::inventory::check_pair_name(pair).map_err(|e| format!("pair: {e}"))?;
+    }
     let role = match req.role {
         api::Role::Tx => RoleArg::Tx,
         api::Role::Rx => RoleArg::Rx,

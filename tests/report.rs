@@ -454,3 +454,42 @@ fn the_report_opens_with_a_summary_of_the_documents_figures() {
     assert!(term.starts_with(&format!("Summary: {lines}")), "{term}");
     let _ = fs::remove_dir_all(dir);
 }
+
+#[test]
+fn fail_if_worse_gates_on_figures_worse_beyond_the_spread() {
+    let base = sweep_copy("gate-base", "");
+    let new = doubled("gate-new");
+    let gate = |dir: &Path, other: &Path, pct: &str| {
+        report(
+            dir,
+            &["--compare", other.to_str().unwrap(), "--fail-if-worse", pct],
+        )
+    };
+    // Twice the rate at point 0: better, never worse.
+    let out = gate(&new, &base, "10");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("no figure worse by more than 10 %"), "{err}");
+    // The other way round: half the rate, beyond the spread.
+    let out = gate(&base, &new, "10");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("receiver.message_mb_s: 1976 (1974–1978) -> 988.0 (987.1–988.9) (-50.0 %), beyond the spread"),
+        "{err}"
+    );
+    assert!(err.contains("1 figure(s) worse by more than 10 %"), "{err}");
+    // Half is not worse by more than 60 %.
+    let out = gate(&base, &new, "60");
+    assert_eq!(out.status.code(), Some(0));
+    // The percentage is checked where it is parsed; it needs --compare.
+    assert_eq!(
+        report(&base, &["--fail-if-worse", "10"]).status.code(),
+        Some(2)
+    );
+    let out = gate(&base, &new, "-5");
+    assert_eq!(out.status.code(), Some(2));
+    for d in [base, new] {
+        let _ = fs::remove_dir_all(d);
+    }
+}

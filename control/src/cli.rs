@@ -46,6 +46,12 @@ pub enum Command {
         /// With --compare: print the comparison as JSON.
         #[arg(long, requires = "compare")]
         json: bool,
+        /// With --compare, a gate for CI: exit 4 when a figure of DIR is
+        /// worse than OTHER's beyond the repeats' spread and by more than
+        /// PCT percent (worse: a latency, a CPU share, a service demand, a
+        /// loss or a drop up; a rate or a count down; parameters never).
+        #[arg(long, value_name = "PCT", requires = "compare", value_parser = parse_percent)]
+        fail_if_worse: Option<f64>,
     },
     /// Fit the per-message overhead (time per message = overhead + size /
     /// rate) to `stream --message` or `rr` results saved with --json.
@@ -558,6 +564,12 @@ pub struct RunArgs {
     /// loss or response times, CPU and service demand); --json wins.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// A gate for CI: 'METRIC OP VALUE' (OP one of >= <= > < ==; metric
+    /// names as in docs/metrics.md; VALUE a number, k/M/G allowed), e.g.
+    /// 'receiver.frames_per_s >= 1M'. Repeatable. Each is printed met or
+    /// unmet with the measured value (stderr); exit 4 when any is unmet.
+    #[arg(long, value_name = "'METRIC OP VALUE'")]
+    pub expect: Vec<String>,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]

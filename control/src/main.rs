@@ -96,9 +96,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report { dir, compare, .. } if compare.is_none() && rfc2544::is_run_dir(&dir) => {
             rfc2544::report_command(&dir)
         }
-        Command::Report { dir, compare, json } => {
-            sweep::report::command(&dir, compare.as_deref(), json)
-        }
+        Command::Report {
+            dir,
+            compare,
+            json,
+            fail_if_worse,
+        } => sweep::report::command(&dir, compare.as_deref(), json, fail_if_worse),
         Command::Overhead { files, json } => overhead::command(&files, json),
         Command::Agent(args) => remote::agent::command(&args),
         Command::Stream(args) => stream::command(&args),

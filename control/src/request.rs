@@ -170,6 +170,7 @@ impl RunRequest {
         run.reverse = false;
         run.json = false;
         run.quiet = false;
+        run.expect.clear();
         run.lab = lab;
         (run.tx_iface, run.rx_iface, run.tx_netns, run.rx_netns) = (None, None, None, None);
         req.argv().split_off(1)
@@ -290,6 +291,9 @@ impl Line {
         self.flag("--force", run.force);
         self.flag("--json", run.json);
         self.flag("--quiet", run.quiet);
+        for e in &run.expect {
+            self.push("--expect", e.clone());
+        }
         self.some("--tx-agent", &run.agents.tx_agent);
         self.some("--rx-agent", &run.agents.rx_agent);
         let token = run.agents.token_file.as_ref().map(|p| p.display());
@@ -507,6 +511,8 @@ mod tests {
         &["--json"],
         &["--quiet"],
         &["-q"],
+        &["--expect", "frames.lost == 0"],
+        &["--expect", "latency.p99_us<9", "--expect", "x >= 1"],
         &["--tx-agent", "http://a:1", "--rx-agent", "http://b:2"],
         &["--token-file", "/tmp/t o k"],
         &["--role", "client"],

@@ -18,6 +18,7 @@
 //!   /metrics, docs/metrics.md), each with its unit, meaning and how it is
 //!   read from a typed result.
 
+pub mod expect;
 pub mod latency;
 pub mod metrics;
 pub mod parts;

@@ -7,17 +7,28 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::plan::rr as plan;
-use crate::{cli::RrArgs, remote, request::RunRequest, results::run::RunResult, session};
+use crate::{
+    cli::RrArgs,
+    remote,
+    request::RunRequest,
+    results::{expect, run::RunResult},
+    session,
+};
 
 /// `linerate rr`.
 pub fn command(args: &RrArgs) -> Result<ExitCode> {
+    let gates = match expect::parse_all(&args.run.expect, expect::Test::Rr) {
+        Ok(g) => g,
+        Err(why) => return Ok(expect::usage_error(&why)),
+    };
     if args.run.agents.tx_agent.is_some() {
-        return remote::controller::command(&RunRequest::Rr(Box::new(args.clone())));
+        return remote::controller::command(&RunRequest::Rr(Box::new(args.clone())), &gates);
     }
     let interrupted = session::on_signal()?;
     let mut plan = plan::plan(args)?;
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
-    RunResult::from(super::run::run_side(&plan, &interrupted, peer)?)
-        .report(args.run.json, args.run.quiet)
+    let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
+    let code = result.report(args.run.json, args.run.quiet)?;
+    Ok(expect::gate(code, Some(&result), &gates))
 }

@@ -10,13 +10,26 @@ use anyhow::Result;
 use super::search;
 use crate::plan::stream as plan;
 use crate::{
-    cli::StreamArgs, output, remote, request::RunRequest, results::run::RunResult, session,
+    cli::StreamArgs,
+    output, remote,
+    request::RunRequest,
+    results::{expect, run::RunResult},
+    session,
 };
 
 /// `linerate stream`.
 pub fn command(args: &StreamArgs) -> Result<ExitCode> {
+    let gates = match expect::parse_all(&args.run.expect, expect::Test::Stream) {
+        Ok(_) if args.search_rate.is_some() && !args.run.expect.is_empty() => {
+            return Ok(expect::usage_error(
+                "--expect holds a run's figures; --search-rate makes many runs: drop one of them",
+            ))
+        }
+        Ok(g) => g,
+        Err(why) => return Ok(expect::usage_error(&why)),
+    };
     if args.run.agents.tx_agent.is_some() {
-        return remote::controller::command(&RunRequest::Stream(Box::new(args.clone())));
+        return remote::controller::command(&RunRequest::Stream(Box::new(args.clone())), &gates);
     }
     let interrupted = session::on_signal()?;
     if let Some(threshold) = args.search_rate {
@@ -34,6 +47,7 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let mut plan = plan::plan(args)?;
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
-    RunResult::from(super::run::run_side(&plan, &interrupted, peer)?)
-        .report(args.run.json, args.run.quiet)
+    let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
+    let code = result.report(args.run.json, args.run.quiet)?;
+    Ok(expect::gate(code, Some(&result), &gates))
 }

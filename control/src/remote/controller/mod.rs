@@ -27,15 +27,24 @@ use anyhow::Result;
 
 pub use collect::Outcome;
 
-use crate::request::RunRequest;
+use crate::{
+    request::RunRequest,
+    results::{expect::Expectation, run::TwoHostResult},
+};
 
 /// A two-host run from the command line: checked, run on the agents,
 /// printed.
-pub fn command(req: &RunRequest) -> Result<ExitCode> {
+/// `gates`: the run's `--expect`s, held against the merged result.
+pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     req.check()?;
     let interrupted = crate::session::on_signal()?;
     let outcome = run(req, &interrupted)?;
-    report(&outcome, req.run().json, req.run().quiet)
+    let code = report(&outcome, req.run().json, req.run().quiet)?;
+    let merged = match &outcome.result {
+        TwoHostResult::Merged(r) => Some(r),
+        TwoHostResult::Partial(_) => None,
+    };
+    Ok(crate::results::expect::gate(code, merged, gates))
 }
 
 /// Runs `req` on the agents it names: each side on its host.

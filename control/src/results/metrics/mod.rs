@@ -17,11 +17,13 @@
 //! (whole run) and `counters.tx.NAME_per_s`, `counters.rx.NAME_per_s`
 //! (over the window).
 
+mod direction;
 #[cfg(test)]
 mod docs;
 mod lists;
 mod lookup;
 
+pub use direction::lower_is_better;
 pub use lists::{
     CPU_FAMILY, LATENCY_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS, XSK_EVENTS,
     XSK_FAMILY,

@@ -17,6 +17,7 @@ use super::{
     md,
     tables::fmt_num,
 };
+use crate::results::metrics::lower_is_better;
 use crate::sweep::{
     stats::{Spread, Verdict},
     store::write_atomic,
@@ -166,7 +167,12 @@ fn name(p: &Path) -> String {
 
 /// `linerate report DIR --compare OTHER [--json]`: prints the comparison
 /// and writes it to DIR/compare.md and DIR/compare.json.
-pub fn command(dir: &Path, other: &Path, json: bool) -> Result<ExitCode> {
+pub fn command(
+    dir: &Path,
+    other: &Path,
+    json: bool,
+    fail_if_worse: Option<f64>,
+) -> Result<ExitCode> {
     let a = load(dir)?;
     let b = load(other)?;
     let rows = rows(&a, &b);
@@ -207,11 +213,136 @@ pub fn command(dir: &Path, other: &Path, json: bool) -> Result<ExitCode> {
             dir.join("compare.md").display()
         )
     })?;
-    Ok(ExitCode::SUCCESS)
+    let Some(pct) = fail_if_worse else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let worse = worse_rows(&c.rows, pct);
+    for (r, by) in &worse {
+        eprintln!(
+            "linerate: worse: part {} {} {}: {} -> {} ({}){}",
+            r.part + 1,
+            r.point,
+            r.metric,
+            range(&r.other),
+            range(&r.dir),
+            by.map_or("from 0".into(), |b| format!("{b:+.1} %")),
+            if r.verdict == Verdict::Unknown {
+                ", one repeat: judged by the percentage alone"
+            } else {
+                ", beyond the spread"
+            }
+        );
+    }
+    if worse.is_empty() {
+        eprintln!("linerate: no figure worse by more than {pct} % beyond the spread");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "linerate: {} figure(s) worse by more than {pct} % beyond the spread (exit 4)",
+            worse.len()
+        );
+        Ok(ExitCode::from(crate::results::expect::UNMET))
+    }
+}
+
+/// The rows where DIR is worse than OTHER by more than `pct` percent and
+/// beyond the spread (or with one repeat a side, by the percentage alone),
+/// with the change in percent (none: OTHER's median was 0). Which way is
+/// worse comes from the metric list; the run's own parameters never are.
+fn worse_rows(rows: &[Row], pct: f64) -> Vec<(&Row, Option<f64>)> {
+    rows.iter()
+        .filter(|r| r.verdict != Verdict::Same)
+        .filter_map(|r| {
+            let lower = lower_is_better(&r.metric)?;
+            match r.ratio {
+                Some(q) => {
+                    let change = (q - 1.0) * 100.0;
+                    let worse = if lower { change > pct } else { -change > pct };
+                    worse.then_some((r, Some(change)))
+                }
+                // From 0: worse when a cost or a loss appeared.
+                None => (lower && r.dir.median > 0.0).then_some((r, None)),
+            }
+        })
+        .collect()
 }
 
 /// The median of the rows' ratios (a summary of the drift).
 fn median_ratio(rows: &[Row]) -> f64 {
     let v: Vec<f64> = rows.iter().filter_map(|r| r.ratio).collect();
     Spread::of(&v).map_or(f64::NAN, |s| s.median)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(metric: &str, other: &[f64], dir: &[f64]) -> Row {
+        let (o, d) = (Spread::of(other).unwrap(), Spread::of(dir).unwrap());
+        Row {
+            part: 0,
+            point: "size=64".into(),
+            metric: metric.into(),
+            ratio: (o.median != 0.0).then(|| d.median / o.median),
+            verdict: o.compare(&d),
+            other: o,
+            dir: d,
+        }
+    }
+
+    #[test]
+    fn worse_is_beyond_the_spread_by_more_than_the_percentage_the_right_way() {
+        let rows = [
+            // A rate down 20 %, ranges apart: worse.
+            row(
+                "receiver.frames_per_s",
+                &[100.0, 101.0, 99.0],
+                &[80.0, 81.0, 79.0],
+            ),
+            // A rate down 20 % but the ranges overlap: noise.
+            row(
+                "transactions.per_s",
+                &[100.0, 60.0, 140.0],
+                &[80.0, 70.0, 90.0],
+            ),
+            // A rate up: better.
+            row(
+                "receiver.message_mb_s",
+                &[100.0, 101.0, 99.0],
+                &[150.0, 151.0, 149.0],
+            ),
+            // A latency up 50 %: worse.
+            row("latency.p99_us", &[10.0, 11.0, 9.0], &[15.0, 16.0, 14.0]),
+            // A latency down: better.
+            row("latency.p50_us", &[10.0, 11.0, 9.0], &[5.0, 6.0, 4.0]),
+            // Down 5 %: within the 10 %.
+            row(
+                "frames.received",
+                &[100.0, 100.5, 99.5],
+                &[95.0, 95.5, 94.5],
+            ),
+            // Loss from 0: worse whatever the percentage.
+            row("frames.loss_pct", &[0.0, 0.0], &[0.5, 0.6]),
+            // A parameter is never judged.
+            row("params.mtu", &[1500.0, 1500.0], &[9000.0, 9000.0]),
+            // One repeat a side: by the percentage alone.
+            row("cpu.total.cpu_pct", &[40.0], &[60.0]),
+        ];
+        let worse: Vec<&str> = worse_rows(&rows, 10.0)
+            .iter()
+            .map(|(r, _)| r.metric.as_str())
+            .collect();
+        assert_eq!(
+            worse,
+            [
+                "receiver.frames_per_s",
+                "latency.p99_us",
+                "frames.loss_pct",
+                "cpu.total.cpu_pct"
+            ]
+        );
+        assert!(worse_rows(&rows, 60.0)
+            .iter()
+            .all(|(r, _)| r.metric == "frames.loss_pct"));
+    }
 }

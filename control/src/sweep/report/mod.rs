@@ -129,9 +129,16 @@ pub fn render(
 
 /// `linerate report DIR [--compare OTHER]`: the report of a sweep
 /// directory, rewritten; with OTHER, the two side by side.
-pub fn command(dir: &Path, other: Option<&Path>, json: bool) -> Result<ExitCode> {
+/// `fail_if_worse`: with OTHER, exit 4 when a figure got worse by more
+/// than this many percent beyond the spread.
+pub fn command(
+    dir: &Path,
+    other: Option<&Path>,
+    json: bool,
+    fail_if_worse: Option<f64>,
+) -> Result<ExitCode> {
     if let Some(other) = other {
-        return compare::command(dir, other, json);
+        return compare::command(dir, other, json, fail_if_worse);
     }
     let text = write(dir)?;
     crate::output::emit(&format!(

@@ -1,0 +1,109 @@
+//! Gates for CI: `--expect 'METRIC OP VALUE'` on stream and rr, on the lab
+//! (root): each expectation printed met or unmet with the value measured,
+//! exit 4 when any is unmet, 0 when all are met; a bad one refused before
+//! anything runs (exit 2). (`report --compare --fail-if-worse` is in
+//! tests/report.rs.)
+
+mod common;
+
+use common::*;
+
+/// A counted, paced stream of 2,000 frames with these gates.
+fn gated_stream(lab: &str, gates: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "stream",
+        "--lab",
+        lab,
+        "--count",
+        "2000",
+        "--rate",
+        "50000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--napi",
+        "softirq",
+        "--tx-engine",
+        "backend",
+        "--json",
+    ];
+    for g in gates {
+        args.extend(["--expect", g]);
+    }
+    run(&args)
+}
+
+#[test]
+fn expectations_gate_stream_and_rr() {
+    if !root_or_skip("--expect on the lab") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tgate", 1500);
+    // Met: exactly the frames counted, none lost. stdout stays the JSON.
+    let out = gated_stream(&lab.name, &["frames.received == 2000", "frames.lost <= 0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(json(&out)["frames"]["received"], 2000);
+    assert!(
+        err.contains("expect frames.received == 2000: met (measured 2000)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("expect frames.lost <= 0: met (measured 0)"),
+        "{err}"
+    );
+    // One unmet of two: exit 4, the value measured named.
+    let out = gated_stream(&lab.name, &["frames.received >= 1k", "frames.sent > 2000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("expect frames.received >= 1000: met (measured 2000)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("expect frames.sent > 2000: UNMET (measured 2000)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 of 2 expectation(s) unmet (exit 4)"),
+        "{err}"
+    );
+    // rr: transactions counted; an rr figure on a stream refused first.
+    let out = run(&[
+        "rr",
+        "--lab",
+        &lab.name,
+        "--count",
+        "500",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--expect",
+        "transactions.total == 500",
+        "--expect",
+        "latency.p99_us < 1e9",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("expect transactions.total == 500: met (measured 500)"),
+        "{err}"
+    );
+    for (gate, why) in [
+        (
+            "transactions.per_s >= 1",
+            "a figure of rr results, not of stream",
+        ),
+        ("receiver.frames_per_s 5", "has no operator"),
+        ("no.such >= 1", "is not a metric linerate knows"),
+    ] {
+        let out = gated_stream(&lab.name, &[gate]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{gate}: {err}");
+        assert!(err.contains(why), "{gate}: {err}");
+        assert!(out.stdout.is_empty(), "{gate}: ran anyway");
+    }
+}

@@ -107,3 +107,67 @@ fn expectations_gate_stream_and_rr() {
         assert!(out.stdout.is_empty(), "{gate}: ran anyway");
     }
 }
+
+#[test]
+fn json_stream_writes_a_line_per_interval_then_the_result() {
+    if !root_or_skip("--json-stream on the lab") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tjstr", 1500);
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--count",
+        "40000",
+        "--rate",
+        "20000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--napi",
+        "softirq",
+        "--tx-engine",
+        "backend",
+        "--json-stream",
+        "--interval",
+        "200ms",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.first().unwrap()["event"], "start", "{text}");
+    assert_eq!(lines[0]["data"]["interval_s"], 0.2);
+    let end = lines.last().unwrap();
+    assert_eq!(end["event"], "end", "{text}");
+    assert_eq!(end["data"]["frames"]["received"], 40000);
+    let intervals: Vec<&serde_json::Value> = lines[1..lines.len() - 1].iter().collect();
+    assert!(!intervals.is_empty(), "{text}");
+    let mut rx_frames = 0;
+    for i in &intervals {
+        assert_eq!(i["event"], "interval", "{text}");
+        assert_eq!(i["data"]["phase"], "window");
+        rx_frames += i["data"]["rx"]["counters"]["frames"].as_u64().unwrap();
+    }
+    // The intervals count what the receivers counted, never more.
+    assert!(rx_frames > 0 && rx_frames <= 40000, "{rx_frames}");
+    // With --json, or across two hosts: refused before the run.
+    let out = run(&["stream", "--lab", &lab.name, "--json-stream", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--json-stream",
+        "--interval",
+        "1ms",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use 100ms to 1h"));
+}

@@ -167,6 +167,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// `--interval`: 100 ms to 1 h.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
+        return Err(format!("{text:?} is out of range: use 100ms to 1h"));
+    }
+    Ok(d)
+}
+
 /// A MAC address, aa:bb:cc:dd:ee:ff.
 fn parse_mac(text: &str) -> Result<crate::mac::Mac, String> {
     text.parse()
@@ -570,6 +579,14 @@ pub struct RunArgs {
     /// unmet with the measured value (stderr); exit 4 when any is unmet.
     #[arg(long, value_name = "'METRIC OP VALUE'")]
     pub expect: Vec<String>,
+    /// While the run goes, one JSON line per --interval on stdout
+    /// ({"event":"interval",...}: each end's counters over it), then the
+    /// result as {"event":"end","data":...} (iperf3's --json-stream).
+    #[arg(long, conflicts_with_all = ["json", "quiet"])]
+    pub json_stream: bool,
+    /// With --json-stream: the interval, 100ms to 1h.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]

@@ -171,6 +171,8 @@ impl RunRequest {
         run.json = false;
         run.quiet = false;
         run.expect.clear();
+        run.json_stream = false;
+        run.interval = defaults::<StreamLine>().args.run.interval;
         run.lab = lab;
         (run.tx_iface, run.rx_iface, run.tx_netns, run.rx_netns) = (None, None, None, None);
         req.argv().split_off(1)
@@ -294,6 +296,8 @@ impl Line {
         for e in &run.expect {
             self.push("--expect", e.clone());
         }
+        self.flag("--json-stream", run.json_stream);
+        self.duration("--interval", run.interval, d.interval);
         self.some("--tx-agent", &run.agents.tx_agent);
         self.some("--rx-agent", &run.agents.rx_agent);
         let token = run.agents.token_file.as_ref().map(|p| p.display());
@@ -512,6 +516,8 @@ mod tests {
         &["--quiet"],
         &["-q"],
         &["--expect", "frames.lost == 0"],
+        &["--json-stream"],
+        &["--json-stream", "--interval", "250ms"],
         &["--expect", "latency.p99_us<9", "--expect", "x >= 1"],
         &["--tx-agent", "http://a:1", "--rx-agent", "http://b:2"],
         &["--token-file", "/tmp/t o k"],

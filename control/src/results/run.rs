@@ -82,6 +82,18 @@ impl RunResult {
         crate::output::report(self, json, text, interrupted, fault)
     }
 
+    /// Prints a finished run as the last line of `--json-stream`,
+    /// `{"event":"end","data":RESULT}`, and gives the exit status as
+    /// [`Self::report`] does.
+    pub fn report_stream(&self) -> anyhow::Result<std::process::ExitCode> {
+        let (interrupted, fault) = match self {
+            Self::Stream(r) => (r.interrupted, &r.fault),
+            Self::Rr(r) => (r.interrupted, &r.fault),
+        };
+        let line = serde_json::to_string(&serde_json::json!({"event": "end", "data": self}))?;
+        crate::output::report(self, false, || line + "\n", interrupted, fault)
+    }
+
     /// The terminal table.
     pub fn table(&self) -> String {
         match self {

@@ -21,6 +21,11 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
         Ok(g) => g,
         Err(why) => return Ok(expect::usage_error(&why)),
     };
+    if args.run.json_stream && args.run.agents.tx_agent.is_some() {
+        return Ok(expect::usage_error(
+            "--json-stream runs on one host: across two hosts, watch the agents' /metrics (README, \"Across two hosts\")",
+        ));
+    }
     if args.run.agents.tx_agent.is_some() {
         return remote::controller::command(&RunRequest::Rr(Box::new(args.clone())), &gates);
     }
@@ -29,6 +34,10 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
-    let code = result.report(args.run.json, args.run.quiet)?;
+    let code = if args.run.json_stream {
+        result.report_stream()?
+    } else {
+        result.report(args.run.json, args.run.quiet)?
+    };
     Ok(expect::gate(code, Some(&result), &gates))
 }

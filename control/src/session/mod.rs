@@ -25,6 +25,7 @@
 //! thing of each.
 
 mod ends;
+mod interval;
 mod peer;
 mod placement;
 mod receive_work;
@@ -197,6 +198,7 @@ pub struct Session<'a> {
     in_window: Arc<AtomicBool>,
     watch: PathWatch,
     wait: crate::results::wait::WaitSetup,
+    intervals: Option<interval::Intervals>,
     // Puts back the NAPI settings of the wait modes.
     _wait_restore: wait::WaitRestore,
     // Dropped last: puts back what prepare changed.
@@ -285,6 +287,9 @@ impl<'a> Session<'a> {
             in_window: Arc::new(AtomicBool::new(args.warmup.is_zero())),
             watch: PathWatch::new(path),
             wait,
+            intervals: args
+                .json_stream
+                .then(|| interval::Intervals::start(args.interval, args.queues)),
             _wait_restore: wait_restore,
             _restore: restore,
         })
@@ -392,6 +397,14 @@ impl<'a> Session<'a> {
     /// other host's stop.
     fn stopped<T, R>(&self, crew: &Crew<T, R>) -> bool {
         self.live(crew);
+        if let Some(iv) = &self.intervals {
+            iv.offer(self.in_window.load(Ordering::Relaxed), || {
+                (
+                    self.here.tx.then(|| counters(&crew.tx)),
+                    self.here.rx.then(|| counters(&crew.rx)),
+                )
+            });
+        }
         self.interrupted.load(Ordering::Relaxed)
             || self.watch.fault()
             || self.peer.is_some_and(|p| p.stop_asked())

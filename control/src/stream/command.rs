@@ -20,6 +20,11 @@ use crate::{
 /// `linerate stream`.
 pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let gates = match expect::parse_all(&args.run.expect, expect::Test::Stream) {
+        Ok(_) if args.search_rate.is_some() && args.run.json_stream => {
+            return Ok(expect::usage_error(
+                "--json-stream follows one run; --search-rate makes many runs: drop one of them",
+            ))
+        }
         Ok(_) if args.search_rate.is_some() && !args.run.expect.is_empty() => {
             return Ok(expect::usage_error(
                 "--expect holds a run's figures; --search-rate makes many runs: drop one of them",
@@ -28,6 +33,11 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
         Ok(g) => g,
         Err(why) => return Ok(expect::usage_error(&why)),
     };
+    if args.run.json_stream && args.run.agents.tx_agent.is_some() {
+        return Ok(expect::usage_error(
+            "--json-stream runs on one host: across two hosts, watch the agents' /metrics (README, \"Across two hosts\")",
+        ));
+    }
     if args.run.agents.tx_agent.is_some() {
         return remote::controller::command(&RunRequest::Stream(Box::new(args.clone())), &gates);
     }
@@ -48,6 +58,10 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
-    let code = result.report(args.run.json, args.run.quiet)?;
+    let code = if args.run.json_stream {
+        result.report_stream()?
+    } else {
+        result.report(args.run.json, args.run.quiet)?
+    };
     Ok(expect::gate(code, Some(&result), &gates))
 }

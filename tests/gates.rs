@@ -171,3 +171,73 @@ fn json_stream_writes_a_line_per_interval_then_the_result() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("use 100ms to 1h"));
 }
+
+/// A sweep of two counted points, one run each.
+const TWO_POINTS: &str = r#"
+name = "gates"
+title = "Two counted points"
+kind = "stream"
+repeats = 1
+
+[fixed]
+warmup = "0s"
+duration = "30s"
+count = 1000
+rate = 50000
+napi = "softirq"
+tx_engine = "backend"
+
+[[axis]]
+name = "size"
+values = [64, 512]
+
+[[table]]
+title = "Frames"
+rows = "size"
+metrics = ["frames.received"]
+"#;
+
+#[test]
+fn sweep_expectations_hold_every_points_median() {
+    if !root_or_skip("sweep --expect on the lab") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tgswp", 1500);
+    let dir = std::env::temp_dir().join(format!("linerate-gates-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("two.toml");
+    std::fs::write(&file, TWO_POINTS).unwrap();
+    let sweep = |out: &str, gate: &str| {
+        run(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--lab",
+            &lab.name,
+            "--out",
+            dir.join(out).to_str().unwrap(),
+            "--expect",
+            gate,
+        ])
+    };
+    let out = sweep("met", "frames.received == 1000");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("part 1 size=64: expect frames.received == 1000: met (measured 1000)"),
+        "{err}"
+    );
+    assert!(err.contains("part 1 size=512: expect frames.received == 1000: met"), "{err}");
+    // Unmet at every point: exit 4, each point named.
+    let out = sweep("unmet", "frames.received > 1000");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("2 of 2 expectation(s) unmet (exit 4)"), "{err}");
+    // A figure no part has: refused before anything runs.
+    let out = sweep("never", "transactions.per_s >= 1");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no part of this sweep has"));
+    assert!(!dir.join("never").join("results.jsonl").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

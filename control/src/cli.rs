@@ -341,6 +341,11 @@ pub struct SweepArgs {
     /// expanded (a guard against a sweep file that would run for weeks).
     #[arg(long, value_name = "N", default_value_t = MAX_POINTS, allow_negative_numbers = true, value_parser = parse_max_points)]
     pub max_points: u64,
+    /// A gate for CI, held against every point's median once the sweep
+    /// ends: 'METRIC OP VALUE' as stream and rr take it. Repeatable; exit
+    /// 4 when a point does not meet one.
+    #[arg(long, value_name = "'METRIC OP VALUE'")]
+    pub expect: Vec<String>,
 }
 
 /// XDP attach mode choice.

@@ -138,12 +138,7 @@ impl Expectation {
     /// command's results never have (an rr figure on a stream).
     pub fn check_for(list: &[Self], test: Test) -> Result<(), String> {
         for e in list {
-            let t = e.metric.tests();
-            let ok = match test {
-                Test::Stream => t.stream,
-                Test::Rr => t.rr,
-            };
-            if !ok {
+            if !e.applies_to(test) {
                 let (here, there) = match test {
                     Test::Stream => ("stream", "rr"),
                     Test::Rr => ("rr", "stream"),
@@ -157,9 +152,27 @@ impl Expectation {
         Ok(())
     }
 
+    /// Whether `test`'s results have this expectation's metric.
+    pub fn applies_to(&self, test: Test) -> bool {
+        let t = self.metric.tests();
+        match test {
+            Test::Stream => t.stream,
+            Test::Rr => t.rr,
+        }
+    }
+
+    /// The metric's value in a result (None: not measured there).
+    pub fn value(&self, r: &RunResult) -> Option<f64> {
+        self.metric.value(r).filter(|v| v.is_finite())
+    }
+
     /// This expectation against a result.
     pub fn judge(&self, r: &RunResult) -> Verdict {
-        let measured = self.metric.value(r).filter(|v| v.is_finite());
+        self.judge_value(self.value(r))
+    }
+
+    /// This expectation against a value measured (none: unmet).
+    pub fn judge_value(&self, measured: Option<f64>) -> Verdict {
         Verdict {
             expect: self.to_string(),
             metric: self.name.clone(),
@@ -271,6 +284,11 @@ pub fn all_met(verdicts: &[Verdict]) -> bool {
     for v in verdicts {
         eprintln!("linerate: {v}");
     }
+    said_unmet(verdicts)
+}
+
+/// Says how many were unmet, if any; whether all were met.
+pub fn said_unmet(verdicts: &[Verdict]) -> bool {
     let unmet = verdicts.iter().filter(|v| !v.met).count();
     if unmet > 0 {
         eprintln!(

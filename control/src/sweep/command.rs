@@ -6,12 +6,12 @@ use std::{process::ExitCode, sync::atomic::Ordering};
 use anyhow::{Context, Result};
 
 use super::{
-    presets,
+    gates, presets,
     run::{available_memory, bytes_per_point, run},
     saved::{default_dir, resume_inputs, Size, SweepOptions, SPEC},
     spec::SweepSpec,
 };
-use crate::{cli::SweepArgs, output, privilege, request, session};
+use crate::{cli::SweepArgs, output, privilege, request, results::expect::Expectation, session};
 
 /// `linerate sweep`.
 pub fn command(args: SweepArgs) -> Result<ExitCode> {
@@ -73,6 +73,19 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     };
     // Counted from the axes before anything is expanded or run.
     let spec = SweepSpec::parse(&text, &label)?;
+    let gates = match args
+        .expect
+        .iter()
+        .map(|e| {
+            e.parse::<Expectation>()
+                .map_err(|why| format!("--expect '{e}': {why}"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|g| gates::check(&spec, &g).map(|()| g))
+    {
+        Ok(g) => g,
+        Err(why) => return Ok(crate::results::expect::usage_error(&why)),
+    };
     let size = Size::of(&spec, opts.quick)?;
     size.check(&label, args.max_points)?;
     size.check_memory(&label, bytes_per_point(&spec), available_memory())?;
@@ -100,7 +113,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
         "{text}report: {}\n",
         dir.join("report.md").display()
     ))?;
-    Ok(output::failures(
+    let code = output::failures(
         interrupted.load(Ordering::Relaxed),
         outcome.failed,
         outcome.runs,
@@ -110,5 +123,9 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
             "`linerate sweep --resume {}` runs them again",
             dir.display()
         ),
-    ))
+    );
+    if gates.is_empty() || code != ExitCode::SUCCESS || gates::judge(&dir, &spec, &gates)? {
+        return Ok(code);
+    }
+    Ok(ExitCode::from(crate::results::expect::UNMET))
 }

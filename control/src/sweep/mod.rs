@@ -4,6 +4,7 @@
 
 mod command;
 pub mod expand;
+mod gates;
 pub mod presets;
 pub mod report;
 mod run;

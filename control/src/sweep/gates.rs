@@ -36,11 +36,13 @@ pub fn check(spec: &SweepSpec, gates: &[Expectation]) -> Result<(), String> {
     Ok(())
 }
 
+/// A point's axis values as text, and each gate's values over its repeats.
+type Point = (String, Vec<Vec<f64>>);
+
 /// The points' medians against the gates, printed one line each (stderr);
 /// whether every one was met.
 pub fn judge(dir: &Path, spec: &SweepSpec, gates: &[Expectation]) -> Result<bool> {
-    // (part, point) -> (its axis values as text, each gate's values).
-    let mut points: BTreeMap<(usize, usize), (String, Vec<Vec<f64>>)> = BTreeMap::new();
+    let mut points: BTreeMap<(usize, usize), Point> = BTreeMap::new();
     let size = Size::of(spec, false)?;
     store::load(
         &dir.join(RESULTS),

@@ -228,12 +228,18 @@ fn sweep_expectations_hold_every_points_median() {
         err.contains("part 1 size=64: expect frames.received == 1000: met (measured 1000)"),
         "{err}"
     );
-    assert!(err.contains("part 1 size=512: expect frames.received == 1000: met"), "{err}");
+    assert!(
+        err.contains("part 1 size=512: expect frames.received == 1000: met"),
+        "{err}"
+    );
     // Unmet at every point: exit 4, each point named.
     let out = sweep("unmet", "frames.received > 1000");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
-    assert!(err.contains("2 of 2 expectation(s) unmet (exit 4)"), "{err}");
+    assert!(
+        err.contains("2 of 2 expectation(s) unmet (exit 4)"),
+        "{err}"
+    );
     // A figure no part has: refused before anything runs.
     let out = sweep("never", "transactions.per_s >= 1");
     assert_eq!(out.status.code(), Some(2));

@@ -11,10 +11,6 @@ use std::{
 };
 
 use common::*;
-use nix::{
-    sys::signal::{kill, Signal},
-    unistd::Pid,
-};
 
 /// /sys/class/net/IF/threaded, read as a test may: through `ip netns exec`.
 fn threaded(ns: &str, iface: &str) -> String {
@@ -55,11 +51,6 @@ fn wait_attached(lab: &Lab) {
     wait_for_frames(lab, 1_000);
 }
 
-fn interrupt(child: Child) -> std::process::Output {
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    child.wait_with_output().unwrap()
-}
-
 /// CPUs a thread may run on (`Cpus_allowed_list`).
 fn allowed(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -69,20 +60,6 @@ fn allowed(pid: i32) -> String {
         .unwrap()
         .trim()
         .to_string()
-}
-
-/// The pids of `napi/IFACE-*` threads.
-fn napi_threads(iface: &str) -> Vec<i32> {
-    let prefix: String = format!("napi/{iface}-").chars().take(15).collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
-            comm.starts_with(&prefix).then_some(pid)
-        })
-        .collect()
 }
 
 #[test]

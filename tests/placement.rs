@@ -12,20 +12,6 @@ use std::{
 
 use common::*;
 
-/// The pids of `napi/IFACE-*` threads.
-fn napi_threads(iface: &str) -> Vec<i32> {
-    let prefix: String = format!("napi/{iface}-").chars().take(15).collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
-            comm.starts_with(&prefix).then_some(pid)
-        })
-        .collect()
-}
-
 /// A thread's (policy, rt_priority, nice, allowed CPUs), as `chrt` and
 /// `taskset` would show them: /proc/PID/stat fields 41, 40, 19 and
 /// /proc/PID/status's Cpus_allowed_list.

@@ -60,6 +60,20 @@ pub fn spawn(args: &[&str]) -> std::process::Child {
         .expect("starting linerate")
 }
 
+/// The pids of `napi/IFACE-*` threads.
+pub fn napi_threads(iface: &str) -> Vec<i32> {
+    let prefix: String = format!("napi/{iface}-").chars().take(15).collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            comm.starts_with(&prefix).then_some(pid)
+        })
+        .collect()
+}
+
 /// Ctrl-C to a run started by [`spawn`], and what it wrote as it ended.
 pub fn interrupt(child: std::process::Child) -> Output {
     nix::sys::signal::kill(

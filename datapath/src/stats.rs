@@ -19,7 +19,7 @@ pub struct Counter<T: 'static> {
     /// Its value in a snapshot.
     pub read: fn(&T) -> u64,
     /// Worker counters: frames a receiver refused (marked `refused` in
-    /// [`counters!`]). Each is also a figure of a stream result's whole-run
+    /// `counters!`). Each is also a figure of a stream result's whole-run
     /// accounting (`frames.NAME`) and a column of its table (others: false).
     pub refused: bool,
 }

@@ -6,7 +6,7 @@
 //! report at the end.
 //!
 //! Implemented by the AF_XDP ports ([`crate::xsk::TxPort`],
-//! [`crate::xsk::RxPort`], [`crate::xsk::DuplexPort`], in [`xsk`]
+//! [`crate::xsk::RxPort`], [`crate::xsk::DuplexPort`], in `xsk`
 //! by delegation to their own methods), by an in-memory [`loopback`] (no
 //! socket, no root), and by [`faults::Faults`], which wraps any port and
 //! drops, duplicates, reorders, truncates or corrupts received frames.

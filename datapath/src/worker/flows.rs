@@ -101,7 +101,7 @@ impl FlowTable {
     /// counts them, `payload` its UDP payload. A frame without a fragment
     /// header is a whole message of `message_len` bytes when that is given.
     ///
-    /// A frame whose sequence number jumps more than [`MAX_JUMP`] ahead of
+    /// A frame whose sequence number jumps more than `MAX_JUMP` ahead of
     /// its flow (or starts a flow that far from 0) is counted bad and not
     /// accounted: a forged or corrupt header must not wreck the flow's loss
     /// figures. Loss, reordering and duplicate totals are kept up to date

@@ -63,6 +63,13 @@ pub enum Command {
     /// Serve the control API on this host, so that a controller elsewhere
     /// runs one side of stream, rr and sweep here (see "Across two hosts").
     Agent(AgentServeArgs),
+    /// Many host pairs from one controller: the inventory's agents,
+    /// metrics (see docs/fleet.md).
+    Fleet {
+        /// Fleet action.
+        #[command(subcommand)]
+        action: FleetAction,
+    },
 }
 
 /// `linerate agent`.
@@ -257,6 +264,29 @@ pub enum LabAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Fleet actions.
+#[derive(Debug, Subcommand)]
+pub enum FleetAction {
+    /// Print a Prometheus configuration (YAML) that scrapes every agent of
+    /// the inventory with its token, labelled with its pair and side.
+    Prometheus(FleetPrometheusArgs),
+}
+
+/// `linerate fleet prometheus`.
+#[derive(Debug, Args)]
+pub struct FleetPrometheusArgs {
+    /// The fleet's inventory (docs/fleet.md).
+    #[arg(long, value_name = "PATH")]
+    pub inventory: std::path::PathBuf,
+    /// How often Prometheus scrapes each agent (100ms to 5m).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Where the Prometheus server reads the agents' token files (each
+    /// under its own file name), when not at the inventory's paths.
+    #[arg(long, value_name = "DIR")]
+    pub credentials_dir: Option<std::path::PathBuf>,
 }
 
 /// Which lab.

@@ -168,6 +168,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// A fleet pair's name (docs/fleet.md).
+fn parse_pair(text: &str) -> Result<String, String> {
+    crate::inventory::check_pair_name(text).map(|()| text.to_string())
+}
+
 /// A MAC address, aa:bb:cc:dd:ee:ff.
 fn parse_mac(text: &str) -> Result<crate::mac::Mac, String> {
     text.parse()
@@ -184,6 +189,10 @@ pub struct AgentArgs {
     /// --rx-iface names an interface of that host.
     #[arg(long, value_name = "URL", requires = "tx_agent")]
     pub rx_agent: Option<String>,
+    /// The fleet pair this run is (hidden: fleet runs set it; the agents
+    /// label their metrics with it, docs/metrics.md).
+    #[arg(long, value_name = "NAME", requires = "tx_agent", hide = true, value_parser = parse_pair)]
+    pub pair: Option<String>,
     /// File holding the agents' shared token; or set LINERATE_TOKEN.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,

@@ -292,6 +292,7 @@ impl Line {
         self.flag("--quiet", run.quiet);
         self.some("--tx-agent", &run.agents.tx_agent);
         self.some("--rx-agent", &run.agents.rx_agent);
+        self.some("--pair", &run.agents.pair);
         let token = run.agents.token_file.as_ref().map(|p| p.display());
         self.some("--token-file", &token);
         self.some_named("--role", &run.role.role);
@@ -508,6 +509,14 @@ mod tests {
         &["--quiet"],
         &["-q"],
         &["--tx-agent", "http://a:1", "--rx-agent", "http://b:2"],
+        &[
+            "--tx-agent",
+            "http://a:1",
+            "--rx-agent",
+            "http://b:2",
+            "--pair",
+            "fl0",
+        ],
         &["--token-file", "/tmp/t o k"],
         &["--role", "client"],
         &["--role", "rx", "--peer-mac", "02:00:00:00:00:01"],

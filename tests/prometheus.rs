@@ -1,7 +1,9 @@
 //! A real Prometheus (Debian's `prometheus`, on loopback) scraping the
 //! agents of two pairs with the configuration `linerate fleet prometheus`
-//! prints: every target up, and PromQL's sum of the frames received over
-//! the runs equal to what the controllers counted.
+//! prints: every target up, PromQL's sum of the frames received over the
+//! runs equal to what the controllers counted, and every query of the
+//! Grafana dashboard (deploy/grafana/linerate.json) valid during a run and
+//! returning data after it.
 //!
 //! Two labs with `lab up --mgmt` cannot coexist (each puts the fixed
 //! 198.19.255.0/30 and .4/30 on this namespace's side: the second lab's
@@ -188,6 +190,59 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
+/// Every PromQL query of the dashboard (each panel's targets), and its
+/// variables' `label_values(METRIC, LABEL)` queries as (METRIC, LABEL).
+fn dashboard() -> (Vec<String>, Vec<(String, String)>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/linerate.json");
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    fn exprs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(e) = m.get("expr").and_then(Value::as_str) {
+                    out.push(e.to_string());
+                }
+                m.values().for_each(|v| exprs(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| exprs(v, out)),
+            _ => {}
+        }
+    }
+    let mut queries = Vec::new();
+    exprs(&d["panels"], &mut queries);
+    let variables = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["type"] == "query")
+        .map(|v| {
+            let q = v["query"]["query"].as_str().unwrap();
+            let inner = q
+                .strip_prefix("label_values(")
+                .and_then(|q| q.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("variable query {q:?}: not label_values(METRIC, LABEL)"));
+            let (metric, label) = inner.rsplit_once(',').unwrap();
+            (metric.trim().to_string(), label.trim().to_string())
+        })
+        .collect();
+    (queries, variables)
+}
+
+/// A dashboard query as Grafana sends it: `$pair` the pair chosen, the
+/// intervals 5 s (5 scrapes).
+fn as_sent(expr: &str, pair: &str) -> String {
+    let e = expr
+        .replace("$__rate_interval", "5s")
+        .replace("$__interval", "5s")
+        .replace("$__range", "5s")
+        .replace("$pair", pair);
+    assert!(
+        !e.contains('$'),
+        "a variable the test does not know: {expr}"
+    );
+    e
+}
+
 /// A sample's value.
 fn value(sample: &Value) -> f64 {
     sample["value"][1].as_str().unwrap().parse().unwrap()
@@ -348,6 +403,22 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
     // Both pairs at once, each run named by its pair.
     let c1 = stream(P1, &f.a1.url, &f.b1.url, TOKEN1, false);
     let c2 = stream(P2, &f.a2.url, &f.b2.url, TOKEN2, true);
+    // The dashboard's queries while the runs go (frames counted on both
+    // pairs: live counters scraped): each is valid PromQL.
+    prom.eventually("frames received on both pairs", || {
+        prom.query("sum by (pair) (linerate_worker_frames_total{role=\"rx\"}) > 0")
+            .len()
+            == 2
+    });
+    let (queries, variables) = dashboard();
+    assert!(queries.len() >= 10, "{queries:?}");
+    let during = now();
+    for q in &queries {
+        let e = as_sent(q, P1);
+        if let Err(e) = prom.query_at(&e, during) {
+            panic!("dashboard query refused during the run: {e}");
+        }
+    }
     let (r1, r2) = (finished(c1, P1), finished(c2, P2));
     let ended = now();
     let counted: Vec<u64> = [&r1, &r2]
@@ -376,6 +447,31 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
         received(&format!("{P1}|{P2}")),
         (counted[0] + counted[1]) as f64
     );
+    // After the runs: every query of the dashboard returns data for each
+    // pair, and its pair variable offers both pairs.
+    for pair in [P1, P2] {
+        for q in &queries {
+            let e = as_sent(q, pair);
+            let r = prom.query_at(&e, at).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!r.is_empty(), "dashboard query {e}: no data");
+        }
+    }
+    assert!(!variables.is_empty());
+    for (metric, label) in &variables {
+        let body: Value = ureq::get(&format!("{}/api/v1/label/{label}/values", prom.url))
+            .query("match[]", metric)
+            .call()
+            .unwrap()
+            .into_json()
+            .unwrap();
+        let values = body["data"].as_array().unwrap();
+        for pair in [P1, P2] {
+            assert!(
+                values.iter().any(|v| v == pair),
+                "{label} of {metric}: {body}"
+            );
+        }
+    }
     // The labels every series of a run carries.
     let rx = prom.query("linerate_worker_frames_total{role=\"rx\"}");
     assert_eq!(rx.len(), 2, "{rx:?}");

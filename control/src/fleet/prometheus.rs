@@ -92,11 +92,10 @@ pub struct Labels {
 
 /// A duration as Prometheus writes them: whole seconds or milliseconds.
 fn prometheus_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms % 1000 == 0 {
-        format!("{}s", ms / 1000)
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
     } else {
-        format!("{ms}ms")
+        format!("{}ms", d.as_millis())
     }
 }
 

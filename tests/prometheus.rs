@@ -471,6 +471,18 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
             );
         }
     }
+    // The pair label is the agents' own (the run request's, from --pair),
+    // not only the target's.
+    for (url, token, pair) in [(&f.a1.url, TOKEN1, P1), (&f.b2.url, TOKEN2, P2)] {
+        let text = ureq::get(&format!("{url}/metrics"))
+            .set("Authorization", &format!("Bearer {token}"))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap();
+        let want = format!(",pair=\"{pair}\",role=");
+        assert!(text.contains(&want), "{url}: {want} not in {text}");
+    }
     // The labels every series of a run carries.
     let rx = prom.query("linerate_worker_frames_total{role=\"rx\"}");
     assert_eq!(rx.len(), 2, "{rx:?}");

@@ -81,13 +81,22 @@ fn call(
     }
 }
 
-/// Prometheus text as {"name{labels}": value}, checking every sample line.
+/// Prometheus text as {"name{labels}": value}, checking every sample line;
+/// the `run` label (the agent's run id) is left out of the keys.
 fn parse_metrics(text: &str) -> HashMap<String, f64> {
     let mut m = HashMap::new();
     for line in text.lines() {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        let line = match line.split_once("{run=\"") {
+            Some((name, rest)) => {
+                let (id, rest) = rest.split_once("\",").unwrap_or_else(|| panic!("{line}"));
+                assert!(id.starts_with('r'), "run id {id:?} in {line:?}");
+                format!("{name}{{{rest}")
+            }
+            None => line.to_string(),
+        };
         let (key, value) = line
             .rsplit_once(' ')
             .unwrap_or_else(|| panic!("bad line {line:?}"));
@@ -170,7 +179,7 @@ fn eventually(what: &str, mut ready: impl FnMut() -> bool) {
 fn wait_running(b: &Agent) {
     eventually("frames received during the run", || {
         metrics(&b.url)
-            .get(r#"linerate_worker_frames_total{role="rx",queue="0"}"#)
+            .get(r#"linerate_worker_frames_total{role="rx",interface="lrag-b0",queue="0"}"#)
             .is_some_and(|v| *v > 0.0)
     });
 }
@@ -317,26 +326,28 @@ fn two_agents_stream_rr_metrics_and_api() {
     let ma = metrics(&a.url);
     let mb = metrics(&b.url);
     assert_eq!(
-        ma[r#"linerate_worker_frames_total{role="tx",queue="0"}"#],
+        ma[r#"linerate_worker_frames_total{role="tx",interface="lrag-a0",queue="0"}"#],
         COUNT as f64
     );
     assert_eq!(
-        mb[r#"linerate_worker_frames_total{role="rx",queue="0"}"#],
+        mb[r#"linerate_worker_frames_total{role="rx",interface="lrag-b0",queue="0"}"#],
         COUNT as f64
     );
     assert_eq!(
-        mb[r#"linerate_xdp_frames_total{action="redirected"}"#],
+        mb[r#"linerate_xdp_frames_total{role="rx",interface="lrag-b0",action="redirected"}"#],
         COUNT as f64
     );
     assert_eq!(
-        mb[r#"linerate_worker_bad_checksum_frames_total{role="rx",queue="0"}"#],
+        mb[r#"linerate_worker_bad_checksum_frames_total{role="rx",interface="lrag-b0",queue="0"}"#],
         0.0
     );
-    assert_eq!(mb[r#"linerate_run_active{test="stream",role="rx"}"#], 0.0);
-    assert!(mb[r#"linerate_latency_seconds{quantile="0.99"}"#] > 0.0);
-    assert!(ma
-        .keys()
-        .any(|k| k.starts_with("linerate_cpu_seconds_total{core=\"1\"")));
+    assert_eq!(
+        mb[r#"linerate_run_active{role="rx",interface="lrag-b0",test="stream"}"#],
+        0.0
+    );
+    assert!(mb[r#"linerate_latency_seconds{role="rx",interface="lrag-b0",quantile="0.99"}"#] > 0.0);
+    assert!(ma.keys().any(|k| k
+        .starts_with("linerate_cpu_seconds_total{role=\"tx\",interface=\"lrag-a0\",core=\"1\"")));
 
     // rr across the two agents.
     let out = controller_ok(
@@ -583,10 +594,11 @@ fn lease_ends_the_run_when_the_controller_dies() {
         "the run is going"
     );
     assert_eq!(
-        metrics(&b.url)[r#"linerate_run_active{test="stream",role="rx"}"#],
+        metrics(&b.url)[r#"linerate_run_active{role="rx",interface="lrag-b0",test="stream"}"#],
         1.0
     );
-    let live = metrics(&a.url)[r#"linerate_worker_frames_total{role="tx",queue="0"}"#];
+    let live =
+        metrics(&a.url)[r#"linerate_worker_frames_total{role="tx",interface="lrag-a0",queue="0"}"#];
     assert!(live > 0.0, "live counters during the run");
     c.kill().unwrap();
     let _ = c.wait();

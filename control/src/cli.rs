@@ -69,6 +69,13 @@ pub enum Command {
     /// Serve the control API on this host, so that a controller elsewhere
     /// runs one side of stream, rr and sweep here (see "Across two hosts").
     Agent(AgentServeArgs),
+    /// Many host pairs from one controller: the inventory's agents,
+    /// metrics (see docs/fleet.md).
+    Fleet {
+        /// Fleet action.
+        #[command(subcommand)]
+        action: FleetAction,
+    },
 }
 
 /// `linerate agent`.
@@ -176,6 +183,11 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A fleet pair's name (docs/fleet.md).
+fn parse_pair(text: &str) -> Result<String, String> {
+    crate::inventory::check_pair_name(text).map(|()| text.to_string())
+}
+
 /// A MAC address, aa:bb:cc:dd:ee:ff.
 fn parse_mac(text: &str) -> Result<crate::mac::Mac, String> {
     text.parse()
@@ -192,6 +204,10 @@ pub struct AgentArgs {
     /// --rx-iface names an interface of that host.
     #[arg(long, value_name = "URL", requires = "tx_agent")]
     pub rx_agent: Option<String>,
+    /// The fleet pair this run is (hidden: fleet runs set it; the agents
+    /// label their metrics with it, docs/metrics.md).
+    #[arg(long, value_name = "NAME", requires = "tx_agent", hide = true, value_parser = parse_pair)]
+    pub pair: Option<String>,
     /// File holding the agents' shared token; or set LINERATE_TOKEN.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,
@@ -272,6 +288,29 @@ pub enum LabAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Fleet actions.
+#[derive(Debug, Subcommand)]
+pub enum FleetAction {
+    /// Print a Prometheus configuration (YAML) that scrapes every agent of
+    /// the inventory with its token, labelled with its pair and side.
+    Prometheus(FleetPrometheusArgs),
+}
+
+/// `linerate fleet prometheus`.
+#[derive(Debug, Args)]
+pub struct FleetPrometheusArgs {
+    /// The fleet's inventory (docs/fleet.md).
+    #[arg(long, value_name = "PATH")]
+    pub inventory: std::path::PathBuf,
+    /// How often Prometheus scrapes each agent (100ms to 5m).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Where the Prometheus server reads the agents' token files (each
+    /// under its own file name), when not at the inventory's paths.
+    #[arg(long, value_name = "DIR")]
+    pub credentials_dir: Option<std::path::PathBuf>,
 }
 
 /// Which lab.

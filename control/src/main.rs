@@ -10,8 +10,10 @@ mod doctor;
 mod engine;
 mod environment;
 mod files;
+mod fleet;
 mod iface;
-#[allow(dead_code)] // its users (fleet up, --fleet, fleet prometheus) land next
+
+#[allow(dead_code)] // fleet up (next merge) saves and reads more of it
 mod inventory;
 mod lab;
 mod limits;
@@ -41,7 +43,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, FleetAction};
 
 fn main() -> ExitCode {
     // A write past `ulimit -f` fails with EFBIG, an error naming its file,
@@ -107,5 +109,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stream(args) => stream::command(&args),
         Command::Rr(args) => rr::command(&args),
         Command::Rfc2544(args) => rfc2544::command(&args),
+        Command::Fleet {
+            action: FleetAction::Prometheus(args),
+        } => fleet::prometheus::command(&args),
     }
 }

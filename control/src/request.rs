@@ -300,6 +300,7 @@ impl Line {
         self.duration("--interval", run.interval, d.interval);
         self.some("--tx-agent", &run.agents.tx_agent);
         self.some("--rx-agent", &run.agents.rx_agent);
+        self.some("--pair", &run.agents.pair);
         let token = run.agents.token_file.as_ref().map(|p| p.display());
         self.some("--token-file", &token);
         self.some_named("--role", &run.role.role);
@@ -520,6 +521,14 @@ mod tests {
         &["--json-stream", "--interval", "250ms"],
         &["--expect", "latency.p99_us<9", "--expect", "x >= 1"],
         &["--tx-agent", "http://a:1", "--rx-agent", "http://b:2"],
+        &[
+            "--tx-agent",
+            "http://a:1",
+            "--rx-agent",
+            "http://b:2",
+            "--pair",
+            "fl0",
+        ],
         &["--token-file", "/tmp/t o k"],
         &["--role", "client"],
         &["--role", "rx", "--peer-mac", "02:00:00:00:00:01"],

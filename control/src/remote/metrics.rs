@@ -3,6 +3,13 @@
 //! socket statistics and the steering program's counters of the metric
 //! list (`results::metrics`), and every core's CPU time. Live while a run
 //! goes (from the child's live lines); after it, the run's final figures.
+//!
+//! Once the agent had a run, every series carries the run's labels: `run`
+//! (the agent's run id), `pair` (the fleet pair the request named; no
+//! such label for a one-pair run, which Prometheus reads as `pair=""`),
+//! `role` (tx or rx) and `interface` (this host's), then `queue` (worker
+//! series) or `core` (CPU series). Before its first run, an agent serves
+//! only its cores.
 
 use std::sync::atomic::AtomicU64;
 
@@ -28,6 +35,12 @@ type Labels = Vec<(String, String)>;
 
 /// What /metrics shows of the agent's last run.
 pub struct RunView {
+    /// The agent's run id.
+    pub run: String,
+    /// The fleet pair the run request named.
+    pub pair: Option<String>,
+    /// This host's interface.
+    pub interface: String,
     /// "stream" or "rr".
     pub test: String,
     /// "tx" or "rx".
@@ -116,26 +129,38 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
     let latency = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     reg.register(LATENCY_FAMILY.0, LATENCY_FAMILY.1, latency.clone());
 
+    // The run's labels, on every series; the role is the run's (a worker's
+    // own for worker series).
+    let base = |role: &str| -> Labels {
+        let Some(run) = run else {
+            return Vec::new();
+        };
+        let mut l = vec![("run".to_string(), run.run.clone())];
+        if let Some(p) = &run.pair {
+            l.push(("pair".into(), p.clone()));
+        }
+        l.push(("role".into(), role.to_string()));
+        l.push(("interface".into(), run.interface.clone()));
+        l
+    };
+    let with = |mut l: Labels, more: &[(&str, String)]| -> Labels {
+        l.extend(more.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        l
+    };
     if let Some(run) = run {
+        let own = base(&run.role);
         active
-            .get_or_create(&vec![
-                ("test".into(), run.test.clone()),
-                ("role".into(), run.role.clone()),
-            ])
+            .get_or_create(&with(own.clone(), &[("test", run.test.clone())]))
             .set(i64::from(run.active));
         let (list, steer) = workers_and_steering(run);
         for (role, queue, counters, sock) in list {
-            let labels = vec![
-                ("role".to_string(), role.to_string()),
-                ("queue".to_string(), queue.to_string()),
-            ];
+            let labels = with(base(role), &[("queue", queue.to_string())]);
             for (c, fam) in WORKER_COUNTERS.iter().zip(&workers) {
                 fam.get_or_create(&labels).inc_by((c.read)(&counters));
             }
             if let Some(x) = sock {
                 for c in XSK_EVENTS {
-                    let mut l = labels.clone();
-                    l.push(("event".into(), c.name.into()));
+                    let l = with(labels.clone(), &[("event", c.name.into())]);
                     xsk.get_or_create(&l).inc_by((c.read)(&x));
                 }
             }
@@ -147,22 +172,23 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
         };
         for (q, us) in measured.map(quantiles).unwrap_or_default() {
             latency
-                .get_or_create(&vec![("quantile".into(), q.into())])
+                .get_or_create(&with(own.clone(), &[("quantile", q.into())]))
                 .set(us / 1e6);
         }
         if let Some(s) = steer {
             for c in STEERING {
-                xdp.get_or_create(&vec![("action".into(), c.name.into())])
+                xdp.get_or_create(&with(own.clone(), &[("action", c.name.into())]))
                     .inc_by((c.read)(&s));
             }
         }
     }
+    let host = base(run.map_or("", |r| r.role.as_str()));
     for (core, modes) in proc_stat() {
         for (mode, secs) in modes {
-            cpu.get_or_create(&vec![
-                ("core".into(), core.to_string()),
-                ("mode".into(), mode.into()),
-            ])
+            cpu.get_or_create(&with(
+                host.clone(),
+                &[("core", core.to_string()), ("mode", mode.into())],
+            ))
             .inc_by(secs);
         }
     }
@@ -203,7 +229,20 @@ mod tests {
     }
 
     fn view(test: &str, role: &str, live: Option<Live>, result: Option<RunResult>) -> String {
+        paired(None, test, role, live, result)
+    }
+
+    fn paired(
+        pair: Option<&str>,
+        test: &str,
+        role: &str,
+        live: Option<Live>,
+        result: Option<RunResult>,
+    ) -> String {
         render(Some(&RunView {
+            run: "r3-77".into(),
+            pair: pair.map(String::from),
+            interface: "lr-b0".into(),
             test: test.into(),
             role: role.into(),
             active: live.is_some(),
@@ -221,23 +260,23 @@ mod tests {
         let text = view("stream", "rx", None, Some(r.clone()));
         for (line, want) in [
             (
-                r#"linerate_worker_frames_total{role="tx",queue="0"}"#,
+                r#"linerate_worker_frames_total{run="r3-77",role="tx",interface="lr-b0",queue="0"}"#,
                 tx.frames,
             ),
             (
-                r#"linerate_worker_frames_total{role="rx",queue="0"}"#,
+                r#"linerate_worker_frames_total{run="r3-77",role="rx",interface="lr-b0",queue="0"}"#,
                 rx.frames,
             ),
             (
-                r#"linerate_worker_idle_loops_total{role="rx",queue="0"}"#,
+                r#"linerate_worker_idle_loops_total{run="r3-77",role="rx",interface="lr-b0",queue="0"}"#,
                 rx.idle_loops,
             ),
             (
-                r#"linerate_xdp_frames_total{action="redirected"}"#,
+                r#"linerate_xdp_frames_total{run="r3-77",role="rx",interface="lr-b0",action="redirected"}"#,
                 s.xdp.redirected,
             ),
             (
-                r#"linerate_xsk_events_total{role="tx",queue="0",event="tx_ring_empty"}"#,
+                r#"linerate_xsk_events_total{run="r3-77",role="tx",interface="lr-b0",queue="0",event="tx_ring_empty"}"#,
                 s.workers[0].xsk.tx_ring_empty,
             ),
         ] {
@@ -254,8 +293,10 @@ mod tests {
                 c.exported
             );
         }
-        assert!(text.contains("linerate_cpu_seconds_total{core=\"0\",mode=\"user\"}"));
-        assert!(text.contains(r#"linerate_run_active{test="stream",role="rx"} 0"#));
+        assert!(text.contains("linerate_cpu_seconds_total{run=\"r3-77\",role=\"rx\",interface=\"lr-b0\",core=\"0\",mode=\"user\"}"));
+        assert!(text.contains(
+            r#"linerate_run_active{run="r3-77",role="rx",interface="lr-b0",test="stream"} 0"#
+        ));
         assert!(text.ends_with("# EOF\n"));
     }
 
@@ -265,7 +306,7 @@ mod tests {
         let RunResult::Rr(s) = &r else { panic!() };
         let text = view("rr", "rx", None, Some(r.clone()));
         let line = format!(
-            "linerate_xdp_frames_total{{action=\"responded\"}} {}\n",
+            "linerate_xdp_frames_total{{run=\"r3-77\",role=\"rx\",interface=\"lr-b0\",action=\"responded\"}} {}\n",
             s.xdp.responder.responded
         );
         assert!(
@@ -273,7 +314,7 @@ mod tests {
             "{text}"
         );
         // Clients and responders are labelled by their side.
-        assert!(text.contains(r#"linerate_worker_transactions_total{role="tx",queue="0"}"#));
+        assert!(text.contains(r#"linerate_worker_transactions_total{run="r3-77",role="tx",interface="lr-b0",queue="0"}"#));
     }
 
     #[test]
@@ -298,11 +339,11 @@ mod tests {
         });
         let text = view("stream", "rx", None, Some(r));
         for line in [
-            r#"linerate_latency_seconds{quantile="0"} 0.000002"#,
-            r#"linerate_latency_seconds{quantile="0.5"} 0.000005"#,
-            r#"linerate_latency_seconds{quantile="0.99"} 0.0015"#,
-            r#"linerate_latency_seconds{quantile="1"} 0.002"#,
-            r#"linerate_latency_seconds{quantile="mean"} 0.0000075"#,
+            r#"linerate_latency_seconds{run="r3-77",role="rx",interface="lr-b0",quantile="0"} 0.000002"#,
+            r#"linerate_latency_seconds{run="r3-77",role="rx",interface="lr-b0",quantile="0.5"} 0.000005"#,
+            r#"linerate_latency_seconds{run="r3-77",role="rx",interface="lr-b0",quantile="0.99"} 0.0015"#,
+            r#"linerate_latency_seconds{run="r3-77",role="rx",interface="lr-b0",quantile="1"} 0.002"#,
+            r#"linerate_latency_seconds{run="r3-77",role="rx",interface="lr-b0",quantile="mean"} 0.0000075"#,
         ] {
             assert!(text.contains(&format!("{line}\n")), "{line}: {text}");
         }
@@ -316,17 +357,67 @@ mod tests {
         .unwrap();
         let text = view("stream", "rx", Some(live), None);
         assert!(
-            text.contains(r#"linerate_worker_frames_total{role="rx",queue="1"} 77"#),
+            text.contains(r#"linerate_worker_frames_total{run="r3-77",role="rx",interface="lr-b0",queue="1"} 77"#),
             "{text}"
         );
         assert!(
-            text.contains(r#"linerate_xdp_frames_total{action="seen"} 80"#),
+            text.contains(r#"linerate_xdp_frames_total{run="r3-77",role="rx",interface="lr-b0",action="seen"} 80"#),
             "{text}"
         );
         assert!(
-            text.contains(r#"linerate_run_active{test="stream",role="rx"} 1"#),
+            text.contains(
+                r#"linerate_run_active{run="r3-77",role="rx",interface="lr-b0",test="stream"} 1"#
+            ),
             "{text}"
         );
         assert!(!text.contains("linerate_xsk_events_total{"), "{text}");
+    }
+
+    /// The sample lines of an exposition: (name, labels as written).
+    fn samples(text: &str) -> Vec<(&str, &str)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let (name, rest) = l.split_once('{').unwrap_or_else(|| panic!("{l}"));
+                (name, rest.rsplit_once('}').unwrap().0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_series_carries_the_runs_labels() {
+        let r = fixture("stream.json");
+        let text = paired(Some("fl0"), "stream", "rx", None, Some(r));
+        let lines = samples(&text);
+        assert!(lines.len() > 20, "{text}");
+        for (name, labels) in &lines {
+            let per_worker = ["linerate_worker_", "linerate_xsk_"];
+            let want = if per_worker.iter().any(|p| name.starts_with(p)) {
+                // The fixture's workers: a sender and a receiver.
+                assert!(labels.contains("queue=\"0\""), "{name}{{{labels}}}");
+                labels.starts_with("run=\"r3-77\",pair=\"fl0\",role=\"")
+                    && labels.contains(",interface=\"lr-b0\",queue=\"0\"")
+            } else {
+                labels.starts_with("run=\"r3-77\",pair=\"fl0\",role=\"rx\",interface=\"lr-b0\"")
+            };
+            assert!(want, "{name}{{{labels}}}");
+            if name.starts_with("linerate_cpu_") {
+                assert!(labels.contains(",core=\""), "{name}{{{labels}}}");
+            }
+        }
+        for family in ["linerate_xdp_frames_total", "linerate_cpu_seconds_total"] {
+            assert!(lines.iter().any(|(n, _)| *n == family), "{family}: {text}");
+        }
+        // A one-pair run has no pair label; an agent that had no run
+        // serves its cores alone, with no run labels.
+        let plain = view("stream", "rx", None, Some(fixture("stream.json")));
+        assert!(!plain.contains("pair="), "{plain}");
+        let idle = render(None).unwrap();
+        let lines = samples(&idle);
+        assert!(!lines.is_empty());
+        for (name, labels) in lines {
+            assert_eq!(name, "linerate_cpu_seconds_total");
+            assert!(labels.starts_with("core=\""), "{labels}");
+        }
     }
 }

@@ -132,6 +132,9 @@ pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
     let view = {
         let g = s.slot();
         g.as_ref().map(|r| metrics::RunView {
+            run: r.id.clone(),
+            pair: r.pair.clone(),
+            interface: r.iface.clone(),
             test: r.test.clone(),
             role: r.role.clone(),
             active: r.active(),

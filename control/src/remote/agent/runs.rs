@@ -258,6 +258,8 @@ pub(super) async fn create(
         id: id.clone(),
         test: req.test.as_str().to_string(),
         role: req.role.as_str().to_string(),
+        pair: req.pair.clone(),
+        iface: req.iface.clone(),
         started: SystemTime::now(),
         by,
         stopped_by: None,

@@ -55,6 +55,10 @@ pub(super) struct Slot {
     pub(super) id: String,
     pub(super) test: String,
     pub(super) role: String,
+    /// The fleet pair it belongs to (the request's), and this host's
+    /// interface: labels of /metrics.
+    pub(super) pair: Option<String>,
+    pub(super) iface: String,
     /// When it was started, and from which address.
     pub(super) started: SystemTime,
     pub(super) by: SocketAddr,

@@ -118,7 +118,7 @@ impl End {
             start_at_ns: (start_ns as i64 + self.remote.offset_ns) as u64,
             lease_ms: LEASE.as_millis() as u64,
             clock_offset_ns,
-            pair: None,
+            pair: req.run().agents.pair.clone(),
         }
     }
 }

@@ -74,7 +74,7 @@ pub fn markdown() -> String {
          `counters.tx.NAME` and `counters.rx.NAME`, the whole run summed over the senders'\n\
          (rr: clients') or the receivers' (responders') workers, and `counters.tx.NAME_per_s`,\n\
          `counters.rx.NAME_per_s` over the window. An agent's /metrics exports them per worker\n\
-         (labels `role`, `queue`), live during a run and the run's totals after it.\n\n",
+         (label `queue`, after the run's), live during a run and the run's totals after it.\n\n",
     );
     counter_table(&mut o, "NAME", WORKER_COUNTERS, true);
     let _ = write!(
@@ -104,14 +104,22 @@ pub fn markdown() -> String {
     let _ = write!(
         o,
         "## /metrics\n\n\
-         An agent's `GET /metrics` (OpenMetrics text) holds:\n\n\
-         | family | labels | meaning |\n|---|---|---|\n\
-         | `{}` | test, role | {} |\n\
-         | `linerate_worker_*_total` | role, queue | the worker counters above |\n\
-         | `{}_total` | role, queue, event | {} |\n\
+         An agent's `GET /metrics` (OpenMetrics text) holds the families below. Once the\n\
+         agent had a run, every series carries that run's labels first: `run` (the agent's\n\
+         run id), `pair` (the fleet pair the run request named, docs/fleet.md; no such\n\
+         label for a one-pair run: Prometheus reads an absent label as `pair=\"\"`), `role`\n\
+         (`tx` or `rx`: the run's, a worker's own on worker series) and `interface` (this\n\
+         host's). Before its first run an agent serves its cores alone.\n\n\
+         | family | labels after the run's | meaning |\n|---|---|---|\n\
+         | `{}` | test | {} |\n\
+         | `linerate_worker_*_total` | queue | the worker counters above |\n\
+         | `{}_total` | queue, event | {} |\n\
          | `{}_total` | action | {} |\n\
          | `{}_total` | core, mode | {} |\n\
-         | `{}` | quantile | {} |\n",
+         | `{}` | quantile | {} |\n\n\
+         `linerate fleet prometheus` writes a Prometheus configuration that scrapes every\n\
+         agent of a fleet (docs/fleet.md); `deploy/grafana/linerate.json` is a dashboard of\n\
+         these series.\n",
         RUN_ACTIVE.0,
         RUN_ACTIVE.1,
         XSK_FAMILY.0,

@@ -383,10 +383,10 @@ pub fn figures() -> impl Iterator<Item = &'static Figure> {
     SENDER.iter().chain(&RECEIVER).chain(FIGURES)
 }
 
-/// /metrics: whether a run is going (gauge; labels test, role).
+/// /metrics: whether a run is going (gauge; label test, with the run's).
 pub const RUN_ACTIVE: (&str, &str) = (
     "linerate_run_active",
-    "Whether a run is going on this agent (labels: test, role)",
+    "Whether the agent's last run is going (label test: stream or rr)",
 );
 
 /// /metrics: the XSK_EVENTS of each worker (label event).

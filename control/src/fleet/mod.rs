@@ -1,0 +1,3 @@
+//! `linerate fleet`: many host pairs from one controller (docs/fleet.md).
+
+pub mod prometheus;

@@ -63,6 +63,13 @@ pub enum Command {
     /// Serve the control API on this host, so that a controller elsewhere
     /// runs one side of stream, rr and sweep here (see "Across two hosts").
     Agent(AgentServeArgs),
+    /// Many pairs at once: bring up lab pairs with their agents on this
+    /// host and write their inventory, show or remove them (docs/fleet.md).
+    Fleet {
+        /// Fleet action.
+        #[command(subcommand)]
+        action: FleetAction,
+    },
 }
 
 /// `linerate agent`.
@@ -180,6 +187,10 @@ pub struct AgentArgs {
     /// File holding the agents' shared token; or set LINERATE_TOKEN.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,
+    /// Run on every pair of this inventory at once (docs/fleet.md): one
+    /// start instant, per-pair results and their aggregate.
+    #[arg(long, value_name = "INVENTORY", conflicts_with_all = ["tx_agent", "rx_agent", "token_file"])]
+    pub fleet: Option<std::path::PathBuf>,
 }
 
 /// One side of a two-host run, as an agent starts it (hidden: the agent's
@@ -257,6 +268,60 @@ pub enum LabAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Fleet actions.
+#[derive(Debug, Subcommand)]
+pub enum FleetAction {
+    /// Bring up N lab pairs, each with management links and an agent in
+    /// each namespace, and write the inventory.
+    Up {
+        /// Pairs, 1 to 64 on one host.
+        #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=64))]
+        pairs: u32,
+        /// MTU of every pair's link, 576 to 9000.
+        #[arg(long, default_value_t = 1500, allow_negative_numbers = true, value_parser = parse_lab_mtu)]
+        mtu: u32,
+        /// Queues of every pair's veths, 1 to 64.
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_lab_queues)]
+        queues: u32,
+        /// Where the inventory is written.
+        #[arg(long, value_name = "PATH", default_value = FLEET_INVENTORY)]
+        inventory: std::path::PathBuf,
+        /// Name prefix of the pairs' labs (PREFIX0, PREFIX1, ...; 1 to 6
+        /// letters, digits or '-').
+        #[arg(long, value_name = "PREFIX", default_value = "fl", value_parser = parse_fleet_prefix)]
+        name: String,
+    },
+    /// Show whether each agent of the inventory answers, and its version.
+    Status {
+        /// The inventory.
+        #[arg(long, value_name = "PATH", default_value = FLEET_INVENTORY)]
+        inventory: std::path::PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the agents `fleet up` started, remove their labs, token files
+    /// and the inventory.
+    Down {
+        /// The inventory.
+        #[arg(long, value_name = "PATH", default_value = FLEET_INVENTORY)]
+        inventory: std::path::PathBuf,
+    },
+}
+
+/// Where `fleet up` writes the inventory unless told.
+pub const FLEET_INVENTORY: &str = "/run/linerate/fleet.toml";
+
+/// A fleet's lab prefix: a lab name short enough for two more digits.
+fn parse_fleet_prefix(s: &str) -> Result<String, String> {
+    if s.len() > 6 {
+        return Err(format!(
+            "{s:?} is too long: use 1 to 6 letters, digits or '-' (the pairs' labs are PREFIX0 to PREFIX63, 8 characters at most)"
+        ));
+    }
+    parse_lab(s)
 }
 
 /// Which lab.

@@ -10,6 +10,7 @@ mod doctor;
 mod engine;
 mod environment;
 mod files;
+mod fleet;
 mod iface;
 #[allow(dead_code)] // its users (fleet up, --fleet, fleet prometheus) land next
 mod inventory;
@@ -101,6 +102,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Overhead { files, json } => overhead::command(&files, json),
         Command::Agent(args) => remote::agent::command(&args),
+        Command::Fleet { action } => fleet::command::command(action),
         Command::Stream(args) => stream::command(&args),
         Command::Rr(args) => rr::command(&args),
         Command::Rfc2544(args) => rfc2544::command(&args),

@@ -277,7 +277,7 @@ pub enum FleetAction {
     /// each namespace, and write the inventory.
     Up {
         /// Pairs, 1 to 64 on one host.
-        #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=64))]
+        #[arg(long, allow_negative_numbers = true, value_parser = parse_fleet_pairs)]
         pairs: u32,
         /// MTU of every pair's link, 576 to 9000.
         #[arg(long, default_value_t = 1500, allow_negative_numbers = true, value_parser = parse_lab_mtu)]
@@ -313,6 +313,17 @@ pub enum FleetAction {
 
 /// Where `fleet up` writes the inventory unless told.
 pub const FLEET_INVENTORY: &str = "/run/linerate/fleet.toml";
+
+/// Pairs of a fleet on one host: 1 to 64.
+fn parse_fleet_pairs(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n),
+        Ok(_) | Err(_) if s.parse::<i64>().is_ok() => Err(format!(
+            "{s} is out of range: use 1 to 64 pairs on one host (each pair is two namespaces, four veths and two agent processes here, and the management /30s end at 198.19.2.255); list real hosts in an inventory by hand (docs/fleet.md)"
+        )),
+        _ => Err(format!("{s:?} is not a whole number: give 1 to 64")),
+    }
+}
 
 /// A fleet's lab prefix: a lab name short enough for two more digits.
 fn parse_fleet_prefix(s: &str) -> Result<String, String> {

@@ -5,3 +5,5 @@
 
 pub mod command;
 mod host;
+mod aggregate;
+pub mod run;

@@ -11,6 +11,9 @@ use crate::{cli::RrArgs, remote, request::RunRequest, results::run::RunResult, s
 
 /// `linerate rr`.
 pub fn command(args: &RrArgs) -> Result<ExitCode> {
+    if args.run.agents.fleet.is_some() {
+        return crate::fleet::run::command(&RunRequest::Rr(Box::new(args.clone())));
+    }
     if args.run.agents.tx_agent.is_some() {
         return remote::controller::command(&RunRequest::Rr(Box::new(args.clone())));
     }

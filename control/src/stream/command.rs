@@ -15,6 +15,9 @@ use crate::{
 
 /// `linerate stream`.
 pub fn command(args: &StreamArgs) -> Result<ExitCode> {
+    if args.run.agents.fleet.is_some() {
+        return crate::fleet::run::command(&RunRequest::Stream(Box::new(args.clone())));
+    }
     if args.run.agents.tx_agent.is_some() {
         return remote::controller::command(&RunRequest::Stream(Box::new(args.clone())));
     }

@@ -16,7 +16,6 @@ use std::{
 };
 
 use common::*;
-use serde_json::Value;
 
 const COUNT: u64 = 5_000;
 
@@ -26,13 +25,19 @@ struct Fleet {
     prefix: &'static str,
     pairs: u32,
     inventory: PathBuf,
-    _dir: tempfile::TempDir,
+}
+
+/// A fresh folder for a test's inventory.
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
 
 impl Fleet {
     fn up(prefix: &'static str, pairs: u32) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let inventory = dir.path().join("fleet.toml");
+        let inventory = temp_dir(prefix).join("fleet.toml");
         let out = run(&[
             "fleet",
             "up",
@@ -52,7 +57,6 @@ impl Fleet {
             prefix,
             pairs,
             inventory,
-            _dir: dir,
         }
     }
 
@@ -76,6 +80,9 @@ impl Drop for Fleet {
         }
         for i in 0..self.pairs {
             let _ = run(&["lab", "down", "--lab", &self.pair(i)]);
+        }
+        if let Some(d) = self.inventory.parent() {
+            let _ = std::fs::remove_dir_all(d);
         }
     }
 }
@@ -163,16 +170,17 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
     let _turn = serial();
     let fleet = Fleet::up("tflt", 3);
     // The inventory names every pair, its agents and token files (600).
-    let inv: toml::Value = toml::from_str(&std::fs::read_to_string(&fleet.inventory).unwrap())
-        .expect("the inventory is TOML");
-    let pairs = inv["pair"].as_array().unwrap();
-    assert_eq!(pairs.len(), 3);
-    for p in pairs {
-        for side in ["tx", "rx"] {
-            let t = p[side]["token_file"].as_str().unwrap();
-            let mode = std::fs::metadata(t).unwrap().mode() & 0o777;
-            assert_eq!(mode, 0o600, "{t}");
-        }
+    let text = std::fs::read_to_string(&fleet.inventory).unwrap();
+    assert_eq!(text.matches("\n[[pair]]\n").count(), 3, "{text}");
+    let tokens: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("token_file = \""))
+        .map(|l| l.trim_end_matches('"'))
+        .collect();
+    assert_eq!(tokens.len(), 6, "{text}");
+    for t in tokens {
+        let mode = std::fs::metadata(t).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{t}");
     }
     let st = run(&["fleet", "status", "--inventory", fleet.inv(), "--json"]);
     let st = json(&st);
@@ -294,8 +302,8 @@ fn fleet_up_failing_at_a_pair_removes_what_it_made() {
         .status()
         .unwrap();
     assert!(status.success());
-    let dir = tempfile::tempdir().unwrap();
-    let inventory = dir.path().join("fleet.toml");
+    let dir = temp_dir("tflu");
+    let inventory = dir.join("fleet.toml");
     let out = run(&[
         "fleet",
         "up",
@@ -319,6 +327,7 @@ fn fleet_up_failing_at_a_pair_removes_what_it_made() {
     // Pair 0 was made, then removed with its agents; pair 2 never made.
     assert!(!netns_exists("tflu0-b"));
     assert_nothing_left("tflu", 3, &inventory);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -58,7 +58,6 @@ pub struct FleetOutcome {
 
 /// `stream|rr --fleet`: checked, run on every pair, printed.
 pub fn command(req: &RunRequest) -> Result<ExitCode> {
-    req.check()?;
     let Some(path) = req.run().agents.fleet.clone() else {
         bail!("give --fleet INVENTORY");
     };
@@ -70,6 +69,7 @@ pub fn command(req: &RunRequest) -> Result<ExitCode> {
     {
         bail!("--fleet takes each pair's interfaces from the inventory: leave out --tx-iface, --rx-iface, --tx-netns and --rx-netns");
     }
+    req.check()?;
     if let RunRequest::Stream(s) = req {
         if s.search_rate.is_some() {
             bail!("--search-rate is not for --fleet runs: search one pair (--tx-agent/--rx-agent), then run the fleet at that rate");

@@ -97,8 +97,7 @@ fn processes_in(ns: &str) -> Vec<i32> {
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
-            std::fs::metadata(format!("/proc/{pid}/ns/net"))
-                .is_ok_and(|m| (m.dev(), m.ino()) == id)
+            std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| (m.dev(), m.ino()) == id)
         })
         .collect()
 }
@@ -216,16 +215,32 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
     assert_eq!(a["pairs"], 3);
     assert_eq!(a["pairs_failed"], 0);
     let agg_rate = a["receiver"]["frames_per_s"].as_f64().unwrap();
-    assert!((agg_rate - rate).abs() <= 1e-9 * rate.max(1.0), "{agg_rate} {rate}");
+    assert!(
+        (agg_rate - rate).abs() <= 1e-9 * rate.max(1.0),
+        "{agg_rate} {rate}"
+    );
     assert_eq!(a["latency"]["count"], 3 * COUNT, "{:#}", a["latency"]);
     assert_eq!(a["cpu"]["hosts"].as_array().unwrap().len(), 3);
 
     // The text: the total line first, then a line per pair.
     let out = run(&[
-        "stream", "--fleet", fleet.inv(), "--count", "100", "--rate", "20000", "--warmup",
-        "0s", "--duration", "30s",
+        "stream",
+        "--fleet",
+        fleet.inv(),
+        "--count",
+        "100",
+        "--rate",
+        "20000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert!(
@@ -236,7 +251,11 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
     assert_eq!(lines.len(), 4, "{text}");
 
     let out = fleet.down();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_nothing_left("tflt", 3, &fleet.inventory);
 }
 
@@ -272,21 +291,31 @@ fn a_pair_whose_agent_was_killed_fails_alone() {
     let bad = &r["pairs"][1];
     assert_eq!(bad["pair"], "tflk1");
     assert_eq!(bad["failed"], true, "{bad:#}");
-    assert!(bad["error"].as_str().unwrap().contains("rx agent"), "{bad:#}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("rx agent"),
+        "{bad:#}"
+    );
     for i in [0, 2] {
         let p = &r["pairs"][i];
         assert!(p.get("failed").is_none(), "{p:#}");
         assert_eq!(p["frames"]["received"], COUNT, "{p:#}");
     }
     let a = &r["aggregate"];
-    assert_eq!((a["pairs"].as_u64(), a["pairs_failed"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(
+        (a["pairs"].as_u64(), a["pairs_failed"].as_u64()),
+        (Some(2), Some(1))
+    );
     assert_eq!(a["frames"]["received"], 2 * COUNT, "{a:#}");
     // Status names the dead agent; down removes everything all the same.
     let st = run(&["fleet", "status", "--inventory", fleet.inv(), "--json"]);
     assert_eq!(st.status.code(), Some(1));
     assert_eq!(json(&st)["agents_down"], 1);
     let out = fleet.down();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_nothing_left("tflk", 3, &fleet.inventory);
 }
 
@@ -315,7 +344,9 @@ fn fleet_up_failing_at_a_pair_removes_what_it_made() {
         inventory.to_str().unwrap(),
     ]);
     let kept = netns_exists("tflu1-a");
-    let _ = Command::new("ip").args(["netns", "del", "tflu1-a"]).status();
+    let _ = Command::new("ip")
+        .args(["netns", "del", "tflu1-a"])
+        .status();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -336,14 +367,20 @@ fn pairs_are_bounded_with_the_reason() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("'--pairs <PAIRS>'") && stderr.contains("use 1 to 64 pairs on one host (each pair is"),
+        stderr.contains("'--pairs <PAIRS>'")
+            && stderr.contains("use 1 to 64 pairs on one host (each pair is"),
         "{stderr}"
     );
     let out = run(&["fleet", "up", "--pairs", "0"]);
     assert_eq!(out.status.code(), Some(2));
     // One pair's agents or a fleet, not both.
     let out = run(&[
-        "stream", "--fleet", "/nonexistent.toml", "--tx-agent", "http://a:1", "--rx-agent",
+        "stream",
+        "--fleet",
+        "/nonexistent.toml",
+        "--tx-agent",
+        "http://a:1",
+        "--rx-agent",
         "http://b:2",
     ]);
     assert_eq!(out.status.code(), Some(2));

@@ -154,7 +154,10 @@ fn hosts(pair: &str, h: &Option<HostsCpu>) -> Option<PairCpu> {
 
 /// Latency of all these, merged (None when none measured any).
 fn merged<'a>(all: impl Iterator<Item = &'a Latency>) -> Option<Latency> {
-    let hists: Vec<_> = all.filter(|l| l.count > 0).filter_map(Latency::histogram).collect();
+    let hists: Vec<_> = all
+        .filter(|l| l.count > 0)
+        .filter_map(Latency::histogram)
+        .collect();
     Latency::merged(&hists)
 }
 
@@ -340,7 +343,9 @@ mod tests {
         assert_eq!(j["frames"]["received"], f.received);
         assert!(j["receiver"]["frames_per_s"].is_number());
         assert!(j.get("transactions").is_none());
-        assert!(agg.line().starts_with("fleet stream: 2 pair(s) (1 failed): received "));
+        assert!(agg
+            .line()
+            .starts_with("fleet stream: 2 pair(s) (1 failed): received "));
     }
 
     /// Percentiles come from the merged histogram, not from averaging.

@@ -225,12 +225,11 @@ fn down(inventory: &Path) -> Result<ExitCode> {
     let mut removed = 0;
     for p in &inv.pairs {
         let Some(lab) = &p.lab else { continue };
-        let dir = p
-            .tx
-            .token_file
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        let dir =
+            p.tx.token_file
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
         host::remove_pair(&dir, lab);
         host::remove_dir_if_empty(&dir);
         removed += 1;

@@ -110,10 +110,9 @@ pub fn make_pair(dir: &Path, lab: &str, index: u32, mtu: u32, queues: u32) -> Re
         l.add_mgmt_at((&a_here, &a_there), (&b_here, &b_there))?;
         let mut agents = Vec::new();
         let mut sides = Vec::new();
-        for (role, ns, iface, addr) in [
-            ("tx", &l.ns_a, &l.if_a, a.1),
-            ("rx", &l.ns_b, &l.if_b, b.1),
-        ] {
+        for (role, ns, iface, addr) in
+            [("tx", &l.ns_a, &l.if_a, a.1), ("rx", &l.ns_b, &l.if_b, b.1)]
+        {
             let token_file = dir.join(format!("{lab}-{role}.token"));
             files::write_atomic(&token_file, new_token()?.as_bytes(), 0o600)?;
             let listen = format!("{addr}:{AGENT_PORT}");

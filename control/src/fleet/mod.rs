@@ -3,7 +3,7 @@
 //! writes their inventory ([`command`], [`host`]); `stream|rr --fleet`
 //! runs on every pair of an inventory at once.
 
+mod aggregate;
 pub mod command;
 mod host;
-mod aggregate;
 pub mod run;

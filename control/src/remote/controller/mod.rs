@@ -106,13 +106,7 @@ impl PairRun {
         let deadline = Instant::now() + ahead + run.warmup + run.duration + Duration::from_secs(45);
         collect::follow(&mut txs, &mut rxs, deadline, interrupted);
         Ok(PairOutcome {
-            outcome: collect::outcome(
-                req.command(),
-                &txs,
-                &rxs,
-                interrupted,
-                self.ends.clock(),
-            ),
+            outcome: collect::outcome(req.command(), &txs, &rxs, interrupted, self.ends.clock()),
             armed_unix_ns,
         })
     }

@@ -172,7 +172,14 @@ impl Ends {
         let (mut txs, mut rxs) = (Side::new(&tx.remote), Side::new(&rx.remote));
         let c: Created = rx.remote.post(
             "/v1/runs",
-            &rx.request(req, "rx", tx, start, self.clock().map(|c| c.offset_ns), pair),
+            &rx.request(
+                req,
+                "rx",
+                tx,
+                start,
+                self.clock().map(|c| c.offset_ns),
+                pair,
+            ),
             "the run request",
         )?;
         rxs.id = Some(c.id);

@@ -32,7 +32,7 @@ pub enum Command {
     Rr(Box<RrArgs>),
     /// Run a document-style sweep: a built-in preset (see --list) or a
     /// sweep file (TOML); results are saved as each point finishes.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Write report.md, report.html, figures (SVG and PNG) and points.csv of a
     /// sweep directory; with --compare, two sweeps side by side.
     Report {
@@ -69,8 +69,9 @@ pub enum Command {
     /// Serve the control API on this host, so that a controller elsewhere
     /// runs one side of stream, rr and sweep here (see "Across two hosts").
     Agent(AgentServeArgs),
-    /// Many host pairs from one controller: the inventory's agents,
-    /// metrics (see docs/fleet.md).
+    /// Many pairs at once: bring up lab pairs with their agents on this
+    /// host and write their inventory, show or remove them, or print a
+    /// Prometheus configuration that scrapes them (docs/fleet.md).
     Fleet {
         /// Fleet action.
         #[command(subcommand)]
@@ -211,6 +212,10 @@ pub struct AgentArgs {
     /// File holding the agents' shared token; or set LINERATE_TOKEN.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,
+    /// Run on every pair of this inventory at once (docs/fleet.md): one
+    /// start instant, per-pair results and their aggregate.
+    #[arg(long, value_name = "INVENTORY", conflicts_with_all = ["tx_agent", "rx_agent", "token_file"])]
+    pub fleet: Option<std::path::PathBuf>,
 }
 
 /// One side of a two-host run, as an agent starts it (hidden: the agent's
@@ -296,6 +301,42 @@ pub enum FleetAction {
     /// Print a Prometheus configuration (YAML) that scrapes every agent of
     /// the inventory with its token, labelled with its pair and side.
     Prometheus(FleetPrometheusArgs),
+    /// Bring up N lab pairs, each with management links and an agent in
+    /// each namespace, and write the inventory.
+    Up {
+        /// Pairs, 1 to 64 on one host.
+        #[arg(long, allow_negative_numbers = true, value_parser = parse_fleet_pairs)]
+        pairs: u32,
+        /// MTU of every pair's link, 576 to 9000.
+        #[arg(long, default_value_t = 1500, allow_negative_numbers = true, value_parser = parse_lab_mtu)]
+        mtu: u32,
+        /// Queues of every pair's veths, 1 to 64.
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_lab_queues)]
+        queues: u32,
+        /// Where the inventory is written.
+        #[arg(long, value_name = "PATH", default_value = FLEET_INVENTORY)]
+        inventory: std::path::PathBuf,
+        /// Name prefix of the pairs' labs (PREFIX0, PREFIX1, ...; 1 to 6
+        /// letters, digits or '-').
+        #[arg(long, value_name = "PREFIX", default_value = "fl", value_parser = parse_fleet_prefix)]
+        name: String,
+    },
+    /// Show whether each agent of the inventory answers, and its version.
+    Status {
+        /// The inventory.
+        #[arg(long, value_name = "PATH", default_value = FLEET_INVENTORY)]
+        inventory: std::path::PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the agents `fleet up` started, remove their labs, token files
+    /// and the inventory.
+    Down {
+        /// The inventory.
+        #[arg(long, value_name = "PATH", default_value = FLEET_INVENTORY)]
+        inventory: std::path::PathBuf,
+    },
 }
 
 /// `linerate fleet prometheus`.
@@ -311,6 +352,30 @@ pub struct FleetPrometheusArgs {
     /// under its own file name), when not at the inventory's paths.
     #[arg(long, value_name = "DIR")]
     pub credentials_dir: Option<std::path::PathBuf>,
+}
+
+/// Where `fleet up` writes the inventory unless told.
+pub const FLEET_INVENTORY: &str = "/run/linerate/fleet.toml";
+
+/// Pairs of a fleet on one host: 1 to 64.
+fn parse_fleet_pairs(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n),
+        Ok(_) | Err(_) if s.parse::<i64>().is_ok() => Err(format!(
+            "{s} is out of range: use 1 to 64 pairs on one host (each pair is two namespaces, four veths and two agent processes here, and the management /30s end at 198.19.2.255); list real hosts in an inventory by hand (docs/fleet.md)"
+        )),
+        _ => Err(format!("{s:?} is not a whole number: give 1 to 64")),
+    }
+}
+
+/// A fleet's lab prefix: a lab name short enough for two more digits.
+fn parse_fleet_prefix(s: &str) -> Result<String, String> {
+    if s.len() > 6 {
+        return Err(format!(
+            "{s:?} is too long: use 1 to 6 letters, digits or '-' (the pairs' labs are PREFIX0 to PREFIX63, 8 characters at most)"
+        ));
+    }
+    parse_lab(s)
 }
 
 /// Which lab.

@@ -128,11 +128,6 @@ impl Inventory {
         Ok(())
     }
 
-    /// The pair named `name`.
-    pub fn pair(&self, name: &str) -> Option<&Pair> {
-        self.pairs.iter().find(|p| p.name == name)
-    }
-
     /// Every rule of the format; the first broken one, with its fix.
     pub fn check(&self) -> Result<(), String> {
         if self.version != VERSION {

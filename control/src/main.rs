@@ -13,7 +13,6 @@ mod files;
 mod fleet;
 mod iface;
 
-#[allow(dead_code)] // fleet up (next merge) saves and reads more of it
 mod inventory;
 mod lab;
 mod limits;
@@ -43,7 +42,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
-use cli::{Cli, Command, FleetAction};
+use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     // A write past `ulimit -f` fails with EFBIG, an error naming its file,
@@ -94,7 +93,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Lab { action } => lab::command::command(action),
         Command::Doctor(args) => doctor::command(&args),
-        Command::Sweep(args) => sweep::command(args),
+        Command::Sweep(args) => sweep::command(*args),
         Command::Report { dir, compare, .. } if compare.is_none() && rfc2544::is_run_dir(&dir) => {
             rfc2544::report_command(&dir)
         }
@@ -106,11 +105,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => sweep::report::command(&dir, compare.as_deref(), json, fail_if_worse),
         Command::Overhead { files, json } => overhead::command(&files, json),
         Command::Agent(args) => remote::agent::command(&args),
+        Command::Fleet { action } => fleet::command::command(action),
         Command::Stream(args) => stream::command(&args),
         Command::Rr(args) => rr::command(&args),
         Command::Rfc2544(args) => rfc2544::command(&args),
-        Command::Fleet {
-            action: FleetAction::Prometheus(args),
-        } => fleet::prometheus::command(&args),
     }
 }

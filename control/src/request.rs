@@ -303,6 +303,8 @@ impl Line {
         self.some("--pair", &run.agents.pair);
         let token = run.agents.token_file.as_ref().map(|p| p.display());
         self.some("--token-file", &token);
+        let fleet = run.agents.fleet.as_ref().map(|p| p.display());
+        self.some("--fleet", &fleet);
         self.some_named("--role", &run.role.role);
         self.some("--peer-mac", &run.role.peer_mac);
         self.some("--peer-ip", &run.role.peer_ip);
@@ -530,6 +532,7 @@ mod tests {
             "fl0",
         ],
         &["--token-file", "/tmp/t o k"],
+        &["--fleet", "/tmp/f l.toml"],
         &["--role", "client"],
         &["--role", "rx", "--peer-mac", "02:00:00:00:00:01"],
         &["--role", "tx", "--peer-ip", "198.18.0.9"],

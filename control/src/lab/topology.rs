@@ -216,9 +216,15 @@ impl Lab {
     /// 198.19.255.0/24, so that agents in the namespaces can be reached.
     /// Removing the namespaces removes these pairs too.
     pub fn add_mgmt(&self) -> Result<()> {
+        self.add_mgmt_at(MGMT_A, MGMT_B)
+    }
+
+    /// [`Lab::add_mgmt`] with these /30 addresses (here, there) for side A
+    /// and side B: a fleet gives each of its labs its own.
+    pub fn add_mgmt_at(&self, a: (&str, &str), b: (&str, &str)) -> Result<()> {
         for (ns, here, (ip_here, ip_there)) in [
-            (&self.ns_a, format!("{}-ma", self.name), MGMT_A),
-            (&self.ns_b, format!("{}-mb", self.name), MGMT_B),
+            (&self.ns_a, format!("{}-ma", self.name), a),
+            (&self.ns_b, format!("{}-mb", self.name), b),
         ] {
             let n = Some(ns.as_str());
             if iface::exists(None, &here) {

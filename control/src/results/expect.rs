@@ -166,6 +166,22 @@ impl Expectation {
         self.metric.value(r).filter(|v| v.is_finite())
     }
 
+    /// This expectation against a result written as JSON with a single
+    /// result's field names (a fleet's aggregate): a figure is read at its
+    /// name's dotted path; a counter family (computed over the workers) is
+    /// not there: unmet, "not measured".
+    pub fn judge_json(&self, v: &serde_json::Value) -> Verdict {
+        let found = match self.metric {
+            Metric::Figure(_) => self
+                .name
+                .split('.')
+                .try_fold(v, |v, key| v.get(key))
+                .and_then(serde_json::Value::as_f64),
+            _ => None,
+        };
+        self.judge_value(found.filter(|x| x.is_finite()))
+    }
+
     /// This expectation against a result.
     pub fn judge(&self, r: &RunResult) -> Verdict {
         self.judge_value(self.value(r))

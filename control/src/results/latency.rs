@@ -96,7 +96,6 @@ impl Latency {
     }
 }
 
-#[cfg(test)]
 impl Latency {
     /// The whole histogram, from either form a result holds (None: none
     /// kept, or it does not decode).

@@ -33,10 +33,15 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
         Ok(g) => g,
         Err(why) => return Ok(expect::usage_error(&why)),
     };
-    if args.run.json_stream && args.run.agents.tx_agent.is_some() {
+    if args.run.json_stream
+        && (args.run.agents.tx_agent.is_some() || args.run.agents.fleet.is_some())
+    {
         return Ok(expect::usage_error(
             "--json-stream runs on one host: across two hosts, watch the agents' /metrics (README, \"Across two hosts\")",
         ));
+    }
+    if args.run.agents.fleet.is_some() {
+        return crate::fleet::run::command(&RunRequest::Stream(Box::new(args.clone())), &gates);
     }
     if args.run.agents.tx_agent.is_some() {
         return remote::controller::command(&RunRequest::Stream(Box::new(args.clone())), &gates);

@@ -15,6 +15,9 @@ use crate::{cli::SweepArgs, output, privilege, request, results::expect::Expecta
 
 /// `linerate sweep`.
 pub fn command(args: SweepArgs) -> Result<ExitCode> {
+    if args.agents.fleet.is_some() {
+        anyhow::bail!("sweep --fleet is not built yet: run `linerate stream --fleet INVENTORY` (or rr) at each point's options");
+    }
     if args.list {
         let mut text = String::new();
         for (name, what, _) in presets::PRESETS {

@@ -514,6 +514,9 @@ fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResu
 fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
     // With agents, each side runs on its host.
     let run = args.run();
+    if run.agents.fleet.is_some() {
+        bail!("a sweep point cannot name --fleet: run `linerate stream --fleet INVENTORY` (or rr) with the point's options");
+    }
     if run.agents.tx_agent.is_some() {
         let o = crate::remote::controller::run(args, interrupted)?;
         if let Some(e) = o.error {

@@ -198,6 +198,24 @@ impl Remote {
         self.body(r, what)
     }
 
+    /// A POST without a body (lease, stop): the agent reads none for
+    /// these, and a body left unread can make the server close the
+    /// connection after its answer, which the next request, reusing it
+    /// from the pool, then finds closed ("Unexpected EOF").
+    pub(super) fn post_empty<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        what: &str,
+    ) -> Result<T, AgentError> {
+        let r = self
+            .http
+            .post(&format!("{}{path}", self.url))
+            .set("Authorization", &self.auth)
+            .call()
+            .map_err(|e| self.error(what, e))?;
+        self.body(r, what)
+    }
+
     fn body<T: DeserializeOwned>(&self, r: ureq::Response, what: &str) -> Result<T, AgentError> {
         r.into_json().map_err(|e| AgentError::Unreachable {
             name: self.name,

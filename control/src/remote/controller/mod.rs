@@ -64,6 +64,72 @@ pub fn run(req: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Outcome> {
     ))
 }
 
+/// One pair of a fleet run: its two agents connected (each with its own
+/// token), to be started at an instant the fleet shares.
+pub struct PairRun {
+    ends: start::Ends,
+}
+
+/// What one pair of a fleet run gave.
+pub struct PairOutcome {
+    /// The run's outcome, as a two-host run's.
+    pub outcome: Outcome,
+    /// When both sides' runs were created (this host's clock, ns since
+    /// the Unix epoch): after the agreed start, the pair started late.
+    pub armed_unix_ns: u64,
+}
+
+impl PairRun {
+    /// Connects to the agents `req` names (tokens: tx's, rx's) and reads
+    /// both interfaces.
+    pub fn connect(req: &RunRequest, tokens: (&str, &str)) -> Result<Self> {
+        Ok(Self {
+            ends: start::connect_with(req, tokens)?,
+        })
+    }
+
+    /// The longer round trip to its agents, ns.
+    pub fn rtt_ns(&self) -> u64 {
+        self.ends.rtt_ns()
+    }
+
+    /// How far from the agreed instant either side may start, ns: each
+    /// agent's clock offset is known within half its round trip.
+    pub fn skew_bound_ns(&self) -> u64 {
+        self.rtt_ns() / 2
+    }
+
+    /// Runs `req` on the pair, both sides starting at `start_ns` (this
+    /// host's clock), labelled `pair`; followed to its end.
+    pub fn run(
+        &self,
+        req: &RunRequest,
+        start_ns: u64,
+        pair: &str,
+        interrupted: &Arc<AtomicBool>,
+    ) -> Result<PairOutcome> {
+        let (mut txs, mut rxs) = self.ends.start_at(req, start_ns, Some(pair))?;
+        let armed_unix_ns = unix_ns();
+        let run = req.run();
+        let ahead = Duration::from_nanos(start_ns.saturating_sub(armed_unix_ns));
+        let deadline = Instant::now() + ahead + run.warmup + run.duration + Duration::from_secs(45);
+        collect::follow(&mut txs, &mut rxs, deadline, interrupted);
+        Ok(PairOutcome {
+            outcome: collect::outcome(req.command(), &txs, &rxs, interrupted, self.ends.clock()),
+            armed_unix_ns,
+        })
+    }
+}
+
+/// This host's wall clock, ns since the Unix epoch (the clock agreed
+/// start instants are given in).
+pub fn unix_ns() -> u64 {
+    client::unix_ns()
+}
+
+/// Time from the start requests to the agreed start of a run.
+pub const START_DELAY: Duration = start::START_DELAY;
+
 /// Prints the outcome (JSON, the summary line with `quiet`, or a table)
 /// and gives the exit status: 0, 3 when a side failed (the figures there
 /// are printed first), 130 when interrupted.

@@ -1,8 +1,6 @@
 //! One side's run on its agent: its lease renewed (the answer is its
 //! status), stopped when asked, and what went wrong with it.
 
-use serde_json::json;
-
 use super::client::{AgentError, Remote};
 use crate::{remote::api::RunStatus, results::run::RunResult};
 
@@ -56,11 +54,10 @@ impl<'a> Side<'a> {
         if !self.going() {
             return;
         }
-        match self.remote.post::<RunStatus>(
-            &format!("/v1/runs/{id}/lease"),
-            &json!({}),
-            "renewing the lease",
-        ) {
+        match self
+            .remote
+            .post_empty::<RunStatus>(&format!("/v1/runs/{id}/lease"), "renewing the lease")
+        {
             Ok(st) if st.state == "running" => {}
             Ok(st) => self.end = Some(st),
             Err(e) => self.lost = Some(e),
@@ -78,7 +75,7 @@ impl<'a> Side<'a> {
         let path = format!("/v1/runs/{id}/stop{}", if now { "?now=true" } else { "" });
         if let Err(e) = self
             .remote
-            .post::<RunStatus>(&path, &json!({}), "the stop request")
+            .post_empty::<RunStatus>(&path, "the stop request")
         {
             self.lost = Some(e);
         }

@@ -42,6 +42,20 @@ pub(super) struct Ends {
 /// Connects to both agents the request names and reads both interfaces.
 pub(super) fn connect(req: &request::RunRequest) -> Result<Ends> {
     let run = req.run();
+    if run.agents.tx_agent.is_none() || run.agents.rx_agent.is_none() {
+        bail!("give both --tx-agent and --rx-agent");
+    }
+    if run.tx_iface.is_none() || run.rx_iface.is_none() {
+        bail!("with --tx-agent and --rx-agent, give --tx-iface (an interface of the tx agent's host) and --rx-iface (one of the rx agent's host)");
+    }
+    let token = token::read(run.agents.token_file.as_deref())?;
+    connect_with(req, (&token, &token))
+}
+
+/// [`connect`] with each agent's own token (tx, rx; `--reverse` swaps
+/// them with the agents), as a fleet's inventory gives them.
+pub(super) fn connect_with(req: &request::RunRequest, tokens: (&str, &str)) -> Result<Ends> {
+    let run = req.run();
     let (Some(tx_agent), Some(rx_agent)) = (
         run.agents.tx_agent.as_deref(),
         run.agents.rx_agent.as_deref(),
@@ -50,17 +64,17 @@ pub(super) fn connect(req: &request::RunRequest) -> Result<Ends> {
     };
     let (Some(tx_iface), Some(rx_iface)) = (run.tx_iface.as_deref(), run.rx_iface.as_deref())
     else {
-        bail!("with --tx-agent and --rx-agent, give --tx-iface (an interface of the tx agent's host) and --rx-iface (one of the rx agent's host)");
+        bail!("with --tx-agent and --rx-agent, give --tx-iface and --rx-iface");
     };
-    let mut tx = (tx_agent, tx_iface, &run.tx_netns);
-    let mut rx = (rx_agent, rx_iface, &run.rx_netns);
+    let mut tx = (tx_agent, tx_iface, &run.tx_netns, tokens.0);
+    let mut rx = (rx_agent, rx_iface, &run.rx_netns, tokens.1);
     // --reverse: the rx agent's host sends.
     if run.reverse {
         std::mem::swap(&mut tx, &mut rx);
     }
-    let token = token::read(run.agents.token_file.as_deref())?;
-    let tx_remote = Remote::connect("tx agent", tx.0, &token)?;
-    let rx_remote = Remote::connect("rx agent", rx.0, &token)?;
+    let tx_remote = Remote::connect("tx agent", tx.0, tx.3)?;
+    let rx_remote = Remote::connect("rx agent", rx.0, rx.3)?;
+    let (tx, rx) = ((tx.0, tx.1, tx.2), (rx.0, rx.1, rx.2));
     let end = |remote: Remote, (_, iface, netns): (&str, &str, &Option<String>)| -> Result<End> {
         Ok(End {
             found: remote.iface(iface, netns.as_deref())?,
@@ -96,6 +110,7 @@ impl End {
         peer: &End,
         start_ns: u64,
         clock_offset_ns: Option<i64>,
+        pair: Option<&str>,
     ) -> RunRequest {
         RunRequest {
             test: match req {
@@ -118,7 +133,10 @@ impl End {
             start_at_ns: (start_ns as i64 + self.remote.offset_ns) as u64,
             lease_ms: LEASE.as_millis() as u64,
             clock_offset_ns,
-            pair: req.run().agents.pair.clone(),
+            // A fleet's pair, or the one `--pair` names.
+            pair: pair
+                .map(str::to_string)
+                .or_else(|| req.run().agents.pair.clone()),
         }
     }
 }
@@ -136,19 +154,41 @@ impl Ends {
     /// instant; if the sender's cannot be created, the receiver's is
     /// stopped.
     pub(super) fn start(&self, req: &request::RunRequest) -> Result<(Side<'_>, Side<'_>)> {
+        let start = unix_ns() + START_DELAY.as_nanos() as u64 + self.rtt_ns();
+        self.start_at(req, start, None)
+    }
+
+    /// The longer round trip to the two agents, ns.
+    pub(super) fn rtt_ns(&self) -> u64 {
+        self.tx.remote.rtt_ns.max(self.rx.remote.rtt_ns)
+    }
+
+    /// [`Ends::start`] at `start` (ns since the Unix epoch, this host's
+    /// clock), the runs labelled with their fleet `pair`.
+    pub(super) fn start_at(
+        &self,
+        req: &request::RunRequest,
+        start: u64,
+        pair: Option<&str>,
+    ) -> Result<(Side<'_>, Side<'_>)> {
         let (tx, rx) = (&self.tx, &self.rx);
-        let start =
-            unix_ns() + START_DELAY.as_nanos() as u64 + tx.remote.rtt_ns.max(rx.remote.rtt_ns);
         let (mut txs, mut rxs) = (Side::new(&tx.remote), Side::new(&rx.remote));
         let c: Created = rx.remote.post(
             "/v1/runs",
-            &rx.request(req, "rx", tx, start, self.clock().map(|c| c.offset_ns)),
+            &rx.request(
+                req,
+                "rx",
+                tx,
+                start,
+                self.clock().map(|c| c.offset_ns),
+                pair,
+            ),
             "the run request",
         )?;
         rxs.id = Some(c.id);
         match tx.remote.post::<Created>(
             "/v1/runs",
-            &tx.request(req, "tx", rx, start, None),
+            &tx.request(req, "tx", rx, start, None, pair),
             "the run request",
         ) {
             Ok(c) => txs.id = Some(c.id),

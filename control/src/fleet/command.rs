@@ -1,0 +1,245 @@
+//! `linerate fleet up|status|down`: lab pairs with their agents on this
+//! host and their inventory.
+
+use std::{
+    path::Path,
+    process::ExitCode,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use super::host::{self, Made};
+use crate::{
+    cli::FleetAction,
+    inventory::{Inventory, Pair, Side},
+    output::{self, emit},
+    privilege,
+    remote::{api, token},
+};
+
+/// `linerate fleet up|status|down|prometheus`.
+pub fn command(action: FleetAction) -> Result<ExitCode> {
+    match action {
+        FleetAction::Up {
+            pairs,
+            mtu,
+            queues,
+            inventory,
+            name,
+        } => {
+            privilege::require_root("linerate fleet up")?;
+            let interrupted = crate::session::on_signal()?;
+            up(pairs, mtu, queues, &inventory, &name, &interrupted)
+        }
+        FleetAction::Status { inventory, json } => status(&inventory, json),
+        FleetAction::Prometheus(args) => super::prometheus::command(&args),
+        FleetAction::Down { inventory } => {
+            privilege::require_root("linerate fleet down")?;
+            down(&inventory)
+        }
+    }
+}
+
+/// Brings up `pairs` pairs named PREFIX0.. and writes the inventory; on an
+/// error or Ctrl-C at any pair, everything made so far is removed.
+fn up(
+    pairs: u32,
+    mtu: u32,
+    queues: u32,
+    inventory: &Path,
+    prefix: &str,
+    interrupted: &AtomicBool,
+) -> Result<ExitCode> {
+    if inventory.exists() {
+        bail!(
+            "inventory {} exists: a fleet is up (`linerate fleet down --inventory {}` removes it), or give another --inventory",
+            inventory.display(),
+            inventory.display()
+        );
+    }
+    let dir = host::state_dir(prefix)?;
+    let mut made: Vec<Made> = Vec::new();
+    let result = (|| -> Result<()> {
+        for i in 0..pairs {
+            if interrupted.load(Ordering::Relaxed) {
+                bail!("interrupted");
+            }
+            let lab = format!("{prefix}{i}");
+            made.push(
+                host::make_pair(&dir, &lab, i, mtu, queues)
+                    .with_context(|| format!("bringing up pair {lab}"))?,
+            );
+        }
+        if interrupted.load(Ordering::Relaxed) {
+            bail!("interrupted");
+        }
+        host::wait_for_agents(&mut made)?;
+        let inv = Inventory::new(made.iter().map(|m| m.pair.clone()).collect())
+            .map_err(anyhow::Error::msg)?;
+        if let Some(parent) = inventory.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        inv.save(inventory)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let n = made.len();
+        for m in &made {
+            host::remove_pair(&dir, &m.pair.name);
+        }
+        // The pair being made when it failed removed itself.
+        host::remove_dir_if_empty(&dir);
+        if interrupted.load(Ordering::Relaxed) {
+            eprintln!("linerate: fleet up interrupted: the {n} pair(s) made were removed");
+            return Ok(output::exit_code(true));
+        }
+        return Err(e.context(format!(
+            "fleet up failed: the {n} pair(s) made before were removed"
+        )));
+    }
+    emit(&format!(
+        "fleet up: {pairs} pair(s) {prefix}0..{prefix}{} (MTU {mtu}, {queues} queue(s)), agents answering; inventory {}\n",
+        pairs - 1,
+        inventory.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One agent as `fleet status` shows it.
+#[derive(Debug, Serialize)]
+struct AgentStatus {
+    agent: String,
+    iface: String,
+    up: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// One pair as `fleet status` shows it.
+#[derive(Debug, Serialize)]
+struct PairStatus {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lab: Option<String>,
+    tx: AgentStatus,
+    rx: AgentStatus,
+}
+
+/// Asks one agent its version with its token.
+fn ask(side: &Side) -> AgentStatus {
+    let answer = (|| -> Result<api::Version> {
+        let token = token::read(Some(&side.token_file))?;
+        let http = ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(3))
+            .build();
+        let v = http
+            .get(&format!("{}/v1/version", side.agent.trim_end_matches('/')))
+            .set("Authorization", &format!("Bearer {token}"))
+            .call()
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .into_json()?;
+        Ok(v)
+    })();
+    let (up, version, error) = match answer {
+        Ok(v) => (true, Some(format!("{} (API {})", v.version, v.api)), None),
+        Err(e) => (false, None, Some(format!("{e:#}"))),
+    };
+    AgentStatus {
+        agent: side.agent.clone(),
+        iface: side.iface.clone(),
+        up,
+        version,
+        error,
+    }
+}
+
+/// `fleet status`: every agent asked at once; exit 1 when one is down.
+fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
+    let inv = Inventory::load(inventory)?;
+    let pairs: Vec<PairStatus> = std::thread::scope(|s| {
+        let asked: Vec<_> = inv
+            .pairs
+            .iter()
+            .map(|p: &Pair| {
+                s.spawn(move || PairStatus {
+                    name: p.name.clone(),
+                    lab: p.lab.clone(),
+                    tx: ask(&p.tx),
+                    rx: ask(&p.rx),
+                })
+            })
+            .collect();
+        asked
+            .into_iter()
+            .map(|h| h.join().expect("a status thread panicked"))
+            .collect()
+    });
+    let down = pairs
+        .iter()
+        .flat_map(|p| [&p.tx, &p.rx])
+        .filter(|a| !a.up)
+        .count();
+    if json {
+        output::emit_json(&serde_json::json!({ "pairs": pairs, "agents_down": down }))?;
+    } else {
+        let mut text = format!(
+            "fleet {}: {} pair(s), {} of {} agents up\n",
+            inventory.display(),
+            pairs.len(),
+            2 * pairs.len() - down,
+            2 * pairs.len()
+        );
+        for p in &pairs {
+            for (role, a) in [("tx", &p.tx), ("rx", &p.rx)] {
+                text += &format!(
+                    "  {} {role} {} ({}): {}\n",
+                    p.name,
+                    a.agent,
+                    a.iface,
+                    match (&a.version, &a.error) {
+                        (Some(v), _) => format!("up, linerate {v}"),
+                        (None, e) => format!("DOWN: {}", e.clone().unwrap_or_default()),
+                    }
+                );
+            }
+        }
+        emit(&text)?;
+    }
+    if down > 0 {
+        eprintln!("linerate: error: {down} agent(s) of the fleet do not answer (listed above)");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fleet down`: every pair `fleet up` made (those with a `lab`) removed
+/// with its agents, token files and logs; then the inventory. Pairs of
+/// real hosts are left alone.
+fn down(inventory: &Path) -> Result<ExitCode> {
+    let inv = Inventory::load(inventory)?;
+    let mut removed = 0;
+    for p in &inv.pairs {
+        let Some(lab) = &p.lab else { continue };
+        let dir =
+            p.tx.token_file
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+        host::remove_pair(&dir, lab);
+        host::remove_dir_if_empty(&dir);
+        removed += 1;
+    }
+    std::fs::remove_file(inventory)
+        .with_context(|| format!("removing the inventory {}", inventory.display()))?;
+    emit(&format!(
+        "fleet down: {removed} pair(s) removed (agents, labs, token files), inventory {} removed\n",
+        inventory.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

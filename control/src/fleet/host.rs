@@ -1,0 +1,320 @@
+//! A fleet's pairs on this host: each pair a lab with its own management
+//! /30s (from 198.19.0.0/16, indexed by pair), an agent as a daemon in each
+//! of its namespaces (token file 0600 in a directory only root writes, its
+//! allow-list the pair's interface), and their removal: the processes in
+//! the namespaces, the labs, the token files and logs.
+
+use std::{
+    fs,
+    io::Read,
+    net::Ipv4Addr,
+    os::unix::{
+        fs::{DirBuilderExt, MetadataExt, OpenOptionsExt},
+        process::CommandExt,
+    },
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context, Result};
+
+use crate::{
+    files,
+    inventory::{Pair, Side},
+    lab::Lab,
+};
+
+/// Where the fleets' token files and agent logs live (one folder a fleet).
+pub const STATE_DIR: &str = "/run/linerate/fleet";
+/// The port every fleet agent listens on (on its management address).
+pub const AGENT_PORT: u16 = 7480;
+/// How long `fleet up` waits for every agent to answer.
+const AGENT_WAIT: Duration = Duration::from_secs(20);
+
+/// The management addresses of pair `index`: (here, there) for side A and
+/// side B, two /30s from 198.19.1.0 on (198.19.255.0/24 stays `lab up
+/// --mgmt`'s): pair i takes 198.19.1.0 + 8 i to + 8 i + 7.
+pub fn mgmt_addrs(index: u32) -> [(Ipv4Addr, Ipv4Addr); 2] {
+    let base = u32::from(Ipv4Addr::new(198, 19, 1, 0)) + 8 * index;
+    let ip = |n: u32| Ipv4Addr::from(base + n);
+    [(ip(1), ip(2)), (ip(5), ip(6))]
+}
+
+/// The folder of a fleet's token files and logs, made (mode 700) if
+/// absent; refused unless it and its parents are root's and only root
+/// writes them (a token file there is as safe as the folder).
+pub fn state_dir(prefix: &str) -> Result<PathBuf> {
+    let dir = Path::new(STATE_DIR).join(prefix);
+    let mut at = PathBuf::new();
+    for part in dir.components() {
+        at.push(part);
+        if !at.exists() {
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&at)
+                .with_context(|| format!("creating {}", at.display()))?;
+        }
+        let m = fs::symlink_metadata(&at).with_context(|| format!("reading {}", at.display()))?;
+        if !m.is_dir() || m.uid() != 0 || m.mode() & 0o022 != 0 {
+            bail!(
+                "{} is not a folder only root writes (owner {}, mode {:o}): the agents' token files would not be safe there; remove it or `chmod go-w` it",
+                at.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            );
+        }
+    }
+    Ok(dir)
+}
+
+/// A new token: 32 random bytes from the kernel, as hex.
+fn new_token() -> Result<String> {
+    let mut buf = [0u8; 32];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .context("reading /dev/urandom for a token")?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// One pair as `fleet up` makes it: its lab, agents and files.
+pub struct Made {
+    /// Its entry in the inventory.
+    pub pair: Pair,
+    /// The agents' processes (tx, rx), until they are known to answer.
+    pub agents: Vec<Child>,
+}
+
+/// Brings up pair `index` named `lab`: the lab, its management links, a
+/// token and an agent in each namespace. On an error, what was made of it
+/// is removed.
+pub fn make_pair(dir: &Path, lab: &str, index: u32, mtu: u32, queues: u32) -> Result<Made> {
+    let l = Lab::new(lab)?;
+    for ns in [&l.ns_a, &l.ns_b] {
+        if linerate_datapath::netns::exists(ns) {
+            bail!(
+                "namespace {ns} exists already: remove it (`linerate lab down --lab {lab}`, or `linerate fleet down` for the fleet that made it) or choose another --name"
+            );
+        }
+    }
+    let result = (|| -> Result<Made> {
+        l.up(mtu, queues)?;
+        let [a, b] = mgmt_addrs(index);
+        let (a_here, a_there, b_here, b_there) = (
+            a.0.to_string(),
+            a.1.to_string(),
+            b.0.to_string(),
+            b.1.to_string(),
+        );
+        l.add_mgmt_at((&a_here, &a_there), (&b_here, &b_there))?;
+        let mut agents = Vec::new();
+        let mut sides = Vec::new();
+        for (role, ns, iface, addr) in
+            [("tx", &l.ns_a, &l.if_a, a.1), ("rx", &l.ns_b, &l.if_b, b.1)]
+        {
+            let token_file = dir.join(format!("{lab}-{role}.token"));
+            files::write_atomic(&token_file, new_token()?.as_bytes(), 0o600)?;
+            let listen = format!("{addr}:{AGENT_PORT}");
+            agents.push(start_agent(ns, &listen, iface, &token_file)?);
+            sides.push(Side {
+                agent: format!("http://{listen}"),
+                iface: iface.to_string(),
+                token_file,
+            });
+        }
+        let rx = sides.pop().expect("two sides");
+        let tx = sides.pop().expect("two sides");
+        Ok(Made {
+            pair: Pair {
+                name: lab.to_string(),
+                lab: Some(lab.to_string()),
+                tx,
+                rx,
+            },
+            agents,
+        })
+    })();
+    if result.is_err() {
+        remove_pair(dir, lab);
+    }
+    result
+}
+
+/// Starts `linerate agent` in `ns` as a daemon (its own session, so that
+/// Ctrl-C at the terminal does not reach it; its output to a log beside
+/// its token file).
+fn start_agent(ns: &str, listen: &str, iface: &str, token_file: &Path) -> Result<Child> {
+    let exe = std::env::current_exe().context("finding this linerate's own path")?;
+    let log = token_file.with_extension("log");
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&log)
+        .with_context(|| format!("creating the agent's log {}", log.display()))?;
+    linerate_datapath::names::check_netns(ns)?;
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(["agent", "--listen", listen, "--allow-iface", iface])
+        .arg("--token-file")
+        .arg(token_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting the agent in {ns}: is `ip` installed?"))
+}
+
+/// Waits until every agent answers its token (or one of them exits).
+pub fn wait_for_agents(made: &mut [Made]) -> Result<()> {
+    let http = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(2))
+        .build();
+    let end = Instant::now() + AGENT_WAIT;
+    for m in made.iter_mut() {
+        for (side, child) in [&m.pair.tx, &m.pair.rx].into_iter().zip(&mut m.agents) {
+            let token = crate::remote::token::read(Some(&side.token_file))?;
+            loop {
+                let ok = http
+                    .get(&format!("{}/v1/version", side.agent))
+                    .set("Authorization", &format!("Bearer {token}"))
+                    .call()
+                    .is_ok();
+                if ok {
+                    break;
+                }
+                if let Ok(Some(status)) = child.try_wait() {
+                    bail!(
+                        "the agent {} of pair {} exited ({status}): its log is {}",
+                        side.agent,
+                        m.pair.name,
+                        side.token_file.with_extension("log").display()
+                    );
+                }
+                if Instant::now() > end {
+                    bail!(
+                        "the agent {} of pair {} did not answer within {}s: its log is {}",
+                        side.agent,
+                        m.pair.name,
+                        AGENT_WAIT.as_secs(),
+                        side.token_file.with_extension("log").display()
+                    );
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes pair `lab` whole: the processes in its namespaces (its agents
+/// and their runs), the lab with its management links, its token files
+/// and logs in `dir`. Quiet: what is not there is not an error.
+pub fn remove_pair(dir: &Path, lab: &str) {
+    if let Ok(l) = Lab::new(lab) {
+        stop_processes(&[&l.ns_a, &l.ns_b]);
+        if let Err(e) = l.down() {
+            eprintln!("linerate: removing lab {lab}: {e:#}");
+        }
+    }
+    for role in ["tx", "rx"] {
+        for ext in ["token", "log"] {
+            let _ = fs::remove_file(dir.join(format!("{lab}-{role}.{ext}")));
+        }
+    }
+}
+
+/// The (device, inode) of a namespace file.
+fn ns_id(path: &Path) -> Option<(u64, u64)> {
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The processes whose network namespace is one of `namespaces`.
+pub fn processes_in(namespaces: &[&str]) -> Vec<i32> {
+    let ids: Vec<(u64, u64)> = namespaces
+        .iter()
+        .filter_map(|n| linerate_datapath::netns::path(n).ok())
+        .filter_map(|p| ns_id(&p))
+        .collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let Ok(proc_dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    proc_dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            ns_id(&Path::new("/proc").join(pid.to_string()).join("ns/net"))
+                .is_some_and(|id| ids.contains(&id))
+        })
+        .collect()
+}
+
+/// Ends every process in `namespaces`: SIGTERM, then SIGKILL to what is
+/// left after 5 s.
+pub fn stop_processes(namespaces: &[&str]) {
+    use nix::{sys::signal, unistd::Pid};
+    let send = |sig| {
+        let pids = processes_in(namespaces);
+        for pid in &pids {
+            let _ = signal::kill(Pid::from_raw(*pid), sig);
+        }
+        pids.len()
+    };
+    if send(signal::Signal::SIGTERM) == 0 {
+        return;
+    }
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end {
+        if processes_in(namespaces).is_empty() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    send(signal::Signal::SIGKILL);
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end && !processes_in(namespaces).is_empty() {
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Removes the fleet's folder if nothing is left in it.
+pub fn remove_dir_if_empty(dir: &Path) {
+    let _ = fs::remove_dir(dir);
+    // (The parent too, when this was its last fleet.)
+    if let Some(parent) = dir.parent() {
+        if parent == Path::new(STATE_DIR) {
+            let _ = fs::remove_dir(parent);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pair_has_its_own_management_addresses() {
+        assert_eq!(
+            mgmt_addrs(0),
+            [
+                (Ipv4Addr::new(198, 19, 1, 1), Ipv4Addr::new(198, 19, 1, 2)),
+                (Ipv4Addr::new(198, 19, 1, 5), Ipv4Addr::new(198, 19, 1, 6))
+            ]
+        );
+        assert_eq!(mgmt_addrs(1)[0].0, Ipv4Addr::new(198, 19, 1, 9));
+        // The 64th pair stays below lab up --mgmt's 198.19.255.0/24.
+        assert_eq!(mgmt_addrs(63)[1].1, Ipv4Addr::new(198, 19, 2, 254));
+        let mut all: Vec<Ipv4Addr> = (0..64)
+            .flat_map(|i| mgmt_addrs(i).into_iter().flat_map(|(a, b)| [a, b]))
+            .collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 256);
+    }
+}

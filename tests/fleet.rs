@@ -1,0 +1,394 @@
+//! Many pairs: `fleet up` makes lab pairs with an agent in each namespace
+//! and writes their inventory; `stream --fleet` runs on every pair at once
+//! (each pair's frames counted exactly against its interface, the
+//! aggregate their sum); a pair whose agent died fails alone; `fleet
+//! down` (and a `fleet up` that fails halfway) leaves nothing behind.
+//!
+//! Every fleet on a host takes the same management addresses
+//! (198.19.1.0 on): the tests take turns ([`serial`]).
+
+mod common;
+
+use std::{
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use common::*;
+
+const COUNT: u64 = 5_000;
+
+/// A fleet of the test's own, removed on drop (`fleet down`, and the
+/// namespaces by name should that fail).
+struct Fleet {
+    prefix: &'static str,
+    pairs: u32,
+    inventory: PathBuf,
+}
+
+/// A fresh folder for a test's inventory.
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+impl Fleet {
+    fn up(prefix: &'static str, pairs: u32) -> Self {
+        let inventory = temp_dir(prefix).join("fleet.toml");
+        let out = run(&[
+            "fleet",
+            "up",
+            "--pairs",
+            &pairs.to_string(),
+            "--name",
+            prefix,
+            "--inventory",
+            inventory.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "fleet up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self {
+            prefix,
+            pairs,
+            inventory,
+        }
+    }
+
+    fn inv(&self) -> &str {
+        self.inventory.to_str().unwrap()
+    }
+
+    fn pair(&self, i: u32) -> String {
+        format!("{}{i}", self.prefix)
+    }
+
+    fn down(&self) -> std::process::Output {
+        run(&["fleet", "down", "--inventory", self.inv()])
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        if self.inventory.exists() {
+            let _ = self.down();
+        }
+        for i in 0..self.pairs {
+            let _ = run(&["lab", "down", "--lab", &self.pair(i)]);
+        }
+        if let Some(d) = self.inventory.parent() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// The processes in namespace `ns`.
+fn processes_in(ns: &str) -> Vec<i32> {
+    let Ok(m) = std::fs::metadata(Path::new("/run/netns").join(ns)) else {
+        return Vec::new();
+    };
+    let id = (m.dev(), m.ino());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| (m.dev(), m.ino()) == id)
+        })
+        .collect()
+}
+
+/// Processes whose command line names `needle`.
+fn processes_naming(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+/// Nothing of fleet `prefix` (`pairs` pairs) is left: namespaces,
+/// management links, agents, token files and logs, the inventory.
+fn assert_nothing_left(prefix: &str, pairs: u32, inventory: &Path) {
+    for i in 0..pairs {
+        for side in ["a", "b"] {
+            let ns = format!("{prefix}{i}-{side}");
+            assert!(!netns_exists(&ns), "namespace {ns} left");
+            let link = format!("{prefix}{i}-m{side}");
+            assert!(
+                !Path::new("/sys/class/net").join(&link).exists(),
+                "management link {link} left"
+            );
+        }
+    }
+    let dir = format!("/run/linerate/fleet/{prefix}");
+    assert!(!Path::new(&dir).exists(), "{dir} left");
+    let agents = processes_naming(&format!("{dir}/"));
+    assert!(agents.is_empty(), "agents left: {agents:?}");
+    assert!(!inventory.exists(), "inventory left");
+}
+
+/// `ip -s link`'s received packets of pair `pair`'s receiving interface.
+fn rx_packets(pair: &str) -> u64 {
+    packets(&format!("{pair}-b"), &format!("{pair}-b0")).0
+}
+
+fn fleet_stream(inventory: &str) -> std::process::Output {
+    run(&[
+        "stream",
+        "--fleet",
+        inventory,
+        "--count",
+        &COUNT.to_string(),
+        "--rate",
+        "20000",
+        "--napi",
+        "softirq",
+        "--tx-engine",
+        "backend",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--json",
+    ])
+}
+
+#[test]
+fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
+    if !root_or_skip("a_fleet_of_three_counts_exactly_and_down_leaves_nothing") {
+        return;
+    }
+    let _turn = serial();
+    let fleet = Fleet::up("tflt", 3);
+    // The inventory names every pair, its agents and token files (600).
+    let text = std::fs::read_to_string(&fleet.inventory).unwrap();
+    assert_eq!(text.matches("\n[[pair]]\n").count(), 3, "{text}");
+    let tokens: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("token_file = \""))
+        .map(|l| l.trim_end_matches('"'))
+        .collect();
+    assert_eq!(tokens.len(), 6, "{text}");
+    for t in tokens {
+        let mode = std::fs::metadata(t).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{t}");
+    }
+    let st = run(&["fleet", "status", "--inventory", fleet.inv(), "--json"]);
+    let st = json(&st);
+    assert_eq!(st["agents_down"], 0, "{st:#}");
+    assert_eq!(st["pairs"][2]["rx"]["up"], true, "{st:#}");
+
+    let before: Vec<u64> = (0..3).map(|i| rx_packets(&fleet.pair(i))).collect();
+    let out = fleet_stream(fleet.inv());
+    assert!(
+        out.status.success(),
+        "fleet stream failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    let mut sum = 0;
+    let mut rate = 0.0;
+    for i in 0..3 {
+        let p = &r["pairs"][i];
+        let name = fleet.pair(i as u32);
+        assert_eq!(p["pair"], name.as_str(), "{p:#}");
+        let received = p["frames"]["received"].as_u64().unwrap();
+        assert_eq!(received, COUNT, "{name}: {:#}", p["frames"]);
+        assert_eq!(p["frames"]["lost"], 0, "{name}");
+        let counter = rx_packets(&name) - before[i];
+        assert_eq!(received, counter, "{name}: its interface's counter");
+        assert!(p["start_skew_us"].as_f64().unwrap() >= 0.0);
+        sum += received;
+        rate += p["receiver"]["frames_per_s"].as_f64().unwrap();
+    }
+    let a = &r["aggregate"];
+    assert_eq!(a["frames"]["received"], sum, "{a:#}");
+    assert_eq!(a["frames"]["sent"], 3 * COUNT, "{a:#}");
+    assert_eq!(a["pairs"], 3);
+    assert_eq!(a["pairs_failed"], 0);
+    let agg_rate = a["receiver"]["frames_per_s"].as_f64().unwrap();
+    assert!(
+        (agg_rate - rate).abs() <= 1e-9 * rate.max(1.0),
+        "{agg_rate} {rate}"
+    );
+    assert_eq!(a["latency"]["count"], 3 * COUNT, "{:#}", a["latency"]);
+    assert_eq!(a["cpu"]["hosts"].as_array().unwrap().len(), 3);
+
+    // The text: the total line first, then a line per pair.
+    let out = run(&[
+        "stream",
+        "--fleet",
+        fleet.inv(),
+        "--count",
+        "100",
+        "--rate",
+        "20000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("fleet stream: 3 pair(s) (0 failed): received 300 frames"),
+        "{text}"
+    );
+    assert!(lines[1].starts_with("  tflt0: stream: "), "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
+
+    let out = fleet.down();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_nothing_left("tflt", 3, &fleet.inventory);
+}
+
+#[test]
+fn a_pair_whose_agent_was_killed_fails_alone() {
+    if !root_or_skip("a_pair_whose_agent_was_killed_fails_alone") {
+        return;
+    }
+    let _turn = serial();
+    let fleet = Fleet::up("tflk", 3);
+    // The receiving agent of pair 1 dies.
+    let victims = processes_in("tflk1-b");
+    assert!(!victims.is_empty(), "no agent in tflk1-b");
+    for pid in victims {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let out = fleet_stream(fleet.inv());
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("pair tflk1: ") && stderr.contains("1 of 3 pair(s) failed"),
+        "{stderr}"
+    );
+    let r = json(&out);
+    let bad = &r["pairs"][1];
+    assert_eq!(bad["pair"], "tflk1");
+    assert_eq!(bad["failed"], true, "{bad:#}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("rx agent"),
+        "{bad:#}"
+    );
+    for i in [0, 2] {
+        let p = &r["pairs"][i];
+        assert!(p.get("failed").is_none(), "{p:#}");
+        assert_eq!(p["frames"]["received"], COUNT, "{p:#}");
+    }
+    let a = &r["aggregate"];
+    assert_eq!(
+        (a["pairs"].as_u64(), a["pairs_failed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(a["frames"]["received"], 2 * COUNT, "{a:#}");
+    // Status names the dead agent; down removes everything all the same.
+    let st = run(&["fleet", "status", "--inventory", fleet.inv(), "--json"]);
+    assert_eq!(st.status.code(), Some(1));
+    assert_eq!(json(&st)["agents_down"], 1);
+    let out = fleet.down();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_nothing_left("tflk", 3, &fleet.inventory);
+}
+
+#[test]
+fn fleet_up_failing_at_a_pair_removes_what_it_made() {
+    if !root_or_skip("fleet_up_failing_at_a_pair_removes_what_it_made") {
+        return;
+    }
+    let _turn = serial();
+    // A namespace of pair 1's names is someone else's.
+    let status = Command::new("ip")
+        .args(["netns", "add", "tflu1-a"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dir = temp_dir("tflu");
+    let inventory = dir.join("fleet.toml");
+    let out = run(&[
+        "fleet",
+        "up",
+        "--pairs",
+        "3",
+        "--name",
+        "tflu",
+        "--inventory",
+        inventory.to_str().unwrap(),
+    ]);
+    let kept = netns_exists("tflu1-a");
+    let _ = Command::new("ip")
+        .args(["netns", "del", "tflu1-a"])
+        .status();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("namespace tflu1-a exists already")
+            && stderr.contains("the 1 pair(s) made before were removed"),
+        "{stderr}"
+    );
+    assert!(kept, "the namespace fleet up did not make was removed");
+    // Pair 0 was made, then removed with its agents; pair 2 never made.
+    assert!(!netns_exists("tflu0-b"));
+    assert_nothing_left("tflu", 3, &inventory);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pairs_are_bounded_with_the_reason() {
+    let out = run(&["fleet", "up", "--pairs", "65"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'--pairs <PAIRS>'")
+            && stderr.contains("use 1 to 64 pairs on one host (each pair is"),
+        "{stderr}"
+    );
+    let out = run(&["fleet", "up", "--pairs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    // One pair's agents or a fleet, not both.
+    let out = run(&[
+        "stream",
+        "--fleet",
+        "/nonexistent.toml",
+        "--tx-agent",
+        "http://a:1",
+        "--rx-agent",
+        "http://b:2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["stream", "--fleet", "/nonexistent.toml", "--tx-iface", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("takes each pair's interfaces"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -597,9 +597,12 @@ fn lease_ends_the_run_when_the_controller_dies() {
         metrics(&b.url)[r#"linerate_run_active{role="rx",interface="lrag-b0",test="stream"}"#],
         1.0
     );
-    let live =
-        metrics(&a.url)[r#"linerate_worker_frames_total{role="tx",interface="lrag-a0",queue="0"}"#];
-    assert!(live > 0.0, "live counters during the run");
+    // The sender starts at the agreed instant, after the receiver runs.
+    eventually("live counters during the run", || {
+        metrics(&a.url)
+            .get(r#"linerate_worker_frames_total{role="tx",interface="lrag-a0",queue="0"}"#)
+            .is_some_and(|v| *v > 0.0)
+    });
     c.kill().unwrap();
     let _ = c.wait();
     let killed = Instant::now();

@@ -140,9 +140,13 @@ fn rx_packets(pair: &str) -> u64 {
     packets(&format!("{pair}-b"), &format!("{pair}-b0")).0
 }
 
+/// A counted stream on every pair, gated on the aggregate's frames.
 fn fleet_stream(inventory: &str) -> std::process::Output {
+    let gate = format!("frames.received == {}", 3 * COUNT);
     run(&[
         "stream",
+        "--expect",
+        &gate,
         "--fleet",
         inventory,
         "--count",
@@ -192,6 +196,11 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
         out.status.success(),
         "fleet stream failed: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("expect frames.received == {}: met", 3 * COUNT)),
+        "{err}"
     );
     let r = json(&out);
     let mut sum = 0;

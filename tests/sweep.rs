@@ -200,6 +200,10 @@ fn quick_presets_produce_complete_reports() {
             "sweep",
             preset,
             "--quick",
+            // One run a point: the shortest run of every preset (it is the
+            // suite's longest test); the report is complete all the same.
+            "--repeats",
+            "1",
             "--lab",
             "tswp",
             "--out",
@@ -212,6 +216,10 @@ fn quick_presets_produce_complete_reports() {
         );
         let report = fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(report.contains(" 0 failed"), "{preset}: {report}");
+        assert!(
+            report.contains("Repeats per point: 1 (--quick"),
+            "{preset}: --repeats 1 in place of --quick's 3: {report}"
+        );
         assert!(
             !report.contains("n/a"),
             "{preset} has empty cells:\n{report}"

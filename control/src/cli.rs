@@ -298,12 +298,16 @@ pub struct SweepArgs {
     /// run of the whole sweep whose points repeat.
     #[arg(long)]
     pub quick: bool,
+    /// Repeats per point, 1 to 100 (in place of the sweep's and --quick's;
+    /// kept for --resume).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: Option<u32>,
     /// Output directory [default: sweeps/NAME-DATE].
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
     /// Resume an interrupted sweep in DIR, skipping finished points; path
     /// options given with it (--lab, --tx-iface...) replace the saved ones.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick", "repeats"])]
     pub resume: Option<std::path::PathBuf>,
     /// Sending interface for every point (default: the lab).
     #[arg(long, value_parser = parse_iface)]

@@ -67,13 +67,14 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
                 SweepOptions {
                     quick: args.quick,
                     extra,
+                    repeats: args.repeats,
                 },
             )
         }
     };
     // Counted from the axes before anything is expanded or run.
     let spec = SweepSpec::parse(&text, &label)?;
-    let size = Size::of(&spec, opts.quick)?;
+    let size = Size::run_as(&spec, &opts)?;
     size.check(&label, args.max_points)?;
     size.check_memory(&label, bytes_per_point(&spec), available_memory())?;
     // A controller of agents needs no privileges of its own.

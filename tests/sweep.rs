@@ -1,6 +1,6 @@
 //! Sweeps: bad files refused before anything runs, an interrupted sweep
 //! resumed without rerunning finished points, reports rendered from fixed
-//! results, and the four presets' quick runs producing complete reports;
+//! results, and the five presets' quick runs producing complete reports;
 //! results never lost or torn (a full disk, a torn last line, garbage
 //! lines), options given with --resume never ignored, huge sweeps refused
 //! before they are expanded.
@@ -194,7 +194,7 @@ fn quick_presets_produce_complete_reports() {
     }
     let _turn = serial();
     let _lab = Lab::up("tswp", 1500);
-    for preset in ["bs2000", "rpc", "service-demand", "fc-modes"] {
+    for preset in ["bs2000", "rpc", "service-demand", "fc-modes", "wait-modes"] {
         let dir = tmp(preset);
         let out = run(&[
             "sweep",

@@ -289,7 +289,8 @@ pub const MAX_POINTS: u64 = 10_000;
 /// `linerate sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// A preset name (fc-modes, service-demand, rpc, bs2000) or a sweep file.
+    /// A preset name (fc-modes, service-demand, rpc, bs2000, wait-modes) or a
+    /// sweep file.
     pub sweep: Option<String>,
     /// List the presets.
     #[arg(long)]

@@ -12,7 +12,10 @@ use super::{
     scale::tick_label,
     tables::fmt_num,
 };
-use crate::sweep::spec::{Take, WinnerSpec};
+use crate::sweep::{
+    spec::{Take, WinnerSpec},
+    stats::{Spread, Verdict},
+};
 
 /// The CPU figure each line names.
 const CPU: &str = "cpu.total.cpu_pct";
@@ -95,8 +98,9 @@ struct Won {
     /// Indices of the winners among `among`'s values (one, or those
     /// tied), and the best median.
     best: (Vec<usize>, f64),
-    /// The next best, when another was measured there.
-    next: Option<(usize, f64)>,
+    /// The next best, when another was measured there, and whether its
+    /// repeats' range overlaps the best's (no difference beyond noise).
+    next: Option<(usize, f64, bool)>,
 }
 
 /// The best value of `w.among` at each value of `w.over` of part `pi`
@@ -108,15 +112,16 @@ fn won(d: &Data, pi: usize, w: &WinnerSpec) -> Vec<Won> {
     };
     let mut out = Vec::new();
     for (oi, ov) in over.values.iter().enumerate() {
-        let mut got: Vec<(usize, f64)> = among
+        let mut got: Vec<(usize, f64, Spread)> = among
             .values
             .iter()
             .enumerate()
             .filter_map(|(ai, av)| {
                 let p = d.find(pi, &[(&w.over, ov), (&w.among, av)], &w.filter)?;
-                Some((ai, d.spread(p, &w.metric)?.median))
+                let s = d.spread(p, &w.metric)?;
+                Some((ai, s.median, s))
             })
-            .filter(|(_, m)| m.is_finite())
+            .filter(|(_, m, _)| m.is_finite())
             .collect();
         // Best first; a tie goes to the value listed first.
         got.sort_by(|a, b| {
@@ -124,7 +129,7 @@ fn won(d: &Data, pi: usize, w: &WinnerSpec) -> Vec<Won> {
             let o = if w.take == Take::Max { o.reverse() } else { o };
             o.then(a.0.cmp(&b.0))
         });
-        if let Some(&(_, top)) = got.first() {
+        if let Some(&(_, top, ref first)) = got.first() {
             let tied = |m: f64| (m - top).abs() <= TIE * top.abs().max(m.abs());
             let n = got.iter().take_while(|g| tied(g.1)).count();
             let mut who: Vec<usize> = got[..n].iter().map(|g| g.0).collect();
@@ -132,7 +137,9 @@ fn won(d: &Data, pi: usize, w: &WinnerSpec) -> Vec<Won> {
             out.push(Won {
                 at: tick_label(part, &w.over, oi),
                 best: (who, top),
-                next: got.get(n).copied(),
+                next: got
+                    .get(n)
+                    .map(|g| (g.0, g.1, first.compare(&g.2) == Verdict::Same)),
             });
         }
     }
@@ -184,7 +191,14 @@ pub(super) fn winner_sentence(d: &Data, pi: usize, w: &WinnerSpec) -> String {
                 .map(|x| {
                     let next = x
                         .next
-                        .map(|(ni, nm)| format!(", next {} {}", name(ni), with_unit(nm)))
+                        .map(|(ni, nm, same)| {
+                            let noise = if same {
+                                ", within the repeats' range"
+                            } else {
+                                ""
+                            };
+                            format!(", next {} {}{noise}", name(ni), with_unit(nm))
+                        })
                         .unwrap_or_default();
                     format!("{} ({}{next})", x.at, with_unit(x.best.1))
                 })
@@ -297,31 +311,32 @@ mod tests {
         let w = &spec.parts[0].winners;
         assert_eq!(
             winner_sentence(&d, 0, &w[0]),
-            "Most MB/s: **busy sender** at 1 KB (988.0 MB/s, next blocking sender 915.1 MB/s); \
-             **blocking sender** at 8 KB (1084 MB/s, next busy sender 1057 MB/s); \
-             **busy sender** at 64 KB (999.5 MB/s, next blocking sender 907.8 MB/s)."
+            "Most MB/s: **busy sender** at 1 KB (988.0 MB/s, next blocking sender 915.1 MB/s, within the repeats' range); \
+             **blocking sender** at 8 KB (1084 MB/s, next busy sender 1057 MB/s, within the repeats' range); \
+             **busy sender** at 64 KB (999.5 MB/s, next blocking sender 907.8 MB/s, within the repeats' range)."
         );
         assert_eq!(
             winner_sentence(&d, 0, &w[1]),
-            "Fewest MB/s: **blocking sender** at 1 KB (915.1 MB/s, next busy sender 988.0 MB/s); \
-             **busy sender** at 8 KB (1057 MB/s, next blocking sender 1084 MB/s); \
-             **blocking sender** at 64 KB (907.8 MB/s, next busy sender 999.5 MB/s)."
+            "Fewest MB/s: **blocking sender** at 1 KB (915.1 MB/s, next busy sender 988.0 MB/s, within the repeats' range); \
+             **busy sender** at 8 KB (1057 MB/s, next blocking sender 1084 MB/s, within the repeats' range); \
+             **blocking sender** at 64 KB (907.8 MB/s, next busy sender 999.5 MB/s, within the repeats' range)."
         );
         assert_eq!(
             winner_sentence(&d, 0, &w[2]),
-            "Best size: **message length 8192** at busy sender (1057 MB/s, next message length 65536 999.5 MB/s) \
+            "Best size: **message length 8192** at busy sender (1057 MB/s, next message length 65536 999.5 MB/s, within the repeats' range) \
              and blocking sender (1084 MB/s, next message length 1024 915.1 MB/s)."
         );
         assert_eq!(
             winner_sentence(&d, 0, &w[3]),
-            "At 8 KB: **blocking sender** at 8 KB (1084 MB/s, next busy sender 1057 MB/s)."
+            "At 8 KB: **blocking sender** at 8 KB (1084 MB/s, next busy sender 1057 MB/s, within the repeats' range)."
         );
         // Equal medians (within 0.5 %) tie: no winner is named. Loss: 0 %
         // everywhere; receiver CPU: 100.0 % (busy) against 98.33 % at 1 KB
-        // is 1.7 % apart, a win.
+        // is 1.7 % apart, a win, but within the repeats' range.
         let (spec, kept) = crate::sweep::report::fixture(
             "[[winner]]\nwhat = \"Least loss\"\nmetric = \"frames.loss_pct\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\n\
-             [[winner]]\nwhat = \"Lowest receiver CPU\"\nmetric = \"receiver.cpu.cpu_pct\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\nfilter = { message = 1024 }\n",
+             [[winner]]\nwhat = \"Lowest receiver CPU\"\nmetric = \"receiver.cpu.cpu_pct\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\nfilter = { message = 1024 }\n\
+             [[winner]]\nwhat = \"Lowest sender CPU\"\nmetric = \"sender.cpu.cpu_pct\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\nfilter = { message = 1024 }\n",
         );
         let d2 = Data::new(&spec, &kept);
         assert_eq!(
@@ -330,7 +345,12 @@ mod tests {
         );
         assert_eq!(
             winner_sentence(&d2, 0, &spec.parts[0].winners[1]),
-            "Lowest receiver CPU: **blocking sender** at 1 KB (98.33 %, next busy sender 100.0 %)."
+            "Lowest receiver CPU: **blocking sender** at 1 KB (98.33 %, next busy sender 100.0 %, within the repeats' range)."
+        );
+        // Ranges apart (80.77-90.00 % against 100 %): a win beyond noise.
+        assert_eq!(
+            winner_sentence(&d2, 0, &spec.parts[0].winners[2]),
+            "Lowest sender CPU: **blocking sender** at 1 KB (85.38 %, next busy sender 100.0 %)."
         );
         // In the summary, before the document's figures.
         let md = markdown(&d);

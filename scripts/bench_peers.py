@@ -111,6 +111,11 @@ def lr_stream(lab, extra, duration, warmup):
         dropped_at_sender_pct=100.0 * d["frames"].get("dropped_at_sender", 0)
         / max(1, d["frames"]["sent"] + d["frames"].get("dropped_at_sender", 0)),
         link_pps=r["link_packets_per_s"],
+        # The receiver's core (issue 26: receiver CPU by wait mode) and the
+        # one-way latency of every received frame.
+        rx_cpu=cpu.get(RECV_CORE),
+        p50_us=(d.get("latency") or {}).get("p50_us"),
+        p99_us=(d.get("latency") or {}).get("p99_us"),
         placement=f"tx cores {d['params']['tx_cores']}, rx cores {d['params']['rx_cores']}, "
         f"sent by {d['setup'].get('tx_engine') or d['params']['backend']}, "
         f"received by {d['setup'].get('rx_engine') or d['params']['backend']}, "
@@ -328,12 +333,95 @@ def plan(d, w):
         ("generator", f"linerate generator -> XDP-only rx, {size} B", "linerate",
          xs(lab, ["--tx-engine", "generator", "--rx-engine", "xdp", "--size", str(size)]))
         for lab, size in ((LAB15, 64), (LAB15, 1518), (LAB90, 3412))
-    ] + [
+    ] + wait_rows(xs, xr) + [
         ("messages_paced", f"linerate xdp, {name} messages, paced 400 MB/s, blocking", "linerate",
          xs(LAB15, ["--message", str(size), "--rate", str(round(400e6 / size)),
                     "--tx-wait", "wait", "--rx-wait", "wait"]))
         for name, size in (("8 KB", 8192), ("64 KB", 65536), ("1 MB", 1048576))
     ]
+
+
+# Issue 26: receive wait modes and NAPI placement. The AF_XDP receiver's
+# choices in copy mode (veth): busy or wait, NAPI in softirq on the sender's
+# core or in a thread beside the receiver at SCHED_FIFO 50; the kernel's busy
+# polling only reaches the udp backend there.
+WAIT_PLACEMENTS = (
+    ("defaults", []),
+    ("busy, softirq", ["--rx-wait", "busy", "--napi", "softirq"]),
+    ("wait, softirq", ["--rx-wait", "wait", "--napi", "softirq"]),
+    ("busy, NAPI thread fifo:50", ["--rx-wait", "busy", "--napi", "threaded", "--napi-priority", "fifo:50"]),
+    ("wait, NAPI thread fifo:50", ["--rx-wait", "wait", "--napi", "threaded", "--napi-priority", "fifo:50"]),
+)
+PACED_512 = ["--size", "512", "--rate", "50000"]
+WAIT_PACED = (
+    ("AF_XDP rx, defaults", []),
+    ("udp, prefer-busy-poll", ["--backend", "udp", "--tx-engine", "backend", "--rx-wait", "prefer-busy-poll"]),
+    ("udp, irq-suspend", ["--backend", "udp", "--tx-engine", "backend", "--rx-wait", "irq-suspend"]),
+    ("udp, busy", ["--backend", "udp", "--tx-engine", "backend", "--rx-wait", "busy"]),
+)
+WAIT_RR = (
+    ("defaults", []),
+    ("busy client and responder", ["--tx-wait", "busy", "--rx-wait", "busy"]),
+)
+
+
+def wait_name(what, how):
+    return f"wait: {what}, {how}"
+
+
+def wait_rows(xs, xr):
+    rows = []
+    for size in (64, 1518):
+        for how, extra in WAIT_PLACEMENTS:
+            rows.append(("wait", wait_name(f"generator -> AF_XDP rx, {size} B", how), "linerate",
+                         xs(LAB15, ["--size", str(size)] + extra)))
+    for how, extra in WAIT_PACED:
+        rows.append(("wait", wait_name("512 B paced 50 k/s", how), "linerate", xs(LAB15, PACED_512 + extra)))
+    for how, extra in WAIT_RR:
+        rows.append(("wait", wait_name("rr 1 flow, AF_XDP client and responder, 1 B", how), "linerate",
+                     xr(LAB15, extra)))
+    return rows
+
+
+def wait_report(v, target):
+    """The wait group's table and its targets (issue 26), from the medians."""
+    lines = ["", "## Wait modes and placement (issue 26)", "",
+             "| row | received frames/s | loss % | rx core CPU % | one-way p50 us | one-way p99 us |",
+             "|---|---|---|---|---|---|"]
+    f1 = lambda x, d=0: "-" if x is None else f"{x:,.{d}f}"
+    for size in (64, 1518):
+        for how, _ in WAIT_PLACEMENTS:
+            n = wait_name(f"generator -> AF_XDP rx, {size} B", how)
+            lines.append(f"| {n} | {f1(v(n, 'fps'))} | {f1(v(n, 'loss_pct'), 3)} | {f1(v(n, 'rx_cpu'))} | "
+                         f"{f1(v(n, 'p50_us'), 1)} | {f1(v(n, 'p99_us'), 1)} |")
+    for how, _ in WAIT_PACED:
+        n = wait_name("512 B paced 50 k/s", how)
+        lines.append(f"| {n} | {f1(v(n, 'fps'))} | {f1(v(n, 'loss_pct'), 3)} | {f1(v(n, 'rx_cpu'))} | "
+                     f"{f1(v(n, 'p50_us'), 1)} | {f1(v(n, 'p99_us'), 1)} |")
+    for size, mpps, max_loss in ((64, 4.0, 0.1), (1518, 3.0, 0.0)):
+        for how, _ in WAIT_PLACEMENTS:
+            n = wait_name(f"generator -> AF_XDP rx, {size} B", how)
+            f, l = v(n, "fps"), v(n, "loss_pct")
+            if f is not None:
+                target(f"{size} B generator -> AF_XDP rx ({how}): >= {mpps} Mpps, loss <= {max_loss} %",
+                       f >= mpps * 1e6 and (l or 0) <= max_loss,
+                       f"{f/1e6:.3f} Mpps ({f/(mpps*1e6):.2f}x), loss {l:.4f} %")
+    for how in ("AF_XDP rx, defaults", "udp, prefer-busy-poll", "udp, irq-suspend"):
+        n = wait_name("512 B paced 50 k/s", how)
+        p = v(n, "p99_us")
+        if p is not None:
+            target(f"512 B paced 50 k/s, {how}: one-way p99 <= 30 us", p <= 30, f"p99 {p:,.1f} us (p50 {f1(v(n, 'p50_us'), 1)})")
+    irq, busy = (v(wait_name("512 B paced 50 k/s", h), "rx_cpu") for h in ("udp, irq-suspend", "udp, busy"))
+    if irq is not None and busy:
+        target("512 B paced 50 k/s, udp irq-suspend: rx CPU <= half of busy's", irq <= busy / 2,
+               f"{irq:.0f} % vs {busy:.0f} % ({irq/busy:.2f}x)")
+    for how, _ in WAIT_RR:
+        n = wait_name("rr 1 flow, AF_XDP client and responder, 1 B", how)
+        t, p = v(n, "tps"), v(n, "p99_us")
+        if t is not None:
+            target(f"rr 1 flow, AF_XDP ({how}): >= 250 k transactions/s, p99 <= 6 us",
+                   t >= 250e3 and p is not None and p <= 6, f"{t:,.0f}/s ({t/250e3:.2f}x), p99 {f1(p, 1)} us")
+    return lines
 
 
 def median_row(runs):
@@ -507,7 +595,8 @@ def report(out_dir, results, meta):
     pl = med.get("linerate xdp, 1518 B", {}).get("placement")
     if pl:
         target("placement chosen by the engine", True, f"default run chose: {pl}")
-    lines += ["", "## Targets (issues 7 and 15), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
+    lines += wait_report(v, target)
+    lines += ["", "## Targets (issues 7, 15 and 26), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
     if errors:
         lines += ["", "## Runs that failed", ""] + [f"- {e['row']} (round {e['round']}): {e['error']}" for e in errors]
     text = "\n".join(lines) + "\n"
@@ -524,7 +613,13 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", default=None, help="run only the groups named (comma-separated)")
     ap.add_argument("--report", default=None, metavar="DIR", help="only rewrite DIR/report.md from DIR/results.jsonl")
+    ap.add_argument("--lab-suffix", default="", help="appended to the labs' names (bp1 -> bp1SUFFIX): two benches at once")
     a = ap.parse_args()
+    global LAB15, LAB90, LAB15Q, LAB90Q
+    if a.lab_suffix:
+        if not re.fullmatch(r"[a-z0-9]{1,4}", a.lab_suffix):
+            sys.exit("bench_peers: --lab-suffix: 1 to 4 lowercase letters or digits")
+        LAB15, LAB90, LAB15Q, LAB90Q = (x + a.lab_suffix for x in (LAB15, LAB90, LAB15Q, LAB90Q))
 
     if a.report:
         with open(os.path.join(a.report, "results.jsonl")) as f:
@@ -537,7 +632,11 @@ def main():
     out = a.out or os.path.join(ROOT, f"bench-peers-{datetime.datetime.now():%Y%m%d-%H%M%S}")
     os.makedirs(out, exist_ok=True)
     cpu_model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    ver = lambda cmd: (run(cmd, 10, check=False).stdout or "").splitlines()[:1]
+    def ver(cmd):
+        try:
+            return (run(cmd, 10, check=False).stdout or "").splitlines()[:1]
+        except OSError:  # a peer not installed (--only a group without it)
+            return ["(not installed)"]
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "kernel": platform.release(), "cpu": cpu_model, "cores": os.cpu_count(),

@@ -268,6 +268,8 @@ fn every_out_of_range_value_exits_2_naming_option_and_value() {
             "0",
             "out of range: use 1 to",
         ),
+        (&["sweep", "rpc"], "--repeats", "0", "1..=100"),
+        (&["sweep", "rpc"], "--repeats", "101", "1..=100"),
         (
             &["stream", "--pcap", "f"],
             "--pcap-count",

@@ -1,6 +1,6 @@
 //! Sweeps: bad files refused before anything runs, an interrupted sweep
 //! resumed without rerunning finished points, reports rendered from fixed
-//! results, and the four presets' quick runs producing complete reports;
+//! results, and the five presets' quick runs producing complete reports;
 //! results never lost or torn (a full disk, a torn last line, garbage
 //! lines), options given with --resume never ignored, huge sweeps refused
 //! before they are expanded.
@@ -194,12 +194,16 @@ fn quick_presets_produce_complete_reports() {
     }
     let _turn = serial();
     let _lab = Lab::up("tswp", 1500);
-    for preset in ["bs2000", "rpc", "service-demand", "fc-modes"] {
+    for preset in ["bs2000", "rpc", "service-demand", "fc-modes", "wait-modes"] {
         let dir = tmp(preset);
         let out = run(&[
             "sweep",
             preset,
             "--quick",
+            // One run a point: the shortest run of every preset (it is the
+            // suite's longest test); the report is complete all the same.
+            "--repeats",
+            "1",
             "--lab",
             "tswp",
             "--out",
@@ -212,6 +216,10 @@ fn quick_presets_produce_complete_reports() {
         );
         let report = fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(report.contains(" 0 failed"), "{preset}: {report}");
+        assert!(
+            report.contains("Repeats per point: 1 (--quick"),
+            "{preset}: --repeats 1 in place of --quick's 3: {report}"
+        );
         assert!(
             !report.contains("n/a"),
             "{preset} has empty cells:\n{report}"

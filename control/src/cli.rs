@@ -408,7 +408,8 @@ pub const MAX_POINTS: u64 = 10_000;
 /// `linerate sweep`.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// A preset name (fc-modes, service-demand, rpc, bs2000) or a sweep file.
+    /// A preset name (fc-modes, service-demand, rpc, bs2000, wait-modes) or a
+    /// sweep file.
     pub sweep: Option<String>,
     /// List the presets.
     #[arg(long)]
@@ -417,12 +418,16 @@ pub struct SweepArgs {
     /// run of the whole sweep whose points repeat.
     #[arg(long)]
     pub quick: bool,
+    /// Repeats per point, 1 to 100 (in place of the sweep's and --quick's;
+    /// kept for --resume).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: Option<u32>,
     /// Output directory [default: sweeps/NAME-DATE].
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
     /// Resume an interrupted sweep in DIR, skipping finished points; path
     /// options given with it (--lab, --tx-iface...) replace the saved ones.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick", "repeats"])]
     pub resume: Option<std::path::PathBuf>,
     /// Sending interface for every point (default: the lab).
     #[arg(long, value_parser = parse_iface)]

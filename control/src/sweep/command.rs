@@ -70,6 +70,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
                 SweepOptions {
                     quick: args.quick,
                     extra,
+                    repeats: args.repeats,
                 },
             )
         }
@@ -89,7 +90,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
         Ok(g) => g,
         Err(why) => return Ok(crate::results::expect::usage_error(&why)),
     };
-    let size = Size::of(&spec, opts.quick)?;
+    let size = Size::run_as(&spec, &opts)?;
     size.check(&label, args.max_points)?;
     size.check_memory(&label, bytes_per_point(&spec), available_memory())?;
     // A controller of agents needs no privileges of its own.

@@ -1,7 +1,7 @@
 //! The built-in sweeps, one per reference document.
 
 /// (name, what it reproduces, the sweep file).
-pub const PRESETS: [(&str, &str, &str); 4] = [
+pub const PRESETS: [(&str, &str, &str); 5] = [
     (
         "fc-modes",
         "000: message size x blocking/non-blocking Read/Write, both directions",
@@ -21,6 +21,11 @@ pub const PRESETS: [(&str, &str, &str); 4] = [
         "bs2000",
         "004: transaction rate, 16 flows x 64 KB at MTU 1500/9000, one flow by length",
         include_str!("../../presets/bs2000.toml"),
+    ),
+    (
+        "wait-modes",
+        "000 today: wait modes and NAPI placement x offered load, AF_XDP and udp, rr per mode",
+        include_str!("../../presets/wait-modes.toml"),
     ),
 ];
 

@@ -192,7 +192,7 @@ pub fn run(
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Outcome> {
     let spec = SweepSpec::parse(text, file)?;
-    let size = Size::of(&spec, opts.quick)?;
+    let size = Size::run_as(&spec, opts)?;
     let Some(lengths) = check_points(&spec, text, file, opts, &size, interrupted)? else {
         return Ok(Outcome::default());
     };
@@ -240,7 +240,7 @@ pub fn run(
         interrupted,
     };
     points.run(size.runs(), &mut out, &mut kept, &mut failures)?;
-    let text = report::render(dir, &spec, &kept, opts.quick, 0)?;
+    let text = report::render(dir, &spec, &kept, opts, 0)?;
     if interrupted.load(Ordering::Relaxed) {
         eprintln!(
             "linerate: sweep interrupted; finished points are in {}; resume with `{}`",
@@ -376,7 +376,7 @@ struct Points<'a> {
 
 impl Points<'_> {
     fn report(&self, kept: &report::Kept) -> Result<String> {
-        report::render(self.dir, self.spec, kept, self.opts.quick, 0)
+        report::render(self.dir, self.spec, kept, self.opts, 0)
     }
 
     /// Runs every run not done, appending each record whole as it
@@ -626,6 +626,28 @@ mod tests {
         SweepSpec::parse(&t, "t.toml").unwrap()
     }
 
+    /// --repeats replaces the sweep's repeats and --quick's three, and
+    /// options.json keeps it for --resume (an older file without it reads
+    /// as not given).
+    #[test]
+    fn repeats_given_replace_the_sweeps_and_are_kept() {
+        let s = spec(&[3, 4], 5);
+        let given = |quick, repeats| SweepOptions {
+            quick,
+            extra: Vec::new(),
+            repeats,
+        };
+        assert_eq!(Size::run_as(&s, &given(true, None)).unwrap().runs(), 36);
+        assert_eq!(Size::run_as(&s, &given(true, Some(1))).unwrap().runs(), 12);
+        assert_eq!(Size::run_as(&s, &given(false, Some(7))).unwrap().runs(), 84);
+        assert_eq!(Size::run_as(&s, &given(false, None)).unwrap().runs(), 60);
+        let saved = serde_json::to_string(&given(true, Some(1))).unwrap();
+        let back: SweepOptions = serde_json::from_str(&saved).unwrap();
+        assert_eq!((back.quick, back.repeats), (true, Some(1)));
+        let old: SweepOptions = serde_json::from_str(r#"{"quick": true, "extra": []}"#).unwrap();
+        assert_eq!((old.repeats, old.repeats(&s)), (None, 3));
+    }
+
     #[test]
     fn points_are_counted_without_expanding_and_capped() {
         let s = spec(&[3, 4], 2);
@@ -780,6 +802,7 @@ mod tests {
             extra: ["--lab", "a", "--tx-agent", "http://x"]
                 .map(String::from)
                 .to_vec(),
+            repeats: None,
         };
         let note = o.override_path(&[("--lab", "b".into())]).unwrap();
         assert_eq!(o.extra, ["--tx-agent", "http://x", "--lab", "b"]);

@@ -36,9 +36,23 @@ pub struct SweepOptions {
     pub quick: bool,
     /// Options added to every point (--lab, --tx-iface...).
     pub extra: Vec<String>,
+    /// Repeats per point given with --repeats (in place of the sweep's
+    /// and --quick's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
 }
 
 impl SweepOptions {
+    /// Repeats of each point of `spec` run this way: --repeats, else at
+    /// most [`QUICK_REPEATS`] with --quick, else the sweep's.
+    pub fn repeats(&self, spec: &SweepSpec) -> u32 {
+        match (self.repeats, self.quick) {
+            (Some(n), _) => n,
+            (None, true) => spec.repeats.min(QUICK_REPEATS),
+            (None, false) => spec.repeats,
+        }
+    }
+
     /// Puts the path options given with --resume in place of the saved
     /// ones (--lab replaces saved interfaces, an interface a saved --lab);
     /// returns the note saying so, None when none was given.
@@ -139,6 +153,17 @@ impl Size {
     /// Counts the points of `spec` (at most [`QUICK_REPEATS`] repeats each
     /// with `quick`).
     pub fn of(spec: &SweepSpec, quick: bool) -> Result<Self> {
+        Self::run_as(
+            spec,
+            &SweepOptions {
+                quick,
+                ..SweepOptions::default()
+            },
+        )
+    }
+
+    /// Counts the points of `spec` run as `opts` says (its repeats).
+    pub fn run_as(spec: &SweepSpec, opts: &SweepOptions) -> Result<Self> {
         let too_many = || {
             anyhow::anyhow!(
                 "the sweep has more than {} points: use fewer axis values",
@@ -162,11 +187,7 @@ impl Size {
         Ok(Self {
             per_part,
             points,
-            repeats: if quick {
-                spec.repeats.min(QUICK_REPEATS)
-            } else {
-                spec.repeats
-            },
+            repeats: opts.repeats(spec),
         })
     }
 

@@ -68,6 +68,30 @@ pub struct Part {
     /// Per-message overhead fits (document 000).
     #[serde(default, rename = "fit")]
     pub fits: Vec<FitSpec>,
+    /// Which value of an axis wins where: a sentence each in the summary.
+    #[serde(default, rename = "winner")]
+    pub winners: Vec<WinnerSpec>,
+}
+
+/// Which value of axis `among` has the best median of `metric` at each
+/// value of axis `over`: the report's summary says it in words.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WinnerSpec {
+    /// What wins, as the sentence opens ("Lowest receiver CPU, 64 B").
+    pub what: String,
+    /// Dotted path of the metric compared.
+    pub metric: String,
+    /// Axis whose values compete (the modes).
+    pub among: String,
+    /// Axis at each of whose values they are compared (the load).
+    pub over: String,
+    /// The best is the largest (`"max"`) or the smallest (`"min"`) median.
+    #[serde(default)]
+    pub take: Take,
+    /// Only points whose other axes have these values.
+    #[serde(default)]
+    pub filter: toml::Table,
 }
 
 #[derive(Debug, Deserialize)]
@@ -90,6 +114,8 @@ struct RawSpec {
     figures: Vec<FigureSpec>,
     #[serde(default, rename = "fit")]
     fits: Vec<FitSpec>,
+    #[serde(default, rename = "winner")]
+    winners: Vec<WinnerSpec>,
     #[serde(default, rename = "part")]
     parts: Vec<Part>,
     #[serde(default, rename = "reference")]
@@ -181,6 +207,10 @@ pub struct FigureSpec {
     /// Logarithmic x axis.
     #[serde(default)]
     pub log_x: bool,
+    /// Logarithmic y axis (for figures spanning decades: latencies);
+    /// points at 0 are left out.
+    #[serde(default)]
+    pub log_y: bool,
     /// y-axis label.
     #[serde(default)]
     pub y_label: String,
@@ -283,7 +313,8 @@ impl SweepSpec {
             || !raw.fixed.is_empty()
             || !raw.tables.is_empty()
             || !raw.figures.is_empty()
-            || !raw.fits.is_empty();
+            || !raw.fits.is_empty()
+            || !raw.winners.is_empty();
         let parts = match (top_level, raw.parts.is_empty()) {
             (true, false) => {
                 return Err(err("[[part]]", "give either one part at the top level (kind, fixed, axis...) or [[part]]s, not both".into()))
@@ -297,6 +328,7 @@ impl SweepSpec {
                 tables: raw.tables,
                 figures: raw.figures,
                 fits: raw.fits,
+                winners: raw.winners,
             }],
             (false, false) => raw.parts,
         };
@@ -367,6 +399,7 @@ impl SweepSpec {
                     .iter()
                     .flat_map(|t| t.metrics.iter().map(String::as_str))
                     .chain(p.figures.iter().map(|f| f.y.as_str()))
+                    .chain(p.winners.iter().map(|w| w.metric.as_str()))
             })
             .chain(self.references.iter().filter_map(|r| r.ours.as_deref()))
             .chain(
@@ -444,6 +477,13 @@ impl Part {
                 }
             }
         }
+        for w in &self.winners {
+            for ax in [&w.among, &w.over] {
+                if !known(ax) {
+                    return Err(unknown("winner", &w.what, ax));
+                }
+            }
+        }
         // Metrics: in the list, and measured by this part's command.
         let kind = match self.kind {
             Kind::Stream => "stream",
@@ -453,7 +493,8 @@ impl Part {
             .tables
             .iter()
             .flat_map(|t| t.metrics.iter().map(move |m| ("table", &t.title, m)))
-            .chain(self.figures.iter().map(|f| ("figure", &f.title, &f.y)));
+            .chain(self.figures.iter().map(|f| ("figure", &f.title, &f.y)))
+            .chain(self.winners.iter().map(|w| ("winner", &w.what, &w.metric)));
         for (what, title, name) in used {
             let Some(m) = Metric::find(name) else {
                 return Err(err(

@@ -39,6 +39,8 @@ pub struct Plot {
     pub y_desc: String,
     /// Logarithmic x axis.
     pub log_x: bool,
+    /// Logarithmic y axis (asked for, with a positive value to draw).
+    pub log_y: bool,
     /// Ticks of the x axis: at the axis' values, labelled as its table is.
     pub ticks: Vec<(f64, String)>,
     /// linerate's medians, a line per series.
@@ -95,6 +97,9 @@ impl Plot {
         let log_x = log_axis(&all, f.log_x);
         let shown = |x: f64| !log_x || x > 0.0;
         let raw = d.lines(pi, &f.x, f.series.as_deref(), &f.filter, &f.y);
+        let log_y = f.log_y && raw.iter().flat_map(|l| &l.points).any(|p| p.1.median > 0.0);
+        // On a log y axis a median of 0 has no place: left out.
+        let drawn = |x: f64, y: f64| shown(x) && (!log_y || y > 0.0);
         let measured: Vec<f64> = raw
             .iter()
             .flat_map(|l| l.points.iter().map(|p| p.0))
@@ -109,7 +114,7 @@ impl Plot {
                 points: l
                     .points
                     .iter()
-                    .filter(|(x, _)| shown(*x))
+                    .filter(|(x, s)| drawn(*x, s.median))
                     .map(|(x, s)| (*x, s.median, s.min, s.max))
                     .collect(),
             })
@@ -125,6 +130,7 @@ impl Plot {
             x_desc: axis_title(&f.x),
             y_desc: y_desc(f),
             log_x,
+            log_y,
             ticks: values
                 .iter()
                 .filter(|(_, x)| shown(*x))
@@ -134,12 +140,12 @@ impl Plot {
             marks: marks
                 .into_iter()
                 .map(|mut m| {
-                    m.points.retain(|p| shown(p.0));
+                    m.points.retain(|p| drawn(p.0, p.1));
                     m
                 })
                 .filter(|m| !m.points.is_empty())
                 .collect(),
-            levels,
+            levels: levels.into_iter().filter(|l| !log_y || l.1 > 0.0).collect(),
             left_out,
         }
     }
@@ -179,11 +185,39 @@ impl Plot {
         // it (a row of about 18 px per entry of a plot about 440 px high).
         let entries = self.lines.len() + self.marks.len() + self.levels.len();
         let legend = ((entries as f64 * 18.0 + 24.0) / 440.0).min(0.6);
-        if top > 0.0 {
+        if self.log_y {
+            // The legend's share of the decades drawn.
+            let bottom = self.y_bottom();
+            let span = (top.max(bottom * 10.0) / bottom).ln();
+            bottom * (span / (1.0 - legend)).exp()
+        } else if top > 0.0 {
             top * 1.05 / (1.0 - legend)
         } else {
             // All zero (no loss, say): an axis to 1, not to nothing.
             1.0
+        }
+    }
+
+    /// The bottom of the y axis: 0, or on a log axis below the smallest
+    /// positive point.
+    fn y_bottom(&self) -> f64 {
+        if !self.log_y {
+            return 0.0;
+        }
+        let low = self
+            .lines
+            .iter()
+            .chain(&self.marks)
+            .flat_map(|l| l.points.iter().map(|p| if p.2 > 0.0 { p.2 } else { p.1 }))
+            .chain(self.levels.iter().map(|l| l.1))
+            .filter(|y| *y > 0.0)
+            .fold(f64::MAX, f64::min);
+        if low == f64::MAX {
+            1.0
+        } else {
+            // Down to a power of ten, so the axis has a labelled tick
+            // below the lowest point.
+            10f64.powf((low / 1.05).log10().floor())
         }
     }
 }
@@ -252,7 +286,7 @@ where
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing {:?}: {e}", p.title);
     root.fill(&WHITE).map_err(e)?;
     let (x0, x1) = p.x_range();
-    let y1 = p.y_top();
+    let (y0, y1) = (p.y_bottom(), p.y_top());
     let keys: Vec<f64> = p.ticks.iter().map(|t| t.0).collect();
     let names = |x: &f64| {
         p.ticks
@@ -266,8 +300,8 @@ where
         .x_label_area_size(50)
         .y_label_area_size(90);
     macro_rules! plot {
-        ($x:expr) => {{
-            let mut chart = b.build_cartesian_2d($x, 0.0..y1).map_err(e)?;
+        ($x:expr, $y:expr) => {{
+            let mut chart = b.build_cartesian_2d($x, $y).map_err(e)?;
             chart
                 .configure_mesh()
                 .x_desc(p.x_desc.clone())
@@ -298,7 +332,7 @@ where
                         l.points
                             .iter()
                             .filter(|q| q.3 > q.2)
-                            .map(|q| PathElement::new(vec![(q.0, q.2), (q.0, q.3)], c)),
+                            .map(|q| PathElement::new(vec![(q.0, q.2.max(y0)), (q.0, q.3)], c)),
                     )
                     .map_err(e)?;
             }
@@ -339,16 +373,36 @@ where
                 .map_err(e)?;
         }};
     }
-    if p.log_x {
-        plot!(Keyed {
-            inner: LogCoord::from((x0..x1).log_scale()),
-            keys
-        });
-    } else {
-        plot!(Keyed {
-            inner: plotters::coord::types::RangedCoordf64::from(x0..x1),
-            keys
-        });
+    let linear = |a: f64, b: f64| plotters::coord::types::RangedCoordf64::from(a..b);
+    match (p.log_x, p.log_y) {
+        (true, true) => plot!(
+            Keyed {
+                inner: LogCoord::from((x0..x1).log_scale()),
+                keys
+            },
+            LogCoord::from((y0..y1).log_scale())
+        ),
+        (true, false) => plot!(
+            Keyed {
+                inner: LogCoord::from((x0..x1).log_scale()),
+                keys
+            },
+            linear(y0, y1)
+        ),
+        (false, true) => plot!(
+            Keyed {
+                inner: linear(x0, x1),
+                keys
+            },
+            LogCoord::from((y0..y1).log_scale())
+        ),
+        (false, false) => plot!(
+            Keyed {
+                inner: linear(x0, x1),
+                keys
+            },
+            linear(y0, y1)
+        ),
     }
     root.present().map_err(e)?;
     Ok(())
@@ -443,6 +497,30 @@ mod tests {
         assert_eq!(p.lines[0].name, "linerate");
         assert_eq!(p.y_desc, "cpu.total.cpu_pct (%)");
         assert!(p.y_top() > 100.0);
+    }
+
+    /// `log_y = true`: the y axis runs from below the smallest point
+    /// (its repeats' range included) to above the largest, both positive,
+    /// and the figure draws.
+    #[test]
+    fn a_log_y_axis_spans_the_points() {
+        let (spec, kept) = super::super::fixture(
+            "[[figure]]\ntitle = \"MB/s, log\"\nx = \"message\"\ny = \"receiver.message_mb_s\"\nseries = \"mode\"\nlog_y = true\n",
+        );
+        let d = Data::new(&spec, &kept);
+        let linear = Plot::of(&d, 0, &spec.parts[0].figures[0]);
+        assert!(!linear.log_y);
+        assert_eq!(linear.y_bottom(), 0.0);
+        let p = Plot::of(&d, 0, &spec.parts[0].figures[1]);
+        assert!(p.log_y);
+        let pts: Vec<(f64, f64, f64, f64)> =
+            p.lines.iter().flat_map(|l| l.points.clone()).collect();
+        assert_eq!(pts.len(), 6);
+        let low = pts.iter().map(|q| q.2).fold(f64::MAX, f64::min);
+        let high = pts.iter().map(|q| q.3).fold(0.0, f64::max);
+        assert!(p.y_bottom() > 0.0 && p.y_bottom() < low, "{}", p.y_bottom());
+        assert!(p.y_top() > high, "{}", p.y_top());
+        assert!(svg(&p).unwrap().contains("MB/s, log"));
     }
 
     #[test]

@@ -14,7 +14,8 @@ use std::path::Path;
 pub(super) struct Loaded {
     pub(super) spec: SweepSpec,
     pub(super) kept: Kept,
-    pub(super) quick: bool,
+    /// How it was run (--quick, --repeats).
+    pub(super) opts: SweepOptions,
     /// Lines of results.jsonl that are not records of the sweep.
     pub(super) skipped: usize,
 }
@@ -44,14 +45,14 @@ pub(super) fn load(dir: &Path) -> Result<Loaded> {
     for w in &loaded.warnings {
         eprintln!("linerate: warning: {w}");
     }
-    let quick = crate::files::read_text(&dir.join(OPTIONS), MAX_OPTIONS, false)
+    let opts = crate::files::read_text(&dir.join(OPTIONS), MAX_OPTIONS, false)
         .ok()
         .and_then(|t| serde_json::from_str::<SweepOptions>(&t).ok())
-        .is_some_and(|o| o.quick);
+        .unwrap_or_default();
     Ok(Loaded {
         spec,
         kept,
-        quick,
+        opts,
         skipped: loaded.skipped,
     })
 }

@@ -17,7 +17,11 @@ mod reference;
 mod scale;
 mod summary;
 mod tables;
-use super::{saved::Size, spec::SweepSpec, store::write_atomic};
+use super::{
+    saved::{Size, SweepOptions},
+    spec::SweepSpec,
+    store::write_atomic,
+};
 use anyhow::Result;
 use std::{fmt::Write as _, path::Path, process::ExitCode};
 
@@ -33,7 +37,7 @@ pub fn write(dir: &Path) -> Result<String> {
     let l = load(dir)?;
     // Only its owner writes in it: nothing planted there is followed.
     crate::files::check_output_dir(dir)?;
-    render(dir, &l.spec, &l.kept, l.quick, l.skipped)
+    render(dir, &l.spec, &l.kept, &l.opts, l.skipped)
 }
 
 /// Writes report.md, report.html, the figures (SVG and PNG) and
@@ -43,13 +47,13 @@ pub fn render(
     dir: &Path,
     spec: &SweepSpec,
     kept: &Kept,
-    quick: bool,
+    opts: &SweepOptions,
     skipped: usize,
 ) -> Result<String> {
     let d = Data::new(spec, kept);
     let finished = kept.runs.iter().filter(|r| r.values.is_some()).count();
     let failed = kept.runs.len() - finished;
-    let total = Size::of(spec, quick)?.points;
+    let total = Size::run_as(spec, opts)?.points;
     let skipped = if skipped > 0 {
         format!(" {skipped} line(s) of results.jsonl are not records of this sweep and were left out (see the warnings of `linerate report`).")
     } else {
@@ -71,7 +75,7 @@ pub fn render(
         md::text(title),
         md::code(&spec.name),
         total,
-        parameters(spec, quick),
+        parameters(spec, opts),
         machine(kept)
     );
     let mut term = if summary.is_empty() {

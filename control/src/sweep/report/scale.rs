@@ -14,6 +14,7 @@ pub fn axis_title(axis: &str) -> String {
         "response" => "response size".into(),
         "flows" => "parallel flows".into(),
         "queues" => "queues".into(),
+        "rate" => "offered load (frames/s per queue)".into(),
         other => other.replace('_', " "),
     }
 }

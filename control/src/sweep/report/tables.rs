@@ -2,7 +2,7 @@
 //! them out, the fits, the machine, the parameters and the targets.
 
 use super::super::{
-    saved::QUICK_REPEATS,
+    saved::SweepOptions,
     spec::{show, FitSpec, Part, SweepSpec, TableSpec},
     stats::Spread,
 };
@@ -186,15 +186,11 @@ pub(super) fn machine(kept: &Kept) -> String {
     )
 }
 
-pub(super) fn parameters(spec: &SweepSpec, quick: bool) -> String {
+pub(super) fn parameters(spec: &SweepSpec, opts: &SweepOptions) -> String {
     let mut o = format!(
         "Repeats per point: {}{}.\n\n",
-        if quick {
-            spec.repeats.min(QUICK_REPEATS)
-        } else {
-            spec.repeats
-        },
-        if quick {
+        opts.repeats(spec),
+        if opts.quick {
             " (--quick: 0.5 s warm-up, 1 s per run)"
         } else {
             ""

@@ -114,6 +114,13 @@ fn check(args: &Rfc2544Args) -> Result<()> {
             bail!("rfc2544 does not take {name}: {why}; remove it");
         }
     }
+    if args.pdr_loss < args.loss {
+        bail!(
+            "--pdr-loss {} is below --loss {}: the PDR tolerates at least the NDR's loss; raise --pdr-loss",
+            args.pdr_loss,
+            args.loss
+        );
+    }
     if s.size.as_ref().is_some_and(|m| !m.is_single()) {
         bail!("rfc2544 tests one frame size at a time (RFC 2544 section 9): give --size N, or none for the standard sizes");
     }
@@ -343,7 +350,8 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
             bar.set_message(format!("{size} B {}", test.name()));
             let ran = match &plan {
                 Ok(p) => with_capture(p, &dir, part, point).and_then(|p| {
-                    run_test(&p, test, &reports[part], args.loss, &budget, &interrupted)
+                    let losses = (args.loss, args.pdr_loss);
+                    run_test(&p, test, &reports[part], losses, &budget, &interrupted)
                 }),
                 Err(e) => Err(anyhow::anyhow!("{e:#}")),
             };
@@ -456,7 +464,7 @@ fn run_test(
     plan: &StreamPlan,
     test: Test,
     so_far: &report::SizeReport,
-    loss: f64,
+    losses: (f64, f64),
     budget: &Budget,
     interrupted: &Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<Option<Done>> {
@@ -469,7 +477,13 @@ fn run_test(
     }
     let tp: Option<&Throughput> = so_far.throughput.as_ref();
     match test {
-        Test::Throughput => done(trials::throughput(plan, loss, budget.search, interrupted)?),
+        Test::Throughput => done(trials::throughput(
+            plan,
+            losses,
+            budget,
+            plan.args.search,
+            interrupted,
+        )?),
         Test::Latency => match tp.filter(|t| t.fps.is_some()) {
             Some(t) => done(trials::latency(plan, t, interrupted)?),
             None => Ok(None),

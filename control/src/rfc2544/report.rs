@@ -529,6 +529,7 @@ mod tests {
                     highest_fps: 1e6,
                     fps: Some(9e5),
                     offered_pps: Some(9e5),
+                    ..Default::default()
                 }),
                 back_to_back: Some(BackToBack {
                     rate_fps: 1e6,

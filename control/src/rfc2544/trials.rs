@@ -11,10 +11,15 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    cli::SearchArg,
     plan::stream::StreamPlan,
     results::latency::Latency,
     results::stream::StreamResult,
-    stream::{self, search},
+    stream::{
+        self,
+        mlrsearch::{self, Found, Settings},
+        search,
+    },
 };
 
 pub use search::Trial;
@@ -25,32 +30,48 @@ const LOSS_STEPS: [f64; 10] = [100.0, 90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 
 /// How many trials each test may take.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
-    /// Paced trials of the throughput search after the unpaced one.
+    /// Paced trials of a binary search after the unpaced one.
     pub search: usize,
+    /// MLRsearch's trials after the unpaced one, at most.
+    pub mlr_trials: usize,
+    /// The throughput search's width (MLRsearch's Goal Width), relative.
+    pub width: f64,
     /// Back-to-back trials: doubling steps, then halving steps.
     pub doublings: u32,
     /// Halving steps between the last whole burst and the first cut one.
     pub halvings: u32,
+    /// Back-to-back trials (RFC 9004: repeated), each a search of its own.
+    pub b2b_trials: usize,
 }
 
 impl Budget {
     /// A full run: the search as `stream --search-rate` runs it.
     pub const FULL: Self = Self {
         search: search::MAX_TRIALS,
+        mlr_trials: 40,
+        width: search::RESOLUTION,
         doublings: 6,
         halvings: 5,
+        b2b_trials: 5,
     };
     /// `--quick`: fewer trials (a coarser search).
     pub const QUICK: Self = Self {
         search: 5,
+        mlr_trials: 24,
+        width: 0.02,
         doublings: 2,
         halvings: 2,
+        b2b_trials: 3,
     };
 
-    /// Trials a size takes at most: the search, one latency trial, the
-    /// loss steps, and the bursts (shortest burst down to 1 frame at worst).
+    /// Trials a size takes at most: the search (MLRsearch's, or two binary
+    /// searches), one latency trial, the loss steps, and the bursts
+    /// (shortest burst down to 1 frame at worst), repeated.
     pub fn trials_per_size(&self) -> usize {
-        1 + self.search + 1 + LOSS_STEPS.len() + 1 + (self.doublings + self.halvings) as usize
+        1 + self.mlr_trials.max(2 * self.search + 1)
+            + 1
+            + LOSS_STEPS.len()
+            + self.b2b_trials * (1 + (self.doublings + self.halvings) as usize)
     }
 }
 
@@ -64,40 +85,124 @@ pub struct Ran<T> {
     pub interrupted: bool,
 }
 
-/// Throughput: the highest rate with loss within the tolerance.
+/// Throughput: the NDR (loss within --loss, RFC 2544's throughput) and
+/// the PDR (loss within --pdr-loss), found together by MLRsearch (or by
+/// two binary searches, `--search binary`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
-    /// Loss tolerated, %.
+    /// Loss tolerated (the NDR's), %.
     pub tolerance_pct: f64,
+    /// The search: "mlr" or "binary" (empty in results written before
+    /// MLRsearch: a binary search).
+    #[serde(default)]
+    pub search: String,
     /// Every trial, the first unpaced.
     pub trials: Vec<Trial>,
     /// The highest rate reached: frames/s sent by the unpaced trial.
     pub highest_fps: f64,
-    /// The rate found, frames/s received (None: no rate within).
+    /// The NDR, frames/s received (None: no rate within).
     pub fps: Option<f64>,
-    /// The rate found per queue, as offered (None: unpaced).
+    /// The NDR per queue, as offered (None: unpaced).
     pub offered_pps: Option<f64>,
+    /// The NDR with its full-length trials.
+    #[serde(default)]
+    pub ndr: Option<Found>,
+    /// The PDR with its full-length trials.
+    #[serde(default)]
+    pub pdr: Option<Found>,
+    /// Sum of the trials' measured lengths, s.
+    #[serde(default)]
+    pub trial_time_s: f64,
+    /// The engine that sent ("generator", "xdp", ...).
+    #[serde(default)]
+    pub tx_engine: String,
 }
 
-/// Runs the search of `stream --search-rate` with at most `budget` paced trials.
+/// A binary search's rate as MLRsearch's: its one full-length trial.
+fn binary_found(name: &str, s: &search::SearchResult) -> Option<Found> {
+    let f = s.found.as_ref()?;
+    let t = s.trials.iter().rev().find(|t| t.pass)?.clone();
+    let upper = s
+        .trials
+        .iter()
+        .filter(|t| !t.pass)
+        .filter_map(|t| t.offered_pps)
+        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))));
+    Some(Found {
+        name: name.into(),
+        loss_pct: s.loss_threshold_pct,
+        offered_pps: f.params.rate_pps,
+        upper_pps: upper,
+        fps: t.received_fps,
+        fps_min: t.received_fps,
+        fps_max: t.received_fps,
+        trials: vec![t],
+        within_width: true,
+    })
+}
+
+/// Finds the NDR and the PDR: MLRsearch, or two binary searches of at
+/// most `budget.search` paced trials each.
 pub fn throughput(
     plan: &StreamPlan,
-    tolerance: f64,
-    budget: usize,
+    (ndr_loss, pdr_loss): (f64, f64),
+    budget: &Budget,
+    kind: SearchArg,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<Throughput>> {
-    let s = search::run_limited(plan, tolerance, budget, interrupted)?;
+    let engine = |r: &Option<StreamResult>| r.as_ref().map_or(String::new(), |r| r.setup.tx_engine.clone());
+    if kind == SearchArg::Mlr {
+        let settings = Settings {
+            ndr_loss_pct: ndr_loss,
+            pdr_loss_pct: pdr_loss,
+            width: budget.width,
+            max_trials: budget.mlr_trials,
+        };
+        let m = mlrsearch::run(plan, settings, interrupted)?;
+        let outcome = Throughput {
+            tolerance_pct: ndr_loss,
+            search: "mlr".into(),
+            trials: m.trials.clone(),
+            highest_fps: m.trials.first().map_or(0.0, |t| t.sent_fps),
+            fps: m.ndr.as_ref().map(|f| f.fps),
+            offered_pps: m.ndr.as_ref().and_then(|f| f.offered_pps),
+            ndr: m.ndr.clone(),
+            pdr: m.pdr.clone(),
+            trial_time_s: m.trial_time_s,
+            tx_engine: engine(&m.kept),
+        };
+        return Ok(Ran {
+            outcome,
+            result: m.kept,
+            interrupted: m.interrupted || m.fault.is_some(),
+        });
+    }
+    let s = search::run_limited(plan, ndr_loss, budget.search, interrupted)?;
+    let mut trials = s.trials.clone();
+    let cut = s.interrupted || s.fault.is_some();
+    let p = if cut {
+        None
+    } else {
+        Some(search::run_limited(plan, pdr_loss, budget.search, interrupted)?)
+    };
+    trials.extend(p.iter().flat_map(|p| p.trials.clone()));
+    let ndr = binary_found("NDR", &s);
     let outcome = Throughput {
-        tolerance_pct: tolerance,
-        trials: s.trials.clone(),
+        tolerance_pct: ndr_loss,
+        search: "binary".into(),
         highest_fps: s.trials.first().map_or(0.0, |t| t.sent_fps),
-        fps: s.found.as_ref().map(|f| f.receiver.frames_per_s),
+        fps: ndr.as_ref().map(|f| f.fps),
         offered_pps: s.found.as_ref().and_then(|f| f.params.rate_pps),
+        trial_time_s: trials.iter().map(|t| t.duration_s).sum(),
+        trials,
+        ndr,
+        pdr: p.as_ref().and_then(|p| binary_found("PDR", p)),
+        tx_engine: engine(&s.found),
     };
     Ok(Ran {
         outcome,
         result: s.found,
-        interrupted: s.interrupted || s.fault.is_some(),
+        interrupted: cut || p.is_some_and(|p| p.interrupted || p.fault.is_some()),
     })
 }
 

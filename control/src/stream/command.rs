@@ -7,10 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::search;
+use super::{mlrsearch, search};
 use crate::plan::stream as plan;
 use crate::{
-    cli::StreamArgs, output, remote, request::RunRequest, results::run::RunResult, session,
+    cli::{SearchArg, StreamArgs},
+    output, remote, request::RunRequest, results::run::RunResult, session,
 };
 
 /// `linerate stream`.
@@ -21,6 +22,17 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let interrupted = session::on_signal()?;
     if let Some(threshold) = args.search_rate {
         let plan = plan::plan(args)?;
+        if args.search == SearchArg::Mlr {
+            let result = mlrsearch::run(&plan, mlrsearch::Settings::stream(threshold), &interrupted)?;
+            let table = || mlrsearch::print_table(&result);
+            return output::report(
+                &result,
+                args.run.json,
+                table,
+                result.interrupted,
+                &result.fault,
+            );
+        }
         let result = search::run(&plan, threshold, &interrupted)?;
         let table = || search::print_table(&result);
         return output::report(

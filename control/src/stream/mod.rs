@@ -6,6 +6,8 @@
 mod build;
 mod command;
 mod run;
+pub mod mlr;
+pub mod mlrsearch;
 pub mod search;
 
 pub use command::command;

@@ -150,7 +150,10 @@ pub fn throughput(
     kind: SearchArg,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<Throughput>> {
-    let engine = |r: &Option<StreamResult>| r.as_ref().map_or(String::new(), |r| r.setup.tx_engine.clone());
+    let engine = |r: &Option<StreamResult>| {
+        r.as_ref()
+            .map_or(String::new(), |r| r.setup.tx_engine.clone())
+    };
     if kind == SearchArg::Mlr {
         let settings = Settings {
             ndr_loss_pct: ndr_loss,
@@ -183,7 +186,12 @@ pub fn throughput(
     let p = if cut {
         None
     } else {
-        Some(search::run_limited(plan, pdr_loss, budget.search, interrupted)?)
+        Some(search::run_limited(
+            plan,
+            pdr_loss,
+            budget.search,
+            interrupted,
+        )?)
     };
     trials.extend(p.iter().flat_map(|p| p.trials.clone()));
     let ndr = binary_found("NDR", &s);
@@ -297,25 +305,72 @@ pub fn frame_loss(
     })
 }
 
-/// Back-to-back: the longest burst at the highest rate that arrives whole.
+/// Back-to-back (RFC 2544 26.4 as RFC 9004 updates it): the longest burst
+/// at the highest rate that arrives whole, searched for several times.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackToBack {
     /// The rate of the bursts: unpaced, frames/s all queues as the
-    /// throughput test's unpaced trial sent.
+    /// throughput test's unpaced trial sent (a veth pair has no line rate:
+    /// RFC 9004's Max Theoretical Frame Rate).
     pub rate_fps: f64,
     /// The longest burst tried: a trial's worth at that rate.
     pub cap_frames: u64,
     /// (burst frames per queue, the trial, whether it arrived whole).
     pub bursts: Vec<(u64, Trial, bool)>,
-    /// The longest burst that arrived whole, frames (all queues).
+    /// The Back-to-back Frame benchmark: the median of the searches'
+    /// longest whole bursts, frames all queues (None: none arrived whole,
+    /// or no burst was lost: see `not_reached`).
     pub longest_frames: Option<u64>,
-    /// Its length in time at the rate, s.
+    /// Its length in time at the rate, s: RFC 9004's Implied DUT Buffer
+    /// Time (the benchmark over the Max Theoretical Frame Rate).
     pub longest_s: Option<f64>,
+    /// Each search's longest whole burst, frames all queues (None: none
+    /// whole), in order.
+    #[serde(default)]
+    pub searches: Vec<Option<u64>>,
+    /// The lowest and highest of them.
+    #[serde(default)]
+    pub range_frames: Option<(u64, u64)>,
+    /// Set when no burst was lost, up to the longest tried: the benchmark
+    /// is not reached, and this says so ("not reached: no loss up to N
+    /// frames (T us)").
+    #[serde(default)]
+    pub not_reached: Option<String>,
 }
 
-/// Doubles the burst from a trial's worth (the cap) over 2^doublings until
-/// one is cut (or the cap arrives whole), then halves the interval between the last whole burst
-/// and the first cut one; when the first is cut, halves down.
+impl BackToBack {
+    /// The figure as the table shows it.
+    pub fn shown(&self) -> String {
+        match (&self.not_reached, self.longest_frames) {
+            (Some(n), _) => n.clone(),
+            (None, Some(f)) => f.to_string(),
+            (None, None) => "none whole".into(),
+        }
+    }
+}
+
+/// The text of a benchmark not reached.
+pub fn not_reached(cap_frames: u64, rate_fps: f64) -> String {
+    let us = if rate_fps > 0.0 {
+        format!(" ({:.0} us)", cap_frames as f64 / rate_fps * 1e6)
+    } else {
+        String::new()
+    };
+    format!("not reached: no loss up to {cap_frames} frames{us}")
+}
+
+/// The median of whole numbers (the lower middle one of an even count).
+fn median_u64(v: &[u64]) -> Option<u64> {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s.get(s.len().saturating_sub(1) / 2).copied()
+}
+
+/// RFC 9004's search, `budget.b2b_trials` times: the first doubles the
+/// burst from a trial's worth (the cap) over 2^doublings until one is cut
+/// (or the cap arrives whole), then halves the interval between the last
+/// whole burst and the first cut one (when the first is cut, halves
+/// down); each next search starts at the longest whole burst found so far.
 pub fn back_to_back(
     plan: &StreamPlan,
     rate_fps: f64,
@@ -331,21 +386,79 @@ pub fn back_to_back(
         ..Default::default()
     };
     let mut last = None;
+    let mut cut_any = false;
+    let mut start = (cap >> budget.doublings).max(1);
+    for _ in 0..budget.b2b_trials.max(1) {
+        let Some(good) = b2b_search(
+            plan,
+            cap,
+            start,
+            budget,
+            interrupted,
+            &mut out,
+            &mut last,
+            &mut cut_any,
+        )?
+        else {
+            return Ok(stopped(out, last));
+        };
+        out.searches
+            .push((good > 0).then(|| good * u64::from(queues)));
+        if good > 0 {
+            start = good;
+        }
+    }
+    let whole: Vec<u64> = out.searches.iter().flatten().copied().collect();
+    if !cut_any {
+        out.not_reached = Some(not_reached(out.cap_frames, rate_fps));
+    } else if let Some(m) = median_u64(&whole) {
+        out.longest_frames = Some(m);
+        out.longest_s = (rate_fps > 0.0).then(|| m as f64 / rate_fps);
+        out.range_frames = whole
+            .iter()
+            .min()
+            .zip(whole.iter().max())
+            .map(|(a, b)| (*a, *b));
+    }
+    Ok(Ran {
+        outcome: out,
+        result: last,
+        interrupted: false,
+    })
+}
+
+/// One search for the longest whole burst, from `start` frames per queue:
+/// the longest whole one (0: none), or None when the run was cut short.
+#[allow(clippy::too_many_arguments)]
+fn b2b_search(
+    plan: &StreamPlan,
+    cap: u64,
+    start: u64,
+    budget: &Budget,
+    interrupted: &Arc<AtomicBool>,
+    out: &mut BackToBack,
+    last: &mut Option<StreamResult>,
+    cut_any: &mut bool,
+) -> Result<Option<u64>> {
+    let queues = plan.args.run.queues.max(1);
     let mut burst = |n: u64, out: &mut BackToBack| -> Result<Option<bool>> {
         let r = trial(plan, None, Some(n), interrupted)?;
         let want = n * u64::from(queues);
         let whole = r.frames.sent == want && r.frames.received == want && r.frames.lost == 0;
         out.bursts.push((n, Trial::of(None, &r, whole), whole));
         let stop = r.interrupted || r.fault.is_some();
-        last = Some(r);
+        *last = Some(r);
+        if !whole {
+            *cut_any = true;
+        }
         Ok((!stop).then_some(whole))
     };
     let (mut good, mut bad) = (0u64, None::<u64>);
-    let mut n = (cap >> budget.doublings).max(1);
+    let mut n = start.clamp(1, cap);
     // Up (or down, when the first is cut) by factors of two.
     for _ in 0..=budget.doublings + budget.halvings {
-        let Some(whole) = burst(n, &mut out)? else {
-            return Ok(stopped(out, last));
+        let Some(whole) = burst(n, out)? else {
+            return Ok(None);
         };
         if whole {
             good = good.max(n);
@@ -368,23 +481,14 @@ pub fn back_to_back(
             if mid == good || interrupted.load(Ordering::Relaxed) {
                 break;
             }
-            match burst(mid, &mut out)? {
-                None => return Ok(stopped(out, last)),
+            match burst(mid, out)? {
+                None => return Ok(None),
                 Some(true) => good = mid,
                 Some(false) => hi = mid,
             }
         }
     }
-    if good > 0 {
-        let frames = good * u64::from(queues);
-        out.longest_frames = Some(frames);
-        out.longest_s = (rate_fps > 0.0).then(|| frames as f64 / rate_fps);
-    }
-    Ok(Ran {
-        outcome: out,
-        result: last,
-        interrupted: false,
-    })
+    Ok(Some(good))
 }
 
 fn stopped(out: BackToBack, last: Option<StreamResult>) -> Ran<BackToBack> {
@@ -407,4 +511,39 @@ fn trial(
     p.args.rate = rate;
     p.args.count = count;
     stream::run(&p, interrupted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_never_lost_is_not_reached_and_says_so() {
+        assert_eq!(
+            not_reached(300_000, 1e6),
+            "not reached: no loss up to 300000 frames (300000 us)"
+        );
+        let b = BackToBack {
+            cap_frames: 1000,
+            not_reached: Some(not_reached(1000, 1e6)),
+            ..Default::default()
+        };
+        assert_eq!(
+            b.shown(),
+            "not reached: no loss up to 1000 frames (1000 us)"
+        );
+        let b = BackToBack {
+            longest_frames: Some(640),
+            ..Default::default()
+        };
+        assert_eq!(b.shown(), "640");
+        assert_eq!(BackToBack::default().shown(), "none whole");
+    }
+
+    #[test]
+    fn the_benchmark_is_the_median_of_the_searches() {
+        assert_eq!(median_u64(&[5, 1, 3]), Some(3));
+        assert_eq!(median_u64(&[4, 2]), Some(2));
+        assert_eq!(median_u64(&[]), None);
+    }
 }

@@ -11,7 +11,10 @@ use super::{mlrsearch, search};
 use crate::plan::stream as plan;
 use crate::{
     cli::{SearchArg, StreamArgs},
-    output, remote, request::RunRequest, results::run::RunResult, session,
+    output, remote,
+    request::RunRequest,
+    results::run::RunResult,
+    session,
 };
 
 /// `linerate stream`.
@@ -23,7 +26,8 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     if let Some(threshold) = args.search_rate {
         let plan = plan::plan(args)?;
         if args.search == SearchArg::Mlr {
-            let result = mlrsearch::run(&plan, mlrsearch::Settings::stream(threshold), &interrupted)?;
+            let result =
+                mlrsearch::run(&plan, mlrsearch::Settings::stream(threshold), &interrupted)?;
             let table = || mlrsearch::print_table(&result);
             return output::report(
                 &result,

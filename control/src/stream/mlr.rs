@@ -255,12 +255,7 @@ impl Search {
         }
         let inside = |l: f64| b.lower.is_none_or(|lo| l > lo) && b.upper.is_none_or(|hi| l < hi);
         let classes = self.classes(t);
-        let class_of = |l: f64| {
-            classes
-                .iter()
-                .find(|(x, _)| key(*x) == key(l))
-                .map(|c| c.1)
-        };
+        let class_of = |l: f64| classes.iter().find(|(x, _)| key(*x) == key(l)).map(|c| c.1);
         // A load this target started measuring and has not decided yet.
         let started = self.by_load().into_values().rev().find_map(|rs| {
             let l = rs[0].load;
@@ -273,7 +268,9 @@ impl Search {
         // Refine: the coarser target's bounds, measured at this one's length.
         if let Some(p) = preceding {
             for l in [p.lower, p.upper].into_iter().flatten() {
-                if inside(l) && class_of(l) != Some(Class::Lower) && class_of(l) != Some(Class::Upper)
+                if inside(l)
+                    && class_of(l) != Some(Class::Lower)
+                    && class_of(l) != Some(Class::Upper)
                 {
                     return Some(l);
                 }
@@ -288,7 +285,9 @@ impl Search {
                     .rev()
                     .find(|(l, c)| *l < lo && *c == Class::Lower)
                     .map(|c| c.0);
-                let step = below.map_or(1.0 / (1.0 - t.width), |b| (lo / b).max(1.0 / (1.0 - t.width)));
+                let step = below.map_or(1.0 / (1.0 - t.width), |b| {
+                    (lo / b).max(1.0 / (1.0 - t.width))
+                });
                 Some((lo * step * step).min(self.max_load))
             }
             // Extend down: first to the rate the upper bound forwarded,

@@ -186,20 +186,21 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
         fault: None,
     };
     // One trial: its result, or None when the search must end.
-    let trial = |rate: Option<f64>, secs: f64, out: &mut MlrResult| -> Result<Option<StreamResult>> {
-        let mut p = plan.clone();
-        p.args.rate = rate;
-        p.args.run.duration = Duration::from_secs_f64(secs);
-        p.args.run.warmup = p.args.run.warmup.min(p.args.run.duration);
-        let r = super::run::run(&p, interrupted)?;
-        let ok = measured(&r) && r.fault.is_none();
-        let pass = ok && trial_loss(&r.frames) <= s.ndr_loss_pct;
-        out.trials.push(Trial::of(rate, &r, pass));
-        out.trial_time_s += r.params.duration_s;
-        out.interrupted = r.interrupted;
-        out.fault.clone_from(&r.fault);
-        Ok((!(r.interrupted || r.fault.is_some())).then_some(r))
-    };
+    let trial =
+        |rate: Option<f64>, secs: f64, out: &mut MlrResult| -> Result<Option<StreamResult>> {
+            let mut p = plan.clone();
+            p.args.rate = rate;
+            p.args.run.duration = Duration::from_secs_f64(secs);
+            p.args.run.warmup = p.args.run.warmup.min(p.args.run.duration);
+            let r = super::run::run(&p, interrupted)?;
+            let ok = measured(&r) && r.fault.is_none();
+            let pass = ok && trial_loss(&r.frames) <= s.ndr_loss_pct;
+            out.trials.push(Trial::of(rate, &r, pass));
+            out.trial_time_s += r.params.duration_s;
+            out.interrupted = r.interrupted;
+            out.fault.clone_from(&r.fault);
+            Ok((!(r.interrupted || r.fault.is_some())).then_some(r))
+        };
     let Some(first) = trial(None, final_s, &mut out)? else {
         out.wall_s = started.elapsed().as_secs_f64();
         return Ok(out);
@@ -336,8 +337,15 @@ pub fn print_table(m: &MlrResult) -> String {
                 );
             }
             None => {
-                let _ = writeln!(out, "  {name}: not found (not even the lowest load met it{})",
-                    if m.interrupted || m.fault.is_some() { ", or the search ended early" } else { "" });
+                let _ = writeln!(
+                    out,
+                    "  {name}: not found (not even the lowest load met it{})",
+                    if m.interrupted || m.fault.is_some() {
+                        ", or the search ended early"
+                    } else {
+                        ""
+                    }
+                );
             }
         }
     }
@@ -364,7 +372,14 @@ mod tests {
             received_fps: fps,
             ..Default::default()
         };
-        let f = found("NDR", 0.0, Some(1.0), None, vec![t(10.0), t(30.0), t(20.0)], true);
+        let f = found(
+            "NDR",
+            0.0,
+            Some(1.0),
+            None,
+            vec![t(10.0), t(30.0), t(20.0)],
+            true,
+        );
         assert_eq!((f.fps, f.fps_min, f.fps_max), (20.0, 10.0, 30.0));
     }
 }

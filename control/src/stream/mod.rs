@@ -5,9 +5,9 @@
 
 mod build;
 mod command;
-mod run;
 pub mod mlr;
 pub mod mlrsearch;
+mod run;
 pub mod search;
 
 pub use command::command;

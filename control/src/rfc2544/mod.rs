@@ -51,6 +51,21 @@ struct Options {
     argv: Vec<String>,
     /// The frame sizes, as the path's MTU decided them.
     sizes: Vec<usize>,
+    /// Each size's figures (NDR and PDR with their trials, back-to-back),
+    /// as the last report wrote them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    results: Vec<report::Summary>,
+}
+
+/// Writes each size's figures into rfc2544.json beside the options.
+fn save_results(dir: &Path, reports: &[report::SizeReport]) -> Result<()> {
+    let mut o = read_options(dir)?;
+    o.results = report::summary(reports);
+    store::write_atomic(
+        &dir.join(OPTIONS),
+        serde_json::to_string_pretty(&o)?.as_bytes(),
+    )?;
+    Ok(())
 }
 
 /// The frame sizes for an MTU: the standard ones that fit, and the jumbo
@@ -211,6 +226,7 @@ fn start_dir(dir: &Path, args: &Rfc2544Args, sizes: &[usize]) -> Result<()> {
     let o = Options {
         argv: crate::request::rfc2544_argv(args),
         sizes: sizes.to_vec(),
+        results: Vec::new(),
     };
     store::write_atomic(
         &dir.join(OPTIONS),
@@ -373,6 +389,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     bar.finish_and_clear();
     let was_cut = interrupted.load(Ordering::Relaxed);
     let text = report::write(&dir, &head(&args, &dir), &reports)?;
+    save_results(&dir, &reports)?;
     if was_cut {
         eprintln!(
             "linerate: rfc2544 interrupted; finished tests are in {}; resume with `{}`",
@@ -423,13 +440,18 @@ fn resume_cmd(dir: &Path) -> String {
 fn head(args: &Rfc2544Args, dir: &Path) -> String {
     let r = &trial_args(args).run;
     format!(
-        "linerate rfc2544 in {}: trials of {} after {} warm-up{}, {} queue(s), loss tolerated {} %.",
+        "linerate rfc2544 in {}: trials of {} after {} warm-up{}, {} queue(s), loss tolerated {} % (NDR) and {} % (PDR), search {}.",
         dir.display(),
         humantime::format_duration(r.duration),
         humantime::format_duration(r.warmup),
         if args.quick { " (--quick: a coarser throughput search, fewer bursts)" } else { "" },
         r.queues,
-        args.loss
+        args.loss,
+        args.pdr_loss,
+        match args.stream.search {
+            crate::cli::SearchArg::Mlr => "MLRsearch",
+            crate::cli::SearchArg::Binary => "binary",
+        }
     )
 }
 
@@ -485,7 +507,12 @@ fn run_test(
             interrupted,
         )?),
         Test::Latency => match tp.filter(|t| t.fps.is_some()) {
-            Some(t) => done(trials::latency(plan, t, interrupted)?),
+            Some(t) => done(trials::latency(
+                plan,
+                t,
+                budget.latency_trials,
+                interrupted,
+            )?),
             None => Ok(None),
         },
         Test::FrameLoss => match tp.filter(|t| t.highest_fps > 0.0) {
@@ -517,6 +544,7 @@ pub fn report_command(dir: &Path) -> Result<ExitCode> {
         ),
         &reports,
     )?;
+    save_results(dir, &reports)?;
     output::emit(&text)?;
     Ok(ExitCode::SUCCESS)
 }

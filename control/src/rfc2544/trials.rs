@@ -42,6 +42,8 @@ pub struct Budget {
     pub halvings: u32,
     /// Back-to-back trials (RFC 9004: repeated), each a search of its own.
     pub b2b_trials: usize,
+    /// Latency trials (RFC 2544 26.2: repeated).
+    pub latency_trials: usize,
 }
 
 impl Budget {
@@ -53,6 +55,7 @@ impl Budget {
         doublings: 6,
         halvings: 5,
         b2b_trials: 5,
+        latency_trials: 5,
     };
     /// `--quick`: fewer trials (a coarser search).
     pub const QUICK: Self = Self {
@@ -62,6 +65,7 @@ impl Budget {
         doublings: 2,
         halvings: 2,
         b2b_trials: 3,
+        latency_trials: 3,
     };
 
     /// Trials a size takes at most: the search (MLRsearch's, or two binary
@@ -69,7 +73,7 @@ impl Budget {
     /// (shortest burst down to 1 frame at worst), repeated.
     pub fn trials_per_size(&self) -> usize {
         1 + self.mlr_trials.max(2 * self.search + 1)
-            + 1
+            + self.latency_trials
             + LOSS_STEPS.len()
             + self.b2b_trials * (1 + (self.doublings + self.halvings) as usize)
     }
@@ -214,44 +218,91 @@ pub fn throughput(
     })
 }
 
-/// Latency at the throughput rate: every frame's one-way latency.
+/// Latency at the throughput rate: every frame's one-way latency, over
+/// several trials (RFC 2544 26.2 repeats the test and reports the
+/// average; here the median trial, with the range).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyAt {
     /// Rate per queue offered (None: unpaced, the path carried all).
     pub offered_pps: Option<f64>,
-    /// Frames per second received.
+    /// Frames per second received (the median trial).
     pub fps: f64,
-    /// Every received frame's latency.
+    /// Every received frame's latency (the median trial).
     pub latency: Option<Latency>,
     /// The figure RFC 2544 reports (the mean of tagged frames' latencies):
-    /// here the mean of every frame's, us.
+    /// here the median over the trials of the mean of every frame's, us.
     pub rfc_us: Option<f64>,
+    /// Each trial's mean, us, in order.
+    #[serde(default)]
+    pub trials_us: Vec<f64>,
+    /// The lowest and highest of them.
+    #[serde(default)]
+    pub range_us: Option<(f64, f64)>,
 }
 
-/// One trial at the rate the throughput test found.
+/// `repeats` trials at the rate the throughput test found.
 pub fn latency(
     plan: &StreamPlan,
     found: &Throughput,
+    repeats: usize,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<LatencyAt>> {
-    let r = trial(plan, found.offered_pps, None, interrupted)?;
-    if !(r.interrupted || r.fault.is_some() || search::measured(&r)) {
-        anyhow::bail!(
-            "the latency trial measured nothing ({} frame(s) received in a window of {} s)",
-            r.receiver.frames,
-            r.window_s
-        );
+    let mut runs: Vec<(f64, StreamResult)> = Vec::new();
+    let mut last = None;
+    for _ in 0..repeats.max(1) {
+        let r = trial(plan, found.offered_pps, None, interrupted)?;
+        let stop = r.interrupted || r.fault.is_some();
+        if !(stop || search::measured(&r)) {
+            anyhow::bail!(
+                "the latency trial measured nothing ({} frame(s) received in a window of {} s)",
+                r.receiver.frames,
+                r.window_s
+            );
+        }
+        if let Some(mean) = r.latency.as_ref().map(|l| l.mean_us) {
+            runs.push((mean, r.clone()));
+        }
+        last = Some(r);
+        if stop {
+            let r = last.expect("a trial ran");
+            return Ok(Ran {
+                outcome: LatencyAt {
+                    offered_pps: found.offered_pps,
+                    fps: r.receiver.frames_per_s,
+                    latency: r.latency.clone(),
+                    rfc_us: r.latency.as_ref().map(|l| l.mean_us),
+                    ..Default::default()
+                },
+                result: Some(r),
+                interrupted: true,
+            });
+        }
     }
-    let latency = r.latency.clone();
+    let trials_us: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|a, b| runs[*a].0.total_cmp(&runs[*b].0));
+    // The median trial (the lower middle one of an even count) is kept.
+    let kept = order
+        .get(order.len().saturating_sub(1) / 2)
+        .map(|&i| runs[i].1.clone())
+        .or(last)
+        .expect("a trial ran");
+    let range_us = trials_us
+        .iter()
+        .copied()
+        .reduce(f64::min)
+        .zip(trials_us.iter().copied().reduce(f64::max));
     Ok(Ran {
         outcome: LatencyAt {
             offered_pps: found.offered_pps,
-            fps: r.receiver.frames_per_s,
-            rfc_us: latency.as_ref().map(|l| l.mean_us),
-            latency,
+            fps: kept.receiver.frames_per_s,
+            latency: kept.latency.clone(),
+            rfc_us: mlrsearch::median(&trials_us),
+            trials_us,
+            range_us,
         },
-        interrupted: r.interrupted || r.fault.is_some(),
-        result: Some(r),
+        interrupted: false,
+        result: Some(kept),
     })
 }
 

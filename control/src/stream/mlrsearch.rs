@@ -56,10 +56,11 @@ const EXCEED_RATIO: f64 = 0.5;
 /// Goal Duration Sum, in full-length trials: one good trial makes a lower
 /// bound, an upper bound takes two bad ones (or one, with a bad short one).
 const DURATION_SUM_TRIALS: f64 = 2.0;
-/// Goal Initial Trial Duration, share of --duration (at least 50 ms).
+/// Goal Initial Trial Duration, share of --duration (at least 100 ms,
+/// the shortest --duration).
 const INITIAL_SHARE: f64 = 0.1;
-/// The shortest initial trial, s.
-const INITIAL_MIN_S: f64 = 0.05;
+/// The shortest initial trial, s (the shortest --duration).
+const INITIAL_MIN_S: f64 = 0.1;
 
 /// A rate MLRsearch found for one goal.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -589,6 +589,11 @@ mod tests {
             "{e}"
         );
         check(&parse(&["--loss", "0.5", "--size", "64", "--quick"])).unwrap();
+        let e = check(&parse(&["--loss", "0.2", "--pdr-loss", "0.1"])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--pdr-loss 0.1 is below --loss 0.2: the PDR tolerates at least the NDR's loss; raise --pdr-loss"
+        );
         assert_eq!(trial_args(&parse(&["--quick"])).run.duration, QUICK_TRIAL.1);
     }
 

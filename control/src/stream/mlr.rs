@@ -516,6 +516,50 @@ mod tests {
             .all(|r| r.done && r.lower.is_none() && r.upper == Some(2e3)));
     }
 
+    /// The binary search of `stream --search-rate --search binary` on the
+    /// same device: an unpaced full-length trial at the maximum, then
+    /// halving to 1 % (at most 10 trials); its trial time, in full trials.
+    fn binary_time(max: f64, loss: f64, dev: impl Fn(f64) -> f64) -> (f64, f64) {
+        let (mut lo, mut hi, mut n) = (0.0, max, 1.0);
+        if dev(max) <= loss {
+            return (max, n);
+        }
+        for _ in 0..10 {
+            if hi - lo <= hi * 0.01 {
+                break;
+            }
+            let mid = (lo + hi) / 2.0;
+            n += 1.0;
+            if dev(mid) <= loss {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo, n)
+    }
+
+    #[test]
+    fn mlrsearch_takes_under_60_percent_of_two_binary_searches_trial_time() {
+        for (max, cap, width) in [(3e6, 1e6, 0.01), (2e6, 1.5e6, 0.01), (1.4e6, 1.2e6, 0.01)] {
+            let dev = |l: f64| device(l, cap, 0.0, cap);
+            let run = search(max, width, 0.005, dev);
+            // The unpaced first trial (full-length) counts too.
+            let mlr: f64 = 1.0 + run.trials.iter().map(|t| t.duration).sum::<f64>();
+            let (ndr, a) = binary_time(max, 0.0, dev);
+            let (pdr, b) = binary_time(max, 0.005, dev);
+            // The same precision: both within 1 % of the truth.
+            let (lo_n, lo_p) = (run.results[0].lower.unwrap(), run.results[1].lower.unwrap());
+            assert!((cap - lo_n) / cap <= 0.01 && (cap - ndr) / cap <= 0.011);
+            assert!((cap / 0.995 - lo_p) / cap <= 0.011 && (cap / 0.995 - pdr) / cap <= 0.011);
+            eprintln!(
+                "max {max} cap {cap}: MLRsearch {} trials, {mlr:.2} trial-lengths; binary {a} + {b}",
+                run.trials.len() + 1
+            );
+            assert!(mlr <= 0.6 * (a + b), "{mlr} vs {}", a + b);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]

@@ -860,6 +860,8 @@ fn search_rate_with_the_generator() {
         "64",
         "--search-rate",
         "1",
+        "--search",
+        "binary",
         "--warmup",
         "0s",
         "--duration",

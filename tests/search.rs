@@ -17,6 +17,8 @@ fn search(lab: &str, extra: &[&str]) -> serde_json::Value {
         "0s",
         "--napi",
         "softirq",
+        "--search",
+        "binary",
         "--json",
     ];
     args.extend_from_slice(extra);

@@ -480,6 +480,16 @@ pub enum BackendArg {
     Tcp,
 }
 
+/// The rate search (`--search`).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum SearchArg {
+    /// MLRsearch: NDR and PDR together, short trials then full-length ones.
+    #[default]
+    Mlr,
+    /// A binary search over full-length trials, one loss tolerance.
+    Binary,
+}
+
 /// Who sends a stream's frames (`--tx-engine`).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
 pub enum TxEngineArg {
@@ -754,6 +764,14 @@ pub struct StreamArgs {
     /// each, the first unpaced, then a binary search to 1 %.
     #[arg(long, value_name = "PERCENT", conflicts_with_all = ["count", "rate", "rx_only"], allow_negative_numbers = true, value_parser = parse_tolerance)]
     pub search_rate: Option<f64>,
+    /// The search of --search-rate (and of rfc2544's throughput test):
+    /// `mlr` (MLRsearch, draft-ietf-bmwg-mlrsearch as FD.io CSIT runs it:
+    /// the NDR, no loss, and the PDR, loss <= PERCENT, in one search; short
+    /// trials bracket the rates, full-length trials of --duration confirm
+    /// them) or `binary` (a binary search for PERCENT alone, every trial
+    /// full-length).
+    #[arg(long, value_enum, default_value_t = SearchArg::Mlr)]
+    pub search: SearchArg,
     /// Who sends: `backend` (the --backend engine's senders; AF_XDP by
     /// default) or `generator` (linerate's XDP program run in the kernel in
     /// live-frames mode: no skb and no copy, past the AF_XDP copy-mode
@@ -790,6 +808,10 @@ pub struct Rfc2544Args {
     /// Loss the throughput test tolerates, percent (RFC 2544: 0).
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_tolerance)]
     pub loss: f64,
+    /// Loss the Partial Drop Rate (PDR) tolerates, percent: the throughput
+    /// test finds the NDR (--loss) and the PDR together.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.5, allow_negative_numbers = true, value_parser = parse_tolerance)]
+    pub pdr_loss: f64,
     /// Length of every trial (tests).
     #[arg(long, hide = true, value_parser = parse_measured)]
     pub trial: Option<Duration>,

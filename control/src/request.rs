@@ -138,6 +138,7 @@ impl RunRequest {
                 line.some("--pcap", &pcap);
                 line.value("--pcap-count", &args.pcap_count, &d.pcap_count);
                 line.some("--search-rate", &args.search_rate);
+                line.named("--search", &args.search, &d.search);
                 line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
                 line.named("--rx-engine", &args.rx_engine, &d.rx_engine);
                 line.run(&args.run, &d.run);
@@ -203,6 +204,7 @@ pub fn rfc2544_argv(args: &Rfc2544Args) -> Vec<String> {
     let out = args.out.as_ref().map(|p| p.display());
     line.some("--out", &out);
     line.value("--loss", &args.loss, &0.0);
+    line.value("--pdr-loss", &args.pdr_loss, &0.5);
     if let Some(trial) = args.trial {
         line.duration("--trial", trial, Duration::ZERO);
     }
@@ -550,6 +552,7 @@ mod tests {
         &["--pcap", "/tmp/a b.pcapng"],
         &["--pcap", "f", "--pcap-count", "5"],
         &["--search-rate", "0.5"],
+        &["--search", "binary"],
         &["--tx-engine", "generator"],
         &["--rx-engine", "xdp"],
         // rr

@@ -51,6 +51,21 @@ struct Options {
     argv: Vec<String>,
     /// The frame sizes, as the path's MTU decided them.
     sizes: Vec<usize>,
+    /// Each size's figures (NDR and PDR with their trials, back-to-back),
+    /// as the last report wrote them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    results: Vec<report::Summary>,
+}
+
+/// Writes each size's figures into rfc2544.json beside the options.
+fn save_results(dir: &Path, reports: &[report::SizeReport]) -> Result<()> {
+    let mut o = read_options(dir)?;
+    o.results = report::summary(reports);
+    store::write_atomic(
+        &dir.join(OPTIONS),
+        serde_json::to_string_pretty(&o)?.as_bytes(),
+    )?;
+    Ok(())
 }
 
 /// The frame sizes for an MTU: the standard ones that fit, and the jumbo
@@ -113,6 +128,13 @@ fn check(args: &Rfc2544Args) -> Result<()> {
         if given {
             bail!("rfc2544 does not take {name}: {why}; remove it");
         }
+    }
+    if args.pdr_loss < args.loss {
+        bail!(
+            "--pdr-loss {} is below --loss {}: the PDR tolerates at least the NDR's loss; raise --pdr-loss",
+            args.pdr_loss,
+            args.loss
+        );
     }
     if s.size.as_ref().is_some_and(|m| !m.is_single()) {
         bail!("rfc2544 tests one frame size at a time (RFC 2544 section 9): give --size N, or none for the standard sizes");
@@ -204,6 +226,7 @@ fn start_dir(dir: &Path, args: &Rfc2544Args, sizes: &[usize]) -> Result<()> {
     let o = Options {
         argv: crate::request::rfc2544_argv(args),
         sizes: sizes.to_vec(),
+        results: Vec::new(),
     };
     store::write_atomic(
         &dir.join(OPTIONS),
@@ -343,7 +366,8 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
             bar.set_message(format!("{size} B {}", test.name()));
             let ran = match &plan {
                 Ok(p) => with_capture(p, &dir, part, point).and_then(|p| {
-                    run_test(&p, test, &reports[part], args.loss, &budget, &interrupted)
+                    let losses = (args.loss, args.pdr_loss);
+                    run_test(&p, test, &reports[part], losses, &budget, &interrupted)
                 }),
                 Err(e) => Err(anyhow::anyhow!("{e:#}")),
             };
@@ -365,6 +389,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     bar.finish_and_clear();
     let was_cut = interrupted.load(Ordering::Relaxed);
     let text = report::write(&dir, &head(&args, &dir), &reports)?;
+    save_results(&dir, &reports)?;
     if was_cut {
         eprintln!(
             "linerate: rfc2544 interrupted; finished tests are in {}; resume with `{}`",
@@ -415,13 +440,18 @@ fn resume_cmd(dir: &Path) -> String {
 fn head(args: &Rfc2544Args, dir: &Path) -> String {
     let r = &trial_args(args).run;
     format!(
-        "linerate rfc2544 in {}: trials of {} after {} warm-up{}, {} queue(s), loss tolerated {} %.",
+        "linerate rfc2544 in {}: trials of {} after {} warm-up{}, {} queue(s), loss tolerated {} % (NDR) and {} % (PDR), search {}.",
         dir.display(),
         humantime::format_duration(r.duration),
         humantime::format_duration(r.warmup),
         if args.quick { " (--quick: a coarser throughput search, fewer bursts)" } else { "" },
         r.queues,
-        args.loss
+        args.loss,
+        args.pdr_loss,
+        match args.stream.search {
+            crate::cli::SearchArg::Mlr => "MLRsearch",
+            crate::cli::SearchArg::Binary => "binary",
+        }
     )
 }
 
@@ -456,7 +486,7 @@ fn run_test(
     plan: &StreamPlan,
     test: Test,
     so_far: &report::SizeReport,
-    loss: f64,
+    losses: (f64, f64),
     budget: &Budget,
     interrupted: &Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<Option<Done>> {
@@ -469,9 +499,20 @@ fn run_test(
     }
     let tp: Option<&Throughput> = so_far.throughput.as_ref();
     match test {
-        Test::Throughput => done(trials::throughput(plan, loss, budget.search, interrupted)?),
+        Test::Throughput => done(trials::throughput(
+            plan,
+            losses,
+            budget,
+            plan.args.search,
+            interrupted,
+        )?),
         Test::Latency => match tp.filter(|t| t.fps.is_some()) {
-            Some(t) => done(trials::latency(plan, t, interrupted)?),
+            Some(t) => done(trials::latency(
+                plan,
+                t,
+                budget.latency_trials,
+                interrupted,
+            )?),
             None => Ok(None),
         },
         Test::FrameLoss => match tp.filter(|t| t.highest_fps > 0.0) {
@@ -503,6 +544,7 @@ pub fn report_command(dir: &Path) -> Result<ExitCode> {
         ),
         &reports,
     )?;
+    save_results(dir, &reports)?;
     output::emit(&text)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -547,6 +589,11 @@ mod tests {
             "{e}"
         );
         check(&parse(&["--loss", "0.5", "--size", "64", "--quick"])).unwrap();
+        let e = check(&parse(&["--loss", "0.2", "--pdr-loss", "0.1"])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--pdr-loss 0.1 is below --loss 0.2: the PDR tolerates at least the NDR's loss; raise --pdr-loss"
+        );
         assert_eq!(trial_args(&parse(&["--quick"])).run.duration, QUICK_TRIAL.1);
     }
 

@@ -7,19 +7,23 @@
 use std::{fmt::Write as _, path::Path};
 
 use anyhow::Result;
-use plotters::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::trials::{BackToBack, FrameLoss, LatencyAt, Throughput, Trial};
+use crate::stream::mlrsearch::Found;
 use crate::sweep::{
-    report::md,
+    report::{self as figure, md, Plot, Series},
     store::{self, write_atomic},
     Record, RESULTS,
 };
 
 /// The figure.
 pub const FIGURE: &str = "rfc2544.svg";
+/// The figure as PNG.
+pub const PNG: &str = "rfc2544.png";
+/// The Gbit/s figure (.svg and .png).
+pub const GBIT: &str = "rfc2544-gbit";
 /// The per-size figures.
 pub const TABLE: &str = "rfc2544.csv";
 
@@ -191,36 +195,63 @@ const TRIAL_HEAD: &str = "offered/s per queue | sent | received | sent/s | recei
 /// then every trial of every size.
 pub fn tables(sizes: &[SizeReport]) -> String {
     let mut o = String::new();
-    o.push_str("## Throughput (RFC 2544 26.1)\n\n");
-    o.push_str("| frame size | frames/s | Gbit/s | 10 GbE max frames/s | 25 GbE max frames/s | loss tolerated % | trials |\n|---|---|---|---|---|---|---|\n");
+    o.push_str("## Throughput (RFC 2544 26.1): NDR and PDR\n\nNDR (Non-Drop Rate): the highest rate whose full-length trials lose nothing (RFC 2544's throughput; loss tolerated as given). PDR (Partial Drop Rate): the highest whose loss stays within the PDR's tolerance. Each is the median of the full-length trials at that rate (the range beside it), found by the search named (mlr: MLRsearch, draft-ietf-bmwg-mlrsearch; binary: two binary searches).\n\n");
+    o.push_str("| frame size | NDR frames/s | NDR range | NDR Gbit/s | PDR frames/s | PDR range | PDR Gbit/s | 10 GbE max frames/s | 25 GbE max frames/s | loss tolerated % (NDR, PDR) | search | sender | trials | trial time s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for s in sizes {
         let t = s.throughput.as_ref();
-        let fps = t.and_then(|t| t.fps);
+        let (ndr, pdr) = (
+            t.and_then(|t| t.ndr.as_ref()),
+            t.and_then(|t| t.pdr.as_ref()),
+        );
+        let rate = |f: Option<&Found>| {
+            (
+                num(f.map(|f| f.fps), 0),
+                f.map_or("-".into(), |f| {
+                    format!("{:.0} to {:.0}", f.fps_min, f.fps_max)
+                }),
+                num(f.map(|f| gbit_s(s.frame_size, f.fps)), 3),
+            )
+        };
+        let (n, p) = (rate(ndr), rate(pdr));
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {:.0} | {:.0} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {}, {} | {} | {} | {} | {} |",
             s.frame_size,
-            num(fps, 0),
-            num(fps.map(|f| gbit_s(s.frame_size, f)), 3),
+            n.0,
+            n.1,
+            n.2,
+            p.0,
+            p.1,
+            p.2,
             line_rate_fps(10.0, s.frame_size),
             line_rate_fps(25.0, s.frame_size),
             num(t.map(|t| t.tolerance_pct), 3),
+            num(pdr.map(|p| p.loss_pct), 3),
+            t.map_or("-", |t| if t.search.is_empty() {
+                "binary"
+            } else {
+                t.search.as_str()
+            }),
+            t.map_or("-".into(), |t| md::text(&t.tx_engine)),
             t.map_or(0, |t| t.trials.len()),
+            num(t.map(|t| t.trial_time_s), 2),
         );
     }
-    o.push_str("\n## Latency at the throughput rate (RFC 2544 26.2)\n\nEvery received frame's one-way latency (not one tagged frame per trial); the RFC's figure is the mean of its tagged frames' latencies, here the mean of all.\n\n");
-    o.push_str("| frame size | frames/s | frames | min us | mean us (RFC figure) | p50 us | p99 us | p99.9 us | max us |\n|---|---|---|---|---|---|---|---|---|\n");
+    o.push_str("\n## Latency at the throughput rate (RFC 2544 26.2)\n\nEvery received frame's one-way latency (not one tagged frame per trial), at the NDR, over several trials; the RFC's figure is the mean of its tagged frames' latencies, here the mean of all, the median over the trials.\n\n");
+    o.push_str("| frame size | frames/s | frames | min us | mean us (RFC figure, median of trials) | range of the trials' means us | p50 us | p99 us | p99.9 us | max us |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for s in sizes {
         let l = s.latency.as_ref();
         let h = l.and_then(|l| l.latency.as_ref());
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.frame_size,
             num(l.map(|l| l.fps), 0),
             h.map_or("-".into(), |h| h.count.to_string()),
             num(h.map(|h| h.min_us), 1),
             num(l.and_then(|l| l.rfc_us), 1),
+            l.and_then(|l| l.range_us)
+                .map_or("-".into(), |(a, b)| format!("{a:.1} to {b:.1}")),
             num(h.map(|h| h.p50_us), 1),
             num(h.map(|h| h.p99_us), 1),
             num(h.map(|h| h.p99_9_us), 1),
@@ -245,19 +276,21 @@ pub fn tables(sizes: &[SizeReport]) -> String {
             num(l.map(|l| l.base_fps), 0)
         );
     }
-    o.push_str("\n## Back-to-back frames (RFC 2544 26.4)\n\nThe longest burst at the highest rate (unpaced) that arrived whole.\n\n");
-    o.push_str("| frame size | burst frames | burst us | at frames/s | longest tried | trials |\n|---|---|---|---|---|---|\n");
+    o.push_str("\n## Back-to-back frames (RFC 2544 26.4, RFC 9004)\n\nThe longest burst at the highest rate (unpaced) that arrived whole, searched for several times: the median of the searches, their range, and RFC 9004's implied buffer time (the burst over the rate). When no burst up to the longest tried was lost, the benchmark is not reached (a veth pair queues a burst behind its qdisc rather than drop it).\n\n");
+    o.push_str("| frame size | burst frames | range | implied buffer time us | at frames/s | longest tried | searches | trials |\n|---|---|---|---|---|---|---|---|\n");
     for s in sizes {
         let b = s.back_to_back.as_ref();
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             s.frame_size,
-            b.and_then(|b| b.longest_frames)
-                .map_or("none whole".into(), |f| f.to_string()),
+            b.map_or("-".into(), |b| md::text(&b.shown())),
+            b.and_then(|b| b.range_frames)
+                .map_or("-".into(), |(lo, hi)| format!("{lo} to {hi}")),
             num(b.and_then(|b| b.longest_s).map(|s| s * 1e6), 1),
             num(b.map(|b| b.rate_fps), 0),
             b.map_or("-".into(), |b| b.cap_frames.to_string()),
+            b.map_or(0, |b| b.searches.len()),
             b.map_or(0, |b| b.bursts.len()),
         );
     }
@@ -287,10 +320,75 @@ pub fn tables(sizes: &[SizeReport]) -> String {
     o
 }
 
+/// One size's figures, as rfc2544.csv and rfc2544.json carry them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// Frame size, FCS included.
+    pub frame_size: usize,
+    /// The engine that sent.
+    pub tx_engine: String,
+    /// The search ("mlr" or "binary").
+    pub search: String,
+    /// NDR, frames/s received (median of its full-length trials).
+    pub ndr_fps: Option<f64>,
+    /// NDR, Gbit/s of frame bits.
+    pub ndr_gbit_s: Option<f64>,
+    /// Frames/s received by each of the NDR's full-length trials.
+    pub ndr_trials_fps: Vec<f64>,
+    /// PDR, frames/s received (median of its full-length trials).
+    pub pdr_fps: Option<f64>,
+    /// PDR, Gbit/s.
+    pub pdr_gbit_s: Option<f64>,
+    /// Frames/s received by each of the PDR's full-length trials.
+    pub pdr_trials_fps: Vec<f64>,
+    /// Back-to-back frames (median of the searches), or the text of a
+    /// benchmark not reached.
+    pub back_to_back: String,
+}
+
+/// Each size's figures.
+pub fn summary(sizes: &[SizeReport]) -> Vec<Summary> {
+    sizes
+        .iter()
+        .map(|s| {
+            let t = s.throughput.as_ref();
+            let ndr = t.and_then(|t| t.ndr.as_ref());
+            let pdr = t.and_then(|t| t.pdr.as_ref());
+            let fps = |f: Option<&Found>| f.map(|f| f.fps);
+            let trials = |f: Option<&Found>| {
+                f.map_or(Vec::new(), |f| {
+                    f.trials.iter().map(|t| t.received_fps).collect()
+                })
+            };
+            Summary {
+                frame_size: s.frame_size,
+                tx_engine: t.map_or(String::new(), |t| t.tx_engine.clone()),
+                search: t.map_or(String::new(), |t| t.search.clone()),
+                ndr_fps: fps(ndr),
+                ndr_gbit_s: fps(ndr).map(|f| gbit_s(s.frame_size, f)),
+                ndr_trials_fps: trials(ndr),
+                pdr_fps: fps(pdr),
+                pdr_gbit_s: fps(pdr).map(|f| gbit_s(s.frame_size, f)),
+                pdr_trials_fps: trials(pdr),
+                back_to_back: s
+                    .back_to_back
+                    .as_ref()
+                    .map_or(String::new(), BackToBack::shown),
+            }
+        })
+        .collect()
+}
+
 fn csv(sizes: &[SizeReport]) -> String {
-    let mut o = String::from("frame_size,throughput_fps,throughput_gbit_s,latency_min_us,latency_mean_us,latency_p50_us,latency_p99_us,latency_p99_9_us,latency_max_us,loss_base_fps,loss_at_100_pct,back_to_back_frames,back_to_back_s\n");
+    let mut o = String::from("frame_size,throughput_fps,throughput_gbit_s,latency_min_us,latency_mean_us,latency_p50_us,latency_p99_us,latency_p99_9_us,latency_max_us,loss_base_fps,loss_at_100_pct,back_to_back_frames,back_to_back_s,ndr_fps,ndr_gbit_s,ndr_trials_fps,pdr_fps,pdr_gbit_s,pdr_trials_fps,back_to_back,tx_engine\n");
     let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.6}"));
-    for s in sizes {
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(";")
+    };
+    for (s, sum) in sizes.iter().zip(summary(sizes)) {
         let fps = s.throughput.as_ref().and_then(|t| t.fps);
         let h = s.latency.as_ref().and_then(|l| l.latency.as_ref());
         let b = s.back_to_back.as_ref();
@@ -298,7 +396,7 @@ fn csv(sizes: &[SizeReport]) -> String {
             f(fps),
             f(fps.map(|x| gbit_s(s.frame_size, x))),
             f(h.map(|h| h.min_us)),
-            f(h.map(|h| h.mean_us)),
+            f(s.latency.as_ref().and_then(|l| l.rfc_us)),
             f(h.map(|h| h.p50_us)),
             f(h.map(|h| h.p99_us)),
             f(h.map(|h| h.p99_9_us)),
@@ -310,122 +408,136 @@ fn csv(sizes: &[SizeReport]) -> String {
                 .map(|(_, t)| t.loss_pct)),
             f(b.and_then(|b| b.longest_frames).map(|x| x as f64)),
             f(b.and_then(|b| b.longest_s)),
+            f(sum.ndr_fps),
+            f(sum.ndr_gbit_s),
+            list(&sum.ndr_trials_fps),
+            f(sum.pdr_fps),
+            f(sum.pdr_gbit_s),
+            list(&sum.pdr_trials_fps),
+            // Text without commas or quotes: "not reached: no loss up to
+            // N frames (T us)", a number, or "none whole".
+            sum.back_to_back.replace(',', ";"),
+            sum.tx_engine.replace(',', ";"),
         ];
         let _ = writeln!(o, "{},{}", s.frame_size, cells.join(","));
     }
     o
 }
 
-/// The figure: frames/s (log scale) and Gbit/s against frame size, the
-/// throughput found beside the 10 GbE and 25 GbE line rates.
-fn figure(sizes: &[SizeReport]) -> Result<String> {
-    let measured: Vec<(f64, f64)> = sizes
+/// The figures: NDR and PDR (median, the trials' range) against frame
+/// size beside the 10 GbE and 25 GbE line rates, in frames/s and in
+/// Gbit/s; the sweep figures' drawing (ticks at the frame sizes, counts
+/// as "1 M").
+fn plots(sizes: &[SizeReport]) -> [Plot; 2] {
+    let ticks: Vec<(f64, String)> = sizes
         .iter()
-        .filter_map(|s| {
-            let fps = s.throughput.as_ref()?.fps?;
-            Some((s.frame_size as f64, fps))
-        })
+        .map(|s| (s.frame_size as f64, s.frame_size.to_string()))
         .collect();
-    let largest = sizes.iter().map(|s| s.frame_size).max().unwrap_or(1518);
-    let xs: Vec<usize> = (64..=largest)
-        .step_by(((largest - 64) / 200).max(1))
-        .collect();
-    let lines = [(10.0, RED), (25.0, GREEN)];
-    let gbit: Vec<(f64, f64)> = measured
-        .iter()
-        .map(|&(x, f)| (x, gbit_s(x as usize, f)))
-        .collect();
-    crate::sweep::report::font()?;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (800, 900)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let (top, bottom) = root.split_vertically(450);
-        let x1 = largest as f64 * 1.05;
-        let fps_top = lines
+    let rate = |name: &str,
+                pick: fn(&Throughput) -> Option<&Found>,
+                y: &dyn Fn(usize, f64) -> f64| Series {
+        name: name.into(),
+        points: sizes
             .iter()
-            .map(|(g, _)| line_rate_fps(*g, 64))
-            .chain(measured.iter().map(|m| m.1))
-            .fold(1.0f64, f64::max)
-            * 2.0;
-        let fps_bottom = measured
+            .filter_map(|s| {
+                let f = pick(s.throughput.as_ref()?)?;
+                let size = s.frame_size;
+                Some((
+                    size as f64,
+                    y(size, f.fps),
+                    y(size, f.fps_min),
+                    y(size, f.fps_max),
+                ))
+            })
+            .collect(),
+    };
+    let line = |g: f64, y: &dyn Fn(usize, f64) -> f64| Series {
+        name: format!("{g} GbE line rate"),
+        points: sizes
             .iter()
-            .map(|m| m.1)
-            .chain(lines.iter().map(|(g, _)| line_rate_fps(*g, largest)))
-            .fold(f64::MAX, f64::min)
-            .max(1.0)
-            / 2.0;
-        let top_gbit = gbit.iter().map(|g| g.1).fold(25.0f64, f64::max) * 1.1;
-        // One chart: the line rates' curves (`y` of a frame size at a line
-        // rate), the measured points, the legend.
-        macro_rules! chart {
-            ($area:expr, $caption:expr, $y_desc:expr, $y_range:expr, $points:expr, $y:expr) => {{
-                let mut c = ChartBuilder::on($area)
-                    .caption($caption, ("sans-serif", 20))
-                    .margin(12)
-                    .x_label_area_size(40)
-                    .y_label_area_size(70)
-                    .build_cartesian_2d(0.0..x1, $y_range)?;
-                c.configure_mesh()
-                    .x_desc("frame size, bytes")
-                    .y_desc($y_desc)
-                    .draw()?;
-                for (g, color) in lines {
-                    c.draw_series(LineSeries::new(
-                        xs.iter().map(|&x| (x as f64, $y(x, line_rate_fps(g, x)))),
-                        color.stroke_width(2),
-                    ))?
-                    .label(format!("{g} GbE line rate"))
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-                }
-                c.draw_series(LineSeries::new(
-                    $points.iter().copied(),
-                    BLUE.stroke_width(2),
-                ))?
-                .label("measured")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLUE));
-                c.draw_series($points.iter().map(|p| Circle::new(*p, 3, BLUE.filled())))?;
-                c.configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()?;
-            }};
-        }
-        chart!(
-            &top,
-            "RFC 2544 throughput: frames/s",
+            .map(|s| {
+                let v = y(s.frame_size, line_rate_fps(g, s.frame_size));
+                (s.frame_size as f64, v, v, v)
+            })
+            .collect(),
+    };
+    let plot = |title: &str, y_desc: &str, y: &dyn Fn(usize, f64) -> f64, counts: bool| Plot {
+        title: title.into(),
+        x_desc: "frame size, bytes (FCS included)".into(),
+        y_desc: y_desc.into(),
+        log_x: false,
+        // frames/s over decades (64 B at 25 GbE is 37 M): a log axis.
+        log_y: counts,
+        ticks: ticks.clone(),
+        lines: vec![
+            rate("NDR (no loss)", |t| t.ndr.as_ref(), y),
+            rate("PDR", |t| t.pdr.as_ref(), y),
+            line(10.0, y),
+            line(25.0, y),
+        ],
+        marks: Vec::new(),
+        levels: Vec::new(),
+        left_out: Vec::new(),
+        y_counts: counts,
+    };
+    [
+        plot(
+            "RFC 2544 throughput: NDR and PDR, frames/s",
             "frames/s",
-            (fps_bottom..fps_top).log_scale(),
-            measured,
-            |_, fps| fps
-        );
-        chart!(
-            &bottom,
-            "RFC 2544 throughput: Gbit/s",
+            &|_, f| f,
+            true,
+        ),
+        plot(
+            "RFC 2544 throughput: NDR and PDR, Gbit/s",
             "Gbit/s (frame bits, FCS included)",
-            0.0..top_gbit,
-            gbit,
-            gbit_s
-        );
-        root.present()?;
+            &gbit_s,
+            false,
+        ),
+    ]
+}
+
+/// The head of report.md: the engine that sent the trials.
+fn engines(sizes: &[SizeReport]) -> String {
+    let mut e: Vec<&str> = sizes
+        .iter()
+        .filter_map(|s| s.throughput.as_ref())
+        .map(|t| t.tx_engine.as_str())
+        .filter(|e| !e.is_empty())
+        .collect();
+    e.sort_unstable();
+    e.dedup();
+    if e.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Sent by: {} (`--tx-engine` picks another to compare).",
+            e.join(", ")
+        )
     }
-    Ok(svg)
 }
 
 /// Writes report.md, rfc2544.svg and rfc2544.csv into `dir`; returns the
 /// tables for the terminal.
 pub fn write(dir: &Path, head: &str, sizes: &[SizeReport]) -> Result<String> {
     let tables = tables(sizes);
+    let head = format!("{head} {}", engines(sizes)).trim_end().to_string();
     let mut md = format!(
-        "# RFC 2544\n\n{}\n\n![frames/s and Gbit/s against frame size]({FIGURE})\n\n",
-        md::text(head)
+        "# RFC 2544\n\n{}\n\n![NDR and PDR in frames/s against frame size]({FIGURE}) ![NDR and PDR in Gbit/s]({GBIT}.svg)\n\nPNG: [{PNG}]({PNG}), [{GBIT}.png]({GBIT}.png)\n\n",
+        md::text(&head)
     );
     md.push_str(&tables);
     let _ = write!(
         md,
         "\n## Raw results\n\nEvery test of every size: [{RESULTS}]({RESULTS}) (one record per line, with the trial kept whole). Per size: [{TABLE}]({TABLE}).\n"
     );
-    write_atomic(&dir.join(FIGURE), figure(sizes)?.as_bytes())?;
+    let [fps, gbit] = plots(sizes);
+    write_atomic(&dir.join(FIGURE), figure::svg(&fps)?.as_bytes())?;
+    write_atomic(&dir.join(PNG), &figure::png(&fps)?)?;
+    write_atomic(
+        &dir.join(format!("{GBIT}.svg")),
+        figure::svg(&gbit)?.as_bytes(),
+    )?;
+    write_atomic(&dir.join(format!("{GBIT}.png")), &figure::png(&gbit)?)?;
     write_atomic(&dir.join(TABLE), csv(sizes).as_bytes())?;
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     Ok(format!("{head}\n\n{tables}"))
@@ -516,19 +628,39 @@ mod tests {
 
     #[test]
     fn tables_and_figure_of_a_partial_run() {
+        let trial = |fps| Trial {
+            sent: 10,
+            received: 10,
+            received_fps: fps,
+            duration_s: 1.0,
+            ..Default::default()
+        };
+        let rate = |name: &str, fps: f64, lo: f64, hi: f64| Found {
+            name: name.into(),
+            fps,
+            fps_min: lo,
+            fps_max: hi,
+            trials: vec![trial(lo), trial(hi)],
+            within_width: true,
+            ..Default::default()
+        };
         let sizes = vec![
             SizeReport {
                 frame_size: 64,
                 throughput: Some(Throughput {
                     tolerance_pct: 0.0,
-                    trials: vec![Trial {
-                        sent: 10,
-                        received: 10,
-                        ..Default::default()
-                    }],
+                    search: "mlr".into(),
+                    trials: vec![trial(9e5)],
                     highest_fps: 1e6,
                     fps: Some(9e5),
                     offered_pps: Some(9e5),
+                    ndr: Some(rate("NDR", 9e5, 8e5, 1e6)),
+                    pdr: Some(Found {
+                        loss_pct: 0.5,
+                        ..rate("PDR", 9.5e5, 9e5, 1e6)
+                    }),
+                    trial_time_s: 2.5,
+                    tx_engine: "generator".into(),
                 }),
                 back_to_back: Some(BackToBack {
                     rate_fps: 1e6,
@@ -536,6 +668,18 @@ mod tests {
                     bursts: vec![(500, Trial::default(), true)],
                     longest_frames: Some(500),
                     longest_s: Some(5e-4),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            SizeReport {
+                frame_size: 128,
+                back_to_back: Some(BackToBack {
+                    rate_fps: 1e6,
+                    cap_frames: 300,
+                    not_reached: Some(super::super::trials::not_reached(300, 1e6)),
+                    searches: vec![Some(300)],
+                    ..Default::default()
                 }),
                 ..Default::default()
             },
@@ -545,16 +689,65 @@ mod tests {
             },
         ];
         let t = tables(&sizes);
-        assert!(t.contains("| 64 | 900000 | 0.461 | 14880952 |"), "{t}");
         assert!(
-            t.contains("| 64 | 500 | 500.0 | 1000000 | 1000 | 1 |"),
+            t.contains("| 64 | 900000 | 800000 to 1000000 | 0.461 | 950000 | 900000 to 1000000 | 0.486 | 14880952 | 37202381 | 0.000, 0.500 | mlr | generator | 1 | 2.50 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| 64 | 500 | - | 500.0 | 1000000 | 1000 | 0 | 1 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| 128 | not reached: no loss up to 300 frames (300 us) | - | - | 1000000 | 300 | 1 | 0 |"),
             "{t}"
         );
         assert!(t.contains("| 1518 | - | - |"), "{t}");
-        let svg = figure(&sizes).unwrap();
-        assert!(svg.contains("25 GbE line rate") && svg.contains("measured"));
+        let [fps, gbit] = plots(&sizes);
+        let names: Vec<&str> = fps.lines.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "NDR (no loss)",
+                "PDR",
+                "10 GbE line rate",
+                "25 GbE line rate"
+            ]
+        );
+        assert_eq!(fps.lines[0].points, [(64.0, 9e5, 8e5, 1e6)]);
+        assert_eq!(
+            fps.ticks,
+            [
+                (64.0, "64".to_string()),
+                (128.0, "128".into()),
+                (1518.0, "1518".into())
+            ]
+        );
+        assert!(fps.y_counts && !gbit.y_counts);
+        let svg = figure::svg(&fps).unwrap();
+        assert!(svg.contains("25 GbE line rate") && svg.contains("PDR"));
+        // Counts as "1 M", not "1000000.0"; ticks at the frame sizes.
+        assert!(svg.contains("\n10 M\n"), "{svg}");
+        assert!(!svg.contains("1000000.0"));
+        assert!(svg.contains("\n1518\n"), "{svg}");
         let c = csv(&sizes);
-        assert_eq!(c.lines().count(), 3);
+        assert_eq!(c.lines().count(), 4);
+        let head: Vec<&str> = c.lines().next().unwrap().split(',').collect();
+        let row: Vec<&str> = c.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(head.len(), row.len());
+        let cell = |name: &str| row[head.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(cell("ndr_fps"), "900000.000000");
+        assert_eq!(cell("pdr_fps"), "950000.000000");
+        assert_eq!(cell("ndr_trials_fps"), "800000;1000000");
+        assert_eq!(cell("tx_engine"), "generator");
         assert!(c.lines().nth(1).unwrap().starts_with("64,900000.000000,"));
+        let row128 = c.lines().nth(2).unwrap();
+        assert!(
+            row128.contains(",not reached: no loss up to 300 frames (300 us),"),
+            "{row128}"
+        );
+        assert_eq!(
+            engines(&sizes),
+            "Sent by: generator (`--tx-engine` picks another to compare)."
+        );
     }
 }

@@ -11,10 +11,15 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    cli::SearchArg,
     plan::stream::StreamPlan,
     results::latency::Latency,
     results::stream::StreamResult,
-    stream::{self, search},
+    stream::{
+        self,
+        mlrsearch::{self, Found, Settings},
+        search,
+    },
 };
 
 pub use search::Trial;
@@ -25,32 +30,52 @@ const LOSS_STEPS: [f64; 10] = [100.0, 90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 
 /// How many trials each test may take.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
-    /// Paced trials of the throughput search after the unpaced one.
+    /// Paced trials of a binary search after the unpaced one.
     pub search: usize,
+    /// MLRsearch's trials after the unpaced one, at most.
+    pub mlr_trials: usize,
+    /// The throughput search's width (MLRsearch's Goal Width), relative.
+    pub width: f64,
     /// Back-to-back trials: doubling steps, then halving steps.
     pub doublings: u32,
     /// Halving steps between the last whole burst and the first cut one.
     pub halvings: u32,
+    /// Back-to-back trials (RFC 9004: repeated), each a search of its own.
+    pub b2b_trials: usize,
+    /// Latency trials (RFC 2544 26.2: repeated).
+    pub latency_trials: usize,
 }
 
 impl Budget {
     /// A full run: the search as `stream --search-rate` runs it.
     pub const FULL: Self = Self {
         search: search::MAX_TRIALS,
+        mlr_trials: 40,
+        width: search::RESOLUTION,
         doublings: 6,
         halvings: 5,
+        b2b_trials: 5,
+        latency_trials: 5,
     };
     /// `--quick`: fewer trials (a coarser search).
     pub const QUICK: Self = Self {
         search: 5,
+        mlr_trials: 24,
+        width: 0.02,
         doublings: 2,
         halvings: 2,
+        b2b_trials: 3,
+        latency_trials: 3,
     };
 
-    /// Trials a size takes at most: the search, one latency trial, the
-    /// loss steps, and the bursts (shortest burst down to 1 frame at worst).
+    /// Trials a size takes at most: the search (MLRsearch's, or two binary
+    /// searches), one latency trial, the loss steps, and the bursts
+    /// (shortest burst down to 1 frame at worst), repeated.
     pub fn trials_per_size(&self) -> usize {
-        1 + self.search + 1 + LOSS_STEPS.len() + 1 + (self.doublings + self.halvings) as usize
+        1 + self.mlr_trials.max(2 * self.search + 1)
+            + self.latency_trials
+            + LOSS_STEPS.len()
+            + self.b2b_trials * (1 + (self.doublings + self.halvings) as usize)
     }
 }
 
@@ -64,81 +89,220 @@ pub struct Ran<T> {
     pub interrupted: bool,
 }
 
-/// Throughput: the highest rate with loss within the tolerance.
+/// Throughput: the NDR (loss within --loss, RFC 2544's throughput) and
+/// the PDR (loss within --pdr-loss), found together by MLRsearch (or by
+/// two binary searches, `--search binary`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
-    /// Loss tolerated, %.
+    /// Loss tolerated (the NDR's), %.
     pub tolerance_pct: f64,
+    /// The search: "mlr" or "binary" (empty in results written before
+    /// MLRsearch: a binary search).
+    #[serde(default)]
+    pub search: String,
     /// Every trial, the first unpaced.
     pub trials: Vec<Trial>,
     /// The highest rate reached: frames/s sent by the unpaced trial.
     pub highest_fps: f64,
-    /// The rate found, frames/s received (None: no rate within).
+    /// The NDR, frames/s received (None: no rate within).
     pub fps: Option<f64>,
-    /// The rate found per queue, as offered (None: unpaced).
+    /// The NDR per queue, as offered (None: unpaced).
     pub offered_pps: Option<f64>,
+    /// The NDR with its full-length trials.
+    #[serde(default)]
+    pub ndr: Option<Found>,
+    /// The PDR with its full-length trials.
+    #[serde(default)]
+    pub pdr: Option<Found>,
+    /// Sum of the trials' measured lengths, s.
+    #[serde(default)]
+    pub trial_time_s: f64,
+    /// The engine that sent ("generator", "xdp", ...).
+    #[serde(default)]
+    pub tx_engine: String,
 }
 
-/// Runs the search of `stream --search-rate` with at most `budget` paced trials.
+/// A binary search's rate as MLRsearch's: its one full-length trial.
+fn binary_found(name: &str, s: &search::SearchResult) -> Option<Found> {
+    let f = s.found.as_ref()?;
+    let t = s.trials.iter().rev().find(|t| t.pass)?.clone();
+    let upper = s
+        .trials
+        .iter()
+        .filter(|t| !t.pass)
+        .filter_map(|t| t.offered_pps)
+        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))));
+    Some(Found {
+        name: name.into(),
+        loss_pct: s.loss_threshold_pct,
+        offered_pps: f.params.rate_pps,
+        upper_pps: upper,
+        fps: t.received_fps,
+        fps_min: t.received_fps,
+        fps_max: t.received_fps,
+        trials: vec![t],
+        within_width: true,
+    })
+}
+
+/// Finds the NDR and the PDR: MLRsearch, or two binary searches of at
+/// most `budget.search` paced trials each.
 pub fn throughput(
     plan: &StreamPlan,
-    tolerance: f64,
-    budget: usize,
+    (ndr_loss, pdr_loss): (f64, f64),
+    budget: &Budget,
+    kind: SearchArg,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<Throughput>> {
-    let s = search::run_limited(plan, tolerance, budget, interrupted)?;
+    let engine = |r: &Option<StreamResult>| {
+        r.as_ref()
+            .map_or(String::new(), |r| r.setup.tx_engine.clone())
+    };
+    if kind == SearchArg::Mlr {
+        let settings = Settings {
+            ndr_loss_pct: ndr_loss,
+            pdr_loss_pct: pdr_loss,
+            width: budget.width,
+            max_trials: budget.mlr_trials,
+        };
+        let m = mlrsearch::run(plan, settings, interrupted)?;
+        let outcome = Throughput {
+            tolerance_pct: ndr_loss,
+            search: "mlr".into(),
+            trials: m.trials.clone(),
+            highest_fps: m.trials.first().map_or(0.0, |t| t.sent_fps),
+            fps: m.ndr.as_ref().map(|f| f.fps),
+            offered_pps: m.ndr.as_ref().and_then(|f| f.offered_pps),
+            ndr: m.ndr.clone(),
+            pdr: m.pdr.clone(),
+            trial_time_s: m.trial_time_s,
+            tx_engine: engine(&m.kept),
+        };
+        return Ok(Ran {
+            outcome,
+            result: m.kept,
+            interrupted: m.interrupted || m.fault.is_some(),
+        });
+    }
+    let s = search::run_limited(plan, ndr_loss, budget.search, interrupted)?;
+    let mut trials = s.trials.clone();
+    let cut = s.interrupted || s.fault.is_some();
+    let p = if cut {
+        None
+    } else {
+        Some(search::run_limited(
+            plan,
+            pdr_loss,
+            budget.search,
+            interrupted,
+        )?)
+    };
+    trials.extend(p.iter().flat_map(|p| p.trials.clone()));
+    let ndr = binary_found("NDR", &s);
     let outcome = Throughput {
-        tolerance_pct: tolerance,
-        trials: s.trials.clone(),
+        tolerance_pct: ndr_loss,
+        search: "binary".into(),
         highest_fps: s.trials.first().map_or(0.0, |t| t.sent_fps),
-        fps: s.found.as_ref().map(|f| f.receiver.frames_per_s),
+        fps: ndr.as_ref().map(|f| f.fps),
         offered_pps: s.found.as_ref().and_then(|f| f.params.rate_pps),
+        trial_time_s: trials.iter().map(|t| t.duration_s).sum(),
+        trials,
+        ndr,
+        pdr: p.as_ref().and_then(|p| binary_found("PDR", p)),
+        tx_engine: engine(&s.found),
     };
     Ok(Ran {
         outcome,
         result: s.found,
-        interrupted: s.interrupted || s.fault.is_some(),
+        interrupted: cut || p.is_some_and(|p| p.interrupted || p.fault.is_some()),
     })
 }
 
-/// Latency at the throughput rate: every frame's one-way latency.
+/// Latency at the throughput rate: every frame's one-way latency, over
+/// several trials (RFC 2544 26.2 repeats the test and reports the
+/// average; here the median trial, with the range).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyAt {
     /// Rate per queue offered (None: unpaced, the path carried all).
     pub offered_pps: Option<f64>,
-    /// Frames per second received.
+    /// Frames per second received (the median trial).
     pub fps: f64,
-    /// Every received frame's latency.
+    /// Every received frame's latency (the median trial).
     pub latency: Option<Latency>,
     /// The figure RFC 2544 reports (the mean of tagged frames' latencies):
-    /// here the mean of every frame's, us.
+    /// here the median over the trials of the mean of every frame's, us.
     pub rfc_us: Option<f64>,
+    /// Each trial's mean, us, in order.
+    #[serde(default)]
+    pub trials_us: Vec<f64>,
+    /// The lowest and highest of them.
+    #[serde(default)]
+    pub range_us: Option<(f64, f64)>,
 }
 
-/// One trial at the rate the throughput test found.
+/// `repeats` trials at the rate the throughput test found.
 pub fn latency(
     plan: &StreamPlan,
     found: &Throughput,
+    repeats: usize,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<LatencyAt>> {
-    let r = trial(plan, found.offered_pps, None, interrupted)?;
-    if !(r.interrupted || r.fault.is_some() || search::measured(&r)) {
-        anyhow::bail!(
-            "the latency trial measured nothing ({} frame(s) received in a window of {} s)",
-            r.receiver.frames,
-            r.window_s
-        );
+    let mut runs: Vec<(f64, StreamResult)> = Vec::new();
+    let mut last = None;
+    for _ in 0..repeats.max(1) {
+        let r = trial(plan, found.offered_pps, None, interrupted)?;
+        let stop = r.interrupted || r.fault.is_some();
+        if !(stop || search::measured(&r)) {
+            anyhow::bail!(
+                "the latency trial measured nothing ({} frame(s) received in a window of {} s)",
+                r.receiver.frames,
+                r.window_s
+            );
+        }
+        if let Some(mean) = r.latency.as_ref().map(|l| l.mean_us) {
+            runs.push((mean, r.clone()));
+        }
+        last = Some(r);
+        if stop {
+            let r = last.expect("a trial ran");
+            return Ok(Ran {
+                outcome: LatencyAt {
+                    offered_pps: found.offered_pps,
+                    fps: r.receiver.frames_per_s,
+                    latency: r.latency.clone(),
+                    rfc_us: r.latency.as_ref().map(|l| l.mean_us),
+                    ..Default::default()
+                },
+                result: Some(r),
+                interrupted: true,
+            });
+        }
     }
-    let latency = r.latency.clone();
+    let trials_us: Vec<f64> = runs.iter().map(|r| r.0).collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|a, b| runs[*a].0.total_cmp(&runs[*b].0));
+    // The median trial (the lower middle one of an even count) is kept.
+    let kept = order
+        .get(order.len().saturating_sub(1) / 2)
+        .map(|&i| runs[i].1.clone())
+        .or(last)
+        .expect("a trial ran");
+    let range_us = trials_us
+        .iter()
+        .copied()
+        .reduce(f64::min)
+        .zip(trials_us.iter().copied().reduce(f64::max));
     Ok(Ran {
         outcome: LatencyAt {
             offered_pps: found.offered_pps,
-            fps: r.receiver.frames_per_s,
-            rfc_us: latency.as_ref().map(|l| l.mean_us),
-            latency,
+            fps: kept.receiver.frames_per_s,
+            latency: kept.latency.clone(),
+            rfc_us: mlrsearch::median(&trials_us),
+            trials_us,
+            range_us,
         },
-        interrupted: r.interrupted || r.fault.is_some(),
-        result: Some(r),
+        interrupted: false,
+        result: Some(kept),
     })
 }
 
@@ -192,25 +356,72 @@ pub fn frame_loss(
     })
 }
 
-/// Back-to-back: the longest burst at the highest rate that arrives whole.
+/// Back-to-back (RFC 2544 26.4 as RFC 9004 updates it): the longest burst
+/// at the highest rate that arrives whole, searched for several times.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackToBack {
     /// The rate of the bursts: unpaced, frames/s all queues as the
-    /// throughput test's unpaced trial sent.
+    /// throughput test's unpaced trial sent (a veth pair has no line rate:
+    /// RFC 9004's Max Theoretical Frame Rate).
     pub rate_fps: f64,
     /// The longest burst tried: a trial's worth at that rate.
     pub cap_frames: u64,
     /// (burst frames per queue, the trial, whether it arrived whole).
     pub bursts: Vec<(u64, Trial, bool)>,
-    /// The longest burst that arrived whole, frames (all queues).
+    /// The Back-to-back Frame benchmark: the median of the searches'
+    /// longest whole bursts, frames all queues (None: none arrived whole,
+    /// or no burst was lost: see `not_reached`).
     pub longest_frames: Option<u64>,
-    /// Its length in time at the rate, s.
+    /// Its length in time at the rate, s: RFC 9004's Implied DUT Buffer
+    /// Time (the benchmark over the Max Theoretical Frame Rate).
     pub longest_s: Option<f64>,
+    /// Each search's longest whole burst, frames all queues (None: none
+    /// whole), in order.
+    #[serde(default)]
+    pub searches: Vec<Option<u64>>,
+    /// The lowest and highest of them.
+    #[serde(default)]
+    pub range_frames: Option<(u64, u64)>,
+    /// Set when no burst was lost, up to the longest tried: the benchmark
+    /// is not reached, and this says so ("not reached: no loss up to N
+    /// frames (T us)").
+    #[serde(default)]
+    pub not_reached: Option<String>,
 }
 
-/// Doubles the burst from a trial's worth (the cap) over 2^doublings until
-/// one is cut (or the cap arrives whole), then halves the interval between the last whole burst
-/// and the first cut one; when the first is cut, halves down.
+impl BackToBack {
+    /// The figure as the table shows it.
+    pub fn shown(&self) -> String {
+        match (&self.not_reached, self.longest_frames) {
+            (Some(n), _) => n.clone(),
+            (None, Some(f)) => f.to_string(),
+            (None, None) => "none whole".into(),
+        }
+    }
+}
+
+/// The text of a benchmark not reached.
+pub fn not_reached(cap_frames: u64, rate_fps: f64) -> String {
+    let us = if rate_fps > 0.0 {
+        format!(" ({:.0} us)", cap_frames as f64 / rate_fps * 1e6)
+    } else {
+        String::new()
+    };
+    format!("not reached: no loss up to {cap_frames} frames{us}")
+}
+
+/// The median of whole numbers (the lower middle one of an even count).
+fn median_u64(v: &[u64]) -> Option<u64> {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s.get(s.len().saturating_sub(1) / 2).copied()
+}
+
+/// RFC 9004's search, `budget.b2b_trials` times: the first doubles the
+/// burst from a trial's worth (the cap) over 2^doublings until one is cut
+/// (or the cap arrives whole), then halves the interval between the last
+/// whole burst and the first cut one (when the first is cut, halves
+/// down); each next search starts at the longest whole burst found so far.
 pub fn back_to_back(
     plan: &StreamPlan,
     rate_fps: f64,
@@ -226,21 +437,79 @@ pub fn back_to_back(
         ..Default::default()
     };
     let mut last = None;
+    let mut cut_any = false;
+    let mut start = (cap >> budget.doublings).max(1);
+    for _ in 0..budget.b2b_trials.max(1) {
+        let Some(good) = b2b_search(
+            plan,
+            cap,
+            start,
+            budget,
+            interrupted,
+            &mut out,
+            &mut last,
+            &mut cut_any,
+        )?
+        else {
+            return Ok(stopped(out, last));
+        };
+        out.searches
+            .push((good > 0).then(|| good * u64::from(queues)));
+        if good > 0 {
+            start = good;
+        }
+    }
+    let whole: Vec<u64> = out.searches.iter().flatten().copied().collect();
+    if !cut_any {
+        out.not_reached = Some(not_reached(out.cap_frames, rate_fps));
+    } else if let Some(m) = median_u64(&whole) {
+        out.longest_frames = Some(m);
+        out.longest_s = (rate_fps > 0.0).then(|| m as f64 / rate_fps);
+        out.range_frames = whole
+            .iter()
+            .min()
+            .zip(whole.iter().max())
+            .map(|(a, b)| (*a, *b));
+    }
+    Ok(Ran {
+        outcome: out,
+        result: last,
+        interrupted: false,
+    })
+}
+
+/// One search for the longest whole burst, from `start` frames per queue:
+/// the longest whole one (0: none), or None when the run was cut short.
+#[allow(clippy::too_many_arguments)]
+fn b2b_search(
+    plan: &StreamPlan,
+    cap: u64,
+    start: u64,
+    budget: &Budget,
+    interrupted: &Arc<AtomicBool>,
+    out: &mut BackToBack,
+    last: &mut Option<StreamResult>,
+    cut_any: &mut bool,
+) -> Result<Option<u64>> {
+    let queues = plan.args.run.queues.max(1);
     let mut burst = |n: u64, out: &mut BackToBack| -> Result<Option<bool>> {
         let r = trial(plan, None, Some(n), interrupted)?;
         let want = n * u64::from(queues);
         let whole = r.frames.sent == want && r.frames.received == want && r.frames.lost == 0;
         out.bursts.push((n, Trial::of(None, &r, whole), whole));
         let stop = r.interrupted || r.fault.is_some();
-        last = Some(r);
+        *last = Some(r);
+        if !whole {
+            *cut_any = true;
+        }
         Ok((!stop).then_some(whole))
     };
     let (mut good, mut bad) = (0u64, None::<u64>);
-    let mut n = (cap >> budget.doublings).max(1);
+    let mut n = start.clamp(1, cap);
     // Up (or down, when the first is cut) by factors of two.
     for _ in 0..=budget.doublings + budget.halvings {
-        let Some(whole) = burst(n, &mut out)? else {
-            return Ok(stopped(out, last));
+        let Some(whole) = burst(n, out)? else {
+            return Ok(None);
         };
         if whole {
             good = good.max(n);
@@ -263,23 +532,14 @@ pub fn back_to_back(
             if mid == good || interrupted.load(Ordering::Relaxed) {
                 break;
             }
-            match burst(mid, &mut out)? {
-                None => return Ok(stopped(out, last)),
+            match burst(mid, out)? {
+                None => return Ok(None),
                 Some(true) => good = mid,
                 Some(false) => hi = mid,
             }
         }
     }
-    if good > 0 {
-        let frames = good * u64::from(queues);
-        out.longest_frames = Some(frames);
-        out.longest_s = (rate_fps > 0.0).then(|| frames as f64 / rate_fps);
-    }
-    Ok(Ran {
-        outcome: out,
-        result: last,
-        interrupted: false,
-    })
+    Ok(Some(good))
 }
 
 fn stopped(out: BackToBack, last: Option<StreamResult>) -> Ran<BackToBack> {
@@ -302,4 +562,39 @@ fn trial(
     p.args.rate = rate;
     p.args.count = count;
     stream::run(&p, interrupted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_never_lost_is_not_reached_and_says_so() {
+        assert_eq!(
+            not_reached(300_000, 1e6),
+            "not reached: no loss up to 300000 frames (300000 us)"
+        );
+        let b = BackToBack {
+            cap_frames: 1000,
+            not_reached: Some(not_reached(1000, 1e6)),
+            ..Default::default()
+        };
+        assert_eq!(
+            b.shown(),
+            "not reached: no loss up to 1000 frames (1000 us)"
+        );
+        let b = BackToBack {
+            longest_frames: Some(640),
+            ..Default::default()
+        };
+        assert_eq!(b.shown(), "640");
+        assert_eq!(BackToBack::default().shown(), "none whole");
+    }
+
+    #[test]
+    fn the_benchmark_is_the_median_of_the_searches() {
+        assert_eq!(median_u64(&[5, 1, 3]), Some(3));
+        assert_eq!(median_u64(&[4, 2]), Some(2));
+        assert_eq!(median_u64(&[]), None);
+    }
 }

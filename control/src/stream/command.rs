@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::search;
+use super::{mlrsearch, search};
 use crate::plan::stream as plan;
 use crate::{
-    cli::StreamArgs,
+    cli::{SearchArg, StreamArgs},
     output, remote,
     request::RunRequest,
     results::{expect, run::RunResult},
@@ -49,6 +49,18 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let interrupted = session::on_signal()?;
     if let Some(threshold) = args.search_rate {
         let plan = plan::plan(args)?;
+        if args.search == SearchArg::Mlr {
+            let result =
+                mlrsearch::run(&plan, mlrsearch::Settings::stream(threshold), &interrupted)?;
+            let table = || mlrsearch::print_table(&result);
+            return output::report(
+                &result,
+                args.run.json,
+                table,
+                result.interrupted,
+                &result.fault,
+            );
+        }
         let result = search::run(&plan, threshold, &interrupted)?;
         let table = || search::print_table(&result);
         return output::report(

@@ -5,6 +5,8 @@
 
 mod build;
 mod command;
+pub mod mlr;
+pub mod mlrsearch;
 mod run;
 pub mod search;
 

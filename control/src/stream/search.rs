@@ -22,7 +22,7 @@ use crate::results::stream::StreamResult;
 /// Trials after the first, at most.
 pub const MAX_TRIALS: usize = 10;
 /// The search ends when the interval is this narrow (share of its top).
-const RESOLUTION: f64 = 0.01;
+pub const RESOLUTION: f64 = 0.01;
 
 /// One trial of the search (and of `rfc2544`'s tests).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -44,6 +44,10 @@ pub struct Trial {
     pub loss_pct: f64,
     /// Whether the loss stayed within the tolerance.
     pub pass: bool,
+    /// Its measured length as asked (--duration, or MLRsearch's shorter
+    /// trials), s (0 in results written before it was kept).
+    #[serde(default)]
+    pub duration_s: f64,
 }
 
 impl Trial {
@@ -57,6 +61,7 @@ impl Trial {
             received_fps: result.receiver.frames_per_s,
             loss_pct: trial_loss(&result.frames),
             pass,
+            duration_s: result.params.duration_s,
         }
     }
 }
@@ -100,7 +105,7 @@ pub fn measured(result: &StreamResult) -> bool {
 /// unpaced trial's frames per second, or with `--message` its messages per
 /// second (the rate counts messages: bounding it by frames would start the
 /// search a message's fragment count too high, in effect unpaced).
-fn upper_bound(sent_fps: f64, queues: f64, message: Option<&Fragmentation>) -> f64 {
+pub(super) fn upper_bound(sent_fps: f64, queues: f64, message: Option<&Fragmentation>) -> f64 {
     sent_fps / queues / message.map_or(1.0, |m| m.count.max(1) as f64)
 }
 

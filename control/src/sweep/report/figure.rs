@@ -12,7 +12,7 @@ use plotters::{prelude::*, style::register_font};
 use super::{
     data::{num, Data, Series},
     reference,
-    scale::{axis_title, series_name, tick, tick_label},
+    scale::{axis_title, count, series_name, tick, tick_label},
 };
 use crate::{
     results::metrics::Metric,
@@ -52,6 +52,8 @@ pub struct Plot {
     pub levels: Vec<(String, f64)>,
     /// Labels of x values measured but not drawn (0 on a log axis).
     pub left_out: Vec<String>,
+    /// y ticks as counts in SI units ("1 M"), not grouped digits.
+    pub y_counts: bool,
 }
 
 /// The y axis' name with the metric's unit.
@@ -84,7 +86,7 @@ fn log_axis(xs: &[f64], asked: bool) -> bool {
 
 impl Plot {
     /// What figure `f` of part `pi` shows.
-    pub fn of(d: &Data, pi: usize, f: &FigureSpec) -> Self {
+    pub(super) fn of(d: &Data, pi: usize, f: &FigureSpec) -> Self {
         let part = &d.spec.parts[pi];
         let xs = part.axis(&f.x).expect("checked");
         let values: Vec<(usize, f64)> = xs
@@ -147,6 +149,7 @@ impl Plot {
                 .collect(),
             levels: levels.into_iter().filter(|l| !log_y || l.1 > 0.0).collect(),
             left_out,
+            y_counts: false,
         }
     }
 
@@ -269,7 +272,7 @@ const MARKS: [RGBColor; 4] = [
 
 /// Registers the built-in font once (every figure, also rfc2544's, sets
 /// its text in it).
-pub(crate) fn font() -> Result<()> {
+fn font() -> Result<()> {
     static DONE: OnceLock<bool> = OnceLock::new();
     if *DONE.get_or_init(|| register_font(FAMILY, FontStyle::Normal, FONT).is_ok()) {
         Ok(())
@@ -307,7 +310,7 @@ where
                 .x_desc(p.x_desc.clone())
                 .y_desc(p.y_desc.clone())
                 .x_label_formatter(&names)
-                .y_label_formatter(&|y: &f64| tick(*y))
+                .y_label_formatter(&|y: &f64| if p.y_counts { count(*y) } else { tick(*y) })
                 .label_style((FAMILY, 15))
                 .axis_desc_style((FAMILY, 17))
                 .light_line_style(WHITE.mix(0.0))

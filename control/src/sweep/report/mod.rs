@@ -8,13 +8,14 @@
 mod compare;
 mod csv;
 mod data;
+pub(crate) use data::Series;
 mod figure;
-pub(crate) use figure::font;
+pub(crate) use figure::{png, svg, Plot};
 mod html;
 mod load;
 pub(crate) mod md;
 mod reference;
-mod scale;
+pub(crate) mod scale;
 mod summary;
 mod tables;
 use super::{

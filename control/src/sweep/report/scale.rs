@@ -71,6 +71,16 @@ pub fn tick(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A count as a y tick shows it, in SI units: 1 M, 2.5 M, 500 k, 40.
+pub fn count(v: f64) -> String {
+    for (unit, name) in [(1e9, "G"), (1e6, "M"), (1e3, "k")] {
+        if v.abs() >= unit {
+            return format!("{} {name}", tick(v / unit));
+        }
+    }
+    tick(v)
+}
+
 /// The label of value `i` of `axis` on a tick: its label, or its value
 /// (a size in bytes as a size).
 pub fn tick_label(part: &Part, axis: &str, i: usize) -> String {
@@ -113,5 +123,12 @@ mod tests {
         assert_eq!(tick(0.25), "0.25");
         assert_eq!(tick(2.0), "2");
         assert_eq!(grouped(-1234567), "-1,234,567");
+        assert_eq!(count(1e6), "1 M");
+        assert_eq!(count(2.5e6), "2.5 M");
+        assert_eq!(count(14_880_952.0), "14.881 M");
+        assert_eq!(count(500_000.0), "500 k");
+        assert_eq!(count(3e9), "3 G");
+        assert_eq!(count(40.0), "40");
+        assert_eq!(count(0.0), "0");
     }
 }

@@ -60,6 +60,25 @@ pub struct FleetOutcome {
 }
 
 /// `stream|rr --fleet`: checked, run on every pair, printed.
+/// Runs `req` on agents when it names them: on every pair of `--fleet`,
+/// or on `--tx-agent`/`--rx-agent`; None for a run on this host. `gates`:
+/// its `--expect`s.
+pub fn on_agents(req: &RunRequest, gates: &[Expectation]) -> Option<Result<ExitCode>> {
+    let agents = &req.run().agents;
+    if req.run().json_stream && (agents.tx_agent.is_some() || agents.fleet.is_some()) {
+        return Some(Ok(crate::results::expect::usage_error(
+            "--json-stream runs on one host: across two hosts, watch the agents' /metrics (README, \"Across two hosts\")",
+        )));
+    }
+    if agents.fleet.is_some() {
+        return Some(command(req, gates));
+    }
+    if agents.tx_agent.is_some() {
+        return Some(controller::command(req, gates));
+    }
+    None
+}
+
 /// `gates`: the run's `--expect`s, held against the aggregate.
 pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     let Some(path) = req.run().agents.fleet.clone() else {

@@ -21,18 +21,9 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
         Ok(g) => g,
         Err(why) => return Ok(expect::usage_error(&why)),
     };
-    if args.run.json_stream
-        && (args.run.agents.tx_agent.is_some() || args.run.agents.fleet.is_some())
-    {
-        return Ok(expect::usage_error(
-            "--json-stream runs on one host: across two hosts, watch the agents' /metrics (README, \"Across two hosts\")",
-        ));
-    }
-    if args.run.agents.fleet.is_some() {
-        return crate::fleet::run::command(&RunRequest::Rr(Box::new(args.clone())), &gates);
-    }
-    if args.run.agents.tx_agent.is_some() {
-        return remote::controller::command(&RunRequest::Rr(Box::new(args.clone())), &gates);
+    let req = RunRequest::Rr(Box::new(args.clone()));
+    if let Some(code) = crate::fleet::run::on_agents(&req, &gates) {
+        return code;
     }
     let interrupted = session::on_signal()?;
     let mut plan = plan::plan(args)?;

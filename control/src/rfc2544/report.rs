@@ -294,30 +294,35 @@ pub fn tables(sizes: &[SizeReport]) -> String {
             b.map_or(0, |b| b.bursts.len()),
         );
     }
+    trials_tables(&mut o, sizes);
+    o
+}
+
+/// Every trial of every size, a table a size.
+fn trials_tables(o: &mut String, sizes: &[SizeReport]) {
     for s in sizes {
         let _ = writeln!(o, "\n### {} B: trials\n", s.frame_size);
         let _ = writeln!(o, "| test | {TRIAL_HEAD}|---|---|---|---|---|---|---|");
         if let Some(t) = &s.throughput {
             for t in &t.trials {
-                trial_row(&mut o, "throughput", t);
+                trial_row(o, "throughput", t);
             }
         }
         if let Some(l) = &s.frame_loss {
             for (p, t) in &l.steps {
-                trial_row(&mut o, &format!("loss at {p:.0} %"), t);
+                trial_row(o, &format!("loss at {p:.0} %"), t);
             }
         }
         if let Some(b) = &s.back_to_back {
             for (n, t, whole) in &b.bursts {
                 let what = if *whole { "whole" } else { "cut" };
-                trial_row(&mut o, &format!("burst of {n}/queue ({what})"), t);
+                trial_row(o, &format!("burst of {n}/queue ({what})"), t);
             }
         }
         for (test, e) in &s.errors {
             let _ = writeln!(o, "\n{test} failed: {}", md::text(e));
         }
     }
-    o
 }
 
 /// One size's figures, as rfc2544.csv and rfc2544.json carry them.
@@ -626,8 +631,9 @@ mod tests {
         assert!((gbit_s(64, line_rate_fps(10.0, 64)) - 10.0 * 64.0 / 84.0).abs() < 1e-9);
     }
 
-    #[test]
-    fn tables_and_figure_of_a_partial_run() {
+    /// Three sizes: 64 B with every figure, 128 B whose back-to-back was
+    /// not reached, 1518 B with none.
+    fn partial_run() -> Vec<SizeReport> {
         let trial = |fps| Trial {
             sent: 10,
             received: 10,
@@ -644,7 +650,7 @@ mod tests {
             within_width: true,
             ..Default::default()
         };
-        let sizes = vec![
+        vec![
             SizeReport {
                 frame_size: 64,
                 throughput: Some(Throughput {
@@ -687,7 +693,12 @@ mod tests {
                 frame_size: 1518,
                 ..Default::default()
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn tables_and_figure_of_a_partial_run() {
+        let sizes = partial_run();
         let t = tables(&sizes);
         assert!(
             t.contains("| 64 | 900000 | 800000 to 1000000 | 0.461 | 950000 | 900000 to 1000000 | 0.486 | 14880952 | 37202381 | 0.000, 0.500 | mlr | generator | 1 | 2.50 |"),

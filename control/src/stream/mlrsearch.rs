@@ -171,23 +171,7 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
     let frags = plan.message.as_ref().map_or(1.0, |m| m.count.max(1) as f64);
     let final_s = plan.args.run.duration.as_secs_f64();
     let initial_s = (final_s * INITIAL_SHARE).max(INITIAL_MIN_S).min(final_s);
-    let mut out = MlrResult {
-        test: "stream-mlrsearch",
-        width_pct: s.width * 100.0,
-        final_duration_s: final_s,
-        initial_duration_s: initial_s,
-        duration_sum_s: final_s * DURATION_SUM_TRIALS,
-        exceed_ratio: EXCEED_RATIO,
-        max_load_pps: 0.0,
-        trials: Vec::new(),
-        ndr: None,
-        pdr: None,
-        trial_time_s: 0.0,
-        wall_s: 0.0,
-        kept: None,
-        interrupted: false,
-        fault: None,
-    };
+    let mut out = MlrResult::empty(&s, final_s, initial_s);
     // One trial: its result, or None when the search must end.
     let trial =
         |rate: Option<f64>, secs: f64, out: &mut MlrResult| -> Result<Option<StreamResult>> {
@@ -290,12 +274,28 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
             kept.push((load, r));
         }
     }
+    settle(&mut out, &search, &index, kept, &s, final_s);
+    out.wall_s = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// The NDR and the PDR the search found, each with its full-length trials
+/// at its load (judged by its own loss), and the run kept at the NDR.
+/// `index`: each recorded trial's place in `out.trials`.
+fn settle(
+    out: &mut MlrResult,
+    search: &Search,
+    index: &[usize],
+    kept: Vec<(f64, StreamResult)>,
+    s: &Settings,
+    final_s: f64,
+) {
     let results = search.results();
     let full_at = |load: f64| -> Vec<Trial> {
         search
             .trials()
             .iter()
-            .zip(&index)
+            .zip(index)
             .filter(|(t, _)| t.load == load && t.duration >= final_s)
             .map(|(_, &i)| out.trials[i].clone())
             .collect()
@@ -312,13 +312,34 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
                 found(name, pct, Some(lo), g.upper, ts, g.done)
             })
         });
-    out.ndr = rates.next().flatten();
-    out.pdr = rates.next().flatten();
+    let (ndr, pdr) = (rates.next().flatten(), rates.next().flatten());
+    (out.ndr, out.pdr) = (ndr, pdr);
     if let Some(lo) = out.ndr.as_ref().and_then(|n| n.offered_pps) {
         out.kept = kept.into_iter().rev().find(|(l, _)| *l == lo).map(|k| k.1);
     }
-    out.wall_s = started.elapsed().as_secs_f64();
-    Ok(out)
+}
+
+impl MlrResult {
+    /// A search not yet begun.
+    fn empty(s: &Settings, final_s: f64, initial_s: f64) -> Self {
+        Self {
+            test: "stream-mlrsearch",
+            width_pct: s.width * 100.0,
+            final_duration_s: final_s,
+            initial_duration_s: initial_s,
+            duration_sum_s: final_s * DURATION_SUM_TRIALS,
+            exceed_ratio: EXCEED_RATIO,
+            max_load_pps: 0.0,
+            trials: Vec::new(),
+            ndr: None,
+            pdr: None,
+            trial_time_s: 0.0,
+            wall_s: 0.0,
+            kept: None,
+            interrupted: false,
+            fault: None,
+        }
+    }
 }
 
 /// The trials as a table, then the NDR and the PDR.

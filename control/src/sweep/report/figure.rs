@@ -281,6 +281,85 @@ fn font() -> Result<()> {
     }
 }
 
+/// Draws the chart of `p` on the builder `b` with the x and y coordinates
+/// given (a macro: each pair of coordinate types is a chart of its own
+/// type); `e` maps plotters' errors, `names` names the x ticks, the
+/// y range starts at `y0` (a level runs from `x0` to `x1`).
+macro_rules! plot {
+    ($b:ident, $p:ident, $e:ident, $names:ident, ($x0:ident, $x1:ident, $y0:ident), $x:expr, $y:expr) => {{
+        let mut chart = $b.build_cartesian_2d($x, $y).map_err($e)?;
+        chart
+            .configure_mesh()
+            .x_desc($p.x_desc.clone())
+            .y_desc($p.y_desc.clone())
+            .x_label_formatter(&$names)
+            .y_label_formatter(&|y: &f64| if $p.y_counts { count(*y) } else { tick(*y) })
+            .label_style((FAMILY, 15))
+            .axis_desc_style((FAMILY, 17))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err($e)?;
+        for (i, l) in $p.lines.iter().enumerate() {
+            let c = COLORS[i % COLORS.len()];
+            let pts = l.points.iter().map(|q| (q.0, q.1));
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err($e)?
+                .label(l.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.map(|q| Circle::new(q, 4, c.filled())))
+                .map_err($e)?;
+            // The repeats' range.
+            chart
+                .draw_series(
+                    l.points
+                        .iter()
+                        .filter(|q| q.3 > q.2)
+                        .map(|q| PathElement::new(vec![(q.0, q.2.max($y0)), (q.0, q.3)], c)),
+                )
+                .map_err($e)?;
+        }
+        for (i, m) in $p.marks.iter().enumerate() {
+            let c = MARKS[i % MARKS.len()];
+            chart
+                .draw_series(
+                    m.points
+                        .iter()
+                        .map(|q| TriangleMarker::new((q.0, q.1), 9, c.filled())),
+                )
+                .map_err($e)?
+                .label(m.name.clone())
+                .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, c.filled()));
+        }
+        for (name, y) in &$p.levels {
+            let y = *y;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![($x0, y), ($x1, y)],
+                    8,
+                    5,
+                    BLACK.stroke_width(2),
+                ))
+                .map_err($e)?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 8, y)], BLACK.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FAMILY, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err($e)?;
+    }};
+}
+
 /// Draws `p` on `root`.
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, p: &Plot) -> Result<()>
 where
@@ -302,83 +381,14 @@ where
         .margin(16)
         .x_label_area_size(50)
         .y_label_area_size(90);
-    macro_rules! plot {
-        ($x:expr, $y:expr) => {{
-            let mut chart = b.build_cartesian_2d($x, $y).map_err(e)?;
-            chart
-                .configure_mesh()
-                .x_desc(p.x_desc.clone())
-                .y_desc(p.y_desc.clone())
-                .x_label_formatter(&names)
-                .y_label_formatter(&|y: &f64| if p.y_counts { count(*y) } else { tick(*y) })
-                .label_style((FAMILY, 15))
-                .axis_desc_style((FAMILY, 17))
-                .light_line_style(WHITE.mix(0.0))
-                .draw()
-                .map_err(e)?;
-            for (i, l) in p.lines.iter().enumerate() {
-                let c = COLORS[i % COLORS.len()];
-                let pts = l.points.iter().map(|q| (q.0, q.1));
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                    .map_err(e)?
-                    .label(l.name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                    });
-                chart
-                    .draw_series(pts.map(|q| Circle::new(q, 4, c.filled())))
-                    .map_err(e)?;
-                // The repeats' range.
-                chart
-                    .draw_series(
-                        l.points
-                            .iter()
-                            .filter(|q| q.3 > q.2)
-                            .map(|q| PathElement::new(vec![(q.0, q.2.max(y0)), (q.0, q.3)], c)),
-                    )
-                    .map_err(e)?;
-            }
-            for (i, m) in p.marks.iter().enumerate() {
-                let c = MARKS[i % MARKS.len()];
-                chart
-                    .draw_series(
-                        m.points
-                            .iter()
-                            .map(|q| TriangleMarker::new((q.0, q.1), 9, c.filled())),
-                    )
-                    .map_err(e)?
-                    .label(m.name.clone())
-                    .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, c.filled()));
-            }
-            for (name, y) in &p.levels {
-                let y = *y;
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        vec![(x0, y), (x1, y)],
-                        8,
-                        5,
-                        BLACK.stroke_width(2),
-                    ))
-                    .map_err(e)?
-                    .label(name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 8, y)], BLACK.stroke_width(2))
-                    });
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .label_font((FAMILY, 14))
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(e)?;
-        }};
-    }
     let linear = |a: f64, b: f64| plotters::coord::types::RangedCoordf64::from(a..b);
     match (p.log_x, p.log_y) {
         (true, true) => plot!(
+            b,
+            p,
+            e,
+            names,
+            (x0, x1, y0),
             Keyed {
                 inner: LogCoord::from((x0..x1).log_scale()),
                 keys
@@ -386,6 +396,11 @@ where
             LogCoord::from((y0..y1).log_scale())
         ),
         (true, false) => plot!(
+            b,
+            p,
+            e,
+            names,
+            (x0, x1, y0),
             Keyed {
                 inner: LogCoord::from((x0..x1).log_scale()),
                 keys
@@ -393,6 +408,11 @@ where
             linear(y0, y1)
         ),
         (false, true) => plot!(
+            b,
+            p,
+            e,
+            names,
+            (x0, x1, y0),
             Keyed {
                 inner: linear(x0, x1),
                 keys
@@ -400,6 +420,11 @@ where
             LogCoord::from((y0..y1).log_scale())
         ),
         (false, false) => plot!(
+            b,
+            p,
+            e,
+            names,
+            (x0, x1, y0),
             Keyed {
                 inner: linear(x0, x1),
                 keys

@@ -9,7 +9,7 @@ use std::{
     io::Read,
     net::Ipv4Addr,
     os::unix::{
-        fs::{DirBuilderExt, MetadataExt, OpenOptionsExt},
+        fs::{DirBuilderExt, MetadataExt},
         process::CommandExt,
     },
     path::{Path, PathBuf},
@@ -147,11 +147,8 @@ pub fn make_pair(dir: &Path, lab: &str, index: u32, mtu: u32, queues: u32) -> Re
 fn start_agent(ns: &str, listen: &str, iface: &str, token_file: &Path) -> Result<Child> {
     let exe = std::env::current_exe().context("finding this linerate's own path")?;
     let log = token_file.with_extension("log");
-    let log = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&log)
+    // Never through a link (the folder is root's alone, checked; this too).
+    let log = crate::files::open_append(&log)
         .with_context(|| format!("creating the agent's log {}", log.display()))?;
     linerate_datapath::names::check_netns(ns)?;
     Command::new("ip")

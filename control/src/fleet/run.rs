@@ -108,12 +108,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     let aggregate = serde_json::to_value(&outcome.aggregate)?;
     let verdicts: Vec<_> = gates.iter().map(|g| g.judge_json(&aggregate)).collect();
     eprintln!("linerate: the fleet's aggregate against --expect:");
-    let met = crate::results::expect::all_met(&verdicts);
-    Ok(if met || code != ExitCode::SUCCESS {
-        code
-    } else {
-        ExitCode::from(crate::results::expect::UNMET)
-    })
+    Ok(crate::results::expect::gate_verdicts(code, &verdicts))
 }
 
 /// The request for one pair: its agents and interfaces from the inventory.

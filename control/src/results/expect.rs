@@ -203,12 +203,17 @@ impl Expectation {
 /// Every `--expect` of a command, parsed and checked for `test`'s results:
 /// a bad one is a command-line error (the caller exits 2, before the run).
 pub fn parse_all(list: &[String], test: Test) -> Result<Vec<Expectation>, String> {
-    let parsed = list
-        .iter()
-        .map(|e| e.parse().map_err(|why| format!("--expect '{e}': {why}")))
-        .collect::<Result<Vec<Expectation>, _>>()?;
+    let parsed = parse(list)?;
     Expectation::check_for(&parsed, test)?;
     Ok(parsed)
+}
+
+/// Every `--expect` parsed (the first bad one named), not yet checked
+/// against a command's results.
+pub fn parse(list: &[String]) -> Result<Vec<Expectation>, String> {
+    list.iter()
+        .map(|e| e.parse().map_err(|why| format!("--expect '{e}': {why}")))
+        .collect()
 }
 
 /// The command-line error of a bad `--expect` (exit 2, as clap's).
@@ -221,25 +226,24 @@ pub fn usage_error(why: &str) -> ExitCode {
 /// run's own when it is not 0 (a fault, an interruption), 4 when one is
 /// unmet (none measured: every one unmet), else 0. Prints every verdict.
 pub fn gate(code: ExitCode, result: Option<&RunResult>, list: &[Expectation]) -> ExitCode {
-    if list.is_empty() {
+    let verdicts: Vec<Verdict> = list
+        .iter()
+        .map(|e| match result {
+            Some(r) => e.judge(r),
+            None => e.judge_value(None),
+        })
+        .collect();
+    gate_verdicts(code, &verdicts)
+}
+
+/// The exit status of a run whose expectations were judged: printed, then
+/// the run's own status when it is not 0, 4 when one is unmet, else 0.
+pub fn gate_verdicts(code: ExitCode, verdicts: &[Verdict]) -> ExitCode {
+    if verdicts.is_empty() {
         return code;
     }
-    let verdicts: Vec<Verdict> = match result {
-        Some(r) => list.iter().map(|e| e.judge(r)).collect(),
-        None => list
-            .iter()
-            .map(|e| Verdict {
-                expect: e.to_string(),
-                metric: e.name.clone(),
-                op: e.op,
-                value: e.value,
-                measured: None,
-                met: false,
-            })
-            .collect(),
-    };
-    let met = all_met(&verdicts);
-    if code != ExitCode::SUCCESS || met {
+    let met = all_met(verdicts);
+    if met || code != ExitCode::SUCCESS {
         code
     } else {
         ExitCode::from(UNMET)

@@ -11,7 +11,7 @@ use super::{
     saved::{default_dir, resume_inputs, Size, SweepOptions, SPEC},
     spec::SweepSpec,
 };
-use crate::{cli::SweepArgs, output, privilege, request, results::expect::Expectation, session};
+use crate::{cli::SweepArgs, output, privilege, request, results::expect, session};
 
 /// `linerate sweep`.
 pub fn command(args: SweepArgs) -> Result<ExitCode> {
@@ -77,18 +77,10 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     };
     // Counted from the axes before anything is expanded or run.
     let spec = SweepSpec::parse(&text, &label)?;
-    let gates = match args
-        .expect
-        .iter()
-        .map(|e| {
-            e.parse::<Expectation>()
-                .map_err(|why| format!("--expect '{e}': {why}"))
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .and_then(|g| gates::check(&spec, &g).map(|()| g))
+    let gates = match expect::parse(&args.expect).and_then(|g| gates::check(&spec, &g).map(|()| g))
     {
         Ok(g) => g,
-        Err(why) => return Ok(crate::results::expect::usage_error(&why)),
+        Err(why) => return Ok(expect::usage_error(&why)),
     };
     let size = Size::run_as(&spec, &opts)?;
     size.check(&label, args.max_points)?;
@@ -131,5 +123,5 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     if gates.is_empty() || code != ExitCode::SUCCESS || gates::judge(&dir, &spec, &gates)? {
         return Ok(code);
     }
-    Ok(ExitCode::from(crate::results::expect::UNMET))
+    Ok(ExitCode::from(expect::UNMET))
 }

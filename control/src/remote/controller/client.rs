@@ -189,13 +189,8 @@ impl Remote {
         body: &impl Serialize,
         what: &str,
     ) -> Result<T, AgentError> {
-        let r = self
-            .http
-            .post(&format!("{}{path}", self.url))
-            .set("Authorization", &self.auth)
-            .send_json(body)
-            .map_err(|e| self.error(what, e))?;
-        self.body(r, what)
+        let r = self.post_to(path).send_json(body);
+        self.body(r.map_err(|e| self.error(what, e))?, what)
     }
 
     /// A POST without a body (lease, stop): the agent reads none for
@@ -207,13 +202,15 @@ impl Remote {
         path: &str,
         what: &str,
     ) -> Result<T, AgentError> {
-        let r = self
-            .http
+        let r = self.post_to(path).call();
+        self.body(r.map_err(|e| self.error(what, e))?, what)
+    }
+
+    /// A POST to `path` with the token.
+    fn post_to(&self, path: &str) -> ureq::Request {
+        self.http
             .post(&format!("{}{path}", self.url))
             .set("Authorization", &self.auth)
-            .call()
-            .map_err(|e| self.error(what, e))?;
-        self.body(r, what)
     }
 
     fn body<T: DeserializeOwned>(&self, r: ureq::Response, what: &str) -> Result<T, AgentError> {

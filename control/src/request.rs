@@ -363,7 +363,7 @@ pub fn side_argv(command: &str, options: &[String], side: &Side<'_>) -> Vec<Stri
 
 /// The options that say where a sweep's points run: (option, the saved
 /// options it replaces on `--resume`).
-pub const PATH_OPTIONS: [(&str, &[&str]); 8] = [
+pub const PATH_OPTIONS: [(&str, &[&str]); 9] = [
     (
         "--lab",
         &[
@@ -381,6 +381,7 @@ pub const PATH_OPTIONS: [(&str, &[&str]); 8] = [
     ("--tx-agent", &["--tx-agent"]),
     ("--rx-agent", &["--rx-agent"]),
     ("--token-file", &["--token-file"]),
+    ("--fleet", &["--fleet"]),
 ];
 
 /// The options of `linerate sweep` that say where its points run, as
@@ -391,6 +392,7 @@ pub fn given_path(args: &SweepArgs) -> Vec<(&'static str, String)> {
         .token_file
         .as_ref()
         .map(|p| p.display().to_string());
+    let fleet = args.agents.fleet.as_ref().map(|p| p.display().to_string());
     [
         ("--tx-iface", &args.tx_iface),
         ("--rx-iface", &args.rx_iface),
@@ -400,17 +402,21 @@ pub fn given_path(args: &SweepArgs) -> Vec<(&'static str, String)> {
         ("--tx-agent", &args.agents.tx_agent),
         ("--rx-agent", &args.agents.rx_agent),
         ("--token-file", &token),
+        ("--fleet", &fleet),
     ]
     .into_iter()
     .filter_map(|(flag, value)| value.as_ref().map(|v| (flag, v.clone())))
     .collect()
 }
 
-/// Whether a point's options name agents (its sides run on their hosts).
+/// Whether a point's options name agents (its sides run on their hosts,
+/// or on every pair of a fleet).
 pub fn names_agents(options: &[String]) -> bool {
-    options
-        .iter()
-        .any(|o| o == "--tx-agent" || o.starts_with("--tx-agent="))
+    options.iter().any(|o| {
+        ["--tx-agent", "--fleet"]
+            .iter()
+            .any(|f| o == f || o.strip_prefix(f).is_some_and(|v| v.starts_with('=')))
+    })
 }
 
 /// A quick sweep's durations: long enough that two quick sweeps agree
@@ -699,5 +705,7 @@ mod tests {
         );
         assert!(names_agents(&["--tx-agent=http://a".into()]));
         assert!(!names_agents(&["--lab".into()]));
+        assert!(names_agents(&["--fleet".into(), "f.toml".into()]));
+        assert!(!names_agents(&["--fleetx".into()]));
     }
 }

@@ -6,7 +6,7 @@
 //! latency histograms merged (HdrHistogram's add: percentiles of all the
 //! samples, not averages of percentiles), CPU per host, the slowest pair.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     cpu::Host,
@@ -20,7 +20,7 @@ use crate::{
 };
 
 /// Frames of all pairs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Frames {
     /// Sent, all pairs.
     pub sent: u64,
@@ -33,7 +33,7 @@ pub struct Frames {
 }
 
 /// Frame bytes (no FCS) of all pairs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bytes {
     /// Sent.
     pub sent: u64,
@@ -42,7 +42,7 @@ pub struct Bytes {
 }
 
 /// One side's rates, summed over the pairs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rates {
     /// Frames in the pairs' windows.
     pub frames: u64,
@@ -57,7 +57,7 @@ pub struct Rates {
 }
 
 /// Transactions of all pairs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transactions {
     /// Completed in the windows.
     pub completed: u64,
@@ -72,7 +72,7 @@ pub struct Transactions {
 }
 
 /// One pair's hosts' CPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairCpu {
     /// The pair.
     pub pair: String,
@@ -83,14 +83,14 @@ pub struct PairCpu {
 }
 
 /// CPU per host.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cpu {
     /// Every pair's two hosts.
     pub hosts: Vec<PairCpu>,
 }
 
 /// The pair with the lowest rate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slowest {
     /// Its name.
     pub pair: String,
@@ -99,7 +99,7 @@ pub struct Slowest {
 }
 
 /// The aggregate of a fleet run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Aggregate {
     /// "stream" or "rr".
     pub test: String,

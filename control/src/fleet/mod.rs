@@ -4,7 +4,7 @@
 //! runs on every pair of an inventory at once; `fleet prometheus` prints
 //! the scrape configuration of an inventory's agents ([`prometheus`]).
 
-mod aggregate;
+pub mod aggregate;
 pub mod command;
 mod host;
 pub mod prometheus;

@@ -85,19 +85,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
         bail!("give --fleet INVENTORY");
     };
     let run = req.run();
-    if run.tx_iface.is_some()
-        || run.rx_iface.is_some()
-        || run.tx_netns.is_some()
-        || run.rx_netns.is_some()
-    {
-        bail!("--fleet takes each pair's interfaces from the inventory: leave out --tx-iface, --rx-iface, --tx-netns and --rx-netns");
-    }
-    req.check()?;
-    if let RunRequest::Stream(s) = req {
-        if s.search_rate.is_some() {
-            bail!("--search-rate is not for --fleet runs: search one pair (--tx-agent/--rx-agent), then run the fleet at that rate");
-        }
-    }
+    check(req)?;
     let inventory = Inventory::load(&path)?;
     let interrupted = crate::session::on_signal()?;
     let outcome = run_fleet(req, &inventory, &interrupted);
@@ -109,6 +97,28 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     let verdicts: Vec<_> = gates.iter().map(|g| g.judge_json(&aggregate)).collect();
     eprintln!("linerate: the fleet's aggregate against --expect:");
     Ok(crate::results::expect::gate_verdicts(code, &verdicts))
+}
+
+/// Refuses, before anything runs, what a run on a fleet cannot take.
+pub fn check(req: &RunRequest) -> Result<()> {
+    let run = req.run();
+    if run.tx_iface.is_some()
+        || run.rx_iface.is_some()
+        || run.tx_netns.is_some()
+        || run.rx_netns.is_some()
+    {
+        bail!("--fleet takes each pair's interfaces from the inventory: leave out --tx-iface, --rx-iface, --tx-netns and --rx-netns");
+    }
+    if run.agents.tx_agent.is_some() || run.agents.rx_agent.is_some() {
+        bail!("--fleet takes each pair's agents from the inventory: leave out --tx-agent and --rx-agent");
+    }
+    req.check()?;
+    if let RunRequest::Stream(s) = req {
+        if s.search_rate.is_some() {
+            bail!("--search-rate is not for --fleet runs: search one pair (--tx-agent/--rx-agent), then run the fleet at that rate");
+        }
+    }
+    Ok(())
 }
 
 /// The request for one pair: its agents and interfaces from the inventory.

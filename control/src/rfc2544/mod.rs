@@ -264,6 +264,7 @@ fn record_for(
                     .is_none()
                     .then(|| format!("no trial within {} % loss to keep whole", loss)),
                 result: result.map(RunResult::Stream),
+                fleet: None,
             }
         }
         Ok(None) => Record {
@@ -272,6 +273,7 @@ fn record_for(
             repeat: 0,
             values,
             result: None,
+            fleet: None,
             error: Some(format!(
                 "not run: the throughput test found no rate within {} % loss",
                 loss
@@ -285,6 +287,7 @@ fn record_for(
                 repeat: 0,
                 values,
                 result: None,
+                fleet: None,
                 error: Some(format!("{e:#}")),
             }
         }
@@ -610,6 +613,7 @@ mod tests {
                 repeat: 0,
                 values,
                 result: None,
+                fleet: None,
                 error: Some("x".into()),
             }
         };

@@ -571,6 +571,7 @@ mod tests {
                 repeat: 0,
                 values,
                 result: None,
+                fleet: None,
                 error: error.map(str::to_string),
             }
         };

@@ -15,9 +15,6 @@ use crate::{cli::SweepArgs, output, privilege, request, results::expect, session
 
 /// `linerate sweep`.
 pub fn command(args: SweepArgs) -> Result<ExitCode> {
-    if args.agents.fleet.is_some() {
-        anyhow::bail!("sweep --fleet is not built yet: run `linerate stream --fleet INVENTORY` (or rr) at each point's options");
-    }
     if args.list {
         let mut text = String::new();
         for (name, what, _) in presets::PRESETS {
@@ -85,6 +82,11 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     let size = Size::run_as(&spec, &opts)?;
     size.check(&label, args.max_points)?;
     size.check_memory(&label, bytes_per_point(&spec), available_memory())?;
+    // A fleet's inventory is read before anything runs (each run reads it
+    // again: a sweep of hours follows an edited inventory).
+    if let Some(path) = &args.agents.fleet {
+        crate::inventory::Inventory::load(path)?;
+    }
     // A controller of agents needs no privileges of its own.
     if !request::names_agents(&opts.extra) {
         privilege::require_root("linerate sweep")?;

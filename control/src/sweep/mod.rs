@@ -4,6 +4,7 @@
 
 mod command;
 pub mod expand;
+pub mod fleet;
 mod gates;
 pub mod presets;
 pub mod report;

@@ -21,6 +21,7 @@ use std::{
 
 use super::{
     expand::{self, argv, parse},
+    fleet::FleetRun,
     report,
     saved::{
         check_values, create_dir, record_values, Record, Size, SweepOptions, MAX_OPTIONS, OPTIONS,
@@ -172,6 +173,11 @@ fn check_point(
         let line = spec::line_of(text, &key.replace('-', "_")).max(spec::line_of(text, key));
         anyhow::anyhow!("{file}:{line}: point {}: {e}", p.describe())
     })?;
+    if parsed.run().agents.fleet.is_some() {
+        crate::fleet::run::check(&parsed).map_err(|e| {
+            anyhow::anyhow!("{file}: part {}, point {}: {e}", p.part + 1, p.describe())
+        })?;
+    }
     // A capture goes into the sweep's directory: a path is refused.
     if let Some(name) = capture(&parsed) {
         check_capture(name).map_err(|e| {
@@ -453,18 +459,25 @@ impl Points<'_> {
     }
 }
 
+/// What a run measured: one result, or a fleet's.
+enum Measured {
+    One(Box<RunResult>),
+    Fleet(Box<FleetRun>),
+}
+
 /// The record of one run: its result, or its error (said above the bar).
 fn record_of(
     p: &expand::Point,
     repeat: u32,
-    outcome: Result<RunResult>,
+    outcome: Result<Measured>,
     bar: &ProgressBar,
 ) -> Record {
-    let (result, error) = match outcome {
-        Ok(result) => (Some(result), None),
+    let (result, fleet, error) = match outcome {
+        Ok(Measured::One(result)) => (Some(*result), None, None),
+        Ok(Measured::Fleet(fleet)) => (None, Some(*fleet), None),
         Err(e) => {
             bar.println(format!("linerate: point {} failed: {e:#}", p.describe()));
-            (None, Some(format!("{e:#}")))
+            (None, None, Some(format!("{e:#}")))
         }
     };
     Record {
@@ -473,14 +486,26 @@ fn record_of(
         repeat,
         values: record_values(p),
         result,
+        fleet,
         error,
     }
 }
 
 /// A result that measured nothing is a failure, not a point of 0/s: a
-/// window of 0 s, or a stream that sent nothing in its window.
-fn measured(r: RunResult) -> Result<RunResult> {
-    let (window, what) = match &r {
+/// window of 0 s, or a stream that sent nothing in its window; a fleet's
+/// run fails when one of its pairs measured nothing.
+fn measured(m: &Measured) -> Result<()> {
+    match m {
+        Measured::One(r) => measured_one(r),
+        Measured::Fleet(f) => f
+            .pairs
+            .iter()
+            .try_for_each(|p| measured_one(&p.result).with_context(|| format!("pair {}", p.pair))),
+    }
+}
+
+fn measured_one(r: &RunResult) -> Result<()> {
+    let (window, what) = match r {
         RunResult::Stream(s) => (
             s.window_s,
             (s.sender.frames == 0 && s.receiver.frames == 0)
@@ -498,24 +523,23 @@ fn measured(r: RunResult) -> Result<RunResult> {
     if let Some(what) = what {
         bail!("measured nothing: {what}");
     }
-    Ok(r)
+    Ok(())
 }
 
-fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
-    run_once(args, interrupted).and_then(|r| {
-        if interrupted.load(Ordering::Relaxed) {
-            Ok(r)
-        } else {
-            measured(r)
+fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Measured> {
+    run_once(args, interrupted).and_then(|m| {
+        if !interrupted.load(Ordering::Relaxed) {
+            measured(&m)?;
         }
+        Ok(m)
     })
 }
 
-fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResult> {
-    // With agents, each side runs on its host.
+fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Measured> {
+    // On a fleet, on every pair at once; with agents, each side on its host.
     let run = args.run();
     if run.agents.fleet.is_some() {
-        bail!("a sweep point cannot name --fleet: run `linerate stream --fleet INVENTORY` (or rr) with the point's options");
+        return super::fleet::run(args, interrupted).map(|f| Measured::Fleet(Box::new(f)));
     }
     if run.agents.tx_agent.is_some() {
         let o = crate::remote::controller::run(args, interrupted)?;
@@ -523,11 +547,11 @@ fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResul
             anyhow::bail!(e);
         }
         return match o.result {
-            TwoHostResult::Merged(r) => Ok(r),
+            TwoHostResult::Merged(r) => Ok(Measured::One(Box::new(r))),
             TwoHostResult::Partial(_) => bail!("a side of the two-host run gave no result"),
         };
     }
-    Ok(match args {
+    Ok(Measured::One(Box::new(match args {
         RunRequest::Stream(a) => {
             let plan = crate::plan::stream::plan(a)?;
             crate::stream::run(&plan, interrupted)?.into()
@@ -536,7 +560,7 @@ fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<RunResul
             let plan = crate::plan::rr::plan(a)?;
             crate::rr::run(&plan, interrupted)?.into()
         }
-    })
+    })))
 }
 
 /// The capture file a point asks for (`pcap` in a sweep file, `--pcap`).
@@ -725,6 +749,7 @@ mod tests {
             repeat: 0,
             values: record_values(&p),
             result: None,
+            fleet: None,
             error: Some("x".into()),
         };
         check_values(&s, &r).unwrap();

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{expand, spec::SweepSpec};
+use super::{expand, fleet::FleetRun, spec::SweepSpec};
 use crate::{request::PATH_OPTIONS, results::run::RunResult};
 
 /// Results, one JSON object per line, appended as points finish.
@@ -120,9 +120,32 @@ pub struct Record {
     /// The run's result (the command's --json output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
+    /// A run on a fleet (`sweep --fleet`): its aggregate and every pair's
+    /// result, in place of `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetRun>,
     /// Why the run failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl Record {
+    /// Whether it holds a measurement (a result, or a fleet's), not an
+    /// error.
+    pub fn measured(&self) -> bool {
+        self.result.is_some() || self.fleet.is_some()
+    }
+
+    /// The result whose set-up and environment stand for the run: its
+    /// own, or a fleet's first pair's.
+    pub fn first_result(&self) -> Option<&RunResult> {
+        self.result.as_ref().or_else(|| {
+            self.fleet
+                .as_ref()
+                .and_then(|f| f.pairs.first())
+                .map(|p| &p.result)
+        })
+    }
 }
 
 /// Memory a finished run takes until the sweep ends: the report's figures

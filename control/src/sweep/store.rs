@@ -217,8 +217,10 @@ fn record(
 ) -> Result<Record, String> {
     let v: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not a sweep record ({e})"))?;
-    if let Some(result) = v.get("result") {
-        plausible(result).map_err(|e| format!("result.{e}"))?;
+    for key in ["result", "fleet"] {
+        if let Some(result) = v.get(key) {
+            plausible(result).map_err(|e| format!("{key}.{e}"))?;
+        }
     }
     let r: Record = serde_json::from_value(v).map_err(|e| format!("not a sweep record ({e})"))?;
     let Some(n) = points.get(r.part) else {
@@ -239,9 +241,11 @@ fn record(
         return Err(format!("a record of repeat {}", r.repeat));
     }
     check(&r)?;
-    match (&r.result, &r.error) {
-        (Some(_), None) | (None, Some(_)) => Ok(r),
-        _ => Err("a record with neither a result nor an error (or both)".into()),
+    match (&r.result, &r.fleet, &r.error) {
+        (Some(_), None, None) | (None, Some(_), None) | (None, None, Some(_)) => Ok(r),
+        _ => {
+            Err("a record with neither a result nor an error (or more than one of a result, a fleet's results and an error)".into())
+        }
     }
 }
 
@@ -281,7 +285,7 @@ pub fn load(
         let text = std::str::from_utf8(raw).map_err(|e| e.to_string());
         let parsed = text.and_then(|t| record(t, points, &check)).and_then(|r| {
             match finished.get(&(r.part, r.point, r.repeat)) {
-                Some(first) if r.result.is_some() => Err(format!(
+                Some(first) if r.measured() => Err(format!(
                     "a second result for repeat {} of point {} of part {} (line {first} has the first)",
                     r.repeat,
                     r.point,
@@ -296,7 +300,7 @@ pub fn load(
         let torn = last && !ended;
         match (parsed, mode) {
             (Ok(r), _) if ended => {
-                if r.result.is_some() {
+                if r.measured() {
                     finished.insert((r.part, r.point, r.repeat), n + 1);
                 }
                 out.records += 1;
@@ -375,6 +379,7 @@ mod tests {
             repeat,
             values: serde_json::Map::new(),
             result: Some(result),
+            fleet: None,
             error: None,
         })
         .unwrap()

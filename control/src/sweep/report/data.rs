@@ -37,7 +37,13 @@ pub(super) struct Run {
     pub(super) values: Option<Box<[Option<f64>]>>,
     /// Its data path.
     pub(super) backend: Option<Box<str>>,
+    /// A fleet's run: each pair's values (its index in `Kept::pairs`,
+    /// the metrics' values in `Kept::metrics` order).
+    pub(super) pairs: Box<[(usize, Values)]>,
 }
+
+/// The metrics' values of a run (in `Kept::metrics` order).
+pub(super) type Values = Box<[Option<f64>]>;
 
 /// What a report of a sweep reads of its records: each run's metrics
 /// (read once, through the metric list, from its typed result) and the
@@ -49,6 +55,8 @@ pub struct Kept {
     pub(super) index: HashMap<String, usize>,
     pub(super) first: Option<RunResult>,
     pub(super) runs: Vec<Run>,
+    /// The pairs of a fleet's runs (`sweep --fleet`), in the order met.
+    pub(super) pairs: Vec<String>,
 }
 
 impl Kept {
@@ -74,16 +82,53 @@ impl Kept {
             index,
             first: None,
             runs: Vec::new(),
+            pairs: Vec::new(),
+        }
+    }
+
+    /// The values of the metrics in `r`.
+    fn values(&self, r: &RunResult) -> Box<[Option<f64>]> {
+        self.metrics.iter().map(|m| m.value(r)).collect()
+    }
+
+    /// The index of pair `name`, added when new.
+    fn pair_index(&mut self, name: &str) -> usize {
+        match self.pairs.iter().position(|p| p == name) {
+            Some(i) => i,
+            None => {
+                self.pairs.push(name.to_string());
+                self.pairs.len() - 1
+            }
         }
     }
 
     /// Keeps what the report reads of the next record.
+    /// A fleet's run is read from its aggregate, by the figures' dotted
+    /// names (as `--expect` reads it; the metrics it lacks, such as the
+    /// counters of one host, are none), and each pair from its result.
     pub fn add(&mut self, r: Record) {
-        let values = r
-            .result
-            .as_ref()
-            .map(|res| self.metrics.iter().map(|m| m.value(res)).collect());
-        let backend = r.result.as_ref().map(|res| match res {
+        let values = match (&r.result, &r.fleet) {
+            (Some(res), _) => Some(self.values(res)),
+            (None, Some(f)) => Some(
+                self.metrics
+                    .iter()
+                    .map(|m| match m {
+                        Metric::Figure(fig) => f.figure(fig.name),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            (None, None) => None,
+        };
+        let pairs = match &r.fleet {
+            Some(f) => f
+                .pairs
+                .iter()
+                .map(|p| (self.pair_index(&p.pair), self.values(&p.result)))
+                .collect(),
+            None => Box::default(),
+        };
+        let backend = r.first_result().map(|res| match res {
             // Which engine sent and received, where not the backend's.
             RunResult::Stream(s)
                 if !s.setup.tx_engine.is_empty()
@@ -99,7 +144,7 @@ impl Kept {
             _ => res.backend().into(),
         });
         if self.first.is_none() {
-            self.first = r.result;
+            self.first = r.first_result().cloned();
         }
         self.runs.push(Run {
             part: r.part,
@@ -107,6 +152,7 @@ impl Kept {
             repeat: r.repeat,
             values,
             backend,
+            pairs,
         });
     }
 

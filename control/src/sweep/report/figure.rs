@@ -469,16 +469,21 @@ pub fn png(p: &Plot) -> Result<Vec<u8>> {
 /// Draws figure `f` of part `pi` as `dir/NAME.svg` and `dir/NAME.png`;
 /// returns its lines of report.md.
 pub fn write(d: &Data, pi: usize, f: &FigureSpec, dir: &Path, name: &str) -> Result<String> {
-    let p = Plot::of(d, pi, f);
+    write_plot(&Plot::of(d, pi, f), &f.title, dir, name)
+}
+
+/// Writes plot `p`, captioned `title`, as `dir/NAME.svg` and `.png`; its
+/// Markdown.
+pub(super) fn write_plot(p: &Plot, title: &str, dir: &Path, name: &str) -> Result<String> {
     if p.is_empty() {
         return Ok(format!(
             "*{}: no point has finished yet.*\n\n",
-            super::md::text(&f.title)
+            super::md::text(title)
         ));
     }
-    write_atomic(&dir.join(format!("{name}.svg")), svg(&p)?.as_bytes())?;
-    write_atomic(&dir.join(format!("{name}.png")), &png(&p)?)?;
-    let mut md = format!("![{}]({name}.svg)\n\n", super::md::text(&f.title));
+    write_atomic(&dir.join(format!("{name}.svg")), svg(p)?.as_bytes())?;
+    write_atomic(&dir.join(format!("{name}.png")), &png(p)?)?;
+    let mut md = format!("![{}]({name}.svg)\n\n", super::md::text(title));
     if !p.left_out.is_empty() {
         md += &format!(
             "*Not on the log axis: {} (in the tables).*\n\n",

@@ -14,6 +14,7 @@ pub(crate) use figure::{png, svg, Plot};
 mod html;
 mod load;
 pub(crate) mod md;
+mod pairs;
 mod reference;
 pub(crate) mod scale;
 mod summary;
@@ -52,6 +53,8 @@ pub fn render(
     skipped: usize,
 ) -> Result<String> {
     let d = Data::new(spec, kept);
+    let view = pairs::view(spec, kept);
+    let pd = view.as_ref().map(|(s, k)| Data::new(s, k));
     let finished = kept.runs.iter().filter(|r| r.values.is_some()).count();
     let failed = kept.runs.len() - finished;
     let total = Size::run_as(spec, opts)?.points;
@@ -122,9 +125,18 @@ pub fn render(
             md.push_str(&figure::write(&d, pi, f, dir, &name)?);
         }
     }
+    let (pair_md, pair_term) = pairs::section(&d, pd.as_ref(), &kept.pairs, dir)?;
+    md.push_str(&pair_md);
+    term.push_str(&pair_term);
     md.push_str("## Raw results\n\nEvery run: [results.jsonl](results.jsonl) (one JSON object per line, as `--json` prints it). Medians per point: [points.csv](points.csv). The sweep file: [spec.toml](spec.toml). This report on one page: [report.html](report.html).\n");
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     write_atomic(&dir.join("points.csv"), csv(&d).as_bytes())?;
+    if let Some(pd) = &pd {
+        write_atomic(
+            &dir.join(pairs::CSV),
+            pairs::csv(&d, pd, &kept.pairs).as_bytes(),
+        )?;
+    }
     write_atomic(
         &dir.join(html::FILE),
         html::page(title, &md, dir).as_bytes(),
@@ -227,6 +239,7 @@ mod tests {
             repeat: 2,
             values: serde_json::Map::new(),
             result: None,
+            fleet: None,
             error: Some("no".into()),
         });
         assert_eq!(kept.finished().count(), 12);

@@ -1,0 +1,155 @@
+//! `sweep --fleet INVENTORY`: every run of a point on every pair of the
+//! inventory at once (as `stream|rr --fleet` runs them). Its record holds
+//! the aggregate, which the report's tables, figures and gates read by the
+//! same dotted names as a single result's, and every pair's result, which
+//! the report's per-pair section reads. A run in which a pair failed is a
+//! failed run (its error names the pair): `--resume` runs it again, so
+//! that no aggregate of the sweep sums fewer pairs than the others.
+
+use std::sync::{atomic::AtomicBool, Arc};
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    fleet::{aggregate::Aggregate, run::run_fleet},
+    inventory::Inventory,
+    request::RunRequest,
+    results::run::{RunResult, TwoHostResult},
+};
+
+/// One pair's result in a fleet run of a sweep.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairResult {
+    /// The pair's name (the inventory's).
+    pub pair: String,
+    /// How far from the shared instant either side may have started, us.
+    pub start_skew_us: f64,
+    /// Its two-host result, merged (as `--json` prints it).
+    pub result: RunResult,
+}
+
+/// A fleet run of a sweep: the aggregate and every pair's result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FleetRun {
+    /// Frames, rates and transactions summed, latency merged, CPU per
+    /// host (`stream --fleet --json`'s `aggregate`).
+    pub aggregate: Aggregate,
+    /// Every pair, in the inventory's order.
+    pub pairs: Vec<PairResult>,
+}
+
+impl FleetRun {
+    /// The value of figure `name` (a dotted path) in the aggregate.
+    pub fn figure(&self, name: &str) -> Option<f64> {
+        let v = serde_json::to_value(&self.aggregate).ok()?;
+        name.split('.')
+            .try_fold(&v, |v, key| v.get(key))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|x| x.is_finite())
+    }
+}
+
+/// Runs `req` (which names `--fleet`) on every pair of its inventory.
+pub fn run(req: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<FleetRun> {
+    let Some(path) = &req.run().agents.fleet else {
+        bail!("a fleet run needs --fleet INVENTORY");
+    };
+    let inventory = Inventory::load(path)?;
+    let o = run_fleet(req, &inventory, interrupted);
+    of(o.aggregate, o.pairs)
+}
+
+/// The record of a fleet run's outcome; an error when a pair failed.
+fn of(aggregate: Aggregate, pairs: Vec<crate::fleet::run::PairReport>) -> Result<FleetRun> {
+    let failed: Vec<String> = pairs
+        .iter()
+        .filter_map(|p| p.error.as_ref().map(|e| format!("pair {}: {e}", p.pair)))
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} pair(s) failed ({}); the run counts as failed so that every aggregate sums the whole fleet",
+            failed.len(),
+            pairs.len(),
+            failed.join("; ")
+        );
+    }
+    let pairs = pairs
+        .into_iter()
+        .map(|p| match p.result {
+            Some(TwoHostResult::Merged(result)) => Ok(PairResult {
+                pair: p.pair,
+                start_skew_us: p.start_skew_us,
+                result,
+            }),
+            _ => bail!("pair {}: a side of its run gave no result", p.pair),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(FleetRun { aggregate, pairs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::{aggregate, run::PairReport};
+
+    fn stream() -> RunResult {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream-message.json");
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    fn report(pair: &str, error: Option<&str>) -> PairReport {
+        PairReport {
+            pair: pair.into(),
+            result: error.is_none().then(|| TwoHostResult::Merged(stream())),
+            error: error.map(str::to_string),
+            start_skew_us: 40.0,
+        }
+    }
+
+    /// A run whose pairs all ended: the aggregate's figures by their
+    /// dotted names, each pair kept whole; it survives a trip through its
+    /// JSON (results.jsonl).
+    #[test]
+    fn a_whole_fleet_run_is_recorded_with_its_aggregate() {
+        let r = stream();
+        let RunResult::Stream(s) = &r else { panic!() };
+        let agg = aggregate::of("stream", &[("p0", &r), ("p1", &r)], 0, 40.0);
+        let run = of(agg, vec![report("p0", None), report("p1", None)]).unwrap();
+        assert_eq!(
+            run.figure("frames.received"),
+            Some(2.0 * s.frames.received as f64)
+        );
+        assert_eq!(
+            run.figure("receiver.frames_per_s"),
+            Some(2.0 * s.receiver.frames_per_s)
+        );
+        assert_eq!(run.figure("transactions.per_s"), None);
+        assert_eq!(run.figure("frames"), None);
+        let back: FleetRun = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
+        assert_eq!(back.aggregate, run.aggregate);
+        assert_eq!(
+            back.pairs
+                .iter()
+                .map(|p| p.pair.as_str())
+                .collect::<Vec<_>>(),
+            ["p0", "p1"]
+        );
+    }
+
+    /// A pair that failed fails the run, named with its error.
+    #[test]
+    fn a_failed_pair_fails_the_run() {
+        let e = of(
+            aggregate::Aggregate::default(),
+            vec![report("p0", None), report("p1", Some("agent gone"))],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("1 of 2 pair(s) failed (pair p1: agent gone)"),
+            "{e}"
+        );
+    }
+}

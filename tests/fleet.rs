@@ -401,3 +401,130 @@ fn pairs_are_bounded_with_the_reason() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A sweep of two counted points on a fleet of two pairs.
+const SWEEP: &str = r#"name = "fleet-small"
+kind = "stream"
+repeats = 1
+
+[fixed]
+rate = 20000
+warmup = "0s"
+duration = "30s"
+napi = "softirq"
+tx_engine = "backend"
+
+[[axis]]
+name = "count"
+values = [2000, 3000]
+
+[[table]]
+title = "Received"
+rows = "count"
+metrics = ["frames.received", "receiver.frames_per_s"]
+
+[[figure]]
+title = "Received frames"
+x = "count"
+y = "frames.received"
+"#;
+
+#[test]
+fn a_sweep_on_a_fleet_counts_every_pair_and_reports_each() {
+    if !root_or_skip("a_sweep_on_a_fleet_counts_every_pair_and_reports_each") {
+        return;
+    }
+    let _turn = serial();
+    let fleet = Fleet::up("tfls", 2);
+    let dir = fleet.inventory.parent().unwrap().to_path_buf();
+    let spec = dir.join("sweep.toml");
+    std::fs::write(&spec, SWEEP).unwrap();
+    let out_dir = dir.join("out");
+    let before: Vec<u64> = (0..2).map(|i| rx_packets(&fleet.pair(i))).collect();
+    let out = run(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--fleet",
+        fleet.inv(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--expect",
+        "frames.received >= 4000",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "sweep --fleet failed: {err}");
+    // The gate holds the aggregate of each point: 2 x 2,000 and 2 x 3,000.
+    assert!(
+        err.contains("count=2000: expect frames.received >= 4000: met (measured 4000)")
+            && err.contains("count=3000: expect frames.received >= 4000: met (measured 6000)"),
+        "{err}"
+    );
+    // Each record: the aggregate, the sum of its pairs, each pair exact.
+    let text = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{text}");
+    let mut per_pair = [0u64; 2];
+    for (r, count) in records.iter().zip([2000u64, 3000]) {
+        assert!(
+            r.get("result").is_none() && r.get("error").is_none(),
+            "{r:#}"
+        );
+        let f = &r["fleet"];
+        assert_eq!(f["aggregate"]["frames"]["received"], 2 * count, "{f:#}");
+        assert_eq!(f["aggregate"]["pairs"], 2);
+        for (i, p) in f["pairs"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(p["pair"], fleet.pair(i as u32).as_str());
+            assert_eq!(p["result"]["frames"]["received"], count, "{p:#}");
+            per_pair[i] += count;
+        }
+    }
+    for (i, sum) in per_pair.iter().enumerate() {
+        let counter = rx_packets(&fleet.pair(i as u32)) - before[i];
+        assert_eq!(*sum, counter, "pair {i}: its interface's counter");
+    }
+    // The report: the aggregate's table, then a section per pair.
+    let check_report = || {
+        let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+        assert!(md.contains("| 2000 | 4000 / "), "{md}");
+        assert!(md.contains("## Per pair\n"), "{md}");
+        assert!(md.contains("| point | tfls0 | tfls1 | fleet |"), "{md}");
+        assert!(md.contains("](figure-1-pair-1.svg)"), "{md}");
+        assert!(out_dir.join("figure-1-pair-1.png").is_file());
+        let csv = std::fs::read_to_string(out_dir.join("pairs.csv")).unwrap();
+        let rows: Vec<&str> = csv.lines().skip(1).collect();
+        assert_eq!(rows.len(), 4, "{csv}");
+        assert!(
+            rows[1].starts_with("0,0,\"tfls1\",\"count=2000\",1,"),
+            "{csv}"
+        );
+        csv
+    };
+    let first = check_report();
+    // Read back from results.jsonl, the same.
+    let out = run(&["report", out_dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(check_report(), first);
+    // An inventory that is not there is refused before anything runs.
+    let out = run(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--fleet",
+        "/nonexistent/fleet.toml",
+        "--out",
+        dir.join("none").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/nonexistent/fleet.toml"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.join("none").exists());
+}

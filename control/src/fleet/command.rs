@@ -88,7 +88,8 @@ fn up(
     })();
     if let Err(e) = result {
         let n = made.len();
-        for m in &made {
+        for m in &mut made {
+            host::end_agents(&mut m.agents);
             host::remove_pair(&dir, &m.pair.name);
         }
         // The pair being made when it failed removed itself.

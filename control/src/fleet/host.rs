@@ -98,6 +98,7 @@ pub fn make_pair(dir: &Path, lab: &str, index: u32, mtu: u32, queues: u32) -> Re
             );
         }
     }
+    let mut agents = Vec::new();
     let result = (|| -> Result<Made> {
         l.up(mtu, queues)?;
         let [a, b] = mgmt_addrs(index);
@@ -108,7 +109,6 @@ pub fn make_pair(dir: &Path, lab: &str, index: u32, mtu: u32, queues: u32) -> Re
             b.1.to_string(),
         );
         l.add_mgmt_at((&a_here, &a_there), (&b_here, &b_there))?;
-        let mut agents = Vec::new();
         let mut sides = Vec::new();
         for (role, ns, iface, addr) in
             [("tx", &l.ns_a, &l.if_a, a.1), ("rx", &l.ns_b, &l.if_b, b.1)]
@@ -132,13 +132,25 @@ pub fn make_pair(dir: &Path, lab: &str, index: u32, mtu: u32, queues: u32) -> Re
                 tx,
                 rx,
             },
-            agents,
+            agents: std::mem::take(&mut agents),
         })
     })();
     if result.is_err() {
+        end_agents(&mut agents);
         remove_pair(dir, lab);
     }
     result
+}
+
+/// Ends agents just started, by their processes: one may not have entered
+/// its namespace yet (`ip netns exec` opens it, then joins it), where
+/// [`stop_processes`] would not find it and it would live on in the
+/// namespace after the namespace's name is removed.
+pub fn end_agents(agents: &mut Vec<Child>) {
+    for mut a in agents.drain(..) {
+        let _ = a.kill();
+        let _ = a.wait();
+    }
 }
 
 /// Starts `linerate agent` in `ns` as a daemon (its own session, so that

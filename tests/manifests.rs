@@ -133,13 +133,7 @@ fn the_agent_is_not_privileged_and_the_jobs_inventory_is_valid() {
     // reads (fleet prometheus loads and checks it whole).
     let cm =
         std::fs::read_to_string(root().join("deploy/kubernetes/sweep-inventory.yaml")).unwrap();
-    let (_, block) = cm
-        .split_once("inventory.toml: |\n")
-        .expect("inventory.toml key");
-    let toml: String = block
-        .lines()
-        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
-        .collect();
+    let toml = config_file(&cm, "inventory.toml");
     let p = std::env::temp_dir().join(format!(
         "lr-manifests-inventory-{}.toml",
         std::process::id()
@@ -154,7 +148,33 @@ fn the_agent_is_not_privileged_and_the_jobs_inventory_is_valid() {
     );
     let job = std::fs::read_to_string(root().join("deploy/kubernetes/sweep-job.yaml")).unwrap();
     assert!(
-        job.contains("- --fleet\n            - /etc/linerate/inventory/inventory.toml"),
+        job.contains(
+            "- sweep\n            - /etc/linerate/inventory/sweep.toml\n            - --fleet\n            - /etc/linerate/inventory/inventory.toml"
+        ),
         "{job}"
     );
+    // Its sweep file is one linerate reads: parsed and counted (3 points),
+    // then refused here by --max-points before anything runs.
+    let sweep = config_file(&cm, "sweep.toml");
+    let p = std::env::temp_dir().join(format!("lr-manifests-sweep-{}.toml", std::process::id()));
+    std::fs::write(&p, &sweep).unwrap();
+    let out = run(&["sweep", p.to_str().unwrap(), "--max-points", "1"]);
+    let _ = std::fs::remove_file(&p);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("3 points (3 per part) x 3 repeat(s) is more than the 1 points"),
+        "{sweep}: {err}"
+    );
+}
+
+/// The file under key `key` of a ConfigMap's data (a `|` block).
+fn config_file(cm: &str, key: &str) -> String {
+    let (_, block) = cm
+        .split_once(&format!("  {key}: |\n"))
+        .unwrap_or_else(|| panic!("no key {key}"));
+    block
+        .lines()
+        .take_while(|l| l.is_empty() || l.starts_with("    "))
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect()
 }

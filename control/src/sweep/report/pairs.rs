@@ -323,6 +323,10 @@ mod tests {
         );
         assert!(md.contains("| point | p0 | p1 | fleet |"), "{md}");
         assert!(
+            md.contains("| fleet | 2 pair(s): p0, p1 (the rows above are the first pair's) |"),
+            "{md}"
+        );
+        assert!(
             term.contains("Per pair:\n**Per pair: received frames/s**"),
             "{term}"
         );

@@ -183,6 +183,19 @@ pub(super) fn machine(kept: &Kept) -> String {
         md::text(xdp),
         backends.join(", "),
         md::text(napi.as_deref().unwrap_or("as configured")),
+    ) + &fleet_row(kept)
+}
+
+/// The machine table's row of a fleet's sweep (the rows above are its
+/// first pair's).
+fn fleet_row(kept: &Kept) -> String {
+    if kept.pairs.is_empty() {
+        return String::new();
+    }
+    format!(
+        "| fleet | {} pair(s): {} (the rows above are the first pair's) |\n",
+        kept.pairs.len(),
+        md::text(&kept.pairs.join(", "))
     )
 }
 

@@ -703,6 +703,12 @@ mod tests {
                 ("--lab", "am".to_string())
             ]
         );
+        let cli = crate::cli::Cli::try_parse_from(["linerate", "sweep", "x", "--fleet", "f.toml"])
+            .unwrap();
+        let crate::cli::Command::Sweep(args) = cli.command else {
+            panic!("not a sweep")
+        };
+        assert_eq!(given_path(&args), [("--fleet", "f.toml".to_string())]);
         assert!(names_agents(&["--tx-agent=http://a".into()]));
         assert!(!names_agents(&["--lab".into()]));
         assert!(names_agents(&["--fleet".into(), "f.toml".into()]));

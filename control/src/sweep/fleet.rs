@@ -42,12 +42,21 @@ pub struct FleetRun {
 impl FleetRun {
     /// The value of figure `name` (a dotted path) in the aggregate.
     pub fn figure(&self, name: &str) -> Option<f64> {
-        let v = serde_json::to_value(&self.aggregate).ok()?;
-        name.split('.')
-            .try_fold(&v, |v, key| v.get(key))
-            .and_then(serde_json::Value::as_f64)
-            .filter(|x| x.is_finite())
+        figure_in(&self.json(), name)
     }
+
+    /// The aggregate as JSON, to read several figures of.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.aggregate).unwrap_or_default()
+    }
+}
+
+/// The value of figure `name` (a dotted path) in an aggregate's JSON.
+pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
+    name.split('.')
+        .try_fold(aggregate, |v, key| v.get(key))
+        .and_then(serde_json::Value::as_f64)
+        .filter(|x| x.is_finite())
 }
 
 /// Runs `req` (which names `--fleet`) on every pair of its inventory.

@@ -241,6 +241,13 @@ fn record(
         return Err(format!("a record of repeat {}", r.repeat));
     }
     check(&r)?;
+    // A fleet's pairs are named as an inventory names them (the report
+    // shows their names in tables, legends and pairs.csv).
+    if let Some(f) = &r.fleet {
+        for p in &f.pairs {
+            crate::inventory::check_pair_name(&p.pair)?;
+        }
+    }
     match (&r.result, &r.fleet, &r.error) {
         (Some(_), None, None) | (None, Some(_), None) | (None, None, Some(_)) => Ok(r),
         _ => {
@@ -446,6 +453,49 @@ mod tests {
                 "{:?}",
                 l.warnings
             );
+        }
+        let _ = fs::remove_dir_all(d);
+    }
+
+    /// A fleet's record is read back whole; one whose pair is not named
+    /// as an inventory names it, or that holds a result beside its
+    /// fleet's, is refused at its line.
+    #[test]
+    fn a_fleet_record_is_read_back_and_a_planted_one_refused() {
+        let d = tmp("fleet");
+        let p = d.join("results.jsonl");
+        let fleet = |pair: &str| {
+            let mut v: serde_json::Value = serde_json::from_str(&rec(0, 0)).unwrap();
+            let result = v.as_object_mut().unwrap().remove("result").unwrap();
+            v["fleet"] = serde_json::json!({
+                "aggregate": {"test": "stream", "pairs": 1, "pairs_failed": 0, "window_s": 1.0,
+                              "cpu": {"hosts": []}, "start_skew_us": 20.0},
+                "pairs": [{"pair": pair, "start_skew_us": 20.0, "result": result}],
+            });
+            v
+        };
+        fs::write(&p, format!("{}\n", fleet("p0"))).unwrap();
+        let mut read = Vec::new();
+        load(&p, &[3], Mode::Resume, |_| Ok(()), |r| read.push(r)).unwrap();
+        assert_eq!(read.len(), 1);
+        assert!(read[0].measured() && read[0].result.is_none());
+        assert_eq!(read[0].fleet.as_ref().unwrap().pairs[0].pair, "p0");
+        assert!(read[0].first_result().is_some());
+        let mut both = fleet("p0");
+        both["result"] =
+            serde_json::from_str::<serde_json::Value>(&rec(0, 0)).unwrap()["result"].clone();
+        for (bad, what) in [
+            (fleet("<img src=x>"), "pair name \"<img src=x>\" is invalid"),
+            (
+                both,
+                "a record with neither a result nor an error (or more than one",
+            ),
+        ] {
+            fs::write(&p, format!("{bad}\n")).unwrap();
+            let e = load(&p, &[3], Mode::Resume, |_| Ok(()), |_| {})
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("{}:1: {what}", p.display())), "{e}");
         }
         let _ = fs::remove_dir_all(d);
     }

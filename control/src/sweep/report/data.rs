@@ -3,6 +3,7 @@
 
 use super::super::{
     expand::{points, Point},
+    fleet::figure_in,
     saved::Record,
     spec::SweepSpec,
     stats::Spread,
@@ -109,15 +110,18 @@ impl Kept {
     pub fn add(&mut self, r: Record) {
         let values = match (&r.result, &r.fleet) {
             (Some(res), _) => Some(self.values(res)),
-            (None, Some(f)) => Some(
-                self.metrics
-                    .iter()
-                    .map(|m| match m {
-                        Metric::Figure(fig) => f.figure(fig.name),
-                        _ => None,
-                    })
-                    .collect(),
-            ),
+            (None, Some(f)) => {
+                let aggregate = f.json();
+                Some(
+                    self.metrics
+                        .iter()
+                        .map(|m| match m {
+                            Metric::Figure(fig) => figure_in(&aggregate, fig.name),
+                            _ => None,
+                        })
+                        .collect(),
+                )
+            }
             (None, None) => None,
         };
         let pairs = match &r.fleet {

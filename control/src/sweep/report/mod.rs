@@ -102,11 +102,7 @@ pub fn render(
     }
     let mut fig_no = 0;
     for (pi, part) in spec.parts.iter().enumerate() {
-        let heading = if part.name.is_empty() {
-            format!("Part {}", pi + 1)
-        } else {
-            md::text(&part.name)
-        };
+        let heading = tables::part_heading(part, pi);
         let _ = write!(md, "## {heading}\n\n");
         let _ = writeln!(term, "{heading}");
         for t in &part.tables {

@@ -11,10 +11,11 @@ use toml::Value as Tv;
 
 use super::{
     super::spec::{Axis, FigureSpec, Kind, SweepSpec},
+    csv::medians,
     data::{Data, Kept, Run, COLS},
     figure::{write_plot, Plot},
     md,
-    tables::cell,
+    tables::{cell, part_heading},
 };
 
 /// The axis of the pairs in the per-pair view.
@@ -154,11 +155,7 @@ pub(super) fn section(
     let mut fig_no = 0;
     for (pi, part) in d.spec.parts.iter().enumerate() {
         if d.spec.parts.len() > 1 {
-            let heading = if part.name.is_empty() {
-                format!("Part {}", pi + 1)
-            } else {
-                md::text(&part.name)
-            };
+            let heading = part_heading(part, pi);
             let _ = write!(md, "### {heading}\n\n");
             let _ = writeln!(term, "{heading}");
         }
@@ -198,13 +195,6 @@ pub(super) fn csv(d: &Data, pd: &Data, pairs: &[String]) -> String {
                 let Some(q) = pd.points[pi].get(p.index * pairs.len() + j) else {
                     continue;
                 };
-                let cells: Vec<String> = COLS
-                    .iter()
-                    .map(|c| {
-                        pd.spread(q, c)
-                            .map_or(String::new(), |s| format!("{:.6}", s.median))
-                    })
-                    .collect();
                 let _ = writeln!(
                     o,
                     "{pi},{},\"{}\",\"{}\",{},{}",
@@ -212,7 +202,7 @@ pub(super) fn csv(d: &Data, pd: &Data, pairs: &[String]) -> String {
                     quoted(pair),
                     quoted(&p.describe()),
                     pd.results(q).len(),
-                    cells.join(",")
+                    medians(pd, q)
                 );
             }
         }

@@ -43,6 +43,15 @@ pub(super) fn cell(s: Option<Spread>) -> String {
     }
 }
 
+/// Part `pi`'s heading, as Markdown text.
+pub(super) fn part_heading(part: &Part, pi: usize) -> String {
+    if part.name.is_empty() {
+        format!("Part {}", pi + 1)
+    } else {
+        md::text(&part.name)
+    }
+}
+
 /// The label of value `i` of `axis`.
 pub(super) fn label_text(part: &Part, axis: &str, i: usize) -> String {
     let a = part.axis(axis).expect("checked axis");

@@ -166,6 +166,15 @@ pub fn command(
 /// with `extra` added to its sweep file, and its records.
 #[cfg(test)]
 fn fixture(extra: &str) -> (SweepSpec, Kept) {
+    fixture_as(extra, |r| r)
+}
+
+/// The fixture sweep with each record changed by `map` first.
+#[cfg(test)]
+fn fixture_as(
+    extra: &str,
+    mut map: impl FnMut(super::Record) -> super::Record,
+) -> (SweepSpec, Kept) {
     use super::{
         saved::{check_values, RESULTS},
         store,
@@ -179,7 +188,7 @@ fn fixture(extra: &str) -> (SweepSpec, Kept) {
         &[6],
         store::Mode::Report,
         |r| check_values(&spec, r),
-        |r| kept.add(r),
+        |r| kept.add(map(r)),
     )
     .unwrap();
     (spec, kept)

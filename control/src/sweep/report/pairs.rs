@@ -214,8 +214,7 @@ pub(super) fn csv(d: &Data, pd: &Data, pairs: &[String]) -> String {
 mod tests {
     use super::super::super::{
         fleet::{FleetRun, PairResult},
-        saved::{check_values, SweepOptions, RESULTS},
-        store,
+        saved::SweepOptions,
     };
     use super::*;
     use crate::{fleet::aggregate, results::run::RunResult};
@@ -223,38 +222,26 @@ mod tests {
     /// The fixture sweep (6 points x 2 repeats) as if run on a fleet of
     /// two pairs: p0 measured the fixture's result, p1 half its rates.
     fn fleet_fixture() -> (SweepSpec, Kept) {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sweep-small");
-        let text = std::fs::read_to_string(dir.join("spec.toml")).unwrap();
-        let spec = SweepSpec::parse(&text, "spec.toml").unwrap();
-        let mut kept = Kept::new(&spec);
-        store::load(
-            &dir.join(RESULTS),
-            &[6],
-            store::Mode::Report,
-            |r| check_values(&spec, r),
-            |mut r| {
-                let a = r.result.take().unwrap();
-                let mut b = a.clone();
-                if let RunResult::Stream(s) = &mut b {
-                    s.receiver.frames_per_s /= 2.0;
-                    s.receiver.message_mb_s = s.receiver.message_mb_s.map(|m| m / 2.0);
-                }
-                r.fleet = Some(FleetRun {
-                    aggregate: aggregate::of("stream", &[("p0", &a), ("p1", &b)], 0, 30.0),
-                    pairs: [("p0", a), ("p1", b)]
-                        .into_iter()
-                        .map(|(pair, result)| PairResult {
-                            pair: pair.into(),
-                            start_skew_us: 30.0,
-                            result,
-                        })
-                        .collect(),
-                });
-                kept.add(r)
-            },
-        )
-        .unwrap();
-        (spec, kept)
+        super::super::fixture_as("", |mut r| {
+            let a = r.result.take().unwrap();
+            let mut b = a.clone();
+            if let RunResult::Stream(s) = &mut b {
+                s.receiver.frames_per_s /= 2.0;
+                s.receiver.message_mb_s = s.receiver.message_mb_s.map(|m| m / 2.0);
+            }
+            r.fleet = Some(FleetRun {
+                aggregate: aggregate::of("stream", &[("p0", &a), ("p1", &b)], 0, 30.0),
+                pairs: [("p0", a), ("p1", b)]
+                    .into_iter()
+                    .map(|(pair, result)| PairResult {
+                        pair: pair.into(),
+                        start_skew_us: 30.0,
+                        result,
+                    })
+                    .collect(),
+            });
+            r
+        })
     }
 
     /// Each pair's runs become the points of one more axis: the point's

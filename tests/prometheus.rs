@@ -331,6 +331,11 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
     }
     let _turn = serial();
     let f = Fleet::up();
+    assert_eq!(
+        namespaces_left().len(),
+        2 * PAIRS.len(),
+        "{PREFIX}* namespaces"
+    );
     let agents = f.agents();
     let out = run(&[
         "fleet",

@@ -1,23 +1,19 @@
 //! A real Prometheus (Debian's `prometheus`, on loopback) scraping the
-//! agents of two pairs with the configuration `linerate fleet prometheus`
-//! prints: every target up, PromQL's sum of the frames received over the
-//! runs equal to what the controllers counted, and every query of the
-//! Grafana dashboard (deploy/grafana/linerate.json) valid during a run and
-//! returning data after it.
+//! agents of a fleet of two pairs (`linerate fleet up`) with the
+//! configuration `linerate fleet prometheus` prints, while one controller
+//! runs a counted stream on both pairs at once (`stream --fleet`): every
+//! target up, PromQL's sum of the frames received over the run equal to
+//! the controller's aggregate (and each pair's to that pair's count), and
+//! every query of the Grafana dashboard (deploy/grafana/linerate.json)
+//! valid during the run and returning data after it; `fleet down` leaves
+//! nothing behind.
 //!
-//! Two labs with `lab up --mgmt` cannot coexist (each puts the fixed
-//! 198.19.255.0/30 and .4/30 on this namespace's side: the second lab's
-//! routes would shadow the first's), so the first pair's agents run in its
-//! namespaces behind the management links (tests/support/agents.rs) and
-//! the second pair's in this namespace on loopback, each serving its
-//! namespace's interface (`--allow-iface IF@NS`).
+//! Every fleet on a host takes the same management addresses (198.19.1.0
+//! on; tests/fleet.rs's too): the test binaries run one after another.
 
-#[path = "support/agents.rs"]
-mod agents;
 mod common;
 
 use std::{
-    io::{BufRead, BufReader},
     net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
@@ -25,60 +21,15 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use agents::{Agent, MgmtLab};
 use common::*;
 use serde_json::Value;
 
-/// The pair behind the management links (its lab's name is its name).
-const P1: &str = "lrpm";
-/// The pair served from this namespace.
-const P2: &str = "lrpn";
-const TOKEN1: &str = "lrpm-test-token-0123456789abcdef";
-const TOKEN2: &str = "lrpn-test-token-fedcba9876543210";
+/// The fleet's name prefix: its pairs are `tpm0` and `tpm1` (tests/fleet.rs
+/// takes `tflt`, `tflk` and `tflu`).
+const PREFIX: &str = "tpm";
+/// The fleet's pairs, in the inventory's order.
+const PAIRS: [&str; 2] = ["tpm0", "tpm1"];
 const COUNT: u64 = 12_000;
-
-/// An agent in this namespace on 127.0.0.1 (a free port) serving one
-/// interface of a namespace; stopped on drop.
-struct LoopbackAgent {
-    child: Child,
-    url: String,
-}
-
-impl LoopbackAgent {
-    fn start(iface: &str, netns: &str, token: &Path) -> Self {
-        let mut child = Command::new(linerate())
-            .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
-            .arg(token)
-            .args(["--allow-iface", &format!("{iface}@{netns}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting the agent");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| {
-                l.split("listening on http://")
-                    .nth(1)
-                    .map(|r| r.split(';').next().unwrap().to_string())
-            })
-            .expect("the agent did not say where it listens");
-        // Its log is read to its end, so that it never blocks on a full pipe.
-        thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-        Self {
-            child,
-            url: format!("http://{addr}"),
-        }
-    }
-}
-
-impl Drop for LoopbackAgent {
-    fn drop(&mut self) {
-        terminate(&mut self.child);
-    }
-}
 
 /// Prometheus on 127.0.0.1 (a free port), its storage and log in a
 /// directory of its own; stopped and removed on drop.
@@ -99,7 +50,7 @@ impl Prometheus {
     }
 
     fn start(config: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("lrpm-prometheus-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("{PREFIX}-prometheus-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("prometheus.yml");
@@ -248,107 +199,129 @@ fn value(sample: &Value) -> f64 {
     sample["value"][1].as_str().unwrap().parse().unwrap()
 }
 
-/// The fleet of two pairs: labs, agents, token files, inventory; dropped
-/// in order (agents before their labs).
+/// The fleet of two pairs `fleet up` made, its inventory in the temporary
+/// folder; `fleet down` on drop (and its labs by name should that fail).
 struct Fleet {
-    a1: Agent,
-    b1: Agent,
-    a2: LoopbackAgent,
-    b2: LoopbackAgent,
-    token2: PathBuf,
     inventory: PathBuf,
-    _lab1: MgmtLab,
-    _lab2: Lab,
+}
+
+impl Fleet {
+    fn up() -> Self {
+        let inventory =
+            std::env::temp_dir().join(format!("{PREFIX}-inventory-{}.toml", std::process::id()));
+        let _ = std::fs::remove_file(&inventory);
+        let out = run(&[
+            "fleet",
+            "up",
+            "--pairs",
+            &PAIRS.len().to_string(),
+            "--name",
+            PREFIX,
+            "--inventory",
+            inventory.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "fleet up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self { inventory }
+    }
+
+    fn inv(&self) -> &str {
+        self.inventory.to_str().unwrap()
+    }
+
+    fn down(&self) -> Output {
+        run(&["fleet", "down", "--inventory", self.inv()])
+    }
+
+    /// Every agent of the inventory as (pair, side, URL, token), in its
+    /// order (`fleet up` writes each side's `agent` before its
+    /// `token_file`).
+    fn agents(&self) -> Vec<(String, &'static str, String, String)> {
+        let text = std::fs::read_to_string(&self.inventory).unwrap();
+        let (mut pair, mut side, mut agent) = (String::new(), "", String::new());
+        let mut agents = Vec::new();
+        for line in text.lines() {
+            let value = |key: &str| {
+                line.strip_prefix(key)
+                    .map(|v| v.trim_matches('"').to_string())
+            };
+            match line {
+                "[pair.tx]" => side = "tx",
+                "[pair.rx]" => side = "rx",
+                _ => {}
+            }
+            if let Some(v) = value("name = ") {
+                pair = v;
+            } else if let Some(v) = value("agent = ") {
+                agent = v;
+            } else if let Some(v) = value("token_file = ") {
+                let token = std::fs::read_to_string(&v).unwrap().trim().to_string();
+                agents.push((pair.clone(), side, agent.clone(), token));
+            }
+        }
+        assert_eq!(agents.len(), 2 * PAIRS.len(), "{text}");
+        agents
+    }
 }
 
 impl Drop for Fleet {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.token2);
+        if self.inventory.exists() {
+            let _ = self.down();
+        }
+        for pair in PAIRS {
+            let _ = run(&["lab", "down", "--lab", pair]);
+        }
         let _ = std::fs::remove_file(&self.inventory);
     }
 }
 
-fn fleet() -> Fleet {
-    let lab1 = MgmtLab::up(P1, TOKEN1);
-    let lab2 = Lab::up(P2, 1500);
-    let token2 = agents::token_file(P2, "agents", TOKEN2);
-    let a1 = Agent::start(
-        &format!("{P1}-a"),
-        "198.19.255.2:7483",
-        P1,
-        &lab1.token,
-        TOKEN1,
-    );
-    let b1 = Agent::start(
-        &format!("{P1}-b"),
-        "198.19.255.6:7483",
-        P1,
-        &lab1.token,
-        TOKEN1,
-    );
-    let a2 = LoopbackAgent::start(&format!("{P2}-a0"), &format!("{P2}-a"), &token2);
-    let b2 = LoopbackAgent::start(&format!("{P2}-b0"), &format!("{P2}-b"), &token2);
-    let side = |agent: &str, iface: String, token: &Path| {
-        format!(
-            "agent = \"{agent}\"\niface = \"{iface}\"\ntoken_file = \"{}\"\n",
-            token.display()
-        )
-    };
-    let mut text = String::from("version = 1\n");
-    for (name, tx, rx, token) in [
-        (P1, &a1.url, &b1.url, &lab1.token),
-        (P2, &a2.url, &b2.url, &token2),
-    ] {
-        text.push_str(&format!(
-            "\n[[pair]]\nname = \"{name}\"\n[pair.tx]\n{}[pair.rx]\n{}",
-            side(tx, format!("{name}-a0"), token),
-            side(rx, format!("{name}-b0"), token)
-        ));
-    }
-    let inventory =
-        std::env::temp_dir().join(format!("{P1}-inventory-{}.toml", std::process::id()));
-    std::fs::write(&inventory, text).unwrap();
-    Fleet {
-        a1,
-        b1,
-        a2,
-        b2,
-        token2,
-        inventory,
-        _lab1: lab1,
-        _lab2: lab2,
-    }
-}
-
-/// Starts one pair's counted stream, named `pair`, at a low paced rate.
-fn stream(pair: &str, tx: &str, rx: &str, token: &str, netns: bool) -> Child {
+/// Starts one controller's counted stream on every pair of the fleet at a
+/// low paced rate.
+fn fleet_stream(inventory: &str) -> Child {
     let count = COUNT.to_string();
-    let mut c = Command::new(linerate());
-    c.args([
-        "stream", "--count", &count, "--rate", "4000", "--warmup", "0s",
+    spawn(&[
+        "stream",
+        "--fleet",
+        inventory,
+        "--count",
+        &count,
+        "--rate",
+        "4000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--napi",
+        "softirq",
+        "--json",
     ])
-    .args(["--duration", "30s", "--napi", "softirq", "--json"])
-    .args(["--pair", pair, "--tx-agent", tx, "--rx-agent", rx])
-    .args(["--tx-iface", &format!("{pair}-a0")])
-    .args(["--rx-iface", &format!("{pair}-b0")])
-    .env("LINERATE_TOKEN", token)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    if netns {
-        c.args(["--tx-netns", &format!("{pair}-a")])
-            .args(["--rx-netns", &format!("{pair}-b")]);
-    }
-    c.spawn().expect("starting the controller")
 }
 
-fn finished(child: Child, pair: &str) -> Value {
+/// The controller's JSON, once it ended well.
+fn finished(child: Child) -> Value {
     let out: Output = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "the stream of {pair} failed: {}",
+        "the fleet stream failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     json(&out)
+}
+
+/// The namespaces of the fleet's prefix that `ip netns list` shows.
+fn namespaces_left() -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(out.status.success(), "ip netns list failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|ns| ns.starts_with(PREFIX))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -357,12 +330,18 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
         return;
     }
     let _turn = serial();
-    let f = fleet();
+    let f = Fleet::up();
+    assert_eq!(
+        namespaces_left().len(),
+        2 * PAIRS.len(),
+        "{PREFIX}* namespaces"
+    );
+    let agents = f.agents();
     let out = run(&[
         "fleet",
         "prometheus",
         "--inventory",
-        f.inventory.to_str().unwrap(),
+        f.inv(),
         "--interval",
         "1s",
     ]);
@@ -374,54 +353,66 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
     let prom = Prometheus::start(&String::from_utf8(out.stdout).unwrap());
 
     // Every agent of the inventory is a target, and up.
-    let want: Vec<(&str, &str)> = [P1, P2]
-        .iter()
-        .flat_map(|p| [(*p, "tx"), (*p, "rx")])
-        .collect();
     // (Read from one answer: a later scrape may time out on a busy host.)
     let mut up = Vec::new();
     prom.eventually("every agent scraped and up", || {
         up = prom.query("up");
-        up.len() == want.len() && up.iter().all(|s| value(s) == 1.0)
+        up.len() == agents.len() && up.iter().all(|s| value(s) == 1.0)
     });
-    for (pair, side) in &want {
+    for (pair, side, url, _) in &agents {
         let s = up
             .iter()
             .find(|s| s["metric"]["pair"] == *pair && s["metric"]["side"] == *side)
             .unwrap_or_else(|| panic!("no target {pair} {side}: {up:?}"));
         assert_eq!(s["metric"]["job"], format!("linerate-{pair}-{side}"), "{s}");
+        assert_eq!(
+            s["metric"]["instance"],
+            url.trim_start_matches("http://"),
+            "{s}"
+        );
     }
 
-    // Both pairs at once, each run named by its pair.
-    let c1 = stream(P1, &f.a1.url, &f.b1.url, TOKEN1, false);
-    let c2 = stream(P2, &f.a2.url, &f.b2.url, TOKEN2, true);
-    // The dashboard's queries while the runs go (frames counted on both
+    // One controller on both pairs at once, each pair's run named by it.
+    let controller = fleet_stream(f.inv());
+    // The dashboard's queries while the run goes (frames counted on both
     // pairs: live counters scraped): each is valid PromQL.
     prom.eventually("frames received on both pairs", || {
         prom.query("sum by (pair) (linerate_worker_frames_total{role=\"rx\"}) > 0")
             .len()
-            == 2
+            == PAIRS.len()
     });
     let (queries, variables) = dashboard();
     assert!(queries.len() >= 10, "{queries:?}");
     let during = now();
     for q in &queries {
-        let e = as_sent(q, P1);
+        let e = as_sent(q, PAIRS[0]);
         if let Err(e) = prom.query_at(&e, during) {
             panic!("dashboard query refused during the run: {e}");
         }
     }
-    let (r1, r2) = (finished(c1, P1), finished(c2, P2));
-    let counted: Vec<u64> = [&r1, &r2]
+    let r = finished(controller);
+    let counted: Vec<u64> = PAIRS
         .iter()
-        .map(|r| r["frames"]["received"].as_u64().unwrap())
+        .enumerate()
+        .map(|(i, pair)| {
+            let p = &r["pairs"][i];
+            assert_eq!(p["pair"], *pair, "{p:#}");
+            p["frames"]["received"].as_u64().unwrap()
+        })
         .collect();
     assert!(counted.iter().all(|c| *c > 0), "{counted:?}");
+    let aggregate = r["aggregate"]["frames"]["received"].as_u64().unwrap();
+    assert_eq!(
+        aggregate,
+        counted.iter().sum::<u64>(),
+        "{:#}",
+        r["aggregate"]
+    );
 
-    // A scrape of every agent after both runs ended: the final counters
+    // A scrape of every agent after the run ended: the final counters
     // (an agent stores its run's result and marks it ended at once).
-    prom.eventually("every agent scraped after the runs", || {
-        prom.query("linerate_run_active == 0").len() == want.len()
+    prom.eventually("every agent scraped after the run", || {
+        prom.query("linerate_run_active == 0").len() == agents.len()
     });
     let at = now();
     let received = |pairs: &str| {
@@ -432,31 +423,55 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
         assert_eq!(r.len(), 1, "{expr}: {r:?}");
         value(&r[0])
     };
+    let every = PAIRS.join("|");
     eprintln!(
-        "received frames, controllers: {P1} {} {P2} {}; PromQL: {} {}; dashboard queries: {}",
+        "received frames, controller: {} {} aggregate {aggregate}; PromQL: {} {} total {}; dashboard queries: {}",
         counted[0],
         counted[1],
-        received(P1),
-        received(P2),
+        received(PAIRS[0]),
+        received(PAIRS[1]),
+        received(&every),
         queries.len()
     );
-    assert_eq!(received(P1), counted[0] as f64, "{P1}");
-    assert_eq!(received(P2), counted[1] as f64, "{P2}");
-    assert_eq!(
-        received(&format!("{P1}|{P2}")),
-        (counted[0] + counted[1]) as f64
+    for (pair, counted) in PAIRS.iter().zip(&counted) {
+        assert_eq!(received(pair), *counted as f64, "{pair}");
+    }
+    assert_eq!(received(&every), aggregate as f64);
+    after_the_run(&prom, &queries, &variables, at, &agents);
+    drop(prom);
+
+    // Down leaves nothing: no namespace of the prefix, no inventory.
+    let out = f.down();
+    assert!(
+        out.status.success(),
+        "fleet down: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    // After the runs: every query of the dashboard returns data for each
-    // pair, and its pair variable offers both pairs.
-    for pair in [P1, P2] {
-        for q in &queries {
+    assert_eq!(namespaces_left(), Vec::<String>::new());
+    assert!(!f.inventory.exists(), "inventory left");
+    drop(f);
+}
+
+/// After the run: every query of the dashboard returns data for each
+/// pair, its pair variable offers both pairs, the agents label their
+/// series with the pair themselves, and every series of the run carries
+/// its labels.
+fn after_the_run(
+    prom: &Prometheus,
+    queries: &[String],
+    variables: &[(String, String)],
+    at: f64,
+    agents: &[(String, &str, String, String)],
+) {
+    for pair in PAIRS {
+        for q in queries {
             let e = as_sent(q, pair);
             let r = prom.query_at(&e, at).unwrap_or_else(|e| panic!("{e}"));
             assert!(!r.is_empty(), "dashboard query {e}: no data");
         }
     }
     assert!(!variables.is_empty());
-    for (metric, label) in &variables {
+    for (metric, label) in variables {
         let body: Value = ureq::get(&format!("{}/api/v1/label/{label}/values", prom.url))
             .query("match[]", metric)
             .call()
@@ -464,16 +479,16 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
             .into_json()
             .unwrap();
         let values = body["data"].as_array().unwrap();
-        for pair in [P1, P2] {
+        for pair in PAIRS {
             assert!(
                 values.iter().any(|v| v == pair),
                 "{label} of {metric}: {body}"
             );
         }
     }
-    // The pair label is the agents' own (the run request's, from --pair),
-    // not only the target's.
-    for (url, token, pair) in [(&f.a1.url, TOKEN1, P1), (&f.b2.url, TOKEN2, P2)] {
+    // The pair label is the agents' own (the run request's, from the
+    // fleet's pair name), not only the target's.
+    for (pair, _, url, token) in agents {
         let text = ureq::get(&format!("{url}/metrics"))
             .set("Authorization", &format!("Bearer {token}"))
             .call()
@@ -485,7 +500,7 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
     }
     // The labels every series of a run carries.
     let rx = prom.query("linerate_worker_frames_total{role=\"rx\"}");
-    assert_eq!(rx.len(), 2, "{rx:?}");
+    assert_eq!(rx.len(), PAIRS.len(), "{rx:?}");
     for s in &rx {
         let m = &s["metric"];
         let pair = m["pair"].as_str().unwrap();
@@ -495,6 +510,4 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
         assert!(m["run"].as_str().is_some_and(|r| r.starts_with('r')), "{m}");
         assert!(m.get("exported_pair").is_none(), "{m}");
     }
-    drop(prom);
-    drop(f);
 }

@@ -165,6 +165,31 @@ fn fleet_stream(inventory: &str) -> std::process::Output {
     ])
 }
 
+/// While a fleet is up, another on this host is refused before anything
+/// is made (both would take the same management addresses).
+fn a_second_fleet_is_refused() {
+    let dir = temp_dir("tfl2");
+    let inventory = dir.join("fleet.toml");
+    let out = run(&[
+        "fleet",
+        "up",
+        "--pairs",
+        "1",
+        "--name",
+        "tfl2",
+        "--inventory",
+        inventory.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the management address 198.19.1.1 of pair 0 is on tflt0-ma already: another fleet is up"),
+        "{err}"
+    );
+    assert!(!netns_exists("tfl20-a") && !inventory.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
     if !root_or_skip("a_fleet_of_three_counts_exactly_and_down_leaves_nothing") {
@@ -189,6 +214,7 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
     let st = json(&st);
     assert_eq!(st["agents_down"], 0, "{st:#}");
     assert_eq!(st["pairs"][2]["rx"]["up"], true, "{st:#}");
+    a_second_fleet_is_refused();
 
     let before: Vec<u64> = (0..3).map(|i| rx_packets(&fleet.pair(i))).collect();
     let out = fleet_stream(fleet.inv());

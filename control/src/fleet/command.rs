@@ -60,6 +60,7 @@ fn up(
             inventory.display()
         );
     }
+    host::check_addresses_free(pairs)?;
     let dir = host::state_dir(prefix)?;
     let mut made: Vec<Made> = Vec::new();
     let result = (|| -> Result<()> {

@@ -42,6 +42,30 @@ pub fn mgmt_addrs(index: u32) -> [(Ipv4Addr, Ipv4Addr); 2] {
     [(ip(1), ip(2)), (ip(5), ip(6))]
 }
 
+/// Refuses the management addresses of `pairs` pairs when one is on an
+/// interface of this host already: every fleet on a host takes the same
+/// addresses, so two at once would route each other's agents away (their
+/// agents would never answer).
+pub fn check_addresses_free(pairs: u32) -> Result<()> {
+    let on_host: Vec<(Ipv4Addr, String)> = nix::ifaddrs::getifaddrs()
+        .context("listing this host's addresses")?
+        .filter_map(|a| {
+            let ip = a.address?.as_sockaddr_in()?.ip();
+            Some((ip, a.interface_name))
+        })
+        .collect();
+    for i in 0..pairs {
+        for (here, _) in mgmt_addrs(i) {
+            if let Some((_, on)) = on_host.iter().find(|(ip, _)| *ip == here) {
+                bail!(
+                    "the management address {here} of pair {i} is on {on} already: another fleet is up on this host (one at a time: `linerate fleet status` names it, `linerate fleet down --inventory PATH` removes it)"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The folder of a fleet's token files and logs, made (mode 700) if
 /// absent; refused unless it and its parents are root's and only root
 /// writes them (a token file there is as safe as the folder).

@@ -8,84 +8,15 @@
 //! (198.19.1.0 on): the tests take turns ([`serial`]).
 
 mod common;
+#[path = "support/fleet.rs"]
+mod fleet_support;
 
-use std::{
-    os::unix::fs::MetadataExt,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{os::unix::fs::MetadataExt, path::Path, process::Command};
 
 use common::*;
+use fleet_support::{temp_dir, Fleet};
 
 const COUNT: u64 = 5_000;
-
-/// A fleet of the test's own, removed on drop (`fleet down`, and the
-/// namespaces by name should that fail).
-struct Fleet {
-    prefix: &'static str,
-    pairs: u32,
-    inventory: PathBuf,
-}
-
-/// A fresh folder for a test's inventory.
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-impl Fleet {
-    fn up(prefix: &'static str, pairs: u32) -> Self {
-        let inventory = temp_dir(prefix).join("fleet.toml");
-        let out = run(&[
-            "fleet",
-            "up",
-            "--pairs",
-            &pairs.to_string(),
-            "--name",
-            prefix,
-            "--inventory",
-            inventory.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "fleet up failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Self {
-            prefix,
-            pairs,
-            inventory,
-        }
-    }
-
-    fn inv(&self) -> &str {
-        self.inventory.to_str().unwrap()
-    }
-
-    fn pair(&self, i: u32) -> String {
-        format!("{}{i}", self.prefix)
-    }
-
-    fn down(&self) -> std::process::Output {
-        run(&["fleet", "down", "--inventory", self.inv()])
-    }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        if self.inventory.exists() {
-            let _ = self.down();
-        }
-        for i in 0..self.pairs {
-            let _ = run(&["lab", "down", "--lab", &self.pair(i)]);
-        }
-        if let Some(d) = self.inventory.parent() {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
-}
 
 /// The processes in namespace `ns`.
 fn processes_in(ns: &str) -> Vec<i32> {

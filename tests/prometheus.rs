@@ -12,6 +12,8 @@
 //! on; tests/fleet.rs's too): the test binaries run one after another.
 
 mod common;
+#[path = "support/fleet.rs"]
+mod fleet_support;
 
 use std::{
     net::TcpListener,
@@ -22,6 +24,7 @@ use std::{
 };
 
 use common::*;
+use fleet_support::Fleet;
 use serde_json::Value;
 
 /// The fleet's name prefix: its pairs are `tpm0` and `tpm1` (tests/fleet.rs
@@ -199,84 +202,34 @@ fn value(sample: &Value) -> f64 {
     sample["value"][1].as_str().unwrap().parse().unwrap()
 }
 
-/// The fleet of two pairs `fleet up` made, its inventory in the temporary
-/// folder; `fleet down` on drop (and its labs by name should that fail).
-struct Fleet {
-    inventory: PathBuf,
-}
-
-impl Fleet {
-    fn up() -> Self {
-        let inventory =
-            std::env::temp_dir().join(format!("{PREFIX}-inventory-{}.toml", std::process::id()));
-        let _ = std::fs::remove_file(&inventory);
-        let out = run(&[
-            "fleet",
-            "up",
-            "--pairs",
-            &PAIRS.len().to_string(),
-            "--name",
-            PREFIX,
-            "--inventory",
-            inventory.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "fleet up failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Self { inventory }
-    }
-
-    fn inv(&self) -> &str {
-        self.inventory.to_str().unwrap()
-    }
-
-    fn down(&self) -> Output {
-        run(&["fleet", "down", "--inventory", self.inv()])
-    }
-
-    /// Every agent of the inventory as (pair, side, URL, token), in its
-    /// order (`fleet up` writes each side's `agent` before its
-    /// `token_file`).
-    fn agents(&self) -> Vec<(String, &'static str, String, String)> {
-        let text = std::fs::read_to_string(&self.inventory).unwrap();
-        let (mut pair, mut side, mut agent) = (String::new(), "", String::new());
-        let mut agents = Vec::new();
-        for line in text.lines() {
-            let value = |key: &str| {
-                line.strip_prefix(key)
-                    .map(|v| v.trim_matches('"').to_string())
-            };
-            match line {
-                "[pair.tx]" => side = "tx",
-                "[pair.rx]" => side = "rx",
-                _ => {}
-            }
-            if let Some(v) = value("name = ") {
-                pair = v;
-            } else if let Some(v) = value("agent = ") {
-                agent = v;
-            } else if let Some(v) = value("token_file = ") {
-                let token = std::fs::read_to_string(&v).unwrap().trim().to_string();
-                agents.push((pair.clone(), side, agent.clone(), token));
-            }
+/// Every agent of the fleet's inventory as (pair, side, URL, token), in
+/// its order (`fleet up` writes each side's `agent` before its
+/// `token_file`).
+fn agents(fleet: &Fleet) -> Vec<(String, &'static str, String, String)> {
+    let text = std::fs::read_to_string(&fleet.inventory).unwrap();
+    let (mut pair, mut side, mut agent) = (String::new(), "", String::new());
+    let mut agents = Vec::new();
+    for line in text.lines() {
+        let value = |key: &str| {
+            line.strip_prefix(key)
+                .map(|v| v.trim_matches('"').to_string())
+        };
+        match line {
+            "[pair.tx]" => side = "tx",
+            "[pair.rx]" => side = "rx",
+            _ => {}
         }
-        assert_eq!(agents.len(), 2 * PAIRS.len(), "{text}");
-        agents
-    }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        if self.inventory.exists() {
-            let _ = self.down();
+        if let Some(v) = value("name = ") {
+            pair = v;
+        } else if let Some(v) = value("agent = ") {
+            agent = v;
+        } else if let Some(v) = value("token_file = ") {
+            let token = std::fs::read_to_string(&v).unwrap().trim().to_string();
+            agents.push((pair.clone(), side, agent.clone(), token));
         }
-        for pair in PAIRS {
-            let _ = run(&["lab", "down", "--lab", pair]);
-        }
-        let _ = std::fs::remove_file(&self.inventory);
     }
+    assert_eq!(agents.len(), 2 * PAIRS.len(), "{text}");
+    agents
 }
 
 /// Starts one controller's counted stream on every pair of the fleet at a
@@ -330,13 +283,13 @@ fn prometheus_scrapes_every_agent_and_counts_the_runs_exactly() {
         return;
     }
     let _turn = serial();
-    let f = Fleet::up();
+    let f = Fleet::up(PREFIX, PAIRS.len() as u32);
     assert_eq!(
         namespaces_left().len(),
         2 * PAIRS.len(),
         "{PREFIX}* namespaces"
     );
-    let agents = f.agents();
+    let agents = agents(&f);
     let out = run(&[
         "fleet",
         "prometheus",

@@ -12,7 +12,7 @@ use crate::{
     cpu::Host,
     results::{
         latency::Latency,
-        rr::RrResult,
+        rr::{RrResult, Transactions},
         run::RunResult,
         stream::StreamResult,
         two_host::{HostCpu, HostsCpu},
@@ -54,21 +54,6 @@ pub struct Rates {
     pub wire_mb_s: f64,
     /// Wire Gbit/s.
     pub wire_gbit_s: f64,
-}
-
-/// Transactions of all pairs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Transactions {
-    /// Completed in the windows.
-    pub completed: u64,
-    /// Per second, summed.
-    pub per_s: f64,
-    /// Completed over the whole runs.
-    pub total: u64,
-    /// Timed out.
-    pub timeouts: u64,
-    /// Answered by the responders.
-    pub answered: u64,
 }
 
 /// One pair's hosts' CPU.
@@ -121,7 +106,7 @@ pub struct Aggregate {
     /// Stream: the receivers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receiver: Option<Rates>,
-    /// Rr: transactions.
+    /// Rr: transactions, summed (a single result's fields).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<Transactions>,
     /// Latency of every sample of every pair (one histogram).
@@ -207,6 +192,7 @@ pub fn rrs(results: &[(&str, &RrResult)], failed: usize, skew_us: f64) -> Aggreg
         t.per_s += x.per_s;
         t.total += x.total;
         t.timeouts += x.timeouts;
+        t.late += x.late;
         t.answered += x.answered;
         cpu.hosts.extend(hosts(pair, &r.cpu.hosts));
     }
@@ -370,5 +356,6 @@ mod tests {
         assert!((l.max_us - 1000.0).abs() < 1.0, "{}", l.max_us);
         let t = agg.transactions.unwrap();
         assert_eq!(t.completed, 2 * a.transactions.completed);
+        assert_eq!(t.late, 2 * a.transactions.late);
     }
 }

@@ -236,6 +236,21 @@ pub fn gate(code: ExitCode, result: Option<&RunResult>, list: &[Expectation]) ->
     gate_verdicts(code, &verdicts)
 }
 
+/// Prints a finished run as `run` asks (`--json-stream`, `--json`, `-q`
+/// or its table) and holds it against `gates`: the exit status.
+pub fn finish(
+    result: &RunResult,
+    run: &crate::cli::RunArgs,
+    gates: &[Expectation],
+) -> anyhow::Result<ExitCode> {
+    let code = if run.json_stream {
+        result.report_stream()?
+    } else {
+        result.report(run.json, run.quiet)?
+    };
+    Ok(gate(code, Some(result), gates))
+}
+
 /// The exit status of a run whose expectations were judged: printed, then
 /// the run's own status when it is not 0, 4 when one is unmet, else 0.
 pub fn gate_verdicts(code: ExitCode, verdicts: &[Verdict]) -> ExitCode {

@@ -64,14 +64,19 @@ impl RunResult {
         }
     }
 
+    /// How it ended: interrupted, and its fault if any.
+    fn ended(&self) -> (bool, &Option<String>) {
+        match self {
+            Self::Stream(r) => (r.interrupted, &r.fault),
+            Self::Rr(r) => (r.interrupted, &r.fault),
+        }
+    }
+
     /// Prints a finished run (`--json`, the summary line with `quiet`, or
     /// its table) and gives the exit status (`output::report`: 130 if
     /// interrupted, 3 on a fault).
     pub fn report(&self, json: bool, quiet: bool) -> anyhow::Result<std::process::ExitCode> {
-        let (interrupted, fault) = match self {
-            Self::Stream(r) => (r.interrupted, &r.fault),
-            Self::Rr(r) => (r.interrupted, &r.fault),
-        };
+        let (interrupted, fault) = self.ended();
         let text = || {
             if quiet {
                 self.summary()
@@ -86,10 +91,7 @@ impl RunResult {
     /// `{"event":"end","data":RESULT}`, and gives the exit status as
     /// [`Self::report`] does.
     pub fn report_stream(&self) -> anyhow::Result<std::process::ExitCode> {
-        let (interrupted, fault) = match self {
-            Self::Stream(r) => (r.interrupted, &r.fault),
-            Self::Rr(r) => (r.interrupted, &r.fault),
-        };
+        let (interrupted, fault) = self.ended();
         let line = serde_json::to_string(&serde_json::json!({"event": "end", "data": self}))?;
         crate::output::report(self, false, || line + "\n", interrupted, fault)
     }

@@ -66,10 +66,5 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
-    let code = if args.run.json_stream {
-        result.report_stream()?
-    } else {
-        result.report(args.run.json, args.run.quiet)?
-    };
-    Ok(expect::gate(code, Some(&result), &gates))
+    expect::finish(&result, &args.run, &gates)
 }

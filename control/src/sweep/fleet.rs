@@ -6,7 +6,10 @@
 //! failed run (its error names the pair): `--resume` runs it again, so
 //! that no aggregate of the sweep sums fewer pairs than the others.
 
-use std::sync::{atomic::AtomicBool, Arc};
+use std::{
+    path::Path,
+    sync::{atomic::AtomicBool, Arc},
+};
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -59,11 +62,8 @@ pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
         .filter(|x| x.is_finite())
 }
 
-/// Runs `req` (which names `--fleet`) on every pair of its inventory.
-pub fn run(req: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<FleetRun> {
-    let Some(path) = &req.run().agents.fleet else {
-        bail!("a fleet run needs --fleet INVENTORY");
-    };
+/// Runs `req` on every pair of the inventory at `path` (its `--fleet`).
+pub fn run(req: &RunRequest, path: &Path, interrupted: &Arc<AtomicBool>) -> Result<FleetRun> {
     let inventory = Inventory::load(path)?;
     let o = run_fleet(req, &inventory, interrupted);
     of(o.aggregate, o.pairs)

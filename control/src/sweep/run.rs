@@ -538,8 +538,8 @@ fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Measure
 fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Measured> {
     // On a fleet, on every pair at once; with agents, each side on its host.
     let run = args.run();
-    if run.agents.fleet.is_some() {
-        return super::fleet::run(args, interrupted).map(|f| Measured::Fleet(Box::new(f)));
+    if let Some(path) = &run.agents.fleet {
+        return super::fleet::run(args, path, interrupted).map(|f| Measured::Fleet(Box::new(f)));
     }
     if run.agents.tx_agent.is_some() {
         let o = crate::remote::controller::run(args, interrupted)?;

@@ -54,12 +54,10 @@ impl FleetRun {
     }
 }
 
-/// The value of figure `name` (a dotted path) in an aggregate's JSON.
+/// The value of figure `name` (a dotted path) in an aggregate's JSON,
+/// when measured (no loss over nothing sent).
 pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
-    name.split('.')
-        .try_fold(aggregate, |v, key| v.get(key))
-        .and_then(serde_json::Value::as_f64)
-        .filter(|x| x.is_finite())
+    crate::results::metrics::json_figure(aggregate, name)
 }
 
 /// Runs `req` on every pair of the inventory at `path` (its `--fleet`).

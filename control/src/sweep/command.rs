@@ -74,6 +74,10 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     };
     // Counted from the axes before anything is expanded or run.
     let spec = SweepSpec::parse(&text, &label)?;
+    // An option of one run the sweep would not honour: a usage error.
+    if let Err(e) = spec.check_run_only(&text, &label) {
+        return Ok(expect::usage_error(&e.to_string()));
+    }
     let gates = match expect::parse(&args.expect).and_then(|g| gates::check(&spec, &g).map(|()| g))
     {
         Ok(g) => g,

@@ -351,7 +351,7 @@ fn pairs_are_bounded_with_the_reason() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["stream", "--fleet", "/nonexistent.toml", "--tx-iface", "x"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("takes each pair's interfaces"),
         "{}",

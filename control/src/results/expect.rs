@@ -430,6 +430,14 @@ mod tests {
                 format!("expect {gate}: UNMET (not measured in this run)")
             );
         }
+        // A latency over no sample (its fields read 0).
+        let no_samples = stream(|v| {
+            v["latency"] = serde_json::json!({"count": 0, "mean_us": 0.0, "min_us": 0.0, "p50_us": 0.0, "p90_us": 0.0, "p99_us": 0.0, "p99_9_us": 0.0, "max_us": 0.0});
+        });
+        assert_eq!(
+            verdict("latency.p99_us < 50", &no_samples),
+            "expect latency.p99_us < 50: UNMET (not measured in this run)"
+        );
         // Both sides ran: the loss is measured.
         let whole = stream(|_| {});
         assert!(verdict("frames.loss_pct <= 100", &whole).contains(": met (measured "));

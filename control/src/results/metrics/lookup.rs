@@ -12,7 +12,7 @@ use super::lists::{
     figures, refused_counters, Figure, Read, SteeringAt, Tests, INTERFACE, STEERING,
     WORKER_COUNTERS, XSK_EVENTS,
 };
-use super::measured::Measured;
+use super::measured::{of_samples, Measured};
 
 /// A metric of the list, found by its name.
 #[derive(Clone, Copy)]
@@ -194,10 +194,16 @@ impl Metric {
     }
 
     /// Its value in `r` (None: not measured there, such as a loss of a
-    /// run without a receiver of ours: see [`Measured`]).
+    /// run without a receiver of ours, or a latency of no sample: see
+    /// [`Measured`]).
     pub fn value(&self, r: &RunResult) -> Option<f64> {
-        match r {
-            RunResult::Stream(s) if !self.measured_in(&Measured::of(s)) => None,
+        let samples = match r {
+            RunResult::Stream(s) => s.latency.as_ref().map_or(0, |l| l.count),
+            RunResult::Rr(r) => r.latency.count,
+        };
+        match (self, r) {
+            (Self::Figure(f), _) if !of_samples(f.name, samples) => None,
+            (_, RunResult::Stream(s)) if !self.measured_in(&Measured::of(s)) => None,
             _ => self.read(r),
         }
     }

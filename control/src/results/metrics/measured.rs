@@ -102,6 +102,16 @@ impl Measured {
     }
 }
 
+/// Whether figure `name` was measured by a run whose latency histogram
+/// holds `samples`: every latency over no sample reads 0, which no gate
+/// may take for a measurement (the clock's uncertainty is no sample's).
+pub fn of_samples(name: &str, samples: u64) -> bool {
+    samples > 0
+        || !name.starts_with("latency.")
+        || name == "latency.count"
+        || name.starts_with("latency.clock.")
+}
+
 /// The value of figure `name` (a dotted path) in a result written as JSON
 /// with a single result's field names (a fleet's aggregate, whose every
 /// pair had both sides), when measured: a loss over nothing sent, or what
@@ -121,7 +131,8 @@ pub fn json_figure(v: &serde_json::Value, name: &str) -> Option<f64> {
         received: count("frames.received"),
         messages_sent: v.pointer("/frames/messages/sent").and_then(|m| m.as_u64()),
     };
-    at(name).filter(|_| measured.has(name))
+    let samples = count("latency.count");
+    at(name).filter(|_| measured.has(name) && of_samples(name, samples))
 }
 
 #[cfg(test)]
@@ -190,6 +201,16 @@ mod tests {
         let m = ran(true, true, 10, 10);
         assert!(m.has("frames.loss_pct") && m.has("frames.messages.loss_pct"));
         assert!(!ran(true, true, 1, 1).has("frames.messages.loss_pct"));
+    }
+
+    #[test]
+    fn a_latency_of_no_sample_is_not_measured() {
+        assert!(!of_samples("latency.p99_us", 0) && !of_samples("latency.max_us", 0));
+        assert!(of_samples("latency.count", 0) && of_samples("latency.clock.uncertainty_us", 0));
+        assert!(of_samples("latency.p99_us", 1) && of_samples("frames.lost", 0));
+        let v = serde_json::json!({"latency": {"count": 0, "p99_us": 0.0}});
+        assert_eq!(json_figure(&v, "latency.p99_us"), None);
+        assert_eq!(json_figure(&v, "latency.count"), Some(0.0));
     }
 
     #[test]

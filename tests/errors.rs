@@ -645,3 +645,79 @@ fn message_frames_times_count_is_bounded() {
         &["--count 281474976710656", "more than 2^48", "lower --count"],
     );
 }
+
+/// Gates that could pass on nothing and options a run would refuse only
+/// after it started are command-line errors: exit 2 before anything runs
+/// (no root, no lab, no agent needed to say so).
+#[test]
+fn gates_and_fleet_options_that_cannot_hold_exit_2_before_anything_runs() {
+    for interval in ["10ms", "0", "6m"] {
+        usage_error(
+            &[
+                "fleet",
+                "prometheus",
+                "--inventory",
+                "/nonexistent/inventory.toml",
+                "--interval",
+                interval,
+            ],
+            &[
+                &format!("invalid value '{interval}' for '--interval"),
+                "is out of range: use 100ms to 5m",
+            ],
+        );
+    }
+    usage_error(
+        &["stream", "--expect", "frames.lost <= 1e308G"],
+        &["\"1e308G\" is not a finite number"],
+    );
+    let fleet = ["stream", "--fleet", "/nonexistent/inventory.toml"];
+    for (extra, says) in [
+        (
+            &["--pcap", "run.pcapng"][..],
+            "--pcap writes the frames of a run on this host, and a fleet's pairs run on their own hosts",
+        ),
+        (
+            &["--napi-priority", "fifo:50"][..],
+            "--napi-priority fifo:50: a fleet's pairs run on interfaces of no lab",
+        ),
+        (&["--tx-only"][..], "--tx-only runs the senders on this host"),
+        (
+            &["--tx-iface", "eth0"][..],
+            "--fleet takes each pair's interfaces from the inventory",
+        ),
+    ] {
+        let args: Vec<&str> = fleet.iter().chain(extra).copied().collect();
+        usage_error(&args, &[says]);
+    }
+    // A sweep file that sets an option of one run a sweep would ignore.
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/small-sweep.toml"
+    ))
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("linerate-err-runonly-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (set, says) in [
+        (
+            "expect = \"frames.lost == 0\"",
+            "expect: a sweep file may not set this option of one run: a sweep's gates are held against every point's median: give them to the sweep, `linerate sweep FILE --expect 'METRIC OP VALUE'`",
+        ),
+        ("json_stream = true", "json_stream: a sweep file may not set this option of one run"),
+    ] {
+        let file = dir.join("small.toml");
+        std::fs::write(&file, spec.replace("mtu = 1500", &format!("mtu = 1500\n{set}"))).unwrap();
+        let out = dir.join("out");
+        usage_error(
+            &[
+                "sweep",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &["small.toml:", says],
+        );
+        assert!(!out.exists(), "{set}: the sweep ran");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -351,7 +351,7 @@ fn pairs_are_bounded_with_the_reason() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["stream", "--fleet", "/nonexistent.toml", "--tx-iface", "x"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("takes each pair's interfaces"),
         "{}",
@@ -468,6 +468,59 @@ fn a_sweep_on_a_fleet_counts_every_pair_and_reports_each() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(check_report(), first);
+    // The inventory edited to one pair between the runs (the last run cut
+    // off, resumed on it): that run fails naming the change, never an
+    // aggregate of 1 pair beside those of 2; the inventory put back, the
+    // resumed run sums both pairs again.
+    let results = out_dir.join("results.jsonl");
+    let first_line = text.lines().next().unwrap().to_string() + "\n";
+    std::fs::write(&results, &first_line).unwrap();
+    let whole = std::fs::read_to_string(&fleet.inventory).unwrap();
+    let second = whole.match_indices("\n[[pair]]\n").nth(1).unwrap().0 + 1;
+    let one = dir.join("one.toml");
+    std::fs::write(&one, &whole[..second]).unwrap();
+    let resume = |inventory: &str| {
+        run(&[
+            "sweep",
+            "--resume",
+            out_dir.to_str().unwrap(),
+            "--fleet",
+            inventory,
+        ])
+    };
+    let out = resume(one.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains(&format!(
+            "inventory {} now names 1 pair(s) (tfls0), not the 2 (tfls0, tfls1) this sweep's runs went to: the run counts as failed",
+            one.display()
+        )),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&results).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert!(
+        last.get("fleet").is_none() && last["error"].is_string(),
+        "{last:#}"
+    );
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("The runs went to a fleet of 2 pair(s) (tfls0, tfls1)"),
+        "{md}"
+    );
+    let out = resume(fleet.inv());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&results).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        last["fleet"]["aggregate"]["frames"]["received"], 6000,
+        "{last:#}"
+    );
     // An inventory that is not there is refused before anything runs.
     let out = run(&[
         "sweep",

@@ -108,6 +108,59 @@ fn expectations_gate_stream_and_rr() {
     }
 }
 
+/// A gate on a figure the run did not measure is unmet, never met on the
+/// zero its field holds: a --tx-only run has no receiver of ours, so no
+/// loss and nothing received (exit 4); what it sent is measured.
+#[test]
+fn a_tx_only_run_meets_no_gate_on_what_a_receiver_counts() {
+    if !root_or_skip("--tx-only --expect on the lab") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("tgtxo", 1500);
+    let out = run(&[
+        "stream",
+        "--lab",
+        &lab.name,
+        "--tx-only",
+        "--count",
+        "1000",
+        "--rate",
+        "50000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--napi",
+        "softirq",
+        "--tx-engine",
+        "backend",
+        "--json",
+        "--expect",
+        "frames.lost == 0",
+        "--expect",
+        "frames.loss_pct <= 0",
+        "--expect",
+        "frames.sent == 1000",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    for gate in ["frames.lost == 0", "frames.loss_pct <= 0"] {
+        assert!(
+            err.contains(&format!("expect {gate}: UNMET (not measured in this run)")),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("expect frames.sent == 1000: met (measured 1000)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 of 3 expectation(s) unmet (exit 4)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn json_stream_writes_a_line_per_interval_then_the_result() {
     if !root_or_skip("--json-stream on the lab") {

@@ -493,3 +493,104 @@ fn fail_if_worse_gates_on_figures_worse_beyond_the_spread() {
         let _ = fs::remove_dir_all(d);
     }
 }
+
+/// The fixture (6 points x 2 repeats) with the records `keep` refuses
+/// left out and the runs `fail` picks turned into failed runs.
+fn edited(name: &str, keep: impl Fn(&Value) -> bool, fail: impl Fn(&Value) -> bool) -> PathBuf {
+    let dir = sweep_copy(name, "");
+    let path = dir.join("results.jsonl");
+    let text: Vec<String> = fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| keep(r))
+        .map(|mut r| {
+            if fail(&r) {
+                let o = r.as_object_mut().unwrap();
+                o.remove("result");
+                o.insert("error".into(), "the lab went away".into());
+            }
+            r.to_string()
+        })
+        .collect();
+    fs::write(&path, text.join("\n") + "\n").unwrap();
+    dir
+}
+
+/// A gate that compares with nothing fails: a point OTHER measured that
+/// DIR lacks (left out of its records, every run failed, or DIR holds 1
+/// of OTHER's 6 points) is worse, never equal (exit 4, each named).
+#[test]
+fn fail_if_worse_fails_on_points_that_are_missing() {
+    let base = sweep_copy("miss-base", "");
+    let gate = |dir: &Path| {
+        let out = report(
+            dir,
+            &["--compare", base.to_str().unwrap(), "--fail-if-worse", "5"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    };
+    // Every run of point 2 failed.
+    let failed = edited("miss-failed", |_| true, |r| r["point"] == 2);
+    let (code, err) = gate(&failed);
+    assert_eq!(code, Some(4), "{err}");
+    let base_name = base.file_name().unwrap().to_string_lossy().into_owned();
+    let failed_name = failed.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        err.contains(&format!(
+            "linerate: missing: part 1 mode={{ rx_wait = \"wait\", tx_wait = \"busy\" }} message=65536: measured in {base_name}, not in {failed_name} (every run of it failed (2 of 2))\n"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("linerate: missing: ").count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "0 figure(s) worse by more than 5 % beyond the spread, 1 point(s) or figure(s) of {base_name} not measured (exit 4)"
+        )),
+        "{err}"
+    );
+    // compare.json lists it.
+    let j: Value =
+        serde_json::from_str(&fs::read_to_string(failed.join("compare.json")).unwrap()).unwrap();
+    assert_eq!(j["missing"].as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(j["missing"][0]["why"], serde_json::json!({"failed": 2}));
+    // Point 4 left out of the records.
+    let lacking = edited("miss-lacking", |r| r["point"] != 4, |_| false);
+    let (code, err) = gate(&lacking);
+    assert_eq!(code, Some(4), "{err}");
+    assert_eq!(err.matches("linerate: missing: ").count(), 1, "{err}");
+    assert!(err.contains("(no run of it recorded)"), "{err}");
+    // 1 of the 6 points.
+    let one = edited("miss-one", |r| r["point"] == 0, |_| false);
+    let (code, err) = gate(&one);
+    assert_eq!(code, Some(4), "{err}");
+    assert_eq!(err.matches("linerate: missing: ").count(), 5, "{err}");
+    // Every run of every point failed: no row to compare, still exit 4.
+    let none = edited("miss-none", |_| true, |_| true);
+    let (code, err) = gate(&none);
+    assert_eq!(code, Some(4), "{err}");
+    assert_eq!(err.matches("linerate: missing: ").count(), 6, "{err}");
+    // The same sweep: nothing missing, nothing worse.
+    let (code, err) = gate(&sweep_copy("miss-same", ""));
+    assert_eq!(code, Some(0), "{err}");
+    // Without the gate the report says what is missing, exit 0.
+    let out = report(&one, &["--compare", base.to_str().unwrap()]);
+    let text = ok(&out);
+    assert!(
+        text.contains(&format!(
+            "5 point(s) or figure(s) measured in {base_name} are not measured in"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "| 1 | mode={ rx_wait = \"wait\", tx_wait = \"busy\" } message=8192 | all | no run of it recorded |"
+        ),
+        "{text}"
+    );
+    for d in [base, failed, lacking, one, none] {
+        let _ = fs::remove_dir_all(d);
+    }
+    let _ = fs::remove_dir_all(sweep_copy("miss-same", ""));
+}

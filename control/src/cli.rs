@@ -184,6 +184,18 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `fleet prometheus --interval`: 100ms (Prometheus keeps milliseconds)
+/// to 5m (a series not scraped for 5 min goes stale).
+fn parse_scrape_interval(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(300) {
+        return Err(format!(
+            "{text:?} is out of range: use 100ms to 5m (Prometheus marks a series stale after 5 min unscraped)"
+        ));
+    }
+    Ok(d)
+}
+
 /// A fleet pair's name (docs/fleet.md).
 fn parse_pair(text: &str) -> Result<String, String> {
     crate::inventory::check_pair_name(text).map(|()| text.to_string())
@@ -346,7 +358,7 @@ pub struct FleetPrometheusArgs {
     #[arg(long, value_name = "PATH")]
     pub inventory: std::path::PathBuf,
     /// How often Prometheus scrapes each agent (100ms to 5m).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_scrape_interval)]
     pub interval: Duration,
     /// Where the Prometheus server reads the agents' token files (each
     /// under its own file name), when not at the inventory's paths.

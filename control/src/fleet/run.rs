@@ -85,6 +85,9 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
         bail!("give --fleet INVENTORY");
     };
     let run = req.run();
+    if let Some(why) = refused(req) {
+        return Ok(crate::results::expect::usage_error(&why));
+    }
     check(req)?;
     let inventory = Inventory::load(&path)?;
     let interrupted = crate::session::on_signal()?;
@@ -99,25 +102,49 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     Ok(crate::results::expect::gate_verdicts(code, &verdicts))
 }
 
-/// Refuses, before anything runs, what a run on a fleet cannot take.
-pub fn check(req: &RunRequest) -> Result<()> {
+/// The options a run on a fleet cannot take, said before anything runs
+/// (a command-line error, exit 2): each pair would refuse them (exit 3
+/// after connecting every pair).
+pub fn refused(req: &RunRequest) -> Option<String> {
     let run = req.run();
     if run.tx_iface.is_some()
         || run.rx_iface.is_some()
         || run.tx_netns.is_some()
         || run.rx_netns.is_some()
     {
-        bail!("--fleet takes each pair's interfaces from the inventory: leave out --tx-iface, --rx-iface, --tx-netns and --rx-netns");
+        return Some("--fleet takes each pair's interfaces from the inventory: leave out --tx-iface, --rx-iface, --tx-netns and --rx-netns".into());
     }
     if run.agents.tx_agent.is_some() || run.agents.rx_agent.is_some() {
-        bail!("--fleet takes each pair's agents from the inventory: leave out --tx-agent and --rx-agent");
+        return Some("--fleet takes each pair's agents from the inventory: leave out --tx-agent and --rx-agent".into());
     }
-    req.check()?;
+    if let Some(p) = run.napi_priority.filter(|_| {
+        !matches!(
+            run.napi,
+            crate::cli::NapiArg::Threaded | crate::cli::NapiArg::ThreadedOwn
+        )
+    }) {
+        return Some(format!("--napi-priority {p}: a fleet's pairs run on interfaces of no lab, where NAPI is left as it is (in softirq): there is no NAPI thread to set; give --napi threaded or --napi threaded-own"));
+    }
     if let RunRequest::Stream(s) = req {
         if s.search_rate.is_some() {
-            bail!("--search-rate is not for --fleet runs: search one pair (--tx-agent/--rx-agent), then run the fleet at that rate");
+            return Some("--search-rate is not for --fleet runs: search one pair (--tx-agent/--rx-agent), then run the fleet at that rate".into());
+        }
+        if s.pcap.is_some() {
+            return Some("--pcap writes the frames of a run on this host, and a fleet's pairs run on their own hosts: drop --pcap (or capture one pair's run on its host)".into());
+        }
+        if s.tx_only {
+            return Some("--tx-only runs the senders on this host, and a fleet's pairs run on their own hosts: drop --tx-only".into());
         }
     }
+    None
+}
+
+/// Refuses, before anything runs, what a run on a fleet cannot take.
+pub fn check(req: &RunRequest) -> Result<()> {
+    if let Some(why) = refused(req) {
+        bail!(why);
+    }
+    req.check()?;
     Ok(())
 }
 
@@ -348,4 +375,52 @@ pub fn report(o: &FleetOutcome, json_out: bool, quiet: bool) -> Result<ExitCode>
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(options: &[&str]) -> RunRequest {
+        let mut all = vec!["--fleet", "inv.toml"];
+        all.extend(options);
+        RunRequest::Stream(Box::new(RunRequest::stream_args(&all)))
+    }
+
+    /// What every pair would refuse after the fleet was connected is
+    /// refused before: a capture, a NAPI priority with no NAPI thread,
+    /// --tx-only; a priority with threaded NAPI is taken.
+    #[test]
+    fn options_every_pair_would_refuse_are_refused_first() {
+        for (options, says) in [
+            (&["--pcap", "f.pcapng"][..], "--pcap writes the frames"),
+            (
+                &["--napi-priority", "fifo:50"][..],
+                "there is no NAPI thread to set",
+            ),
+            (
+                &["--napi-priority", "rr:5", "--napi", "softirq"][..],
+                "give --napi threaded",
+            ),
+            (
+                &["--tx-only"][..],
+                "--tx-only runs the senders on this host",
+            ),
+            (
+                &["--search-rate", "0.1"][..],
+                "--search-rate is not for --fleet",
+            ),
+        ] {
+            let why = refused(&stream(options)).unwrap_or_default();
+            assert!(why.contains(says), "{options:?}: {why:?}");
+            assert!(check(&stream(options)).is_err(), "{options:?}");
+        }
+        for options in [
+            &[][..],
+            &["--napi-priority", "fifo:50", "--napi", "threaded"][..],
+            &["--napi-priority", "other:5", "--napi", "threaded-own"][..],
+        ] {
+            assert_eq!(refused(&stream(options)), None, "{options:?}");
+        }
+    }
 }

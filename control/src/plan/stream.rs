@@ -67,7 +67,8 @@ fn path_args(args: &StreamArgs) -> Cow<'_, RunArgs> {
 
 /// Whether the run spans two hosts, or is an agent's side of one.
 fn two_hosts(args: &StreamArgs) -> bool {
-    args.run.agents.tx_agent.is_some() || args.run.role.role.is_some()
+    let agents = &args.run.agents;
+    agents.tx_agent.is_some() || agents.fleet.is_some() || args.run.role.role.is_some()
 }
 
 /// Checks arguments that need no system access.

@@ -82,7 +82,8 @@ impl fmt::Display for Expectation {
     }
 }
 
-/// A number, with an optional SI multiplier (k, M, G: 1.5M = 1,500,000).
+/// A finite number, with an optional SI multiplier (k, M, G: 1.5M =
+/// 1,500,000).
 fn number(text: &str) -> Option<f64> {
     let t = text.trim();
     let (digits, scale) = match t.chars().last()? {
@@ -92,7 +93,8 @@ fn number(text: &str) -> Option<f64> {
         _ => (t, 1.0),
     };
     let v: f64 = digits.trim().parse().ok()?;
-    v.is_finite().then_some(v * scale)
+    // Finite after its multiplier too: 1e308G is no threshold.
+    Some(v * scale).filter(|v| v.is_finite())
 }
 
 impl FromStr for Expectation {
@@ -114,7 +116,7 @@ impl FromStr for Expectation {
         }
         let metric = Metric::find(name).ok_or_else(|| super::metrics::unknown(name))?;
         let value = number(rest)
-            .ok_or_else(|| format!("{text:?}: {:?} is not a number: {form}", rest.trim()))?;
+            .ok_or_else(|| format!("{text:?}: {:?} is not a finite number: {form}", rest.trim()))?;
         Ok(Self {
             name: name.to_string(),
             metric,
@@ -172,14 +174,10 @@ impl Expectation {
     /// not there: unmet, "not measured".
     pub fn judge_json(&self, v: &serde_json::Value) -> Verdict {
         let found = match self.metric {
-            Metric::Figure(_) => self
-                .name
-                .split('.')
-                .try_fold(v, |v, key| v.get(key))
-                .and_then(serde_json::Value::as_f64),
+            Metric::Figure(_) => super::metrics::json_figure(v, &self.name),
             _ => None,
         };
-        self.judge_value(found.filter(|x| x.is_finite()))
+        self.judge_value(found)
     }
 
     /// This expectation against a result.
@@ -360,8 +358,10 @@ mod tests {
             ("receiver.frames_per_s 5", "no operator"),
             (">= 5", "names no metric"),
             ("no.such.metric >= 5", "not a metric linerate knows"),
-            ("frames.lost <= many", "\"many\" is not a number"),
-            ("frames.lost <= inf", "is not a number"),
+            ("frames.lost <= many", "\"many\" is not a finite number"),
+            ("frames.lost <= inf", "is not a finite number"),
+            ("frames.lost <= 1e308G", "\"1e308G\" is not a finite number"),
+            ("frames.lost <= -1e305G", "is not a finite number"),
         ] {
             let e = text.parse::<Expectation>().unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
@@ -374,6 +374,73 @@ mod tests {
         let why = Expectation::check_for(&e, Test::Stream).unwrap_err();
         assert!(why.contains("rr results"), "{why}");
         Expectation::check_for(&e, Test::Rr).unwrap();
+    }
+
+    /// The fixture stream, changed by `edit` as a run of another kind
+    /// would have written it.
+    fn stream(edit: impl FnOnce(&mut serde_json::Value)) -> RunResult {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        edit(&mut v);
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn verdict(gate: &str, r: &RunResult) -> String {
+        gate.parse::<Expectation>().unwrap().judge(r).to_string()
+    }
+
+    /// A gate on a figure the run did not measure is unmet, "not
+    /// measured", never met on the zero its field holds.
+    #[test]
+    fn a_gate_on_what_was_not_measured_is_unmet() {
+        let tx_only = stream(|v| {
+            v["setup"]["rx_bind_mode"] = crate::results::stream_table::TX_ONLY.into();
+            v["frames"]["received"] = 0.into();
+            v["frames"]["lost"] = 0.into();
+            v["frames"]["loss_pct"] = 0.0.into();
+        });
+        for gate in [
+            "frames.lost == 0",
+            "frames.loss_pct <= 0",
+            "frames.seq_gaps == 0",
+            "receiver.frames_per_s >= 0",
+        ] {
+            assert_eq!(
+                verdict(gate, &tx_only),
+                format!("expect {gate}: UNMET (not measured in this run)")
+            );
+        }
+        assert!(verdict("sender.frames_per_s >= 1", &tx_only).contains(": met (measured "));
+        let rx_only_nothing = stream(|v| {
+            v["setup"]["tx_bind_mode"] = crate::results::stream_table::RX_ONLY.into();
+            for f in ["sent", "received", "lost", "seq_gaps"] {
+                v["frames"][f] = 0.into();
+            }
+            v["frames"]["loss_pct"] = 0.0.into();
+        });
+        for gate in [
+            "frames.loss_pct <= 0",
+            "frames.lost == 0",
+            "frames.seq_gaps == 0",
+        ] {
+            assert_eq!(
+                verdict(gate, &rx_only_nothing),
+                format!("expect {gate}: UNMET (not measured in this run)")
+            );
+        }
+        // A latency over no sample (its fields read 0).
+        let no_samples = stream(|v| {
+            v["latency"] = serde_json::json!({"count": 0, "mean_us": 0.0, "min_us": 0.0, "p50_us": 0.0, "p90_us": 0.0, "p99_us": 0.0, "p99_9_us": 0.0, "max_us": 0.0});
+        });
+        assert_eq!(
+            verdict("latency.p99_us < 50", &no_samples),
+            "expect latency.p99_us < 50: UNMET (not measured in this run)"
+        );
+        // Both sides ran: the loss is measured.
+        let whole = stream(|_| {});
+        assert!(verdict("frames.loss_pct <= 100", &whole).contains(": met (measured "));
     }
 
     #[test]

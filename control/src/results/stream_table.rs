@@ -40,7 +40,7 @@ fn row(name: &str, s: &SideFigures) -> String {
 }
 
 /// Whether the senders ran (not with --rx-only, where another tool sent).
-fn senders_ran(r: &StreamResult) -> bool {
+pub fn senders_ran(r: &StreamResult) -> bool {
     r.setup.tx_bind_mode != RX_ONLY
 }
 
@@ -141,7 +141,7 @@ pub const RX_ONLY: &str = "none (--rx-only)";
 pub const TX_ONLY: &str = "none (--tx-only)";
 
 /// Whether the receivers ran (not with --tx-only).
-fn receivers_ran(r: &StreamResult) -> bool {
+pub fn receivers_ran(r: &StreamResult) -> bool {
     r.setup.rx_bind_mode != TX_ONLY
 }
 

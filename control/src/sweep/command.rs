@@ -74,6 +74,10 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     };
     // Counted from the axes before anything is expanded or run.
     let spec = SweepSpec::parse(&text, &label)?;
+    // An option of one run the sweep would not honour: a usage error.
+    if let Err(e) = spec.check_run_only(&text, &label) {
+        return Ok(expect::usage_error(&e.to_string()));
+    }
     let gates = match expect::parse(&args.expect).and_then(|g| gates::check(&spec, &g).map(|()| g))
     {
         Ok(g) => g,
@@ -83,7 +87,9 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     size.check(&label, args.max_points)?;
     size.check_memory(&label, bytes_per_point(&spec), available_memory())?;
     // A fleet's inventory is read before anything runs (each run reads it
-    // again: a sweep of hours follows an edited inventory).
+    // again: a sweep of hours follows an edited inventory's agents and
+    // interfaces, while a run whose inventory names other pairs than the
+    // sweep's first run fails: sweep::fleet::Pinned).
     if let Some(path) = &args.agents.fleet {
         crate::inventory::Inventory::load(path)?;
     }

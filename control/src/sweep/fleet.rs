@@ -54,17 +54,64 @@ impl FleetRun {
     }
 }
 
-/// The value of figure `name` (a dotted path) in an aggregate's JSON.
+/// The value of figure `name` (a dotted path) in an aggregate's JSON,
+/// when measured (no loss over nothing sent).
 pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
-    name.split('.')
-        .try_fold(aggregate, |v, key| v.get(key))
-        .and_then(serde_json::Value::as_f64)
-        .filter(|x| x.is_finite())
+    crate::results::metrics::json_figure(aggregate, name)
 }
 
-/// Runs `req` on every pair of the inventory at `path` (its `--fleet`).
-pub fn run(req: &RunRequest, path: &Path, interrupted: &Arc<AtomicBool>) -> Result<FleetRun> {
+/// The pairs a fleet sweep's runs go to: those its inventory named at
+/// the first run (on `--resume`, those of its records). A run whose
+/// inventory names other pairs fails, naming the change: no aggregate of
+/// the sweep sums another fleet than the others.
+#[derive(Debug, Default)]
+pub struct Pinned(Option<Vec<String>>);
+
+impl Pinned {
+    /// Pinned to `pairs` (none yet: the first run's inventory).
+    pub fn of(pairs: &[String]) -> Self {
+        Self((!pairs.is_empty()).then(|| pairs.to_vec()))
+    }
+
+    /// Checks the pairs the inventory at `path` names now (pins them when
+    /// nothing is pinned yet).
+    fn check(&mut self, path: &Path, now: Vec<String>) -> Result<()> {
+        let Some(pinned) = &self.0 else {
+            self.0 = Some(now);
+            return Ok(());
+        };
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v
+        };
+        if sorted(pinned) != sorted(&now) {
+            bail!(
+                "inventory {} now names {} pair(s) ({}), not the {} ({}) this sweep's runs went to: the run counts as failed so that every aggregate sums the same fleet; put the inventory back and `linerate sweep --resume DIR`, or start a new sweep for the new fleet",
+                path.display(),
+                now.len(),
+                crate::shown::shown(&now.join(", ")),
+                pinned.len(),
+                crate::shown::shown(&pinned.join(", "))
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Runs `req` on every pair of the inventory at `path` (its `--fleet`),
+/// when they are the pairs `pinned` (see [`Pinned`]).
+pub fn run(
+    req: &RunRequest,
+    path: &Path,
+    interrupted: &Arc<AtomicBool>,
+    pinned: &mut Pinned,
+) -> Result<FleetRun> {
     let inventory = Inventory::load(path)?;
+    pinned.check(
+        path,
+        inventory.pairs.iter().map(|p| p.name.clone()).collect(),
+    )?;
     let o = run_fleet(req, &inventory, interrupted);
     of(o.aggregate, o.pairs)
 }
@@ -145,6 +192,27 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["p0", "p1"]
         );
+    }
+
+    /// A run whose inventory names other pairs than the sweep's first
+    /// run (2 pairs, then 1) fails, naming both; the same pairs in
+    /// another order pass.
+    #[test]
+    fn a_changed_inventory_fails_the_run_naming_the_change() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let path = Path::new("fleet.toml");
+        let mut pinned = Pinned::default();
+        pinned.check(path, names(&["p0", "p1"])).unwrap();
+        let e = pinned.check(path, names(&["p0"])).unwrap_err().to_string();
+        assert!(
+            e.starts_with("inventory fleet.toml now names 1 pair(s) (p0), not the 2 (p0, p1) this sweep's runs went to: the run counts as failed"),
+            "{e}"
+        );
+        pinned.check(path, names(&["p1", "p0"])).unwrap();
+        // On --resume: pinned to the records' pairs.
+        let mut resumed = Pinned::of(&names(&["p0", "p1"]));
+        assert!(resumed.check(path, names(&["p0", "p1", "p2"])).is_err());
+        assert!(Pinned::of(&[]).check(path, names(&["p0"])).is_ok());
     }
 
     /// A pair that failed fails the run, named with its error.

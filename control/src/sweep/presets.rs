@@ -66,6 +66,8 @@ mod tests {
     fn every_preset_parses_and_every_point_checks() {
         for (name, _, text) in PRESETS {
             let s = SweepSpec::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+            s.check_run_only(text, name)
+                .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(s.name, name);
             assert!(
                 !s.references.is_empty(),

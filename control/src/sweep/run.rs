@@ -244,6 +244,7 @@ pub fn run(
         repeats: size.repeats,
         done: &done,
         interrupted,
+        pairs: super::fleet::Pinned::of(kept.pairs()),
     };
     points.run(size.runs(), &mut out, &mut kept, &mut failures)?;
     let text = report::render(dir, &spec, &kept, opts, 0)?;
@@ -378,6 +379,8 @@ struct Points<'a> {
     repeats: u32,
     done: &'a HashSet<(usize, usize, u32)>,
     interrupted: &'a Arc<AtomicBool>,
+    /// A fleet sweep's pairs.
+    pairs: super::fleet::Pinned,
 }
 
 impl Points<'_> {
@@ -424,7 +427,7 @@ impl Points<'_> {
                     }
                     bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
                     let outcome = captured(&args, self.dir, &p, repeat)
-                        .and_then(|args| run_point(&args, self.interrupted));
+                        .and_then(|args| run_point(&args, self.interrupted, &mut self.pairs));
                     if stop() {
                         break 'points;
                     }
@@ -526,8 +529,12 @@ fn measured_one(r: &RunResult) -> Result<()> {
     Ok(())
 }
 
-fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Measured> {
-    run_once(args, interrupted).and_then(|m| {
+fn run_point(
+    args: &RunRequest,
+    interrupted: &Arc<AtomicBool>,
+    pairs: &mut super::fleet::Pinned,
+) -> Result<Measured> {
+    run_once(args, interrupted, pairs).and_then(|m| {
         if !interrupted.load(Ordering::Relaxed) {
             measured(&m)?;
         }
@@ -535,11 +542,16 @@ fn run_point(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Measure
     })
 }
 
-fn run_once(args: &RunRequest, interrupted: &Arc<AtomicBool>) -> Result<Measured> {
+fn run_once(
+    args: &RunRequest,
+    interrupted: &Arc<AtomicBool>,
+    pairs: &mut super::fleet::Pinned,
+) -> Result<Measured> {
     // On a fleet, on every pair at once; with agents, each side on its host.
     let run = args.run();
     if let Some(path) = &run.agents.fleet {
-        return super::fleet::run(args, path, interrupted).map(|f| Measured::Fleet(Box::new(f)));
+        return super::fleet::run(args, path, interrupted, pairs)
+            .map(|f| Measured::Fleet(Box::new(f)));
     }
     if run.agents.tx_agent.is_some() {
         let o = crate::remote::controller::run(args, interrupted)?;

@@ -410,6 +410,69 @@ impl SweepSpec {
     }
 }
 
+/// Options of one run that a sweep's points may not set (in `[fixed]`, as
+/// an axis or in an axis' inline table): a sweep would not honour them.
+/// (option, why, what to do instead)
+const RUN_ONLY: &[(&str, &str)] = &[
+    ("expect", "a sweep's gates are held against every point's median: give them to the sweep, `linerate sweep FILE --expect 'METRIC OP VALUE'`"),
+    ("json_stream", "a sweep writes every run to DIR/results.jsonl and its report, not a run's event stream: leave it out"),
+    ("interval", "it is --json-stream's, which a sweep does not print: leave it out"),
+    ("json", "a sweep writes every run's result to DIR/results.jsonl and prints its report: leave it out"),
+    ("quiet", "a sweep prints its report, not each run's table: leave it out"),
+    ("search_rate", "a sweep runs each point as given and searches no rate: use `linerate rfc2544`, or an axis of `rate`"),
+    ("search", "a sweep searches no rate: use `linerate rfc2544`"),
+    ("role", "linerate sets it for an agent's side itself: leave it out"),
+    ("peer_mac", "linerate sets it for an agent's side itself: leave it out"),
+    ("peer_ip", "linerate sets it for an agent's side itself: leave it out"),
+    ("start_at", "linerate sets it for an agent's side itself: leave it out"),
+    ("clock_offset_ns", "linerate sets it for an agent's side itself: leave it out"),
+    ("pair", "linerate sets it for a fleet's pairs itself: leave it out"),
+];
+
+/// Every option a table of settings sets (those of inline tables too).
+fn keys_of<'a>(key: &'a str, v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::Table(t) => {
+            for (k, v) in t {
+                keys_of(k, v, out);
+            }
+        }
+        _ => out.push(key),
+    }
+}
+
+impl SweepSpec {
+    /// Refuses an option of one run that a sweep would not honour
+    /// ([`RUN_ONLY`]: `expect`, `json_stream`, ...) wherever a part sets
+    /// it; a command-line error (exit 2), before anything runs.
+    pub fn check_run_only(&self, text: &str, file: &str) -> Result<(), SpecError> {
+        for part in &self.parts {
+            let mut keys = Vec::new();
+            for (k, v) in &part.fixed {
+                keys_of(k, v, &mut keys);
+            }
+            for a in &part.axes {
+                for v in &a.values {
+                    keys_of(&a.name, v, &mut keys);
+                }
+            }
+            for key in keys {
+                let option = key.replace('-', "_");
+                if let Some((_, why)) = RUN_ONLY.iter().find(|(o, _)| *o == option) {
+                    return Err(SpecError {
+                        file: file.into(),
+                        line: line_of(text, key),
+                        message: format!(
+                            "{key}: a sweep file may not set this option of one run: {why}"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Part {
     /// The axis called `name`.
     pub fn axis(&self, name: &str) -> Option<&Axis> {
@@ -612,6 +675,69 @@ value = "8.5 MB/s"
             e.message.contains("ping") || e.message.contains("variant"),
             "{e}"
         );
+    }
+
+    /// An option of one run that a sweep would not honour is refused
+    /// where it is set (fixed, axis, inline table; `_` or `-`), with the
+    /// line and what to do instead; the options a sweep honours pass.
+    #[test]
+    fn options_of_one_run_are_refused_in_a_sweep_file() {
+        let file = |set: &str| {
+            format!(
+                "name = \"t\"\nkind = \"stream\"\n[fixed]\nmtu = 1500\n{set}\n[[axis]]\nname = \"message\"\nvalues = [64]\n"
+            )
+        };
+        for (set, key, line, says) in [
+            (
+                "expect = \"frames.lost == 0\"",
+                "expect",
+                5,
+                "linerate sweep FILE --expect",
+            ),
+            ("json_stream = true", "json_stream", 5, "event stream"),
+            ("json-stream = true", "json-stream", 5, "event stream"),
+            ("interval = \"1s\"", "interval", 5, "--json-stream"),
+            ("json = true", "json", 5, "results.jsonl"),
+            ("quiet = true", "quiet", 5, "report"),
+            ("search_rate = 0.1", "search_rate", 5, "rfc2544"),
+            ("role = \"tx\"", "role", 5, "agent's side"),
+            (
+                "mode = { tx_wait = \"busy\", expect = \"x >= 1\" }",
+                "expect",
+                5,
+                "--expect",
+            ),
+        ] {
+            let text = file(set);
+            let spec = SweepSpec::parse(&text, "t.toml").unwrap();
+            let e = spec
+                .check_run_only(&text, "t.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "t.toml:{line}: {key}: a sweep file may not set this option of one run: "
+                )) && e.contains(says),
+                "{set}: {e}"
+            );
+        }
+        let axis = "name = \"t\"\nkind = \"stream\"\n[[axis]]\nname = \"expect\"\nvalues = [\"frames.lost == 0\"]\n";
+        let spec = SweepSpec::parse(axis, "t.toml").unwrap();
+        assert!(spec
+            .check_run_only(axis, "t.toml")
+            .unwrap_err()
+            .to_string()
+            .starts_with("t.toml:4: expect: "));
+        for set in [
+            "pcap = \"run.pcapng\"",
+            "reverse = true",
+            "tx_wait = \"busy\"",
+            "force = true",
+        ] {
+            let text = file(set);
+            let spec = SweepSpec::parse(&text, "t.toml").unwrap();
+            spec.check_run_only(&text, "t.toml").unwrap();
+        }
     }
 
     #[test]

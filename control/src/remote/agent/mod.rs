@@ -291,6 +291,17 @@ mod tests {
             ),
             (&["--help"], "--help is not a run option"),
             (&["-h"], "--help is not a run option"),
+            // A controller's options, which the child would refuse or
+            // misread after the run was accepted.
+            (&["--fleet", "inv.toml"], "--fleet is the controller's"),
+            (&["--fleet=inv.toml"], "--fleet is the controller's"),
+            (
+                &["--expect", "frames.lost == 0"],
+                "--expect is the controller's",
+            ),
+            (&["--json-stream"], "cannot be used with '--json'"),
+            (&["--search-rate", "0.1"], "--search-rate runs on one host"),
+            (&["--reverse"], "--reverse swaps hosts"),
         ] {
             let e = child_args(&request("lr-b0", Some("lr-b"), args)).unwrap_err();
             assert!(e.contains(says), "{args:?}: {e}");

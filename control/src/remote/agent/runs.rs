@@ -135,7 +135,7 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunR
         },
     );
     let run = request::RunRequest::parse(&argv)?;
-    no_agents(run.run())?;
+    no_agents(&run)?;
     Ok((run.argv(), run))
 }
 
@@ -185,12 +185,32 @@ pub(super) fn check_fields(req: &RunRequest) -> Result<(), String> {
     Ok(())
 }
 
-pub(super) fn no_agents(a: &crate::cli::RunArgs) -> Result<(), String> {
+/// Refuses the options of a controller, which the agent's child (one
+/// side of a run) would refuse or misread once started: agents, a fleet,
+/// --reverse, the gates (the controller holds them against both sides),
+/// a rate search (one host's). (--json-stream clap refuses beside the
+/// child's --json.)
+pub(super) fn no_agents(run: &request::RunRequest) -> Result<(), String> {
+    let a = run.run();
     if a.agents.tx_agent.is_some() || a.agents.rx_agent.is_some() {
         return Err("a run on an agent cannot name agents itself".into());
     }
+    if a.agents.fleet.is_some() {
+        return Err("--fleet is the controller's: a run on an agent is one side of one pair; give --fleet to `linerate stream|rr` on the controller".into());
+    }
     if a.reverse {
         return Err("--reverse swaps hosts: swap --tx-agent and --rx-agent instead".into());
+    }
+    if !a.expect.is_empty() {
+        return Err("--expect is the controller's: it holds the gates against the merged result of both sides; give it to `linerate stream|rr` on the controller".into());
+    }
+    if let request::RunRequest::Stream(s) = run {
+        if s.search_rate.is_some() {
+            return Err(
+                "--search-rate runs on one host: search there, then run both sides at that rate"
+                    .into(),
+            );
+        }
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ use super::lists::{
     figures, refused_counters, Figure, Read, SteeringAt, Tests, INTERFACE, STEERING,
     WORKER_COUNTERS, XSK_EVENTS,
 };
+use super::measured::{of_samples, Measured};
 
 /// A metric of the list, found by its name.
 #[derive(Clone, Copy)]
@@ -192,8 +193,37 @@ impl Metric {
         }
     }
 
-    /// Its value in `r` (None: not measured there).
+    /// Its value in `r` (None: not measured there, such as a loss of a
+    /// run without a receiver of ours, or a latency of no sample: see
+    /// [`Measured`]).
     pub fn value(&self, r: &RunResult) -> Option<f64> {
+        let samples = match r {
+            RunResult::Stream(s) => s.latency.as_ref().map_or(0, |l| l.count),
+            RunResult::Rr(r) => r.latency.count,
+        };
+        match (self, r) {
+            (Self::Figure(f), _) if !of_samples(f.name, samples) => None,
+            (_, RunResult::Stream(s)) if !self.measured_in(&Measured::of(s)) => None,
+            _ => self.read(r),
+        }
+    }
+
+    /// Whether a stream that measured `m` measured this metric (the
+    /// workers' counters of a side that did not run are none already).
+    fn measured_in(&self, m: &Measured) -> bool {
+        match self {
+            Self::Figure(f) => m.has(f.name),
+            Self::Refused(_)
+            | Self::Steering {
+                at: SteeringAt::Stream,
+                ..
+            } => m.receivers,
+            _ => true,
+        }
+    }
+
+    /// Its field in `r`, whether measured or not.
+    fn read(&self, r: &RunResult) -> Option<f64> {
         match (self, r) {
             (Self::Figure(f), _) => match (&f.read, r) {
                 (Read::Stream(get) | Read::Both(get, _), RunResult::Stream(s)) => get(s),

@@ -22,6 +22,7 @@ mod direction;
 mod docs;
 mod lists;
 mod lookup;
+mod measured;
 
 pub use direction::lower_is_better;
 pub use lists::{
@@ -29,6 +30,7 @@ pub use lists::{
     XSK_FAMILY,
 };
 pub use lookup::{unknown, Metric};
+pub use measured::json_figure;
 
 #[cfg(test)]
 mod tests {

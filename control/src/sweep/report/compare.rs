@@ -2,7 +2,8 @@
 //! point and figure: both medians, their ratio (DIR / OTHER) and whether
 //! the difference is beyond the repeats' spread — the repeats' ranges
 //! (min..max) do not overlap; "~" when they overlap, "?" when a side has
-//! one repeat. (Not a rank test: with the presets' 3 repeats a side, the
+//! one repeat; every point (or figure) OTHER measured that DIR did not is
+//! listed as missing, and `--fail-if-worse` finds it worse. (Not a rank test: with the presets' 3 repeats a side, the
 //! smallest two-sided p of a Mann-Whitney U test is 0.1, so it could
 //! never say a difference is real.)
 
@@ -34,6 +35,59 @@ pub struct Comparison {
     pub rule: &'static str,
     /// Every point and figure measured in both.
     pub rows: Vec<Row>,
+    /// Every point and figure OTHER measured and DIR did not: a gate
+    /// finds each worse (nothing is never as good).
+    pub missing: Vec<Missing>,
+}
+
+/// A point, or a figure of one, that OTHER measured and DIR did not.
+#[derive(Debug, Serialize)]
+pub struct Missing {
+    /// Part index.
+    pub part: usize,
+    /// The point, as OTHER describes it.
+    pub point: String,
+    /// The figure, when DIR measured the point but not it (none: the
+    /// whole point).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+    /// Why DIR has no value.
+    pub why: Why,
+}
+
+/// Why DIR lacks what OTHER measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// DIR's sweep file has no such point (no part of that kind there,
+    /// or other axis values).
+    NotInSweep,
+    /// Every run of the point in DIR failed (how many).
+    Failed(usize),
+    /// DIR holds no record of the point (an interrupted sweep).
+    NotRun,
+    /// DIR measured the point but not this figure.
+    NotMeasured,
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotInSweep => write!(f, "not a point of its sweep file"),
+            Self::Failed(n) => write!(f, "every run of it failed ({n} of {n})"),
+            Self::NotRun => write!(f, "no run of it recorded"),
+            Self::NotMeasured => write!(f, "not measured"),
+        }
+    }
+}
+
+impl Missing {
+    fn describe(&self) -> String {
+        match &self.metric {
+            Some(m) => format!("part {} {} {m}", self.part + 1, self.point),
+            None => format!("part {} {}", self.part + 1, self.point),
+        }
+    }
 }
 
 /// One figure at one point, in both sweeps.
@@ -63,12 +117,7 @@ const RULE: &str = "A difference is beyond the spread when the repeats' ranges (
 fn rows(dir: &Loaded, other: &Loaded) -> Vec<Row> {
     let a = Data::new(&dir.spec, &dir.kept);
     let b = Data::new(&other.spec, &other.kept);
-    let mut names: Vec<&str> = COLS.to_vec();
-    for m in dir.spec.metric_names() {
-        if !names.contains(&m) {
-            names.push(m);
-        }
-    }
+    let names = names(dir);
     let mut out = Vec::new();
     for (pi, points) in a.points.iter().enumerate() {
         let (Some(pa), Some(pb)) = (dir.spec.parts.get(pi), other.spec.parts.get(pi)) else {
@@ -96,6 +145,73 @@ fn rows(dir: &Loaded, other: &Loaded) -> Vec<Row> {
                     other: y,
                     dir: x,
                 });
+            }
+        }
+    }
+    out
+}
+
+/// The figures compared: points.csv's and those `dir`'s sweep file names.
+fn names(dir: &Loaded) -> Vec<&str> {
+    let mut names: Vec<&str> = COLS.to_vec();
+    for m in dir.spec.metric_names() {
+        if !names.contains(&m) {
+            names.push(m);
+        }
+    }
+    names
+}
+
+/// Every point of `other` with a finished run, and every figure measured
+/// there, that `dir` has no value of (the same part, by position and
+/// kind, and axis values as for the rows).
+fn missing(dir: &Loaded, other: &Loaded) -> Vec<Missing> {
+    let a = Data::new(&dir.spec, &dir.kept);
+    let b = Data::new(&other.spec, &other.kept);
+    let names = names(dir);
+    let mut out = Vec::new();
+    for (pi, points) in b.points.iter().enumerate() {
+        let ours: HashMap<String, _> = match (dir.spec.parts.get(pi), other.spec.parts.get(pi)) {
+            (Some(pa), Some(pb)) if pa.kind == pb.kind => {
+                a.points[pi].iter().map(|p| (p.describe(), p)).collect()
+            }
+            _ => HashMap::new(),
+        };
+        for q in points.iter().filter(|q| !b.results(q).is_empty()) {
+            let point = q.describe();
+            let mut miss = |metric: Option<&str>, why| {
+                out.push(Missing {
+                    part: pi,
+                    point: point.clone(),
+                    metric: metric.map(str::to_string),
+                    why,
+                })
+            };
+            let Some(p) = ours.get(&point) else {
+                miss(None, Why::NotInSweep);
+                continue;
+            };
+            if a.results(p).is_empty() {
+                let failed = dir
+                    .kept
+                    .runs
+                    .iter()
+                    .filter(|r| (r.part, r.point) == (pi, p.index))
+                    .count();
+                miss(
+                    None,
+                    if failed > 0 {
+                        Why::Failed(failed)
+                    } else {
+                        Why::NotRun
+                    },
+                );
+                continue;
+            }
+            for m in &names {
+                if b.spread(q, m).is_some() && a.spread(p, m).is_none() {
+                    miss(Some(m), Why::NotMeasured);
+                }
             }
         }
     }
@@ -157,6 +273,22 @@ fn markdown(c: &Comparison) -> String {
             );
         }
     }
+    if !c.missing.is_empty() {
+        let _ = write!(
+            o,
+            "\n**Measured in {other}, not in {dir}**\n\n| part | point | figure | why |\n|---|---|---|---|\n"
+        );
+        for m in &c.missing {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                m.part + 1,
+                md::text(&m.point),
+                m.metric.as_deref().map_or("all".into(), md::text),
+                m.why
+            );
+        }
+    }
     o
 }
 
@@ -176,7 +308,8 @@ pub fn command(
     let a = load(dir)?;
     let b = load(other)?;
     let rows = rows(&a, &b);
-    if rows.is_empty() {
+    let missing = missing(&a, &b);
+    if rows.is_empty() && missing.iter().all(|m| m.why == Why::NotInSweep) {
         bail!(
             "{} and {} have no point measured in both (same part, same axis values): compare two runs of the same sweep file or preset",
             dir.display(),
@@ -192,6 +325,7 @@ pub fn command(
         other: db,
         rule: RULE,
         rows,
+        missing,
     };
     let md = markdown(&c);
     let js = serde_json::to_string_pretty(&c)? + "\n";
@@ -203,13 +337,25 @@ pub fn command(
         .iter()
         .filter(|r| r.verdict == Verdict::Differs)
         .count();
+    let lacks = if c.missing.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{} point(s) or figure(s) measured in {} are not measured in {} (listed above).\n",
+            c.missing.len(),
+            c.other,
+            c.dir
+        )
+    };
     crate::output::emit(&if json {
         js
     } else {
         format!(
-            "{md}\n{differs} of {} figures differ beyond the spread (median ratio {}).\ncompare: {}\n",
+            "{md}\n{differs} of {} figures differ beyond the spread (median ratio {}).\n{lacks}compare: {}\n",
             c.rows.len(),
-            fmt_num(median_ratio(&c.rows)),
+            Some(median_ratio(&c.rows))
+                .filter(|q| q.is_finite())
+                .map_or("n/a".into(), fmt_num),
             dir.join("compare.md").display()
         )
     })?;
@@ -233,13 +379,24 @@ pub fn command(
             }
         );
     }
-    if worse.is_empty() {
+    for m in &c.missing {
+        eprintln!(
+            "linerate: missing: {}: measured in {}, not in {} ({})",
+            m.describe(),
+            c.other,
+            c.dir,
+            m.why
+        );
+    }
+    if worse.is_empty() && c.missing.is_empty() {
         eprintln!("linerate: no figure worse by more than {pct} % beyond the spread");
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!(
-            "linerate: {} figure(s) worse by more than {pct} % beyond the spread (exit 4)",
-            worse.len()
+            "linerate: {} figure(s) worse by more than {pct} % beyond the spread, {} point(s) or figure(s) of {} not measured (exit 4)",
+            worse.len(),
+            c.missing.len(),
+            c.other
         );
         Ok(ExitCode::from(crate::results::expect::UNMET))
     }

@@ -160,6 +160,11 @@ impl Kept {
         });
     }
 
+    /// The pairs of a fleet's runs, in the order met (none: no fleet).
+    pub fn pairs(&self) -> &[String] {
+        &self.pairs
+    }
+
     /// (part, point, repeat) of every finished run.
     pub fn finished(&self) -> impl Iterator<Item = (usize, usize, u32)> + '_ {
         self.runs

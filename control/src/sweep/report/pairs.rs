@@ -146,9 +146,25 @@ pub(super) fn section(
     let Some(pd) = per_pair else {
         return Ok((String::new(), String::new()));
     };
+    // Records of runs on fleets of different sizes (an inventory changed
+    // under a sweep of an older linerate): said, never one fleet's size.
+    let sizes = d
+        .kept
+        .runs
+        .iter()
+        .filter(|r| r.values.is_some() && !r.pairs.is_empty())
+        .map(|r| r.pairs.len());
+    let (least, most) = sizes.fold((usize::MAX, 0), |(a, b), n| (a.min(n), b.max(n)));
+    let fleet = if least < most {
+        format!(
+            "fleets of {least} to {most} pair(s) (of {}: runs on different fleets, whose aggregates do not compare; run the sweep again on one fleet)",
+            pairs.len()
+        )
+    } else {
+        format!("a fleet of {} pair(s)", pairs.len())
+    };
     let mut md = format!(
-        "## Per pair\n\nThe runs went to a fleet of {} pair(s) ({}) at once: the tables and figures above are the fleet's aggregate (frames, bytes and rates summed, latency histograms merged; the figures the aggregate lacks, such as CPU, read n/a there). Here each pair's own, from its result. Medians per pair: [{CSV}]({CSV}).\n\n",
-        pairs.len(),
+        "## Per pair\n\nThe runs went to {fleet} ({}) at once: the tables and figures above are the fleet's aggregate (frames, bytes and rates summed, latency histograms merged; the figures the aggregate lacks, such as CPU, read n/a there). Here each pair's own, from its result. Medians per pair: [{CSV}]({CSV}).\n\n",
         md::text(&pairs.join(", "))
     );
     let mut term = String::from("Per pair:\n");
@@ -242,6 +258,45 @@ mod tests {
             });
             r
         })
+    }
+
+    /// Records of runs on fleets of 2 and then 1 pair(s) (an inventory
+    /// changed under an older linerate's sweep): the report says so,
+    /// never "a fleet of 2".
+    #[test]
+    fn runs_on_fleets_of_different_sizes_are_said_to_be() {
+        let (spec, kept) = super::super::fixture_as("", |mut r| {
+            let a = r.result.take().unwrap();
+            let pairs: Vec<(&str, RunResult)> = if r.point == 0 {
+                vec![("p0", a.clone()), ("p1", a)]
+            } else {
+                vec![("p0", a)]
+            };
+            let refs: Vec<(&str, &RunResult)> = pairs.iter().map(|(p, r)| (*p, r)).collect();
+            r.fleet = Some(FleetRun {
+                aggregate: aggregate::of("stream", &refs, 0, 30.0),
+                pairs: pairs
+                    .iter()
+                    .map(|(pair, result)| PairResult {
+                        pair: pair.to_string(),
+                        start_skew_us: 30.0,
+                        result: result.clone(),
+                    })
+                    .collect(),
+            });
+            r
+        });
+        let dir = std::env::temp_dir().join(format!("linerate-pairs-mixed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::sweep::create_dir(&dir).unwrap();
+        super::super::render(&dir, &spec, &kept, &SweepOptions::default(), 0).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(
+            md.contains("## Per pair\n\nThe runs went to fleets of 1 to 2 pair(s) (of 2: runs on different fleets, whose aggregates do not compare; run the sweep again on one fleet) (p0, p1)"),
+            "{md}"
+        );
+        assert!(!md.contains("a fleet of 2"), "{md}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Each pair's runs become the points of one more axis: the point's

@@ -48,7 +48,12 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
             let (text, label) = match presets::get(which) {
                 Some(t) => (t.to_string(), format!("preset {which}")),
                 None => (
-                    std::fs::read_to_string(which).with_context(|| {
+                    crate::files::read_input_text(
+                        std::path::Path::new(which),
+                        crate::sweep::saved::MAX_SPEC,
+                        crate::files::Trust::Any,
+                    )
+                    .with_context(|| {
                         format!("{which:?} is neither a preset (see `linerate sweep --list`) nor a readable file")
                     })?,
                     which.clone(),

@@ -90,7 +90,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     // A fleet's inventory is read before anything runs (each run reads it
     // again: a sweep of hours follows an edited inventory).
     if let Some(path) = &args.agents.fleet {
-        crate::inventory::Inventory::load(path)?;
+        crate::fleet::run::load(path)?;
     }
     // A controller of agents needs no privileges of its own.
     if !request::names_agents(&opts.extra) {

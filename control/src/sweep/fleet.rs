@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     fleet::{aggregate::Aggregate, run::run_fleet},
-    inventory::Inventory,
     request::RunRequest,
     results::run::{RunResult, TwoHostResult},
 };
@@ -64,7 +63,7 @@ pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
 
 /// Runs `req` on every pair of the inventory at `path` (its `--fleet`).
 pub fn run(req: &RunRequest, path: &Path, interrupted: &Arc<AtomicBool>) -> Result<FleetRun> {
-    let inventory = Inventory::load(path)?;
+    let inventory = crate::fleet::run::load(path)?;
     let o = run_fleet(req, &inventory, interrupted);
     of(o.aggregate, o.pairs)
 }

@@ -209,12 +209,19 @@ fn images_are_this_version_pulled_every_start_on_pinned_bases() {
             .lines()
             .filter_map(|l| l.trim().strip_prefix("image: "))
             .collect();
-        assert_eq!(images, [format!("linerate:{version}")], "{name}");
+        assert!(!images.is_empty(), "{name}");
+        for image in &images {
+            assert_eq!(*image, format!("linerate:{version}"), "{name}");
+        }
         let policies: Vec<&str> = m
             .lines()
             .filter_map(|l| l.trim().strip_prefix("imagePullPolicy: "))
             .collect();
-        assert_eq!(policies, ["Always"], "{name}");
+        assert_eq!(policies.len(), images.len(), "{name}");
+        assert!(
+            policies.iter().all(|p| *p == "Always"),
+            "{name}: {policies:?}"
+        );
     }
     let docker = std::fs::read_to_string(root().join("deploy/Dockerfile")).unwrap();
     let bases: Vec<&str> = docker
@@ -327,6 +334,14 @@ fn the_jobs_command_reads_a_config_map_shaped_mount() {
                 .replace("/results", d.join("results").to_str().unwrap())
         })
         .collect();
+    // /results is an emptyDir (mode 777): the init container makes it
+    // root's alone before the Job's command creates the report beneath.
+    let init = job
+        .split_once("initContainers:")
+        .and_then(|(_, r)| r.split_once("command: "))
+        .map(|(_, r)| r.lines().next().unwrap().to_string())
+        .expect("no init container");
+    assert_eq!(init, r#"["chmod", "0755", "/results"]"#);
     assert_eq!(
         args[..2],
         [

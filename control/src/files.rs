@@ -144,28 +144,158 @@ fn check_open(path: &Path, f: &File, owned: bool, write: bool) -> Result<fs::Met
 
 /// Refuses `dir` as an output directory unless only the user running
 /// linerate can write it (as ssh's StrictModes): owned by the effective
-/// uid, not writable by its group or others; a symbolic link to it must
-/// be that user's too.
+/// uid, not writable by its group or others; and every folder above it
+/// only that user or root can write (a sticky one, as /tmp, too: there
+/// only an entry's owner moves it), so that no one else can move what
+/// linerate writes beneath it elsewhere. A symbolic link on the way is
+/// followed when it is that user's or root's, in such a folder.
 pub fn check_output_dir(dir: &Path) -> Result<(), FileError> {
+    walk_output_dir(dir, false)
+}
+
+/// Creates the output directory `dir` (mode 0755, less with the umask)
+/// and its missing parents, each beneath its parent opened by descriptor
+/// (no path looked up twice: nothing can be swapped in between), then
+/// checks it as [`check_output_dir`] does.
+pub fn create_output_dir(dir: &Path) -> Result<(), FileError> {
+    walk_output_dir(dir, true)
+}
+
+/// The path of `name` beneath the directory open as `at` (the kernel's
+/// link to that very directory, whatever its path has become since).
+fn beneath(at: &File, name: &std::ffi::OsStr) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    Path::new("/proc/self/fd")
+        .join(at.as_raw_fd().to_string())
+        .join(name)
+}
+
+/// Opens `path` as a place (`O_PATH`), never through a link at its end.
+fn open_place(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// Refuses a folder above an output directory that someone other than the
+/// user running linerate or root can write.
+fn check_above(dir: &Path, at: &Path, m: &fs::Metadata) -> Result<(), FileError> {
+    let me = euid();
+    if m.uid() != me && m.uid() != 0 {
+        return Err(refused(
+            dir,
+            format!(
+                "is beneath {}, which belongs to uid {} (mode {:o}): its owner could move what linerate writes there elsewhere; give a directory beneath folders only you or root can write",
+                at.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+        return Err(refused(
+            dir,
+            format!(
+                "is beneath {}, which its group or others can write (mode {:o}): they could move what linerate writes there elsewhere; `chmod go-w` it (or `chmod +t`), or give another directory",
+                at.display(),
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Walks to `dir` one folder at a time, each opened beneath the last by
+/// descriptor, checking every folder passed; with `create`, a missing one
+/// is made there.
+fn walk_output_dir(dir: &Path, create: bool) -> Result<(), FileError> {
+    use std::{ffi::OsString, path::Component};
     let read = |error| FileError::Read {
         path: dir.to_path_buf(),
         error,
     };
+    let names = |p: &Path| -> Vec<OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .rev()
+            .collect()
+    };
+    let abs = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(read)?.join(dir)
+    };
     let me = euid();
-    let link = fs::symlink_metadata(dir).map_err(read)?;
-    if link.file_type().is_symlink() && link.uid() != me {
-        return Err(refused(
-            dir,
-            format!(
-                "is a symbolic link owned by uid {}, not by the user running linerate (uid {me}): give the directory itself",
-                link.uid()
-            ),
-        ));
+    let mut todo = names(&abs);
+    let mut at = open_place(Path::new("/")).map_err(read)?;
+    let mut shown = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        let above = at.metadata().map_err(read)?;
+        check_above(dir, &shown, &above)?;
+        let place = beneath(&at, &name);
+        let f = match open_place(&place) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                use std::os::unix::fs::DirBuilderExt;
+                match fs::DirBuilder::new().mode(0o755).create(&place) {
+                    Ok(()) => {}
+                    // (Made meanwhile: checked as found, below.)
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(error) => {
+                        return Err(FileError::Write {
+                            path: shown.join(&name),
+                            error,
+                        })
+                    }
+                }
+                open_place(&place).map_err(read)?
+            }
+            Err(e) => return Err(read(e)),
+        };
+        let m = f.metadata().map_err(read)?;
+        if m.file_type().is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(refused(
+                    dir,
+                    format!("leads through more than {MAX_LINKS} symbolic links"),
+                ));
+            }
+            if m.uid() != me && m.uid() != 0 {
+                return Err(refused(
+                    dir,
+                    format!(
+                        "is reached through the symbolic link {} owned by uid {}, not by the user running linerate (uid {me}) nor root: give the directory itself",
+                        shown.join(&name).display(),
+                        m.uid()
+                    ),
+                ));
+            }
+            let target = fs::read_link(&place).map_err(read)?;
+            if target.is_absolute() {
+                at = open_place(Path::new("/")).map_err(read)?;
+                shown = PathBuf::from("/");
+            }
+            todo.extend(names(&target));
+            continue;
+        }
+        if !m.is_dir() {
+            return Err(refused(dir, format!("is {}, not a directory", kind(&m))));
+        }
+        at = f;
+        if name == ".." {
+            shown.pop();
+        } else {
+            shown.push(&name);
+        }
     }
-    let m = fs::metadata(dir).map_err(read)?;
-    if !m.is_dir() {
-        return Err(refused(dir, format!("is {}, not a directory", kind(&m))));
-    }
+    let m = at.metadata().map_err(read)?;
     if m.uid() != me {
         return Err(refused(
             dir,
@@ -841,6 +971,66 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("theirs is not root's (uid 65534"), "{e}");
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn output_directories_are_made_beneath_folders_only_their_user_or_root_writes() {
+        let d = tmp("made");
+        // Made, parents too, beneath a sticky /tmp.
+        let out = d.join("a/b/out");
+        create_output_dir(&out).unwrap();
+        assert!(out.is_dir());
+        create_output_dir(&out).unwrap();
+        // Beneath a folder another user owns (and so can write).
+        let theirs = d.join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        fs::set_permissions(&theirs, Permissions::from_mode(0o755)).unwrap();
+        nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let e = create_output_dir(&theirs.join("out"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "out: is beneath {}, which belongs to uid 65534 (mode 755)",
+                theirs.display()
+            )),
+            "{e}"
+        );
+        assert!(!theirs.join("out").exists(), "made beneath it");
+        assert!(check_output_dir(&theirs.join("x")).is_err());
+        // Beneath a root folder everyone can write (not sticky): refused;
+        // sticky: taken.
+        let open = d.join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
+        let e = create_output_dir(&open.join("out"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("which its group or others can write (mode 777)"),
+            "{e}"
+        );
+        assert!(!open.join("out").exists());
+        fs::set_permissions(&open, Permissions::from_mode(0o1777)).unwrap();
+        create_output_dir(&open.join("out")).unwrap();
+        // Through a link of root's: followed; of another user's: refused.
+        symlink(d.join("a"), d.join("to-a")).unwrap();
+        create_output_dir(&d.join("to-a/b/c")).unwrap();
+        assert!(d.join("a/b/c").is_dir());
+        nix::unistd::fchownat(
+            None,
+            &d.join("to-a"),
+            Some(nix::unistd::Uid::from_raw(65534)),
+            None,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+        let e = create_output_dir(&d.join("to-a/b/d"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("through the symbolic link"), "{e}");
+        assert!(!d.join("a/b/d").exists());
         let _ = fs::remove_dir_all(d);
     }
 }

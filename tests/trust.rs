@@ -172,3 +172,42 @@ fn fleet_down_removes_only_what_fleet_up_recorded() {
     assert!(victims.is_dir() && inv.is_file());
     let _ = fs::remove_dir_all(d);
 }
+
+/// Runs `linerate args...`, killed (and failed) if still running after
+/// 60 s: a FIFO read waits for a writer forever.
+fn bounded(args: &[&str]) -> std::process::Output {
+    let mut child = spawn(args);
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still ran after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn fifos_and_devices_are_refused_as_sweep_files_and_overhead_inputs() {
+    let d = fresh("fifo");
+    let fifo = d.join("sweep.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let f = fifo.to_str().unwrap();
+    for (args, why) in [
+        (["sweep", f], "sweep.toml: is a FIFO"),
+        (["overhead", f], "sweep.toml: is a FIFO"),
+        (["sweep", "/dev/zero"], "/dev/zero: is a character device"),
+        (
+            ["overhead", "/dev/zero"],
+            "/dev/zero: is a character device",
+        ),
+    ] {
+        let out = bounded(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+    let _ = fs::remove_dir_all(d);
+}

@@ -385,3 +385,44 @@ fn the_jobs_command_reads_a_config_map_shaped_mount() {
     assert!(err.contains("..data is not root's (uid 65534"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn the_agents_command_reads_its_token_from_a_secret_shaped_mount() {
+    if !root_or_skip("the_agents_command_reads_its_token_from_a_secret_shaped_mount") {
+        return;
+    }
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    // A Secret's volume as the kubelet writes it: a sticky tmpfs folder of
+    // root's, the key a link into the current timestamped folder, 0400.
+    let d = std::env::temp_dir().join(format!("lr-manifests-secret-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    let stamp = d.join("..2026_12_04_00_00_00.1");
+    std::fs::create_dir_all(&stamp).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::set_permissions(&stamp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let token = stamp.join("token");
+    std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o400)).unwrap();
+    symlink("..2026_12_04_00_00_00.1", d.join("..data")).unwrap();
+    symlink("..data/token", d.join("token")).unwrap();
+    // The DaemonSet's exact arguments, expanded as the kubelet does on an
+    // IPv6 node (an address not on this host: the agent stops at listen).
+    let args: Vec<String> = container_args(&manifest("agent-daemonset.yaml"))
+        .into_iter()
+        .map(|a| {
+            a.replace("$(NODE_IP)", "2001:2::11")
+                .replace("$(ALLOW_IFACE)", "eth1")
+                .replace("/etc/linerate/token", d.to_str().unwrap())
+        })
+        .collect();
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&argv);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Past the token (read through the Secret's links) and the options.
+    assert_eq!(out.status.code(), Some(1), "{argv:?}: {err}");
+    assert!(
+        err.contains("cannot listen on [2001:2::11]:7480"),
+        "{argv:?}: {err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

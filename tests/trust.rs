@@ -119,6 +119,20 @@ fn a_foreign_inventory_or_token_file_sends_nothing() {
     chmod(&big, 0o600);
     inventory(&inv, &agent, &big);
     refused("big.token: is larger than the 4096 bytes linerate reads of it");
+    // The agent's own token file likewise.
+    let out = bounded(&[
+        "agent",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        big.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("big.token: is larger than the 4096 bytes linerate reads of it"),
+        "{err}"
+    );
     // The control: root's inventory and token file are sent (the listener
     // would have seen the requests above).
     inventory(&inv, &agent, &token);

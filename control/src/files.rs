@@ -210,20 +210,9 @@ fn check_above(dir: &Path, at: &Path, m: &fs::Metadata) -> Result<(), FileError>
 /// descriptor, checking every folder passed; with `create`, a missing one
 /// is made there.
 fn walk_output_dir(dir: &Path, create: bool) -> Result<(), FileError> {
-    use std::{ffi::OsString, path::Component};
     let read = |error| FileError::Read {
         path: dir.to_path_buf(),
         error,
-    };
-    let names = |p: &Path| -> Vec<OsString> {
-        p.components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some("..".into()),
-                _ => None,
-            })
-            .rev()
-            .collect()
     };
     let abs = if dir.is_absolute() {
         dir.to_path_buf()
@@ -600,13 +589,25 @@ fn not_root_alone(path: &Path, at: &Path, m: &fs::Metadata) -> FileError {
     )
 }
 
+/// The names of `p` to walk, the first last (a stack); `.` left out.
+fn names(p: &Path) -> Vec<std::ffi::OsString> {
+    use std::path::Component;
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .rev()
+        .collect()
+}
+
 /// Where `path` leads when a symbolic link is on the way (None: no link,
 /// the path is opened as it is). Walked one component at a time; refused
 /// unless root alone owns and writes each link and each directory looked
 /// in (the file itself is checked once opened). A link that leads nowhere
 /// is refused, not taken for absence.
 fn through_links(path: &Path) -> Result<Option<PathBuf>, FileError> {
-    use std::{ffi::OsString, path::Component};
     let read = |error| FileError::Read {
         path: path.to_path_buf(),
         error,
@@ -615,16 +616,6 @@ fn through_links(path: &Path) -> Result<Option<PathBuf>, FileError> {
         path.to_path_buf()
     } else {
         std::env::current_dir().map_err(read)?.join(path)
-    };
-    let names = |p: &Path| -> Vec<OsString> {
-        p.components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some("..".into()),
-                _ => None,
-            })
-            .rev()
-            .collect()
     };
     // Still to walk, the next on top.
     let mut todo = names(&abs);

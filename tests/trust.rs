@@ -83,9 +83,18 @@ fn a_foreign_inventory_or_token_file_sends_nothing() {
     let inv = d.join("fleet.toml");
     inventory(&inv, &agent, &token);
     let i = inv.to_str().unwrap();
-    let commands: [&[&str]; 2] = [
+    let out = d.join("sweep");
+    let commands: [&[&str]; 3] = [
         &["fleet", "status", "--inventory", i],
         &["stream", "--fleet", i, "--duration", "1"],
+        &[
+            "sweep",
+            "service-demand",
+            "--fleet",
+            i,
+            "--out",
+            out.to_str().unwrap(),
+        ],
     ];
     let refused = |why: &str| {
         for args in commands {

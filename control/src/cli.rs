@@ -82,9 +82,12 @@ pub enum Command {
 /// `linerate agent`.
 #[derive(Debug, Args)]
 pub struct AgentServeArgs {
-    /// Address and port to listen on, e.g. 198.51.100.7:7480 (an address
-    /// of this host on the management network; nothing else is listened on).
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Address and port to listen on, e.g. 198.51.100.7:7480 or
+    /// [2001:db8::7]:7480 (an address of this host on the management
+    /// network; nothing else is listened on). Brackets are taken around an
+    /// IPv4 address too, so one template, [$(NODE_IP)]:7480, serves nodes
+    /// of either family.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
     pub listen: std::net::SocketAddr,
     /// File holding the shared token (mode 600); or set LINERATE_TOKEN.
     #[arg(long, value_name = "PATH")]
@@ -158,6 +161,25 @@ fn parse_positive_duration(text: &str) -> Result<Duration, String> {
         Ok(_) => Err("use a duration longer than 0, e.g. 10s".into()),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `--listen`: ADDR:PORT, [IPV6]:PORT, or [IPV4]:PORT.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    let bad = || {
+        format!(
+            "{text:?} is not ADDR:PORT: write 198.51.100.7:7480, or an address in brackets, [2001:db8::7]:7480 (an IPv6 address needs them; an IPv4 address may have them: [$(NODE_IP)]:7480 serves nodes of either family)"
+        )
+    };
+    if let Ok(a) = text.parse() {
+        return Ok(a);
+    }
+    let (host, port) = text
+        .strip_prefix('[')
+        .and_then(|t| t.split_once("]:"))
+        .ok_or_else(bad)?;
+    let ip: std::net::IpAddr = host.parse().map_err(|_| bad())?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    Ok(std::net::SocketAddr::new(ip, port))
 }
 
 /// A duration as every duration option takes it: a bare number is seconds
@@ -1219,5 +1241,26 @@ mod duration_tests {
             unreachable!()
         };
         assert_eq!(a.header_timeout, Duration::from_secs(3));
+    }
+
+    #[test]
+    fn listen_takes_either_family_in_brackets() {
+        for (given, want) in [
+            ("198.18.1.11:7480", "198.18.1.11:7480"),
+            ("[198.18.1.11]:7480", "198.18.1.11:7480"),
+            ("[2001:2::11]:7480", "[2001:2::11]:7480"),
+        ] {
+            assert_eq!(parse_listen(given).unwrap().to_string(), want, "{given}");
+        }
+        for bad in [
+            "2001:2::11:7480",
+            "[2001:2::11]",
+            "[host]:1",
+            "1.2.3.4",
+            "[1.2.3.4]:x",
+        ] {
+            let e = parse_listen(bad).unwrap_err();
+            assert!(e.contains("is not ADDR:PORT"), "{bad}: {e}");
+        }
     }
 }

@@ -144,28 +144,147 @@ fn check_open(path: &Path, f: &File, owned: bool, write: bool) -> Result<fs::Met
 
 /// Refuses `dir` as an output directory unless only the user running
 /// linerate can write it (as ssh's StrictModes): owned by the effective
-/// uid, not writable by its group or others; a symbolic link to it must
-/// be that user's too.
+/// uid, not writable by its group or others; and every folder above it
+/// only that user or root can write (a sticky one, as /tmp, too: there
+/// only an entry's owner moves it), so that no one else can move what
+/// linerate writes beneath it elsewhere. A symbolic link on the way is
+/// followed when it is that user's or root's, in such a folder.
 pub fn check_output_dir(dir: &Path) -> Result<(), FileError> {
+    walk_output_dir(dir, false)
+}
+
+/// Creates the output directory `dir` (mode 0755, less with the umask)
+/// and its missing parents, each beneath its parent opened by descriptor
+/// (no path looked up twice: nothing can be swapped in between), then
+/// checks it as [`check_output_dir`] does.
+pub fn create_output_dir(dir: &Path) -> Result<(), FileError> {
+    walk_output_dir(dir, true)
+}
+
+/// The path of `name` beneath the directory open as `at` (the kernel's
+/// link to that very directory, whatever its path has become since).
+fn beneath(at: &File, name: &std::ffi::OsStr) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    Path::new("/proc/self/fd")
+        .join(at.as_raw_fd().to_string())
+        .join(name)
+}
+
+/// Opens `path` as a place (`O_PATH`), never through a link at its end.
+fn open_place(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// Refuses a folder above an output directory that someone other than the
+/// user running linerate or root can write.
+fn check_above(dir: &Path, at: &Path, m: &fs::Metadata) -> Result<(), FileError> {
+    let me = euid();
+    if m.uid() != me && m.uid() != 0 {
+        return Err(refused(
+            dir,
+            format!(
+                "is beneath {}, which belongs to uid {} (mode {:o}): its owner could move what linerate writes there elsewhere; give a directory beneath folders only you or root can write",
+                at.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+        return Err(refused(
+            dir,
+            format!(
+                "is beneath {}, which its group or others can write (mode {:o}): they could move what linerate writes there elsewhere; `chmod go-w` it (or `chmod +t`), or give another directory",
+                at.display(),
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Walks to `dir` one folder at a time, each opened beneath the last by
+/// descriptor, checking every folder passed; with `create`, a missing one
+/// is made there.
+fn walk_output_dir(dir: &Path, create: bool) -> Result<(), FileError> {
     let read = |error| FileError::Read {
         path: dir.to_path_buf(),
         error,
     };
+    let abs = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(read)?.join(dir)
+    };
     let me = euid();
-    let link = fs::symlink_metadata(dir).map_err(read)?;
-    if link.file_type().is_symlink() && link.uid() != me {
-        return Err(refused(
-            dir,
-            format!(
-                "is a symbolic link owned by uid {}, not by the user running linerate (uid {me}): give the directory itself",
-                link.uid()
-            ),
-        ));
+    let mut todo = names(&abs);
+    let mut at = open_place(Path::new("/")).map_err(read)?;
+    let mut shown = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        let above = at.metadata().map_err(read)?;
+        check_above(dir, &shown, &above)?;
+        let place = beneath(&at, &name);
+        let f = match open_place(&place) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                use std::os::unix::fs::DirBuilderExt;
+                match fs::DirBuilder::new().mode(0o755).create(&place) {
+                    Ok(()) => {}
+                    // (Made meanwhile: checked as found, below.)
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(error) => {
+                        return Err(FileError::Write {
+                            path: shown.join(&name),
+                            error,
+                        })
+                    }
+                }
+                open_place(&place).map_err(read)?
+            }
+            Err(e) => return Err(read(e)),
+        };
+        let m = f.metadata().map_err(read)?;
+        if m.file_type().is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(refused(
+                    dir,
+                    format!("leads through more than {MAX_LINKS} symbolic links"),
+                ));
+            }
+            if m.uid() != me && m.uid() != 0 {
+                return Err(refused(
+                    dir,
+                    format!(
+                        "is reached through the symbolic link {} owned by uid {}, not by the user running linerate (uid {me}) nor root: give the directory itself",
+                        shown.join(&name).display(),
+                        m.uid()
+                    ),
+                ));
+            }
+            let target = fs::read_link(&place).map_err(read)?;
+            if target.is_absolute() {
+                at = open_place(Path::new("/")).map_err(read)?;
+                shown = PathBuf::from("/");
+            }
+            todo.extend(names(&target));
+            continue;
+        }
+        if !m.is_dir() {
+            return Err(refused(dir, format!("is {}, not a directory", kind(&m))));
+        }
+        at = f;
+        if name == ".." {
+            shown.pop();
+        } else {
+            shown.push(&name);
+        }
     }
-    let m = fs::metadata(dir).map_err(read)?;
-    if !m.is_dir() {
-        return Err(refused(dir, format!("is {}, not a directory", kind(&m))));
-    }
+    let m = at.metadata().map_err(read)?;
     if m.uid() != me {
         return Err(refused(
             dir,
@@ -311,6 +430,112 @@ pub fn read_regular(path: &Path, cap: u64, owned: bool) -> Result<Option<Vec<u8>
         Err(e) => return Err(open_error(path, e, false)),
     };
     let m = check_open(path, &f, owned, false)?;
+    read_capped(path, f, &m, cap).map(Some)
+}
+
+/// [`read_regular`] as text; a missing file is an error too.
+pub fn read_text(path: &Path, cap: u64, owned: bool) -> Result<String, FileError> {
+    let bytes = read_regular(path, cap, owned)?.ok_or_else(|| FileError::Read {
+        path: path.to_path_buf(),
+        error: io::ErrorKind::NotFound.into(),
+    })?;
+    String::from_utf8(bytes).map_err(|e| FileError::Read {
+        path: path.to_path_buf(),
+        error: io::Error::new(io::ErrorKind::InvalidData, e),
+    })
+}
+
+/// Whom a file read from a path a user gave is trusted as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// Anyone's (a sweep file, a result to read): its contents are checked.
+    Any,
+    /// A file that makes linerate act with its user's authority (an
+    /// inventory names the hosts tokens are sent to; a token file holds the
+    /// secret): only the user running linerate's or root's, and not
+    /// writable by its group or others.
+    Mine,
+}
+
+/// The most symbolic links followed on the way to one file (the kernel's
+/// own limit).
+const MAX_LINKS: usize = 40;
+
+/// The bytes of the regular file `path`, a path a user gave (a sweep file,
+/// an inventory, a token file, a result): at most `cap` bytes (a larger
+/// file is refused from its size, before anything is read); a FIFO, a
+/// device, a socket or a directory refused. A symbolic link on the way is
+/// followed only where root alone owns every component and can write it
+/// (the link, every directory looked in, the file itself), as Kubernetes
+/// mounts a ConfigMap or a Secret (`inventory.toml -> ..data/inventory.toml`,
+/// `..data -> ..2026_x`); any other link is refused. A missing file is an
+/// error.
+pub fn read_input(path: &Path, cap: u64, trust: Trust) -> Result<Vec<u8>, FileError> {
+    read_input_meta(path, cap, trust).map(|(bytes, _)| bytes)
+}
+
+/// [`read_input`] as text.
+pub fn read_input_text(path: &Path, cap: u64, trust: Trust) -> Result<String, FileError> {
+    let bytes = read_input(path, cap, trust)?;
+    String::from_utf8(bytes).map_err(|e| FileError::Read {
+        path: path.to_path_buf(),
+        error: io::Error::new(io::ErrorKind::InvalidData, e),
+    })
+}
+
+/// [`read_input`] with the file's metadata (taken from the file read).
+pub fn read_input_meta(
+    path: &Path,
+    cap: u64,
+    trust: Trust,
+) -> Result<(Vec<u8>, fs::Metadata), FileError> {
+    let at = through_links(path)?;
+    let linked = at.is_some();
+    let at = at.unwrap_or_else(|| path.to_path_buf());
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&at)
+        .map_err(|e| open_error(path, e, false))?;
+    let m = check_open(path, &f, false, false)?;
+    if linked && !root_alone(&m, &at) {
+        return Err(not_root_alone(path, &at, &m));
+    }
+    if trust == Trust::Mine {
+        check_mine(path, &m)?;
+    }
+    let bytes = read_capped(path, f, &m, cap)?;
+    Ok((bytes, m))
+}
+
+/// Refuses a file that is neither the user's running linerate nor root's,
+/// or that its group or others can write.
+fn check_mine(path: &Path, m: &fs::Metadata) -> Result<(), FileError> {
+    let me = euid();
+    if m.uid() != me && m.uid() != 0 {
+        return Err(refused(
+            path,
+            format!(
+                "belongs to uid {}, not to the user running linerate (uid {me}) nor to root: linerate acts on it with your authority (an inventory chooses where tokens are sent, a token file is the secret sent), so another user's is not used; check it, then `chown` it",
+                m.uid()
+            ),
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(refused(
+            path,
+            format!(
+                "can be written by its group or by others (mode {:o}): another user could choose what linerate does with your authority; `chmod go-w` it",
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the open file `f` (of metadata `m`), at most `cap` bytes: a
+/// larger one is refused from its size, without reading it.
+fn read_capped(path: &Path, f: File, m: &fs::Metadata, cap: u64) -> Result<Vec<u8>, FileError> {
     let too_big = || {
         refused(
             path,
@@ -330,19 +555,129 @@ pub fn read_regular(path: &Path, cap: u64, owned: bool) -> Result<Option<Vec<u8>
     if bytes.len() as u64 > cap {
         return Err(too_big());
     }
-    Ok(Some(bytes))
+    Ok(bytes)
 }
 
-/// [`read_regular`] as text; a missing file is an error too.
-pub fn read_text(path: &Path, cap: u64, owned: bool) -> Result<String, FileError> {
-    let bytes = read_regular(path, cap, owned)?.ok_or_else(|| FileError::Read {
+/// Whether only root can change what `m` (at `at`) is: root's, and not
+/// writable by its group or others unless it is a sticky directory (where
+/// only an entry's owner renames or removes it: the next component,
+/// root's, stays) or on a read-only mount (a ConfigMap's volume).
+fn root_alone(m: &fs::Metadata, at: &Path) -> bool {
+    m.uid() == 0
+        && (m.mode() & 0o022 == 0 || (m.is_dir() && m.mode() & 0o1000 != 0) || read_only_mount(at))
+}
+
+fn read_only_mount(at: &Path) -> bool {
+    nix::sys::statvfs::statvfs(at)
+        .is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+}
+
+fn not_root_alone(path: &Path, at: &Path, m: &fs::Metadata) -> FileError {
+    refused(
+        path,
+        format!(
+            "is reached through a symbolic link, and {} is {} (uid {}, mode {:o}): linerate reads through a link only where root alone owns and writes every component (as Kubernetes mounts a ConfigMap or a Secret); give the file itself",
+            at.display(),
+            if m.uid() == 0 {
+                "writable by others than root"
+            } else {
+                "not root's"
+            },
+            m.uid(),
+            m.mode() & 0o7777
+        ),
+    )
+}
+
+/// The names of `p` to walk, the first last (a stack); `.` left out.
+fn names(p: &Path) -> Vec<std::ffi::OsString> {
+    use std::path::Component;
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .rev()
+        .collect()
+}
+
+/// Where `path` leads when a symbolic link is on the way (None: no link,
+/// the path is opened as it is). Walked one component at a time; refused
+/// unless root alone owns and writes each link and each directory looked
+/// in (the file itself is checked once opened). A link that leads nowhere
+/// is refused, not taken for absence.
+fn through_links(path: &Path) -> Result<Option<PathBuf>, FileError> {
+    let read = |error| FileError::Read {
         path: path.to_path_buf(),
-        error: io::ErrorKind::NotFound.into(),
-    })?;
-    String::from_utf8(bytes).map_err(|e| FileError::Read {
-        path: path.to_path_buf(),
-        error: io::Error::new(io::ErrorKind::InvalidData, e),
-    })
+        error,
+    };
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(read)?.join(path)
+    };
+    // Still to walk, the next on top.
+    let mut todo = names(&abs);
+    let mut at = PathBuf::from("/");
+    let mut looked_in: Vec<PathBuf> = Vec::new();
+    let mut links: Vec<(PathBuf, fs::Metadata)> = Vec::new();
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        let m = match fs::symlink_metadata(&next) {
+            Ok(m) => m,
+            // No link so far: the open names what is missing.
+            Err(_) if links.is_empty() => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(refused(
+                    path,
+                    format!(
+                        "is a symbolic link that leads to {}, which does not exist: give the file itself",
+                        next.display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(read(e)),
+        };
+        if !looked_in.contains(&at) {
+            looked_in.push(at.clone());
+        }
+        if m.file_type().is_symlink() {
+            if links.len() == MAX_LINKS {
+                return Err(refused(
+                    path,
+                    format!("leads through more than {MAX_LINKS} symbolic links"),
+                ));
+            }
+            let target = fs::read_link(&next).map_err(read)?;
+            if target.is_absolute() {
+                at = PathBuf::from("/");
+            }
+            todo.extend(names(&target));
+            links.push((next, m));
+        } else {
+            at = next;
+        }
+    }
+    if links.is_empty() {
+        return Ok(None);
+    }
+    for (link, m) in &links {
+        if m.uid() != 0 {
+            return Err(not_root_alone(path, link, m));
+        }
+    }
+    for dir in &looked_in {
+        let m = fs::metadata(dir).map_err(read)?;
+        if !root_alone(&m, dir) {
+            return Err(not_root_alone(path, dir, &m));
+        }
+    }
+    Ok(Some(at))
 }
 
 #[cfg(test)]
@@ -504,6 +839,189 @@ mod tests {
             .write_all(b"x")
             .unwrap();
         assert!(create_new(Path::new("/dev/zero")).is_err());
+        let _ = fs::remove_dir_all(d);
+    }
+
+    /// The volume of a ConfigMap as the kubelet writes it: every name a
+    /// link into the current timestamped folder.
+    fn config_map(d: &Path) -> PathBuf {
+        fs::create_dir(d.join("..2026_x")).unwrap();
+        fs::write(d.join("..2026_x/inventory.toml"), "version = 1\n").unwrap();
+        symlink("..2026_x", d.join("..data")).unwrap();
+        symlink("..data/inventory.toml", d.join("inventory.toml")).unwrap();
+        d.join("inventory.toml")
+    }
+
+    #[test]
+    fn inputs_follow_links_only_through_roots_components() {
+        let d = tmp("configmap");
+        let inv = config_map(&d);
+        for trust in [Trust::Any, Trust::Mine] {
+            assert_eq!(read_input_text(&inv, 100, trust).unwrap(), "version = 1\n");
+        }
+        // (Outputs never follow it.)
+        assert!(open_append(&inv).is_err());
+        // A link of another user on the way.
+        let uid = |u| Some(nix::unistd::Uid::from_raw(u));
+        let lchown = |p: &Path, u| {
+            nix::unistd::fchownat(
+                None,
+                p,
+                uid(u),
+                None,
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .unwrap()
+        };
+        lchown(&d.join("..data"), 65534);
+        let e = read_input(&inv, 100, Trust::Any).unwrap_err().to_string();
+        assert!(e.contains("..data is not root's (uid 65534"), "{e}");
+        lchown(&d.join("..data"), 0);
+        // A folder on the way others can write.
+        fs::set_permissions(&d, Permissions::from_mode(0o777)).unwrap();
+        let e = read_input(&inv, 100, Trust::Any).unwrap_err().to_string();
+        assert!(
+            e.contains("is writable by others than root (uid 0, mode 777)"),
+            "{e}"
+        );
+        fs::set_permissions(&d, Permissions::from_mode(0o755)).unwrap();
+        // The file at the end another user's.
+        let file = d.join("..2026_x/inventory.toml");
+        nix::unistd::chown(&file, uid(65534), None).unwrap();
+        let e = read_input(&inv, 100, Trust::Any).unwrap_err().to_string();
+        assert!(e.contains("inventory.toml is not root's"), "{e}");
+        nix::unistd::chown(&file, uid(0), None).unwrap();
+        read_input(&inv, 100, Trust::Any).unwrap();
+        // A link to nothing, a loop, a device through root's links.
+        symlink("..data/none", d.join("gone")).unwrap();
+        let e = read_input(&d.join("gone"), 100, Trust::Any)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("which does not exist"), "{e}");
+        symlink("loop", d.join("loop")).unwrap();
+        let e = read_input(&d.join("loop"), 100, Trust::Any)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than 40 symbolic links"), "{e}");
+        symlink("/dev/zero", d.join("zero")).unwrap();
+        let e = read_input(&d.join("zero"), 100, Trust::Any)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("zero: is a character device"), "{e}");
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn inputs_are_regular_capped_and_trusted_only_when_mine() {
+        let d = tmp("inputs");
+        let fifo = d.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let e = read_input(&fifo, 100, Trust::Any).unwrap_err().to_string();
+        assert!(e.contains("fifo: is a FIFO"), "{e}");
+        let e = read_input(Path::new("/dev/zero"), 100, Trust::Any)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/dev/zero: is a character device"), "{e}");
+        // A sparse GiB: refused from its size, nothing read.
+        let sparse = d.join("sparse");
+        File::create(&sparse).unwrap().set_len(1 << 30).unwrap();
+        let e = read_input(&sparse, 4096, Trust::Mine)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("sparse: is larger than the 4096 bytes linerate reads of it"),
+            "{e}"
+        );
+        let mine = d.join("mine");
+        fs::write(&mine, "x").unwrap();
+        fs::set_permissions(&mine, Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(read_input(&mine, 1, Trust::Mine).unwrap(), b"x");
+        fs::set_permissions(&mine, Permissions::from_mode(0o664)).unwrap();
+        let e = read_input(&mine, 1, Trust::Mine).unwrap_err().to_string();
+        assert!(
+            e.contains("mine: can be written by its group or by others (mode 664)"),
+            "{e}"
+        );
+        assert!(read_input(&mine, 1, Trust::Any).is_ok());
+        fs::set_permissions(&mine, Permissions::from_mode(0o600)).unwrap();
+        nix::unistd::chown(&mine, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let e = read_input(&mine, 1, Trust::Mine).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "mine: belongs to uid 65534, not to the user running linerate (uid 0) nor to root"
+            ),
+            "{e}"
+        );
+        assert!(read_input(&mine, 1, Trust::Any).is_ok());
+        // A link in a folder another user owns is not followed.
+        let theirs = d.join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        symlink(&mine, theirs.join("link")).unwrap();
+        nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let e = read_input(&theirs.join("link"), 1, Trust::Any)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("theirs is not root's (uid 65534"), "{e}");
+        let _ = fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn output_directories_are_made_beneath_folders_only_their_user_or_root_writes() {
+        let d = tmp("made");
+        // Made, parents too, beneath a sticky /tmp.
+        let out = d.join("a/b/out");
+        create_output_dir(&out).unwrap();
+        assert!(out.is_dir());
+        create_output_dir(&out).unwrap();
+        // Beneath a folder another user owns (and so can write).
+        let theirs = d.join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        fs::set_permissions(&theirs, Permissions::from_mode(0o755)).unwrap();
+        nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let e = create_output_dir(&theirs.join("out"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "out: is beneath {}, which belongs to uid 65534 (mode 755)",
+                theirs.display()
+            )),
+            "{e}"
+        );
+        assert!(!theirs.join("out").exists(), "made beneath it");
+        assert!(check_output_dir(&theirs.join("x")).is_err());
+        // Beneath a root folder everyone can write (not sticky): refused;
+        // sticky: taken.
+        let open = d.join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
+        let e = create_output_dir(&open.join("out"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("which its group or others can write (mode 777)"),
+            "{e}"
+        );
+        assert!(!open.join("out").exists());
+        fs::set_permissions(&open, Permissions::from_mode(0o1777)).unwrap();
+        create_output_dir(&open.join("out")).unwrap();
+        // Through a link of root's: followed; of another user's: refused.
+        symlink(d.join("a"), d.join("to-a")).unwrap();
+        create_output_dir(&d.join("to-a/b/c")).unwrap();
+        assert!(d.join("a/b/c").is_dir());
+        nix::unistd::fchownat(
+            None,
+            &d.join("to-a"),
+            Some(nix::unistd::Uid::from_raw(65534)),
+            None,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+        let e = create_output_dir(&d.join("to-a/b/d"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("through the symbolic link"), "{e}");
+        assert!(!d.join("a/b/d").exists());
         let _ = fs::remove_dir_all(d);
     }
 }

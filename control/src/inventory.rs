@@ -97,10 +97,12 @@ impl Inventory {
         Ok(inventory)
     }
 
-    /// Reads and checks `path` (a regular file of at most 1 MiB, never
-    /// through a link).
+    /// Reads and checks `path`: a regular file of at most 1 MiB, the user's
+    /// running linerate or root's and writable by no one else (it chooses
+    /// the hosts each token file is sent to), through a link only where
+    /// root alone owns every component (`files::read_input`).
     pub fn load(path: &Path) -> Result<Self, InventoryError> {
-        let text = files::read_text(path, MAX_BYTES, false)?;
+        let text = files::read_input_text(path, MAX_BYTES, files::Trust::Mine)?;
         let inventory: Self = toml::from_str(&text).map_err(|e| InventoryError::Syntax {
             path: path.to_path_buf(),
             message: e.message().to_string(),

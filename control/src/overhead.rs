@@ -77,12 +77,15 @@ pub fn point_of(r: &RunResult) -> Result<(f64, f64)> {
     Ok((size as f64, time))
 }
 
-/// `linerate overhead FILE...`: the fit through saved results.
+/// The most of one saved result read (a run's `--json` is a few KiB).
+const MAX_RESULT: u64 = 16 << 20;
+
+/// `linerate overhead FILE...`: the fit through saved results (each read
+/// as every input is: a regular file, capped; a FIFO or a device refused).
 pub fn command(files: &[PathBuf], json: bool) -> Result<ExitCode> {
     let mut points = Vec::new();
     for file in files {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let text = crate::files::read_input_text(file, MAX_RESULT, crate::files::Trust::Any)?;
         let value: Value = serde_json::from_str(&text).with_context(|| {
             format!("{} is not JSON (save results with --json)", file.display())
         })?;

@@ -80,6 +80,9 @@ fn up(
         host::wait_for_agents(&mut made)?;
         let inv = Inventory::new(made.iter().map(|m| m.pair.clone()).collect())
             .map_err(anyhow::Error::msg)?;
+        // What `fleet down` may remove: these labs, this inventory.
+        let labs: Vec<String> = made.iter().map(|m| m.pair.name.clone()).collect();
+        host::write_record(&dir, inventory, &labs)?;
         if let Some(parent) = inventory.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
@@ -94,6 +97,7 @@ fn up(
             host::remove_pair(&dir, &m.pair.name);
         }
         // The pair being made when it failed removed itself.
+        host::forget(&dir);
         host::remove_dir_if_empty(&dir);
         if interrupted.load(Ordering::Relaxed) {
             eprintln!("linerate: fleet up interrupted: the {n} pair(s) made were removed");
@@ -163,7 +167,7 @@ fn ask(side: &Side) -> AgentStatus {
 
 /// `fleet status`: every agent asked at once; exit 1 when one is down.
 fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
-    let inv = Inventory::load(inventory)?;
+    let inv = super::run::load(inventory)?;
     let pairs: Vec<PairStatus> = std::thread::scope(|s| {
         let asked: Vec<_> = inv
             .pairs
@@ -220,22 +224,49 @@ fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `fleet down`: every pair `fleet up` made (those with a `lab`) removed
-/// with its agents, token files and logs; then the inventory. Pairs of
-/// real hosts are left alone.
+/// `fleet down`: what `fleet up` recorded it made for this inventory
+/// (its labs with their agents, token files and logs; then the inventory)
+/// removed, and nothing else: the inventory only points at the fleets'
+/// folders (its token files'), whose records, root's, name the labs. An
+/// inventory no record names (written by hand, a copy) removes nothing.
 fn down(inventory: &Path) -> Result<ExitCode> {
     let inv = Inventory::load(inventory)?;
+    let me = std::path::absolute(inventory)
+        .with_context(|| format!("finding {}", inventory.display()))?;
+    let dirs: std::collections::BTreeSet<&Path> = inv
+        .pairs
+        .iter()
+        .filter(|p| p.lab.is_some())
+        .filter_map(|p| p.tx.token_file.parent())
+        .collect();
+    let mut records = Vec::new();
+    for dir in dirs {
+        match host::read_record(dir) {
+            Ok(r) if r.inventory == me => records.push((dir, r)),
+            Ok(r) => eprintln!(
+                "linerate: {} records the fleet of inventory {}, not of {}: left alone",
+                dir.display(),
+                r.inventory.display(),
+                me.display()
+            ),
+            Err(e) => eprintln!("linerate: {e:#}: left alone"),
+        }
+    }
+    if records.is_empty() {
+        bail!(
+            "inventory {} was not written by `linerate fleet up` (no record in {} names it): nothing was removed; an inventory written by hand is yours to remove",
+            inventory.display(),
+            host::STATE_DIR
+        );
+    }
     let mut removed = 0;
-    for p in &inv.pairs {
-        let Some(lab) = &p.lab else { continue };
-        let dir =
-            p.tx.token_file
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_default();
-        host::remove_pair(&dir, lab);
-        host::remove_dir_if_empty(&dir);
-        removed += 1;
+    for (dir, record) in &records {
+        for lab in &record.labs {
+            host::remove_pair(dir, lab);
+            removed += 1;
+        }
+        host::forget(dir);
+        host::remove_dir_if_empty(dir);
     }
     std::fs::remove_file(inventory)
         .with_context(|| format!("removing the inventory {}", inventory.display()))?;

@@ -80,6 +80,17 @@ pub fn state_dir(prefix: &str) -> Result<PathBuf> {
                 .create(&at)
                 .with_context(|| format!("creating {}", at.display()))?;
         }
+    }
+    check_root_only(&dir)?;
+    Ok(dir)
+}
+
+/// Refuses `dir` unless it and every folder above it are root's and only
+/// root writes them (no link on the way).
+fn check_root_only(dir: &Path) -> Result<()> {
+    let mut at = PathBuf::new();
+    for part in dir.components() {
+        at.push(part);
         let m = fs::symlink_metadata(&at).with_context(|| format!("reading {}", at.display()))?;
         if !m.is_dir() || m.uid() != 0 || m.mode() & 0o022 != 0 {
             bail!(
@@ -90,7 +101,64 @@ pub fn state_dir(prefix: &str) -> Result<PathBuf> {
             );
         }
     }
-    Ok(dir)
+    Ok(())
+}
+
+/// The file in a fleet's folder where `fleet up` records what it made.
+const RECORD: &str = "made.json";
+
+/// What `fleet up` made, recorded in the fleet's folder: `fleet down`
+/// removes what this names and nothing else (an inventory is anyone's
+/// text; its token files' folder and lab names choose nothing).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// The inventory written, an absolute path.
+    pub inventory: PathBuf,
+    /// The labs made (each with its agents, token files and logs).
+    pub labs: Vec<String>,
+}
+
+/// Records in `dir` (a fleet's folder) that `fleet up` made `labs` and
+/// writes `inventory`: root's, mode 600, replaced whole.
+pub fn write_record(dir: &Path, inventory: &Path, labs: &[String]) -> Result<()> {
+    let record = Record {
+        inventory: std::path::absolute(inventory)
+            .with_context(|| format!("finding {}", inventory.display()))?,
+        labs: labs.to_vec(),
+    };
+    files::write_atomic(
+        &dir.join(RECORD),
+        &serde_json::to_vec_pretty(&record)?,
+        files::PRIVATE,
+    )?;
+    Ok(())
+}
+
+/// The record of the fleet whose folder is `dir`: refused unless `dir` is
+/// a fleet's folder (directly under [`STATE_DIR`], root's alone) holding a
+/// record root wrote.
+pub fn read_record(dir: &Path) -> Result<Record> {
+    if dir.parent() != Some(Path::new(STATE_DIR)) {
+        bail!(
+            "{} is not a fleet's folder (those are in {STATE_DIR}): `fleet up` made nothing there",
+            dir.display()
+        );
+    }
+    check_root_only(dir)?;
+    let path = dir.join(RECORD);
+    let text = files::read_input_text(&path, 1 << 20, files::Trust::Mine)?;
+    let record: Record = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a record `fleet up` wrote", path.display()))?;
+    for lab in &record.labs {
+        crate::limits::check_name(lab).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    Ok(record)
+}
+
+/// Removes the record of the fleet whose folder is `dir`.
+pub fn forget(dir: &Path) {
+    let _ = fs::remove_file(dir.join(RECORD));
 }
 
 /// A new token: 32 random bytes from the kernel, as hex.

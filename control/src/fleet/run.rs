@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use super::aggregate;
@@ -89,7 +89,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
         return Ok(crate::results::expect::usage_error(&why));
     }
     check(req)?;
-    let inventory = Inventory::load(&path)?;
+    let inventory = load(&path)?;
     let interrupted = crate::session::on_signal()?;
     let outcome = run_fleet(req, &inventory, &interrupted);
     let code = report(&outcome, run.json, run.quiet)?;
@@ -164,6 +164,29 @@ fn pair_request(req: &RunRequest, pair: &Pair) -> RunRequest {
     run.rx_iface = Some(pair.rx.iface.clone());
     (run.tx_netns, run.rx_netns) = (None, None);
     r
+}
+
+/// Reads the inventory at `path` and every token file it names, before
+/// anything is sent: a foreign inventory or token file (another user's,
+/// writable by others, too large) refuses the whole fleet, so that no
+/// request leaves with a token an inventory chose.
+pub fn load(path: &std::path::Path) -> Result<Inventory> {
+    let inventory = Inventory::load(path)?;
+    let mut seen = std::collections::BTreeSet::new();
+    for pair in &inventory.pairs {
+        for side in [&pair.tx, &pair.rx] {
+            if seen.insert(&side.token_file) {
+                token::read(Some(&side.token_file)).with_context(|| {
+                    format!(
+                        "inventory {}: pair {}: nothing was sent",
+                        path.display(),
+                        pair.name
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(inventory)
 }
 
 /// Connects to a pair's agents with their own tokens.

@@ -5,6 +5,8 @@ use std::{os::unix::fs::PermissionsExt, path::Path};
 
 use thiserror::Error;
 
+use crate::files::{self, FileError, Trust};
+
 /// Environment variable holding the token when no file is given.
 pub const TOKEN_ENV: &str = "LINERATE_TOKEN";
 
@@ -22,6 +24,10 @@ pub enum TokenError {
         /// Why.
         source: std::io::Error,
     },
+    /// Refused as a file: another user's, writable by others, too large,
+    /// reached through a link not root's alone.
+    #[error("token file {0}")]
+    File(#[from] FileError),
     /// Others may read the file.
     #[error("token file {path} is readable by others (mode {mode:o}): `chmod 600 {}`", crate::sh::quote(.path))]
     Open {
@@ -60,11 +66,21 @@ pub enum TokenError {
     },
 }
 
-/// Reads the token from `file`, or else from LINERATE_TOKEN.
+/// The most of a token file read: a token is one line (`openssl rand -hex
+/// 32` writes 65 bytes); a larger file is refused from its size, unread.
+pub const MAX_TOKEN_FILE: u64 = 4096;
+
+/// Reads the token from `file`, or else from LINERATE_TOKEN. The file is
+/// read as `files::read_input` reads what linerate acts on with its user's
+/// authority: a regular file of at most [`MAX_TOKEN_FILE`] bytes, the
+/// user's or root's, written and read by no one else, through a link only
+/// where root alone owns every component (a Kubernetes Secret).
 pub fn read(file: Option<&Path>) -> Result<String, TokenError> {
     let (token, from) = match file {
         Some(p) => {
             let path = p.display().to_string();
+            // (stat for the messages: a directory, a device, a FIFO are
+            // named before anything is opened.)
             let meta = std::fs::metadata(p).map_err(|source| TokenError::Read {
                 path: path.clone(),
                 source,
@@ -75,13 +91,14 @@ pub fn read(file: Option<&Path>) -> Result<String, TokenError> {
             if !meta.is_file() {
                 return Err(TokenError::NotFile { path });
             }
+            let (bytes, meta) = files::read_input_meta(p, MAX_TOKEN_FILE, Trust::Mine)?;
             let mode = meta.permissions().mode() & 0o777;
             if mode & 0o077 != 0 {
                 return Err(TokenError::Open { path, mode });
             }
-            let text = std::fs::read_to_string(p).map_err(|source| TokenError::Read {
+            let text = String::from_utf8(bytes).map_err(|e| TokenError::Read {
                 path: path.clone(),
-                source,
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             })?;
             (text, format!("in {path}"))
         }
@@ -182,5 +199,32 @@ mod tests {
             let e = ok(t).unwrap_err().to_string();
             assert!(e.contains(what), "{t:?}: {e}");
         }
+    }
+
+    #[test]
+    fn large_or_foreign_token_files_refused_unread() {
+        let dir = std::env::temp_dir().join(format!("lr-token-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A sparse 1 GiB file: refused from its size, not read.
+        let big = dir.join("big");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(1 << 30).unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = read(Some(&big)).unwrap_err().to_string();
+        assert!(
+            e.ends_with("big: is larger than the 4096 bytes linerate reads of it"),
+            "{e}"
+        );
+        // Root-only but another user's: not sent for this user.
+        let theirs = dir.join("theirs");
+        std::fs::write(&theirs, "0123456789abcdef0123\n").unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read(Some(&theirs)).unwrap(), "0123456789abcdef0123");
+        if nix::unistd::geteuid().is_root() {
+            nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            let e = read(Some(&theirs)).unwrap_err().to_string();
+            assert!(e.contains("theirs: belongs to uid 65534"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -48,7 +48,12 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
             let (text, label) = match presets::get(which) {
                 Some(t) => (t.to_string(), format!("preset {which}")),
                 None => (
-                    std::fs::read_to_string(which).with_context(|| {
+                    crate::files::read_input_text(
+                        std::path::Path::new(which),
+                        crate::sweep::saved::MAX_SPEC,
+                        crate::files::Trust::Any,
+                    )
+                    .with_context(|| {
                         format!("{which:?} is neither a preset (see `linerate sweep --list`) nor a readable file")
                     })?,
                     which.clone(),
@@ -91,7 +96,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     // interfaces, while a run whose inventory names other pairs than the
     // sweep's first run fails: sweep::fleet::Pinned).
     if let Some(path) = &args.agents.fleet {
-        crate::inventory::Inventory::load(path)?;
+        crate::fleet::run::load(path)?;
     }
     // A controller of agents needs no privileges of its own.
     if !request::names_agents(&opts.extra) {

@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     fleet::{aggregate::Aggregate, run::run_fleet},
-    inventory::Inventory,
     request::RunRequest,
     results::run::{RunResult, TwoHostResult},
 };
@@ -107,7 +106,7 @@ pub fn run(
     interrupted: &Arc<AtomicBool>,
     pinned: &mut Pinned,
 ) -> Result<FleetRun> {
-    let inventory = Inventory::load(path)?;
+    let inventory = crate::fleet::run::load(path)?;
     pinned.check(
         path,
         inventory.pairs.iter().map(|p| p.name.clone()).collect(),

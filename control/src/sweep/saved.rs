@@ -4,7 +4,6 @@
 
 use std::{
     collections::HashSet,
-    fs,
     path::{Path, PathBuf},
 };
 
@@ -327,14 +326,12 @@ pub const MAX_SPEC: u64 = 16 << 20;
 pub const MAX_OPTIONS: u64 = 1 << 20;
 
 /// Creates an output directory (and its parents) only its owner can
-/// write: 0755 at most, less with the umask.
+/// write, each beneath its parent opened by descriptor, every folder above
+/// it only its user's or root's to write (`files::create_output_dir`):
+/// 0755 at most, less with the umask.
 pub fn create_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o755)
-        .create(dir)
-        .with_context(|| format!("creating {}", dir.display()))
+    crate::files::create_output_dir(dir)?;
+    Ok(())
 }
 
 /// A new output directory name: sweeps/NAME-DATE.

@@ -23,60 +23,7 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
         output::emit(&text)?;
         return Ok(ExitCode::SUCCESS);
     }
-    // Where points run: given now, or (--resume) saved with the sweep.
-    let given = request::given_path(&args);
-    let (text, label, dir, opts) = match &args.resume {
-        Some(dir) => {
-            let (text, mut opts) = resume_inputs(dir)?;
-            // Never ignored: options given with --resume replace the saved.
-            if let Some(note) = opts.override_path(&given) {
-                eprintln!("linerate: {note}");
-            }
-            (
-                text,
-                dir.join(SPEC).display().to_string(),
-                dir.clone(),
-                opts,
-            )
-        }
-        None => {
-            let Some(which) = &args.sweep else {
-                anyhow::bail!(
-                    "name a preset (linerate sweep --list) or a sweep file, or give --resume DIR"
-                );
-            };
-            let (text, label) = match presets::get(which) {
-                Some(t) => (t.to_string(), format!("preset {which}")),
-                None => (
-                    crate::files::read_input_text(
-                        std::path::Path::new(which),
-                        crate::sweep::saved::MAX_SPEC,
-                        crate::files::Trust::Any,
-                    )
-                    .with_context(|| {
-                        format!("{which:?} is neither a preset (see `linerate sweep --list`) nor a readable file")
-                    })?,
-                    which.clone(),
-                ),
-            };
-            let name = SweepSpec::parse(&text, &label)?.name;
-            let extra = given
-                .iter()
-                .flat_map(|(flag, value)| [flag.to_string(), value.clone()])
-                .collect();
-            let dir = args.out.clone().unwrap_or_else(|| default_dir(&name));
-            (
-                text,
-                label,
-                dir,
-                SweepOptions {
-                    quick: args.quick,
-                    extra,
-                    repeats: args.repeats,
-                },
-            )
-        }
-    };
+    let (text, label, dir, opts) = inputs(&args)?;
     // Counted from the axes before anything is expanded or run.
     let spec = SweepSpec::parse(&text, &label)?;
     // An option of one run the sweep would not honour: a usage error.
@@ -137,4 +84,63 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
         return Ok(code);
     }
     Ok(ExitCode::from(expect::UNMET))
+}
+
+/// The sweep's text, its label, its directory and its options: given now,
+/// or (`--resume`) saved with the sweep.
+fn inputs(args: &SweepArgs) -> Result<(String, String, std::path::PathBuf, SweepOptions)> {
+    // Where points run: given now, or (--resume) saved with the sweep.
+    let given = request::given_path(args);
+    Ok(match &args.resume {
+        Some(dir) => {
+            let (text, mut opts) = resume_inputs(dir)?;
+            // Never ignored: options given with --resume replace the saved.
+            if let Some(note) = opts.override_path(&given) {
+                eprintln!("linerate: {note}");
+            }
+            (
+                text,
+                dir.join(SPEC).display().to_string(),
+                dir.clone(),
+                opts,
+            )
+        }
+        None => {
+            let Some(which) = &args.sweep else {
+                anyhow::bail!(
+                    "name a preset (linerate sweep --list) or a sweep file, or give --resume DIR"
+                );
+            };
+            let (text, label) = match presets::get(which) {
+                Some(t) => (t.to_string(), format!("preset {which}")),
+                None => (
+                    crate::files::read_input_text(
+                        std::path::Path::new(which),
+                        crate::sweep::saved::MAX_SPEC,
+                        crate::files::Trust::Any,
+                    )
+                    .with_context(|| {
+                        format!("{which:?} is neither a preset (see `linerate sweep --list`) nor a readable file")
+                    })?,
+                    which.clone(),
+                ),
+            };
+            let name = SweepSpec::parse(&text, &label)?.name;
+            let extra = given
+                .iter()
+                .flat_map(|(flag, value)| [flag.to_string(), value.clone()])
+                .collect();
+            let dir = args.out.clone().unwrap_or_else(|| default_dir(&name));
+            (
+                text,
+                label,
+                dir,
+                SweepOptions {
+                    quick: args.quick,
+                    extra,
+                    repeats: args.repeats,
+                },
+            )
+        }
+    })
 }

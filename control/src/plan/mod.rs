@@ -4,4 +4,5 @@
 //! typed request check options with them before anything runs.
 
 pub mod rr;
+pub mod spinners;
 pub mod stream;

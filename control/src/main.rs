@@ -56,7 +56,9 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("linerate: error: {e:#}");
+            // Errors quote files, agents and the kernel: no character
+            // of theirs reaches the terminal as it is.
+            eprintln!("linerate: error: {}", shown::shown_lines(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

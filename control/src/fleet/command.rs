@@ -165,6 +165,35 @@ fn ask(side: &Side) -> AgentStatus {
     }
 }
 
+/// `fleet status` for the terminal: every text the inventory or an agent
+/// gave (names, URLs, versions, errors) shown escaped
+/// ([`crate::shown::shown`]).
+fn status_text(inventory: &Path, pairs: &[PairStatus], down: usize) -> String {
+    use crate::shown::shown;
+    let mut text = format!(
+        "fleet {}: {} pair(s), {} of {} agents up\n",
+        shown(&inventory.display().to_string()),
+        pairs.len(),
+        2 * pairs.len() - down,
+        2 * pairs.len()
+    );
+    for p in pairs {
+        for (role, a) in [("tx", &p.tx), ("rx", &p.rx)] {
+            text += &format!(
+                "  {} {role} {} ({}): {}\n",
+                shown(&p.name),
+                shown(&a.agent),
+                shown(&a.iface),
+                match (&a.version, &a.error) {
+                    (Some(v), _) => format!("up, linerate {}", shown(v)),
+                    (None, e) => format!("DOWN: {}", shown(e.as_deref().unwrap_or_default())),
+                }
+            );
+        }
+    }
+    text
+}
+
 /// `fleet status`: every agent asked at once; exit 1 when one is down.
 fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
     let inv = super::run::load(inventory)?;
@@ -194,28 +223,7 @@ fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
     if json {
         output::emit_json(&serde_json::json!({ "pairs": pairs, "agents_down": down }))?;
     } else {
-        let mut text = format!(
-            "fleet {}: {} pair(s), {} of {} agents up\n",
-            inventory.display(),
-            pairs.len(),
-            2 * pairs.len() - down,
-            2 * pairs.len()
-        );
-        for p in &pairs {
-            for (role, a) in [("tx", &p.tx), ("rx", &p.rx)] {
-                text += &format!(
-                    "  {} {role} {} ({}): {}\n",
-                    p.name,
-                    a.agent,
-                    a.iface,
-                    match (&a.version, &a.error) {
-                        (Some(v), _) => format!("up, linerate {v}"),
-                        (None, e) => format!("DOWN: {}", e.clone().unwrap_or_default()),
-                    }
-                );
-            }
-        }
-        emit(&text)?;
+        emit(&status_text(inventory, &pairs, down))?;
     }
     if down > 0 {
         eprintln!("linerate: error: {down} agent(s) of the fleet do not answer (listed above)");
@@ -275,4 +283,33 @@ fn down(inventory: &Path) -> Result<ExitCode> {
         inventory.display()
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_shows_what_agents_answered_escaped() {
+        let agent = |version: Option<&str>, error: Option<&str>| AgentStatus {
+            agent: "http://198.18.0.2:7480".into(),
+            iface: "hx\u{202e}0".into(),
+            up: version.is_some(),
+            version: version.map(String::from),
+            error: error.map(String::from),
+        };
+        let pairs = [PairStatus {
+            name: "fl0".into(),
+            lab: None,
+            tx: agent(Some("\u{1b}[2J\u{1b}]0;owned\u{7}\u{202e} (API 1)"), None),
+            rx: agent(None, Some("refused\n  fl0 rx forged: up")),
+        }];
+        let text = status_text(Path::new("/tmp/f\u{1b}[31m.toml"), &pairs, 1);
+        assert_eq!(
+            text,
+            "fleet /tmp/f\\u{1b}[31m.toml: 1 pair(s), 1 of 2 agents up\n\
+             \x20 fl0 tx http://198.18.0.2:7480 (hx\\u{202e}0): up, linerate \\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{202e} (API 1)\n\
+             \x20 fl0 rx http://198.18.0.2:7480 (hx\\u{202e}0): DOWN: refused\\u{a}  fl0 rx forged: up\n"
+        );
+    }
 }

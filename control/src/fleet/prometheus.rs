@@ -169,13 +169,15 @@ pub fn config(
     })
 }
 
-/// The configuration as YAML, with a header naming where it came from.
+/// The configuration as YAML, with a header naming where it came from:
+/// every value quoted as YAML needs by the serializer, the inventory's
+/// path in the comment on its line ([`crate::shown::yaml_comment`]).
 pub fn render(config: &Config, inventory: &Path) -> Result<String> {
     let body = serde_yaml_ng::to_string(config).context("writing the configuration as YAML")?;
     Ok(format!(
         "# Prometheus configuration for the linerate fleet of {} (linerate fleet prometheus):\n\
          # every agent scraped with its token; see docs/fleet.md, \"Metrics\".\n{body}",
-        inventory.display()
+        crate::shown::yaml_comment(&inventory.display().to_string())
     ))
 }
 
@@ -261,6 +263,33 @@ mod tests {
             assert_eq!(s["labels"]["pair"].as_str(), Some(pair));
             assert_eq!(s["labels"]["side"].as_str(), Some(side));
         }
+    }
+
+    #[test]
+    fn text_from_the_inventory_starts_no_line_of_yaml() {
+        let hostile = "a\nglobal: {scrape_interval: 1h}\n#.toml";
+        let mut inv = two_pairs();
+        inv.pairs[0].tx.token_file = format!("/run/lr/{hostile}").into();
+        inv.pairs[0].rx.agent = "http://h:1/\nglobal: {scrape_interval: 1h}".into();
+        let c = config(&inv, Duration::from_secs(1), None).unwrap();
+        let text = render(&c, Path::new(hostile)).unwrap();
+        // The path in the header: one comment line; the values: quoted.
+        assert!(
+            text.starts_with("# Prometheus configuration for the linerate fleet of a\\u{a}global: {scrape_interval: 1h}\\u{a}#.toml (linerate fleet prometheus):\n# every agent"),
+            "{text}"
+        );
+        assert!(!text.lines().any(|l| l.starts_with("global: {")), "{text}");
+        let back: Config = serde_yaml_ng::from_str(&text).unwrap();
+        assert_eq!(back, c);
+        assert_eq!(back.global.scrape_interval, "1s");
+        assert_eq!(
+            back.scrape_configs[0].authorization.credentials_file,
+            Path::new(&format!("/run/lr/{hostile}"))
+        );
+        assert_eq!(
+            back.scrape_configs[1].static_configs[0].targets,
+            ["h:1/\nglobal: {scrape_interval: 1h}"]
+        );
     }
 
     #[test]

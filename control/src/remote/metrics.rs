@@ -64,6 +64,16 @@ fn side_label(role: &str) -> &'static str {
     }
 }
 
+/// A label as the exposition writes it: its value escaped
+/// ([`crate::shown::prometheus_label`]; prometheus-client writes values as
+/// they are given, and an interface may be named `hx"q0`).
+fn label(name: &str, value: &str) -> (String, String) {
+    (
+        name.to_string(),
+        crate::shown::prometheus_label(value).into_owned(),
+    )
+}
+
 /// Final figures once the run ended, live ones while it goes.
 fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) {
     match (&run.result, &run.live) {
@@ -135,16 +145,16 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
         let Some(run) = run else {
             return Vec::new();
         };
-        let mut l = vec![("run".to_string(), run.run.clone())];
+        let mut l = vec![label("run", &run.run)];
         if let Some(p) = &run.pair {
-            l.push(("pair".into(), p.clone()));
+            l.push(label("pair", p));
         }
-        l.push(("role".into(), role.to_string()));
-        l.push(("interface".into(), run.interface.clone()));
+        l.push(label("role", role));
+        l.push(label("interface", &run.interface));
         l
     };
     let with = |mut l: Labels, more: &[(&str, String)]| -> Labels {
-        l.extend(more.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        l.extend(more.iter().map(|(k, v)| label(k, v)));
         l
     };
     if let Some(run) = run {
@@ -382,6 +392,98 @@ mod tests {
                 (name, rest.rsplit_once('}').unwrap().0)
             })
             .collect()
+    }
+
+    /// A sample line of the text exposition read strictly: (name, labels
+    /// with their values unescaped, value); None: not a valid line.
+    /// A sample: its name, its labels (unescaped) and its value.
+    type Sample = (String, Vec<(String, String)>, f64);
+
+    fn strict(line: &str) -> Option<Sample> {
+        let name_end = line.find(['{', ' '])?;
+        let name = &line[..name_end];
+        let ok_name = |n: &str, colon: bool| {
+            let mut cs = n.chars();
+            cs.next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+                && cs.all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
+        };
+        if !ok_name(name, true) {
+            return None;
+        }
+        let mut rest = &line[name_end..];
+        let mut labels = Vec::new();
+        if let Some(r) = rest.strip_prefix('{') {
+            rest = r;
+            loop {
+                let (k, r) = rest.split_once("=\"")?;
+                if !ok_name(k, false) {
+                    return None;
+                }
+                let mut v = String::new();
+                let mut cs = r.char_indices();
+                let end = loop {
+                    match cs.next()? {
+                        (i, '"') => break i,
+                        (_, '\\') => match cs.next()?.1 {
+                            '\\' => v.push('\\'),
+                            '"' => v.push('"'),
+                            'n' => v.push('\n'),
+                            _ => return None,
+                        },
+                        (_, '\n') => return None,
+                        (_, c) => v.push(c),
+                    }
+                };
+                labels.push((k.to_string(), v));
+                rest = &r[end + 1..];
+                if let Some(r) = rest.strip_prefix(',') {
+                    rest = r;
+                } else {
+                    rest = rest.strip_prefix('}')?;
+                    break;
+                }
+            }
+        }
+        let value = rest.strip_prefix(' ')?.parse().ok()?;
+        Some((name.to_string(), labels, value))
+    }
+
+    #[test]
+    fn hostile_label_values_leave_the_exposition_valid() {
+        for iface in [
+            "hx\"q0",
+            "a\\\"} 1\nlinerate_run_active{x=\"y\"} 9",
+            "\u{202e}x",
+        ] {
+            let text = render(Some(&RunView {
+                run: "r1".into(),
+                pair: Some("p\"0".into()),
+                interface: iface.into(),
+                test: "stream".into(),
+                role: "rx".into(),
+                active: true,
+                live: None,
+                result: Some(fixture("stream.json")),
+            }))
+            .unwrap();
+            let mut n = 0;
+            for line in text.lines() {
+                if line.starts_with("# ") {
+                    continue;
+                }
+                let (name, labels, _) = strict(line).unwrap_or_else(|| panic!("{line:?}"));
+                assert!(name.starts_with("linerate_"), "{line}");
+                let get = |k: &str| labels.iter().find(|l| l.0 == k).map(|l| l.1.as_str());
+                assert_eq!(get("interface"), Some(iface), "{line}");
+                assert_eq!(get("pair"), Some("p\"0"), "{line}");
+                n += 1;
+            }
+            assert!(n > 20, "{text}");
+            // No series of its own planted.
+            assert!(!text.contains("{x=\"y\"}"), "{text}");
+            assert!(text.ends_with("# EOF\n"));
+        }
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! of stream trials run by the stream machinery: what each found, as the
 //! report reads it back from results.jsonl.
 
-use std::sync::{
-    atomic::{AtomicBool, Ordering},
-    Arc,
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
 };
 
 use anyhow::Result;
@@ -69,11 +72,12 @@ impl Budget {
     };
 
     /// Trials a size takes at most: the search (MLRsearch's, or two binary
-    /// searches), one latency trial, the loss steps, and the bursts
+    /// searches), the latency trials (each with its retries, in trials of
+    /// the run's length), the loss steps, and the bursts
     /// (shortest burst down to 1 frame at worst), repeated.
     pub fn trials_per_size(&self) -> usize {
         1 + self.mlr_trials.max(2 * self.search + 1)
-            + self.latency_trials
+            + self.latency_trials * LATENCY_RETRY_LENGTHS
             + LOSS_STEPS.len()
             + self.b2b_trials * (1 + (self.doublings + self.halvings) as usize)
     }
@@ -240,7 +244,24 @@ pub struct LatencyAt {
     pub range_us: Option<(f64, f64)>,
 }
 
-/// `repeats` trials at the rate the throughput test found.
+/// How many times a latency trial that received nothing runs again (the
+/// throughput test carried its rate: a busy machine, not the path).
+pub const LATENCY_RETRIES: u32 = 2;
+
+/// The trial lengths one latency trial takes at most, its retries
+/// included: 1 + 2 + 4.
+const LATENCY_RETRY_LENGTHS: usize = (1 << (LATENCY_RETRIES + 1)) - 1;
+
+/// A latency trial that received nothing, after `retries_done` retries
+/// of a run of `duration`: how long its next try runs (twice, then four
+/// times as long), or None when it fails (after [`LATENCY_RETRIES`]).
+pub fn latency_retry(duration: Duration, retries_done: u32) -> Option<Duration> {
+    (retries_done < LATENCY_RETRIES).then(|| duration * 2u32.pow(retries_done + 1))
+}
+
+/// `repeats` trials at the rate the throughput test found; one that
+/// received nothing runs again, longer ([`latency_retry`]), at most
+/// [`LATENCY_RETRIES`] times before the test fails.
 pub fn latency(
     plan: &StreamPlan,
     found: &Throughput,
@@ -250,15 +271,28 @@ pub fn latency(
     let mut runs: Vec<(f64, StreamResult)> = Vec::new();
     let mut last = None;
     for _ in 0..repeats.max(1) {
-        let r = trial(plan, found.offered_pps, None, interrupted)?;
+        let (mut window, mut retries) = (plan.args.run.duration, 0);
+        let r = loop {
+            let mut p = plan.clone();
+            p.args.run.duration = window;
+            let r = trial(&p, found.offered_pps, None, interrupted)?;
+            if r.interrupted || r.fault.is_some() || search::measured(&r) {
+                break r;
+            }
+            // The throughput test carried this rate: a trial that received
+            // nothing met a busy machine, and runs again, longer.
+            let Some(longer) = latency_retry(plan.args.run.duration, retries) else {
+                anyhow::bail!(
+                    "the latency trial measured nothing ({} frame(s) received in a window of {} s; {} tries, the last {} long), though the throughput test carried its rate: is something else loading the machine?",
+                    r.receiver.frames,
+                    r.window_s,
+                    1 + retries,
+                    humantime::format_duration(window)
+                );
+            };
+            (window, retries) = (longer, retries + 1);
+        };
         let stop = r.interrupted || r.fault.is_some();
-        if !(stop || search::measured(&r)) {
-            anyhow::bail!(
-                "the latency trial measured nothing ({} frame(s) received in a window of {} s)",
-                r.receiver.frames,
-                r.window_s
-            );
-        }
         if let Some(mean) = r.latency.as_ref().map(|l| l.mean_us) {
             runs.push((mean, r.clone()));
         }
@@ -596,5 +630,26 @@ mod tests {
         assert_eq!(median_u64(&[5, 1, 3]), Some(3));
         assert_eq!(median_u64(&[4, 2]), Some(2));
         assert_eq!(median_u64(&[]), None);
+    }
+
+    #[test]
+    fn a_latency_trial_that_received_nothing_runs_again_longer_twice() {
+        let d = Duration::from_millis(200);
+        assert_eq!(latency_retry(d, 0), Some(Duration::from_millis(400)));
+        assert_eq!(latency_retry(d, 1), Some(Duration::from_millis(800)));
+        assert_eq!(latency_retry(d, 2), None);
+        assert_eq!(latency_retry(d, 7), None);
+        // At most 1 + 2 + 4 = 7 trial lengths for one latency trial: what
+        // the announced estimate counts.
+        let tries: Vec<Duration> = std::iter::successors(Some((d, 0)), |&(_, n)| {
+            latency_retry(d, n).map(|x| (x, n + 1))
+        })
+        .map(|t| t.0)
+        .collect();
+        assert_eq!(tries.len() as u32, 1 + LATENCY_RETRIES);
+        assert_eq!(
+            tries.iter().sum::<Duration>(),
+            d * LATENCY_RETRY_LENGTHS as u32
+        );
     }
 }

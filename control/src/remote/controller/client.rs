@@ -11,6 +11,7 @@ use super::clock;
 use crate::{
     remote::api::{self, ApiError},
     results::two_host::Agent,
+    shown::shown,
 };
 
 /// Connecting to an agent gives up after this.
@@ -18,7 +19,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// A request gives up after this.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What went wrong talking to an agent.
+/// What went wrong talking to an agent. What an agent said (its version,
+/// its error, an answer that did not parse) is quoted escaped
+/// ([`crate::shown::shown`]): a hostile agent writes no escape sequence to
+/// the controller's terminal.
 #[derive(Debug, Error)]
 pub enum AgentError {
     /// No answer at all.
@@ -125,7 +129,7 @@ impl Remote {
             return Err(AgentError::Version {
                 name,
                 url: r.url.clone(),
-                theirs: v.version,
+                theirs: shown(&v.version).into_owned(),
                 their_api: v.api,
                 ours: ours.version,
                 our_api: ours.api,
@@ -161,14 +165,14 @@ impl Remote {
                 code,
                 message: resp
                     .into_json::<ApiError>()
-                    .map(|e| e.error)
+                    .map(|e| shown(&e.error).into_owned())
                     .unwrap_or_else(|_| "(no message)".into()),
             },
             ureq::Error::Transport(t) => AgentError::Unreachable {
                 name: self.name,
                 url: self.url.clone(),
                 what: what.into(),
-                detail: t.to_string(),
+                detail: shown(&t.to_string()).into_owned(),
             },
         }
     }
@@ -218,7 +222,7 @@ impl Remote {
             name: self.name,
             url: self.url.clone(),
             what: what.into(),
-            detail: format!("unreadable answer: {e}"),
+            detail: format!("unreadable answer: {}", shown(&e.to_string())),
         })
     }
 
@@ -267,7 +271,8 @@ mod tests {
         );
     }
 
-    /// An agent of another version, on loopback: refused, both versions named.
+    /// An agent of another version, on loopback: refused, both versions
+    /// named, the agent's shown escaped (it clears no screen).
     #[test]
     fn version_mismatch_is_refused() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -282,7 +287,7 @@ mod tests {
             "/v1/version",
             axum::routing::get(|| async {
                 axum::Json(api::Version {
-                    version: "9.9.9".into(),
+                    version: "9.9.9\u{1b}[2J\u{1b}]0;owned\u{7}\u{202e}".into(),
                     api: 99,
                 })
             }),
@@ -299,13 +304,14 @@ mod tests {
             .unwrap();
         let msg = e.to_string();
         assert!(
-            msg.contains("runs linerate 9.9.9 (API 99)")
+            msg.contains("runs linerate 9.9.9\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{202e} (API 99)")
                 && msg.contains(&format!(
                     "this controller linerate {}",
                     env!("CARGO_PKG_VERSION")
                 )),
             "{msg}"
         );
+        assert!(!msg.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{msg:?}");
         drop(server);
     }
 

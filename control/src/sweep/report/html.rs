@@ -57,6 +57,16 @@ fn linkable(url: &str) -> bool {
     }
 }
 
+/// Text of the page: control, bidirectional and zero-width characters
+/// shown as `\u{..}` ([`crate::shown::shown_lines`]; line breaks kept);
+/// the HTML writer then writes `<`, `>`, `&` and `"` as entities.
+fn seen(s: CowStr<'_>) -> CowStr<'_> {
+    match crate::shown::shown_lines(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(o) => CowStr::from(o),
+    }
+}
+
 /// The page of report `md` of sweep directory `dir`. What the Markdown
 /// holds is text: raw HTML in it is shown as text, a link or image to
 /// anything but http(s) or a relative address is left out (its text
@@ -65,7 +75,10 @@ pub fn page(title: &str, md: &str, dir: &Path) -> String {
     // Per link or image open: whether it was kept (links and images nest).
     let mut open: Vec<bool> = Vec::new();
     let parser = Parser::new_ext(md, Options::ENABLE_TABLES).filter_map(move |e| match e {
-        Event::Html(s) | Event::InlineHtml(s) => Some(Event::Text(s)),
+        // Text as report.md holds it, with any hidden character (one
+        // that came in other than through `md`) shown as `\u{..}`.
+        Event::Html(s) | Event::InlineHtml(s) | Event::Text(s) => Some(Event::Text(seen(s))),
+        Event::Code(s) => Some(Event::Code(seen(s))),
         Event::Start(Tag::HtmlBlock) => Some(Event::Start(Tag::Paragraph)),
         Event::End(TagEnd::HtmlBlock) => Some(Event::End(TagEnd::Paragraph)),
         Event::Start(Tag::Link { ref dest_url, .. }) => {
@@ -96,7 +109,7 @@ pub fn page(title: &str, md: &str, dir: &Path) -> String {
     html::push_html(&mut body, parser);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}<script>{CHECK}</script>\n</body>\n</html>\n",
-        escape(title)
+        escape(&crate::shown::shown(title))
     )
 }
 
@@ -123,6 +136,29 @@ mod tests {
         assert!(p.contains("src=\"data:image/svg+xml;base64,PHN2Zy"), "{p}");
         // A figure not in the directory stays a link (and shows as not loaded).
         assert!(p.contains("src=\"missing.svg\""), "{p}");
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn hidden_characters_are_shown_as_escapes() {
+        let dir = std::env::temp_dir().join(format!("linerate-html-hid-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        // Raw in the Markdown (as no report writes it), in text, code, a
+        // table and raw HTML: the page shows each as an escape.
+        let md = "# T\u{202e}x\n\n| a |\n|---|\n| b\u{1b}[2J |\n\n`c\u{200b}` <i\u{2066}>\n";
+        let p = page("T\u{202e}\u{9b}", md, &dir);
+        for c in ['\u{202e}', '\u{1b}', '\u{200b}', '\u{2066}', '\u{9b}'] {
+            assert!(!p.contains(c), "{c:?}: {p}");
+        }
+        for want in [
+            "<title>T\\u{202e}\\u{9b}</title>",
+            "<h1>T\\u{202e}x</h1>",
+            "<td>b\\u{1b}[2J</td>",
+            "<code>c\\u{200b}</code>",
+            "&lt;i\\u{2066}&gt;",
+        ] {
+            assert!(p.contains(want), "{want}: {p}");
+        }
         let _ = fs::remove_dir_all(dir);
     }
 

@@ -5,9 +5,11 @@
 
 /// `s` as inline Markdown text: `<` and `&` as entities (report.md holds
 /// no tag or entity from such text), Markdown's punctuation (`|` of a
-/// table cell too) escaped with a backslash, line breaks and other
-/// control characters as spaces.
+/// table cell too) escaped with a backslash, line breaks, other control
+/// characters, bidirectional and zero-width ones shown as `\u{..}`
+/// ([`crate::shown::shown`]).
 pub fn text(s: &str) -> String {
+    let s = crate::shown::shown(s);
     let mut o = String::with_capacity(s.len());
     let chars: Vec<char> = s.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
@@ -24,7 +26,6 @@ pub fn text(s: &str) -> String {
                 o.push('\\');
                 o.push(c);
             }
-            c if c.is_control() => o.push(' '),
             c => o.push(c),
         }
     }
@@ -33,12 +34,9 @@ pub fn text(s: &str) -> String {
 
 /// `s` as a code span, outside a table: shown literally (a code span's
 /// text is never HTML), fenced by more backticks than it holds in a row;
-/// control characters as spaces.
+/// control, bidirectional and zero-width characters shown as `\u{..}`.
 pub fn code(s: &str) -> String {
-    let s: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let s = crate::shown::shown(s);
     let mut run = 0;
     let mut longest = 0;
     for c in s.chars() {
@@ -72,7 +70,7 @@ mod tests {
         assert!(!t.contains('<') && !t.contains('\n'), "{t}");
         // In a table cell: one cell, the text as it was (the line break a space).
         let page = render(&format!("| h |\n|---|\n| {t} |\n"));
-        let want = "<td>&lt;img src=x onerror=\"alert(1)\"&gt; *a* _b_ [l](javascript:x) `c` a|b \\ # &amp;lt; ~~s~~ ![i](x) next</td>";
+        let want = "<td>&lt;img src=x onerror=\"alert(1)\"&gt; *a* _b_ [l](javascript:x) `c` a|b \\ # &amp;lt; ~~s~~ ![i](x)\\u{a}next</td>";
         assert!(page.contains(want), "{page}");
         assert!(!page.contains("<img") && !page.contains("<a ") && !page.contains("<em>"));
         // Plain words stay as they are.
@@ -81,6 +79,19 @@ mod tests {
             "busy sender, 8 KB (1.5 %) -> tx_wait"
         );
         assert_eq!(text("_a_ b_ a__b"), "\\_a\\_ b\\_ a\\_\\_b");
+    }
+
+    #[test]
+    fn hidden_characters_are_shown_as_escapes() {
+        let cpu = "Xeon\u{202e}0032 gpj\u{1b}[2J\u{200b}";
+        for md in [text(cpu), code(cpu)] {
+            let page = render(&format!("- {md}\n"));
+            assert!(
+                page.contains("Xeon\\u{202e}0032 gpj\\u{1b}[2J\\u{200b}"),
+                "{page}"
+            );
+            assert!(!page.contains(['\u{202e}', '\u{1b}', '\u{200b}']), "{page}");
+        }
     }
 
     #[test]

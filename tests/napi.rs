@@ -310,3 +310,150 @@ fn the_gro_hint_quotes_a_hostile_interface_name() {
         "{err}"
     );
 }
+
+/// A thread's (policy, real-time priority) from /proc/PID/stat (fields 41
+/// and 40).
+fn sched(pid: i32) -> (u32, u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    // Field 3 (state) is after[0]: field N is after[N - 3].
+    (
+        after[41 - 3].parse().unwrap(),
+        after[40 - 3].parse().unwrap(),
+    )
+}
+
+/// The NAPI settings of `iface` in `ns`, by NAPI id, from the netdev family.
+fn napi_settings(ns: &str, iface: &str) -> Vec<(u32, linerate_datapath::netdev::NapiConfig)> {
+    let iface = iface.to_string();
+    let mut v: Vec<_> = linerate_datapath::netdev::in_netns(Some(ns), move |nd| {
+        let index = linerate_datapath::netdev::ifindex(&iface)?;
+        Ok(nd
+            .napis(index)?
+            .into_iter()
+            .map(|n| (n.id, n.config))
+            .collect::<Vec<_>>())
+    })
+    .expect("napi-get");
+    v.sort_by_key(|n| n.0);
+    v
+}
+
+/// SIGKILLs a run (nothing of it can clean up) once `changed` holds.
+fn kill_once(mut child: Child, what: &str, changed: impl Fn() -> bool) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !changed() {
+        if Instant::now() > end || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the run never {what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn what_a_killed_run_changed_is_put_back_by_the_next_command() {
+    if !root_or_skip("a killed run's kernel state put back") {
+        return;
+    }
+    let _turn = serial();
+    let lab = Lab::up("hxn5", 1500);
+    let threads = napi_threads(&lab.if_b());
+    assert!(!threads.is_empty(), "no NAPI thread for {}", lab.if_b());
+    let before: Vec<((u32, u32), String)> =
+        threads.iter().map(|&p| (sched(p), allowed(p))).collect();
+    assert!(before.iter().all(|b| b.0 .0 == 0), "{before:?}");
+    // A NAPI thread raised to FIFO and pinned, then SIGKILL.
+    let child = Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--napi",
+            "threaded",
+            "--napi-priority",
+            "fifo:10",
+            "--rx-cores",
+            "1",
+            "--rate",
+            "1000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "20s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    kill_once(child, "raised the NAPI thread", || {
+        threads.iter().any(|&p| sched(p) == (1, 10))
+    });
+    assert!(
+        threads.iter().any(|&p| sched(p) == (1, 10)),
+        "SIGKILL left the thread as the run set it (what is put back next)"
+    );
+    // `lab up` puts it back, and says so.
+    let out = run(&["lab", "up", "--lab", &lab.name]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("put back"),
+        "lab up says what it put back: {err}"
+    );
+    let after: Vec<((u32, u32), String)> =
+        threads.iter().map(|&p| (sched(p), allowed(p))).collect();
+    assert_eq!(before, after, "the NAPI thread's policy and cores");
+    // The udp backend's kernel busy polling: per-NAPI settings, SIGKILL.
+    let napis = napi_settings(&lab.ns_b(), &lab.if_b());
+    assert!(!napis.is_empty());
+    let child = Command::new(linerate())
+        .args([
+            "stream",
+            "--lab",
+            &lab.name,
+            "--backend",
+            "udp",
+            "--rx-wait",
+            "prefer-busy-poll",
+            "--rate",
+            "1000",
+            "--warmup",
+            "0s",
+            "--duration",
+            "20s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (ns, ifn) = (lab.ns_b(), lab.if_b());
+    kill_once(child, "set the NAPI settings", || {
+        napi_settings(&ns, &ifn) != napis
+    });
+    assert_ne!(napi_settings(&ns, &ifn), napis, "SIGKILL left them set");
+    // `doctor` puts them back and reports it.
+    let out = run(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("put back"),
+        "doctor reports what it put back: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(napi_settings(&ns, &ifn), napis, "the per-NAPI settings");
+    // Nothing left to put back: the next command finds nothing.
+    let out = run(&["lab", "up", "--lab", &lab.name]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("put back"), "{err}");
+}

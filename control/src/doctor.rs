@@ -53,6 +53,11 @@ pub struct Report {
     pub huge_pages: Option<linerate_datapath::xsk::HugePages>,
     /// What a run would use.
     pub run_would_use: String,
+    /// What runs that ended without cleaning up (SIGKILL, a crash) had
+    /// left changed in the kernel, put back now from their journals.
+    pub put_back: Vec<String>,
+    /// Journals or entries of them not replayed, and why.
+    pub journal_problems: Vec<String>,
 }
 
 /// A probe's outcome.
@@ -98,6 +103,8 @@ fn capabilities() -> Vec<(String, bool)> {
 pub fn run(args: &DoctorArgs) -> Result<Report> {
     let env = crate::environment::describe();
     let root = nix::unistd::geteuid().is_root();
+    // Before any probe: what killed runs left, put back (root only).
+    let replayed = crate::putback::replay_all();
     let mut temp_lab = None;
     let (ifname, netns) = match &args.iface {
         Some(i) => (i.clone(), args.netns.clone()),
@@ -200,6 +207,8 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
             multi_buffer: mb,
             huge_pages: linerate_datapath::xsk::huge_pages(),
             run_would_use,
+            put_back: replayed.restored.clone(),
+            journal_problems: replayed.problems.clone(),
         })
     })();
     if let Some(l) = temp_lab {
@@ -230,8 +239,25 @@ pub fn render(r: &Report) -> String {
               `echo 256 > /proc/sys/vm/nr_hugepages`: measured 1.06x at 1518 B)"
             .to_string(),
     };
+    let mut left = String::new();
+    if !r.root {
+        left.push_str("left by runs  not checked (the journals are root's)\n");
+    } else if r.put_back.is_empty() && r.journal_problems.is_empty() {
+        left.push_str(
+            "left by runs  nothing (no run ended without putting back what it changed)\n",
+        );
+    }
+    for what in &r.put_back {
+        left.push_str(&format!(
+            "put back      {} (left by a run that did not end cleanly)\n",
+            crate::shown::shown(what)
+        ));
+    }
+    for why in &r.journal_problems {
+        left.push_str(&format!("journal       {}\n", crate::shown::shown(why)));
+    }
     format!(
-        "kernel        {}\ncpus          {}\nroot          {}\ncapabilities  {}\ninterface     {}{} (driver {}, MTU {}, {} queues)\nXDP native    {}\nXDP generic   {}\nzero-copy     {}\ncopy mode     {}\nmulti-buffer  {}\nhuge pages    {}\na run would use: {}\n",
+        "kernel        {}\ncpus          {}\nroot          {}\ncapabilities  {}\ninterface     {}{} (driver {}, MTU {}, {} queues)\nXDP native    {}\nXDP generic   {}\nzero-copy     {}\ncopy mode     {}\nmulti-buffer  {}\nhuge pages    {}\n{left}a run would use: {}\n",
         r.kernel,
         r.cpus,
         if r.root { "yes" } else { "no (run with sudo)" },

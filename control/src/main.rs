@@ -12,6 +12,7 @@ mod environment;
 mod files;
 mod fleet;
 mod iface;
+mod journal;
 
 mod inventory;
 mod lab;
@@ -25,6 +26,7 @@ mod path;
 mod pcap;
 mod plan;
 mod privilege;
+mod putback;
 mod remote;
 mod request;
 mod results;

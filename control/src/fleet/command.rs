@@ -238,6 +238,7 @@ fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
 /// folders (its token files'), whose records, root's, name the labs. An
 /// inventory no record names (written by hand, a copy) removes nothing.
 fn down(inventory: &Path) -> Result<ExitCode> {
+    crate::putback::replay_all().warn();
     let inv = Inventory::load(inventory)?;
     let me = std::path::absolute(inventory)
         .with_context(|| format!("finding {}", inventory.display()))?;

@@ -22,6 +22,8 @@ pub fn command(action: LabAction) -> Result<ExitCode> {
         } => {
             privilege::require_root("linerate lab up")?;
             let lab = Lab::new(&lab.name)?;
+            // What a killed run left changed on it is put back, and said.
+            crate::putback::replay_all().warn();
             lab.up(mtu, queues)?;
             if mgmt {
                 if let Err(e) = lab.add_mgmt() {
@@ -41,6 +43,7 @@ pub fn command(action: LabAction) -> Result<ExitCode> {
         LabAction::Down { lab } => {
             privilege::require_root("linerate lab down")?;
             let lab = Lab::new(&lab.name)?;
+            crate::putback::replay_all().warn();
             lab.down()?;
             emit(&format!("lab {} down\n", lab.name))?;
         }

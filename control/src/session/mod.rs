@@ -228,6 +228,9 @@ impl<'a> Session<'a> {
         interrupted: &'a AtomicBool,
     ) -> Result<Self> {
         let (args, path, here) = (asked.args, asked.path, asked.here);
+        // What a run killed before it could clean up left (its journal),
+        // put back before this one measures, and said.
+        crate::putback::replay_all().warn();
         // The wait modes first: a mode the kernel would not honour is
         // refused before anything changes.
         let (wait, wait_restore) = wait::apply(args, path, here, asked.sockets)?;

@@ -69,10 +69,12 @@ pub fn place_napi(
 ) -> Result<Vec<(i32, usize)>> {
     let mut threads = Vec::new();
     if here.rx && pin.rx {
-        threads.extend(pin_napi(&path.rx, own.unwrap_or(&path.rx_cores), restore));
+        let pinned = pin_napi(&path.rx, own.unwrap_or(&path.rx_cores), restore)?;
+        threads.extend(pinned.into_iter().map(|(t, c)| (&path.rx, t, c)));
     }
     if here.tx && pin.tx {
-        threads.extend(pin_napi(&path.tx, own.unwrap_or(&path.tx_cores), restore));
+        let pinned = pin_napi(&path.tx, own.unwrap_or(&path.tx_cores), restore)?;
+        threads.extend(pinned.into_iter().map(|(t, c)| (&path.tx, t, c)));
     }
     if let Some(priority) = args.napi_priority {
         if threads.is_empty() {
@@ -81,11 +83,11 @@ pub fn place_napi(
                 path.rx.iface
             );
         }
-        for &(pid, _) in &threads {
-            restore.set_priority(pid, priority)?;
+        for &(side, thread, _) in &threads {
+            restore.set_priority(side, thread, priority)?;
         }
     }
-    Ok(threads)
+    Ok(threads.into_iter().map(|(_, t, c)| (t.pid, c)).collect())
 }
 
 /// Whether a NAPI thread of normal policy (one a spinning receiver must

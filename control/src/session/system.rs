@@ -9,8 +9,10 @@ use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
 
 use crate::{
     cli::{NapiArg, RunArgs, XdpModeArg},
+    journal::Entry,
     napi,
     path::{PathEnd, PathPlan},
+    putback::{no_napi, Changes},
 };
 
 /// The steering configuration for UDP ports `lo..=hi` on a run.
@@ -45,54 +47,37 @@ pub fn attach_steering(side: &PathEnd, cfg: SteeringConfig) -> Result<Arc<Steeri
     .map(Arc::new)
 }
 
-/// What a run changed on the system, put back when it ends: dropped at
-/// the end of the run, on every error path, after Ctrl-C and on a panic.
-/// NAPI threads' CPU affinity first (the threads may go with the mode),
+/// What a run changed on the system, written down in the run's journal
+/// before each change and put back when dropped: at the end of the run,
+/// on every error path, after a signal and on a panic; after SIGKILL or a
+/// crash, by whoever replays the journal next (`putback`). NAPI threads'
+/// scheduling and CPU affinity first (the threads may go with the mode),
 /// then each interface's NAPI mode.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Restore {
-    threaded: Vec<(Option<String>, String, String)>,
-    affinity: Vec<(i32, nix::sched::CpuSet)>,
-    sched: Vec<(i32, linerate_datapath::priority::Sched)>,
+    changes: Changes,
 }
 
 impl Restore {
-    /// Sets thread `pid`'s scheduling, recording it before.
+    /// Sets the scheduling of `thread` (of NAPI `napi` of `side`'s
+    /// interface), written down before.
     pub fn set_priority(
         &mut self,
-        pid: i32,
+        side: &PathEnd,
+        thread: napi::Thread,
         to: linerate_datapath::priority::Priority,
     ) -> Result<()> {
         use linerate_datapath::priority;
-        let before = priority::read(pid)?;
-        priority::set(pid, to)?;
-        self.sched.push((pid, before));
+        let before = priority::read(thread.pid)?;
+        self.changes.record(Entry::Sched {
+            netns: side.netns.clone(),
+            iface: side.iface.clone(),
+            id: thread.napi,
+            pid: thread.pid,
+            sched: before,
+        })?;
+        priority::set(thread.pid, to)?;
         Ok(())
-    }
-}
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        for (pid, before) in self.sched.drain(..).rev() {
-            if let Err(e) = linerate_datapath::priority::restore(pid, &before) {
-                eprintln!("linerate: warning: could not put a NAPI thread's scheduling back: {e}");
-            }
-        }
-        for (pid, set) in self.affinity.drain(..).rev() {
-            napi::set_affinity(pid, &set);
-        }
-        for (ns, iface, value) in self.threaded.drain(..).rev() {
-            match crate::sysfs::write(ns.as_deref(), &iface, crate::sysfs::Attr::Threaded, &value) {
-                Ok(()) => {}
-                // NAPI went with the XDP program: softirq is all there is.
-                Err(e) if value == "0" && no_napi(&e) => {}
-                Err(e) => {
-                    eprintln!(
-                        "linerate: warning: could not put NAPI mode {value} back on {iface}: {e:#}"
-                    );
-                }
-            }
-        }
     }
 }
 
@@ -106,37 +91,34 @@ fn gro_on(netns: Option<&str>, iface: &str) -> String {
     crate::sh::shown(&words)
 }
 
-/// Whether writing `threaded` failed because the interface has no NAPI
-/// (the kernel says EOPNOTSUPP, or EIO on some versions).
-fn no_napi(error: &anyhow::Error) -> bool {
-    error
-        .chain()
-        .filter_map(|c| c.downcast_ref::<std::io::Error>())
-        .any(|io| {
-            matches!(
-                io.raw_os_error(),
-                Some(nix::libc::EIO | nix::libc::EOPNOTSUPP)
-            )
-        })
-}
-
-/// Pins the side's NAPI threads to `cores` (round-robin), recording each
-/// thread's affinity in `restore` first.
-pub fn pin_napi(side: &PathEnd, cores: &[usize], restore: &mut Restore) -> Vec<(i32, usize)> {
-    let mut threads = napi::threads(&side.iface);
-    threads.sort_unstable();
-    threads
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, pid)| {
-            let core = cores[i % cores.len()];
-            let before = napi::affinity(pid)?;
-            napi::pin_one(pid, core).then(|| {
-                restore.affinity.push((pid, before));
-                (pid, core)
-            })
-        })
-        .collect()
+/// Pins the side's NAPI threads (napi-get's, for its own interface) to
+/// `cores` (round-robin), writing each thread's affinity down first.
+/// Returns each thread pinned and its core.
+pub fn pin_napi(
+    side: &PathEnd,
+    cores: &[usize],
+    restore: &mut Restore,
+) -> Result<Vec<(napi::Thread, usize)>> {
+    let threads = napi::threads(side.netns.as_deref(), &side.iface)
+        .with_context(|| format!("reading the NAPI threads of {} (napi-get)", side.iface))?;
+    let mut pinned = Vec::new();
+    for (i, thread) in threads.into_iter().enumerate() {
+        let core = cores[i % cores.len()];
+        let Some(before) = napi::affinity(thread.pid) else {
+            continue;
+        };
+        restore.changes.record(Entry::Affinity {
+            netns: side.netns.clone(),
+            iface: side.iface.clone(),
+            id: thread.napi,
+            pid: thread.pid,
+            cores: napi::cores_of(&before),
+        })?;
+        if napi::pin_one(thread.pid, core) {
+            pinned.push((thread, core));
+        }
+    }
+    Ok(pinned)
 }
 
 /// Applies the run's NAPI mode to both ends of the path; `threaded_by_default`
@@ -171,6 +153,17 @@ pub fn apply_napi(
         if before == want {
             continue;
         }
+        let mode = before.parse().ok().filter(|m| *m <= 2).ok_or_else(|| {
+            anyhow!(
+                "the NAPI mode of {} reads {before:?}, not 0, 1 or 2: leave it with --napi keep",
+                side.iface
+            )
+        })?;
+        restore.changes.record(Entry::Threaded {
+            netns: side.netns.clone(),
+            iface: side.iface.clone(),
+            mode,
+        })?;
         write(ns, &side.iface, Attr::Threaded, want).map_err(|e| {
             if no_napi(&e) {
                 anyhow!(
@@ -183,9 +176,6 @@ pub fn apply_napi(
                 e.context(format!("setting NAPI mode on {}", side.iface))
             }
         })?;
-        restore
-            .threaded
-            .push((side.netns.clone(), side.iface.clone(), before));
     }
     Ok(Some(if threaded { "threaded" } else { "softirq" }))
 }

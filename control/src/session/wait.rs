@@ -1,7 +1,9 @@
 //! The wait modes of a run (`--rx-wait`, `--tx-wait`): which an end may
 //! use (checked before anything changes), the per-NAPI settings the
 //! kernel busy-poll modes need (set through the netdev netlink family for
-//! the run, put back when it ends: also after an error or Ctrl-C), and
+//! the run, written down before in the run's journal and put back when it
+//! ends: also after an error or a signal, or by the next run after
+//! SIGKILL), and
 //! what the result records (`setup.wait`).
 
 use anyhow::{bail, Context, Result};
@@ -14,35 +16,17 @@ use linerate_datapath::{
 use super::ends::Ends;
 use crate::{
     cli::{BackendArg, RunArgs},
+    journal::Entry,
     path::{PathEnd, PathPlan},
+    putback::Changes,
     results::wait::{NapiUsed, WaitSetup},
 };
 
-/// An interface's NAPIs (namespace, name, id and settings before).
-type NapisBefore = (Option<String>, String, Vec<(u32, NapiConfig)>);
-
-/// The NAPI settings changed for a run, put back when dropped.
-#[derive(Default)]
+/// The NAPI settings changed for a run, written down in the run's journal
+/// before they are changed and put back when dropped (`putback`).
+#[derive(Debug, Default)]
 pub struct WaitRestore {
-    before: Vec<NapisBefore>,
-}
-
-impl Drop for WaitRestore {
-    fn drop(&mut self) {
-        for (ns, iface, napis) in self.before.drain(..).rev() {
-            let back = netdev::in_netns(ns.as_deref(), move |nd| {
-                for (id, config) in &napis {
-                    nd.set(*id, config)?;
-                }
-                Ok(())
-            });
-            if let Err(e) = back {
-                eprintln!(
-                    "linerate: warning: could not put the NAPI settings of {iface} back: {e:#}"
-                );
-            }
-        }
-    }
+    changes: Changes,
 }
 
 /// What kind of sockets an end's workers use.
@@ -158,11 +142,14 @@ fn set_napis(
             set: false,
         });
     };
-    restore.before.push((
-        end.netns.clone(),
-        end.iface.clone(),
-        napis.iter().map(|n| (n.id, n.config)).collect(),
-    ));
+    for n in &napis {
+        restore.changes.record(Entry::Napi {
+            netns: end.netns.clone(),
+            iface: end.iface.clone(),
+            id: n.id,
+            config: n.config,
+        })?;
+    }
     let want: Vec<(u32, NapiConfig)> = napis
         .iter()
         .map(|n| {

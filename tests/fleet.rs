@@ -286,8 +286,8 @@ fn a_pair_whose_agent_was_killed_fails_alone() {
 }
 
 #[test]
-fn fleet_up_failing_at_a_pair_removes_what_it_made() {
-    if !root_or_skip("fleet_up_failing_at_a_pair_removes_what_it_made") {
+fn fleet_up_on_a_taken_name_is_refused_before_it_makes_anything() {
+    if !root_or_skip("fleet_up_on_a_taken_name_is_refused_before_it_makes_anything") {
         return;
     }
     let _turn = serial();
@@ -315,13 +315,13 @@ fn fleet_up_failing_at_a_pair_removes_what_it_made() {
         .status();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // Refused before anything is made (or recorded): a record names only
+    // labs its fleet up made, so `fleet down` never removes another's.
     assert!(
-        stderr.contains("namespace tflu1-a exists already")
-            && stderr.contains("the 1 pair(s) made before were removed"),
+        stderr.contains("namespace tflu1-a exists already"),
         "{stderr}"
     );
     assert!(kept, "the namespace fleet up did not make was removed");
-    // Pair 0 was made, then removed with its agents; pair 2 never made.
     assert!(!netns_exists("tflu0-b"));
     assert_nothing_left("tflu", 3, &inventory);
     let _ = std::fs::remove_dir_all(&dir);
@@ -537,4 +537,55 @@ fn a_sweep_on_a_fleet_counts_every_pair_and_reports_each() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!dir.join("none").exists());
+}
+
+/// A `fleet up` killed half-way (SIGKILL: nothing of it cleans up, and
+/// no inventory was written yet): `fleet down --inventory` removes what it
+/// had made from its record, and nothing is left.
+#[test]
+fn a_killed_fleet_up_is_removed_by_fleet_down() {
+    if !root_or_skip("a killed fleet up") {
+        return;
+    }
+    let _turn = serial();
+    let (prefix, pairs) = ("tfkx", 3);
+    let inventory = temp_dir(prefix).join("fleet.toml");
+    let mut child = Command::new(linerate())
+        .args([
+            "fleet",
+            "up",
+            "--pairs",
+            "3",
+            "--name",
+            prefix,
+            "--inventory",
+        ])
+        .arg(&inventory)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its first pair's namespaces exist (or, on a machine
+    // that took longer, whenever it is: every moment is one to recover
+    // from), before the inventory is written.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !netns_exists(&format!("{prefix}0-b")) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let written = inventory.exists();
+    let out = run(&["fleet", "down", "--inventory", inventory.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    if !written {
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("did not finish"), "{said}");
+    }
+    assert_nothing_left(prefix, pairs, &inventory);
+    // Once removed, there is nothing more to remove: a clear error.
+    let out = run(&["fleet", "down", "--inventory", inventory.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to remove"));
+    let _ = std::fs::remove_dir_all(inventory.parent().unwrap());
 }

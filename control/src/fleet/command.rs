@@ -61,7 +61,18 @@ fn up(
         );
     }
     host::check_addresses_free(pairs)?;
+    let labs: Vec<String> = (0..pairs).map(|i| format!("{prefix}{i}")).collect();
+    host::check_labs_free(&labs)?;
     let dir = host::state_dir(prefix)?;
+    if host::has_record(&dir) {
+        bail!(
+            "a fleet named {prefix} was brought up and not taken down ({} names its inventory): `linerate fleet down --inventory INVENTORY` removes it first",
+            dir.display()
+        );
+    }
+    // Written before anything is made: a fleet up killed half-way
+    // (SIGKILL) is removed by `fleet down --inventory` from this record.
+    host::write_record(&dir, inventory, &labs)?;
     let mut made: Vec<Made> = Vec::new();
     let result = (|| -> Result<()> {
         for i in 0..pairs {
@@ -80,9 +91,6 @@ fn up(
         host::wait_for_agents(&mut made)?;
         let inv = Inventory::new(made.iter().map(|m| m.pair.clone()).collect())
             .map_err(anyhow::Error::msg)?;
-        // What `fleet down` may remove: these labs, this inventory.
-        let labs: Vec<String> = made.iter().map(|m| m.pair.name.clone()).collect();
-        host::write_record(&dir, inventory, &labs)?;
         if let Some(parent) = inventory.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
@@ -239,9 +247,12 @@ fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
 /// inventory no record names (written by hand, a copy) removes nothing.
 fn down(inventory: &Path) -> Result<ExitCode> {
     crate::putback::replay_all().warn();
-    let inv = Inventory::load(inventory)?;
     let me = std::path::absolute(inventory)
         .with_context(|| format!("finding {}", inventory.display()))?;
+    if !inventory.exists() {
+        return down_unfinished(inventory, &me);
+    }
+    let inv = Inventory::load(inventory)?;
     let dirs: std::collections::BTreeSet<&Path> = inv
         .pairs
         .iter()
@@ -281,6 +292,36 @@ fn down(inventory: &Path) -> Result<ExitCode> {
         .with_context(|| format!("removing the inventory {}", inventory.display()))?;
     emit(&format!(
         "fleet down: {removed} pair(s) removed (agents, labs, token files), inventory {} removed\n",
+        inventory.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fleet down` of an inventory that does not exist: a fleet up killed
+/// before it wrote it. What the record naming that inventory lists (made
+/// or being made) is removed; with no such record, nothing.
+fn down_unfinished(inventory: &Path, me: &Path) -> Result<ExitCode> {
+    let records = host::records_naming(me);
+    if records.is_empty() {
+        bail!(
+            "inventory {} does not exist and no fleet up in {} was bringing it up: nothing to remove",
+            inventory.display(),
+            host::STATE_DIR
+        );
+    }
+    let mut removed = 0;
+    for (dir, record) in &records {
+        for lab in &record.labs {
+            if host::lab_exists(lab) {
+                removed += 1;
+            }
+            host::remove_pair(dir, lab);
+        }
+        host::forget(dir);
+        host::remove_dir_if_empty(dir);
+    }
+    emit(&format!(
+        "fleet down: a fleet up of inventory {} that did not finish: {removed} pair(s) removed (agents, labs, token files)\n",
         inventory.display()
     ))?;
     Ok(ExitCode::SUCCESS)

@@ -156,6 +156,53 @@ pub fn read_record(dir: &Path) -> Result<Record> {
     Ok(record)
 }
 
+/// Whether the fleet folder `dir` holds a record (a fleet up, finished
+/// or killed, that `fleet down` has not removed).
+pub fn has_record(dir: &Path) -> bool {
+    dir.join(RECORD).exists()
+}
+
+/// The records of every fleet folder that name `inventory` (an absolute
+/// path): a fleet up killed before it wrote its inventory is found so.
+pub fn records_naming(inventory: &Path) -> Vec<(PathBuf, Record)> {
+    let Ok(entries) = fs::read_dir(STATE_DIR) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(PathBuf, Record)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join(RECORD).exists())
+        .filter_map(|e| Some((e.path(), read_record(&e.path()).ok()?)))
+        .filter(|(_, r)| r.inventory == inventory)
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// Whether either namespace of lab `lab` exists.
+pub fn lab_exists(lab: &str) -> bool {
+    Lab::new(lab).is_ok_and(|l| {
+        [&l.ns_a, &l.ns_b]
+            .iter()
+            .any(|ns| linerate_datapath::netns::exists(ns))
+    })
+}
+
+/// Refuses labs whose namespaces exist already (before anything is made
+/// or recorded: a record names only labs its fleet up made).
+pub fn check_labs_free(labs: &[String]) -> Result<()> {
+    for lab in labs {
+        let l = Lab::new(lab)?;
+        for ns in [&l.ns_a, &l.ns_b] {
+            if linerate_datapath::netns::exists(ns) {
+                bail!(
+                    "namespace {ns} exists already: remove it (`linerate lab down --lab {lab}`, or `linerate fleet down` for the fleet that made it) or choose another --name"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Removes the record of the fleet whose folder is `dir`.
 pub fn forget(dir: &Path) {
     let _ = fs::remove_file(dir.join(RECORD));

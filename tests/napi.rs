@@ -404,6 +404,17 @@ fn what_a_killed_run_changed_is_put_back_by_the_next_command() {
         threads.iter().any(|&p| sched(p) == (1, 10)),
         "SIGKILL left the thread as the run set it (what is put back next)"
     );
+    // `lab status` says what was left, changing nothing.
+    let out = run(&["lab", "status", "--lab", &lab.name]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("did not end cleanly"),
+        "{err}"
+    );
+    assert!(
+        threads.iter().any(|&p| sched(p) == (1, 10)),
+        "lab status changed it"
+    );
     // `lab up` puts it back, and says so.
     let out = run(&["lab", "up", "--lab", &lab.name]);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -49,6 +49,7 @@ pub fn command(action: LabAction) -> Result<ExitCode> {
         }
         LabAction::Status { lab, json } => {
             let status = Lab::new(&lab.name)?.status();
+            say_what_runs_left();
             if json {
                 output::emit_json(&status)?;
             } else if status.up {
@@ -69,4 +70,33 @@ pub fn command(action: LabAction) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says (on stderr) what runs that ended without cleaning up (SIGKILL, a
+/// crash) left changed in the kernel, from their journals, without
+/// changing it: `lab up|down`, `doctor` and the next run put it back.
+fn say_what_runs_left() {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let (left, refused) = crate::journal::left(std::path::Path::new(crate::journal::DIR));
+    for l in &left {
+        for e in &l.entries {
+            let (netns, iface) = e.iface();
+            eprintln!(
+                "linerate: warning: a run that did not end cleanly left a setting of {} changed ({}): `linerate lab up` or `linerate doctor` puts it back",
+                crate::shown::shown(&match netns {
+                    Some(ns) => format!("{iface} (namespace {ns})"),
+                    None => iface.to_string(),
+                }),
+                crate::shown::shown(&l.path.display().to_string())
+            );
+        }
+    }
+    for r in &refused {
+        eprintln!(
+            "linerate: warning: a run's journal: {}",
+            crate::shown::shown(&r.to_string())
+        );
+    }
 }

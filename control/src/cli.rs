@@ -220,11 +220,11 @@ fn parse_scrape_interval(text: &str) -> Result<Duration, String> {
 
 /// A fleet pair's name (docs/fleet.md).
 fn parse_pair(text: &str) -> Result<String, String> {
-    crate::inventory::check_pair_name(text).map(|()| text.to_string())
+    linerate_host::inventory::check_pair_name(text).map(|()| text.to_string())
 }
 
 /// A MAC address, aa:bb:cc:dd:ee:ff.
-fn parse_mac(text: &str) -> Result<crate::mac::Mac, String> {
+fn parse_mac(text: &str) -> Result<linerate_host::mac::Mac, String> {
     text.parse()
 }
 
@@ -261,7 +261,7 @@ pub struct RoleArgs {
     pub role: Option<RoleArg>,
     /// MAC address of the other host's interface.
     #[arg(long, hide = true, requires = "role", value_parser = parse_mac)]
-    pub peer_mac: Option<crate::mac::Mac>,
+    pub peer_mac: Option<linerate_host::mac::Mac>,
     /// IPv4 address of the other host's interface.
     #[arg(long, hide = true, requires = "role")]
     pub peer_ip: Option<std::net::Ipv4Addr>,
@@ -980,9 +980,9 @@ fn parse_queues(text: &str) -> Result<u32, String> {
     whole(1..=u64::from(linerate_ebpf::MAX_QUEUES))(text)
 }
 
-/// `--ring`, `--rx-ring`: a power of two from 64 to [`crate::limits::MAX_RING`].
+/// `--ring`, `--rx-ring`: a power of two from 64 to [`linerate_host::limits::MAX_RING`].
 fn parse_ring(text: &str) -> Result<u32, String> {
-    let max = crate::limits::MAX_RING;
+    let max = linerate_host::limits::MAX_RING;
     let n: u32 = whole(64..=u64::from(max))(text).map_err(|e| format!("{e}, a power of two"))?;
     if !n.is_power_of_two() {
         return Err(format!("{n} is not a power of two: use 64, 128, ... {max}"));
@@ -992,7 +992,7 @@ fn parse_ring(text: &str) -> Result<u32, String> {
 
 /// `--batch`: 1 up to the largest ring (and at most --ring: the plan checks).
 fn parse_batch(text: &str) -> Result<usize, String> {
-    whole(1..=u64::from(crate::limits::MAX_RING))(text)
+    whole(1..=u64::from(linerate_host::limits::MAX_RING))(text)
 }
 
 /// `--port`: the receiver's port; the senders' are the 1024 above it.
@@ -1002,13 +1002,15 @@ fn parse_port(text: &str) -> Result<u16, String> {
 
 /// `--mtu` of a run.
 fn parse_run_mtu(text: &str) -> Result<u32, String> {
-    whole(u64::from(crate::limits::MIN_MTU)..=u64::from(MAX_RUN_MTU))(text)
+    whole(u64::from(linerate_host::limits::MIN_MTU)..=u64::from(MAX_RUN_MTU))(text)
 }
 
 /// `lab up --mtu`.
 fn parse_lab_mtu(text: &str) -> Result<u32, String> {
-    whole(u64::from(crate::limits::MIN_MTU)..=u64::from(crate::limits::MAX_MTU))(text)
-        .map_err(|e| format!("{e}: the MTUs the lab sets"))
+    whole(u64::from(linerate_host::limits::MIN_MTU)..=u64::from(linerate_host::limits::MAX_MTU))(
+        text,
+    )
+    .map_err(|e| format!("{e}: the MTUs the lab sets"))
 }
 
 /// `lab up --queues`.
@@ -1029,7 +1031,7 @@ fn parse_flows(text: &str) -> Result<u32, String> {
 /// `rr --concurrency`: what is in flight must fit an RX ring (the plan
 /// checks it against --rx-ring and --flows).
 fn parse_concurrency(text: &str) -> Result<u32, String> {
-    whole(1..=u64::from(crate::limits::MAX_RING))(text)
+    whole(1..=u64::from(linerate_host::limits::MAX_RING))(text)
 }
 
 /// A percentage from 0 to 100 (`--inject-loss`).
@@ -1061,7 +1063,7 @@ fn parse_tolerance(text: &str) -> Result<f64, String> {
 
 /// A lab name (`--lab`): the prefix of its namespaces and interfaces.
 pub fn parse_lab(text: &str) -> Result<String, String> {
-    crate::limits::check_name(text).map(|()| text.to_string())
+    linerate_host::limits::check_name(text).map(|()| text.to_string())
 }
 
 /// A --size: one frame size, `imix`, or SIZE:WEIGHT,... (the sizes are
@@ -1140,7 +1142,7 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
 /// here, before any range is expanded; whether the cores exist on the host
 /// that runs the workers is checked by the command (`cores::check_list`).
 pub fn parse_cores(text: &str) -> Result<String, String> {
-    crate::cores::ranges(text)
+    linerate_host::cores::ranges(text)
         .map(|_| text.to_string())
         .map_err(|e| e.to_string())
 }

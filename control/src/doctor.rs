@@ -7,7 +7,8 @@ use linerate_datapath::xsk::{RxPort, SocketOptions, ZeroCopy};
 use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
 use serde::Serialize;
 
-use crate::{cli::DoctorArgs, iface, lab::Lab, output};
+use crate::{cli::DoctorArgs, lab::Lab};
+use linerate_host::{iface, output};
 
 /// Capability bits (linux/capability.h).
 const CAPS: [(&str, u32); 5] = [
@@ -101,17 +102,17 @@ fn capabilities() -> Vec<(String, bool)> {
 /// Runs the probes; a temporary lab is created (and removed) when no
 /// interface is given and the lab is not up.
 pub fn run(args: &DoctorArgs) -> Result<Report> {
-    let env = crate::environment::describe();
+    let env = linerate_host::environment::describe();
     let root = nix::unistd::geteuid().is_root();
     // Before any probe: what killed runs left, put back (root only).
-    let replayed = crate::putback::replay_all();
+    let replayed = linerate_host::putback::replay_all();
     let mut temp_lab = None;
     let (ifname, netns) = match &args.iface {
         Some(i) => (i.clone(), args.netns.clone()),
         None => {
             let lab = Lab::new(&args.lab.name)?;
             if !lab.is_up() {
-                crate::privilege::require_root("linerate doctor (to create a probe lab)")?;
+                linerate_host::privilege::require_root("linerate doctor (to create a probe lab)")?;
                 let probe = Lab::new("lrdoc")?;
                 probe.up(1500, 1)?;
                 temp_lab = Some(probe);
@@ -250,11 +251,14 @@ pub fn render(r: &Report) -> String {
     for what in &r.put_back {
         left.push_str(&format!(
             "put back      {} (left by a run that did not end cleanly)\n",
-            crate::shown::shown(what)
+            linerate_host::shown::shown(what)
         ));
     }
     for why in &r.journal_problems {
-        left.push_str(&format!("journal       {}\n", crate::shown::shown(why)));
+        left.push_str(&format!(
+            "journal       {}\n",
+            linerate_host::shown::shown(why)
+        ));
     }
     format!(
         "kernel        {}\ncpus          {}\nroot          {}\ncapabilities  {}\ninterface     {}{} (driver {}, MTU {}, {} queues)\nXDP native    {}\nXDP generic   {}\nzero-copy     {}\ncopy mode     {}\nmulti-buffer  {}\nhuge pages    {}\n{left}a run would use: {}\n",

@@ -4,40 +4,22 @@
 #![forbid(unsafe_code)]
 
 mod cli;
-mod cores;
-mod cpu;
 mod doctor;
 mod engine;
-mod environment;
-mod files;
 mod fleet;
-mod iface;
-mod journal;
-
-mod inventory;
 mod lab;
-mod limits;
-mod locks;
-mod mac;
-mod napi;
-mod output;
 mod overhead;
 mod path;
 mod pcap;
 mod plan;
-mod privilege;
-mod putback;
+mod printed;
 mod remote;
 mod request;
-mod results;
 mod rfc2544;
 mod rr;
 mod session;
-mod sh;
-mod shown;
 mod stream;
 mod sweep;
-mod sysfs;
 
 use std::process::ExitCode;
 
@@ -45,6 +27,7 @@ use anyhow::Result;
 use clap::Parser;
 
 use cli::{Cli, Command};
+use linerate_host::{output, shown};
 
 fn main() -> ExitCode {
     // A write past `ulimit -f` fails with EFBIG, an error naming its file,

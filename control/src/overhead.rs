@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{output, results::run::RunResult};
+use linerate_host::output;
+use linerate_results::run::RunResult;
 
 /// The least-squares line through (size, time per message) points.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -85,7 +86,11 @@ const MAX_RESULT: u64 = 16 << 20;
 pub fn command(files: &[PathBuf], json: bool) -> Result<ExitCode> {
     let mut points = Vec::new();
     for file in files {
-        let text = crate::files::read_input_text(file, MAX_RESULT, crate::files::Trust::Any)?;
+        let text = linerate_host::files::read_input_text(
+            file,
+            MAX_RESULT,
+            linerate_host::files::Trust::Any,
+        )?;
         let value: Value = serde_json::from_str(&text).with_context(|| {
             format!("{} is not JSON (save results with --json)", file.display())
         })?;

@@ -8,11 +8,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{frame::Endpoint, worker::WaitMode};
 
-use crate::{
-    cli::RunArgs,
+use crate::{cli::RunArgs, lab::Lab};
+use linerate_host::{
     cores,
     iface::{self, IfaceInfo},
-    lab::Lab,
     locks::Held,
     privilege,
 };
@@ -55,7 +54,7 @@ fn ip_link(netns: Option<&str>, args: &[&str]) -> String {
     }
     words.push("link");
     words.extend_from_slice(args);
-    crate::sh::shown(&words)
+    linerate_host::sh::shown(&words)
 }
 
 /// The identity of a namespace (or of this process's, for None): device
@@ -96,7 +95,7 @@ pub struct PathPlan {
     /// The run's locks (the lab, shared; each interface, exclusive),
     /// held as long as the plan lives.
     #[allow(dead_code)] // held for what dropping it does
-    pub locks: std::sync::Arc<Vec<crate::locks::Held>>,
+    pub locks: std::sync::Arc<Vec<linerate_host::locks::Held>>,
 }
 
 impl PathPlan {
@@ -261,7 +260,7 @@ fn lock_interfaces(tx: &PathEnd, rx: &PathEnd) -> Result<Vec<Held>> {
         let id = (end.ns_id.1, end.info.ifindex);
         if !seen.contains(&id) {
             seen.push(id);
-            locks.push(crate::locks::iface_lock(
+            locks.push(linerate_host::locks::iface_lock(
                 end.netns.as_deref(),
                 &end.iface,
                 id,

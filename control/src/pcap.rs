@@ -70,18 +70,17 @@ impl PcapFile {
     pub fn create(path: &Path) -> Result<Self> {
         let mut ours = CREATED.lock().unwrap_or_else(|e| e.into_inner());
         let file = if ours.iter().any(|p| p == path) {
-            let f = crate::files::open_existing(path)?;
+            let f = linerate_host::files::open_existing(path)?;
             f.set_len(0)
                 .with_context(|| format!("writing --pcap {}", path.display()))?;
             f
         } else {
-            let f = crate::files::create_new(path).map_err(|e| match e {
-                crate::files::FileError::Write { error, .. } => {
-                    anyhow::Error::new(error).context(format!(
+            let f = linerate_host::files::create_new(path).map_err(|e| match e {
+                linerate_host::files::FileError::Write { error, .. } => anyhow::Error::new(error)
+                    .context(format!(
                     "--pcap {}: creating the file failed; give a file in a directory you can write",
                     path.display()
-                ))
-                }
+                )),
                 refused => anyhow::anyhow!("--pcap {refused}"),
             })?;
             ours.push(path.to_path_buf());

@@ -8,15 +8,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    cpu::Host,
-    results::{
-        latency::Latency,
-        rr::{RrResult, Transactions},
-        run::RunResult,
-        stream::StreamResult,
-        two_host::{HostCpu, HostsCpu},
-    },
+use linerate_host::cpu::Host;
+use linerate_results::{
+    latency::Latency,
+    rr::{RrResult, Transactions},
+    run::RunResult,
+    stream::StreamResult,
+    two_host::{HostCpu, HostsCpu},
 };
 
 /// Frames of all pairs.
@@ -121,7 +119,7 @@ pub struct Aggregate {
     pub start_skew_us: f64,
 }
 
-fn add_rates(sum: &mut Rates, s: &crate::results::stream::SideFigures) {
+fn add_rates(sum: &mut Rates, s: &linerate_results::stream::SideFigures) {
     sum.frames += s.frames;
     sum.frames_per_s += s.frames_per_s;
     sum.payload_mb_s += s.payload_mb_s;

@@ -14,10 +14,12 @@ use serde::Serialize;
 use super::host::{self, Made};
 use crate::{
     cli::FleetAction,
+    remote::{api, token},
+};
+use linerate_host::{
     inventory::{Inventory, Pair, Side},
     output::{self, emit},
     privilege,
-    remote::{api, token},
 };
 
 /// `linerate fleet up|status|down|prometheus`.
@@ -175,9 +177,9 @@ fn ask(side: &Side) -> AgentStatus {
 
 /// `fleet status` for the terminal: every text the inventory or an agent
 /// gave (names, URLs, versions, errors) shown escaped
-/// ([`crate::shown::shown`]).
+/// ([`linerate_host::shown::shown`]).
 fn status_text(inventory: &Path, pairs: &[PairStatus], down: usize) -> String {
-    use crate::shown::shown;
+    use linerate_host::shown::shown;
     let mut text = format!(
         "fleet {}: {} pair(s), {} of {} agents up\n",
         shown(&inventory.display().to_string()),
@@ -246,7 +248,7 @@ fn status(inventory: &Path, json: bool) -> Result<ExitCode> {
 /// folders (its token files'), whose records, root's, name the labs. An
 /// inventory no record names (written by hand, a copy) removes nothing.
 fn down(inventory: &Path) -> Result<ExitCode> {
-    crate::putback::replay_all().warn();
+    linerate_host::putback::replay_all().warn();
     let me = std::path::absolute(inventory)
         .with_context(|| format!("finding {}", inventory.display()))?;
     if !inventory.exists() {

@@ -20,10 +20,10 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use crate::{
+use crate::lab::Lab;
+use linerate_host::{
     files,
     inventory::{Pair, Side},
-    lab::Lab,
 };
 
 /// Where the fleets' token files and agent logs live (one folder a fleet).
@@ -151,7 +151,8 @@ pub fn read_record(dir: &Path) -> Result<Record> {
     let record: Record = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a record `fleet up` wrote", path.display()))?;
     for lab in &record.labs {
-        crate::limits::check_name(lab).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        linerate_host::limits::check_name(lab)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
     Ok(record)
 }
@@ -299,7 +300,7 @@ fn start_agent(ns: &str, listen: &str, iface: &str, token_file: &Path) -> Result
     let exe = std::env::current_exe().context("finding this linerate's own path")?;
     let log = token_file.with_extension("log");
     // Never through a link (the folder is root's alone, checked; this too).
-    let log = crate::files::open_append(&log)
+    let log = linerate_host::files::open_append(&log)
         .with_context(|| format!("creating the agent's log {}", log.display()))?;
     linerate_datapath::names::check_netns(ns)?;
     Command::new("ip")

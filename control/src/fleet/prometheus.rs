@@ -18,10 +18,8 @@ use std::{
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    cli::FleetPrometheusArgs,
-    inventory::{Inventory, Side},
-};
+use crate::cli::FleetPrometheusArgs;
+use linerate_host::inventory::{Inventory, Side};
 
 /// The whole configuration (the part of Prometheus's format it uses).
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
@@ -171,13 +169,13 @@ pub fn config(
 
 /// The configuration as YAML, with a header naming where it came from:
 /// every value quoted as YAML needs by the serializer, the inventory's
-/// path in the comment on its line ([`crate::shown::yaml_comment`]).
+/// path in the comment on its line ([`linerate_host::shown::yaml_comment`]).
 pub fn render(config: &Config, inventory: &Path) -> Result<String> {
     let body = serde_yaml_ng::to_string(config).context("writing the configuration as YAML")?;
     Ok(format!(
         "# Prometheus configuration for the linerate fleet of {} (linerate fleet prometheus):\n\
          # every agent scraped with its token; see docs/fleet.md, \"Metrics\".\n{body}",
-        crate::shown::yaml_comment(&inventory.display().to_string())
+        linerate_host::shown::yaml_comment(&inventory.display().to_string())
     ))
 }
 
@@ -186,14 +184,14 @@ pub fn command(args: &FleetPrometheusArgs) -> Result<ExitCode> {
     let inventory = Inventory::load(&args.inventory)?;
     let config = config(&inventory, args.interval, args.credentials_dir.as_deref())
         .map_err(anyhow::Error::msg)?;
-    crate::output::print(&render(&config, &args.inventory)?)?;
+    linerate_host::output::print(&render(&config, &args.inventory)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::Pair;
+    use linerate_host::inventory::Pair;
 
     fn side(agent: &str, iface: &str, token: &str) -> Side {
         Side {

@@ -17,16 +17,16 @@ use serde_json::{json, Value};
 use super::aggregate;
 use crate::{
     cli::AgentArgs,
-    inventory::{Inventory, Pair},
     remote::{
         controller::{self, PairRun},
         token,
     },
     request::RunRequest,
-    results::{
-        expect::Expectation,
-        run::{RunResult, TwoHostResult},
-    },
+};
+use linerate_host::inventory::{Inventory, Pair};
+use linerate_results::{
+    expect::Expectation,
+    run::{RunResult, TwoHostResult},
 };
 
 /// Arming a pair (two run requests, each starting a process on its agent)
@@ -66,7 +66,7 @@ pub struct FleetOutcome {
 pub fn on_agents(req: &RunRequest, gates: &[Expectation]) -> Option<Result<ExitCode>> {
     let agents = &req.run().agents;
     if req.run().json_stream && (agents.tx_agent.is_some() || agents.fleet.is_some()) {
-        return Some(Ok(crate::results::expect::usage_error(
+        return Some(Ok(linerate_results::expect::usage_error(
             "--json-stream runs on one host: across two hosts, watch the agents' /metrics (README, \"Across two hosts\")",
         )));
     }
@@ -86,7 +86,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     };
     let run = req.run();
     if let Some(why) = refused(req) {
-        return Ok(crate::results::expect::usage_error(&why));
+        return Ok(linerate_results::expect::usage_error(&why));
     }
     check(req)?;
     let inventory = load(&path)?;
@@ -99,7 +99,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     let aggregate = serde_json::to_value(&outcome.aggregate)?;
     let verdicts: Vec<_> = gates.iter().map(|g| g.judge_json(&aggregate)).collect();
     eprintln!("linerate: the fleet's aggregate against --expect:");
-    Ok(crate::results::expect::gate_verdicts(code, &verdicts))
+    Ok(linerate_results::expect::gate_verdicts(code, &verdicts))
 }
 
 /// The options a run on a fleet cannot take, said before anything runs
@@ -377,9 +377,9 @@ pub fn report(o: &FleetOutcome, json_out: bool, quiet: bool) -> Result<ExitCode>
     } else {
         o.text(quiet)
     };
-    crate::output::print(&text)?;
+    linerate_host::output::print(&text)?;
     if o.interrupted {
-        return Ok(crate::output::exit_code(true));
+        return Ok(linerate_host::output::exit_code(true));
     }
     let failed: Vec<&PairReport> = o.pairs.iter().filter(|p| p.error.is_some()).collect();
     if !failed.is_empty() {

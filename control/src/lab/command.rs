@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::topology::{Lab, MGMT_A, MGMT_B};
-use crate::{
-    cli::LabAction,
+use crate::cli::LabAction;
+use linerate_host::{
     output::{self, emit},
     privilege,
 };
@@ -23,7 +23,7 @@ pub fn command(action: LabAction) -> Result<ExitCode> {
             privilege::require_root("linerate lab up")?;
             let lab = Lab::new(&lab.name)?;
             // What a killed run left changed on it is put back, and said.
-            crate::putback::replay_all().warn();
+            linerate_host::putback::replay_all().warn();
             lab.up(mtu, queues)?;
             if mgmt {
                 if let Err(e) = lab.add_mgmt() {
@@ -43,7 +43,7 @@ pub fn command(action: LabAction) -> Result<ExitCode> {
         LabAction::Down { lab } => {
             privilege::require_root("linerate lab down")?;
             let lab = Lab::new(&lab.name)?;
-            crate::putback::replay_all().warn();
+            linerate_host::putback::replay_all().warn();
             lab.down()?;
             emit(&format!("lab {} down\n", lab.name))?;
         }
@@ -79,24 +79,25 @@ fn say_what_runs_left() {
     if !nix::unistd::geteuid().is_root() {
         return;
     }
-    let (left, refused) = crate::journal::left(std::path::Path::new(crate::journal::DIR));
+    let (left, refused) =
+        linerate_host::journal::left(std::path::Path::new(linerate_host::journal::DIR));
     for l in &left {
         for e in &l.entries {
             let (netns, iface) = e.iface();
             eprintln!(
                 "linerate: warning: a run that did not end cleanly left a setting of {} changed ({}): `linerate lab up` or `linerate doctor` puts it back",
-                crate::shown::shown(&match netns {
+                linerate_host::shown::shown(&match netns {
                     Some(ns) => format!("{iface} (namespace {ns})"),
                     None => iface.to_string(),
                 }),
-                crate::shown::shown(&l.path.display().to_string())
+                linerate_host::shown::shown(&l.path.display().to_string())
             );
         }
     }
     for r in &refused {
         eprintln!(
             "linerate: warning: a run's journal: {}",
-            crate::shown::shown(&r.to_string())
+            linerate_host::shown::shown(&r.to_string())
         );
     }
 }

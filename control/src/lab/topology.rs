@@ -9,10 +9,10 @@
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::{
+use linerate_host::{
     iface,
     limits::{check_name, IPV6_MIN_MTU, MAX_MTU, MIN_MTU},
-    locks::{lock_file, lock_path, try_exclusive, Held},
+    locks::{lock_file, try_exclusive, Held},
     sh,
     sysfs::{self, Attr, Ipv6Conf, NetSysctl},
 };
@@ -296,11 +296,7 @@ impl Lab {
         let f = lock_file(&format!("lab-{}.lock", self.name))?;
         f.lock()
             .with_context(|| format!("locking lab {}", self.name))?;
-        Ok(Held {
-            file: f,
-            path: lock_path(&format!("lab-{}.lock", self.name)),
-            unlink: None,
-        })
+        Ok(Held::kept(f, &format!("lab-{}.lock", self.name)))
     }
 
     fn use_file(&self) -> String {
@@ -326,11 +322,7 @@ impl Lab {
         let f = lock_file(&self.use_file())?;
         f.try_lock_shared()
             .map_err(|e| anyhow::anyhow!("lab {} is being changed ({e}); try again", self.name))?;
-        Ok(Held {
-            file: f,
-            path: lock_path(&self.use_file()),
-            unlink: None,
-        })
+        Ok(Held::kept(f, &self.use_file()))
     }
 
     /// Whether the lab is up as `mtu` and `queues` ask, with nothing of a

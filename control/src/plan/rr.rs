@@ -86,7 +86,7 @@ pub fn plan(args: &RrArgs) -> Result<RrPlan> {
             args.concurrency,
             flows_per_queue,
             args.run.rx_ring,
-            crate::limits::MAX_RING
+            linerate_host::limits::MAX_RING
         );
     }
     let largest = Geometry::fragment_frame_ip(&request, ipv6)

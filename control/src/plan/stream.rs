@@ -106,7 +106,7 @@ fn check_spinners(
             spins: true,
         });
     }
-    super::spinners::check(crate::cores::online(), &threads)
+    super::spinners::check(linerate_host::cores::online(), &threads)
 }
 
 /// Checks arguments that need no system access.
@@ -277,7 +277,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     let mut tx_engine_reason = None;
     // With --rx-only another tool sends: nothing to choose.
     if args.tx_engine == TxEngineArg::Auto && !args.rx_only {
-        let kernel = crate::environment::describe().kernel;
+        let kernel = linerate_host::environment::describe().kernel;
         let (chosen, why) = engine::auto_sender(
             args,
             engine::AutoFacts {

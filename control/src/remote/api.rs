@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::run::RunResult;
+use linerate_results::run::RunResult;
 
 /// Version of the API; the controller refuses an agent with another.
 pub const API_VERSION: u32 = 1;
@@ -37,7 +37,7 @@ pub struct Clock {
     pub monotonic_ns: u64,
 }
 
-pub use crate::mac::Mac;
+pub use linerate_host::mac::Mac;
 
 /// The commands a run request may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

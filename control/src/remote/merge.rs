@@ -4,14 +4,12 @@
 //! with its host, CPU per host, and the agents. Loss, rates and service
 //! demand come from the functions a local run uses.
 
-use crate::{
-    cpu::Host,
-    results::rr::{transaction_mb_s, RrResult, SideCpu},
-    results::stream::{FrameAccounting, StreamResult},
-    results::{
-        parts::WorkerReport,
-        two_host::{self, Agents},
-    },
+use linerate_host::cpu::Host;
+use linerate_results::{
+    parts::WorkerReport,
+    rr::{transaction_mb_s, RrResult, SideCpu},
+    stream::{FrameAccounting, StreamResult},
+    two_host::{self, Agents},
 };
 
 /// The workers of `side` in a side's result.
@@ -28,8 +26,8 @@ fn napi_threads(tx: &[(i32, usize)], rx: &[(i32, usize)]) -> Vec<(i32, usize)> {
 /// result stays the sending host's, as in a local run).
 fn described(
     mut agents: Agents,
-    tx: &crate::environment::Environment,
-    rx: &crate::environment::Environment,
+    tx: &linerate_host::environment::Environment,
+    rx: &linerate_host::environment::Environment,
 ) -> Agents {
     agents.tx.environment = Some(tx.clone());
     agents.rx.environment = Some(rx.clone());
@@ -119,12 +117,10 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::{
-        cpu::CoreUse,
-        results::{
-            run::{RunResult, TwoHostResult},
-            two_host::Agent,
-        },
+    use linerate_host::cpu::CoreUse;
+    use linerate_results::{
+        run::{RunResult, TwoHostResult},
+        two_host::Agent,
     };
 
     fn fixture(name: &str) -> RunResult {

@@ -21,7 +21,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::results::{
+use linerate_results::{
     latency::Latency,
     metrics::{
         CPU_FAMILY, LATENCY_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS,
@@ -59,18 +59,18 @@ type WorkerView = (&'static str, u32, CounterSnapshot, Option<XskStats>);
 
 fn side_label(role: &str) -> &'static str {
     match side_of(role) {
-        crate::cpu::Host::Tx => "tx",
-        crate::cpu::Host::Rx => "rx",
+        linerate_host::cpu::Host::Tx => "tx",
+        linerate_host::cpu::Host::Rx => "rx",
     }
 }
 
 /// A label as the exposition writes it: its value escaped
-/// ([`crate::shown::prometheus_label`]; prometheus-client writes values as
+/// ([`linerate_host::shown::prometheus_label`]; prometheus-client writes values as
 /// they are given, and an interface may be named `hx"q0`).
 fn label(name: &str, value: &str) -> (String, String) {
     (
         name.to_string(),
-        crate::shown::prometheus_label(value).into_owned(),
+        linerate_host::shown::prometheus_label(value).into_owned(),
     )
 }
 

@@ -5,7 +5,7 @@ use std::{os::unix::fs::PermissionsExt, path::Path};
 
 use thiserror::Error;
 
-use crate::files::{self, FileError, Trust};
+use linerate_host::files::{self, FileError, Trust};
 
 /// Environment variable holding the token when no file is given.
 pub const TOKEN_ENV: &str = "LINERATE_TOKEN";
@@ -29,7 +29,7 @@ pub enum TokenError {
     #[error("token file {0}")]
     File(#[from] FileError),
     /// Others may read the file.
-    #[error("token file {path} is readable by others (mode {mode:o}): `chmod 600 {}`", crate::sh::quote(.path))]
+    #[error("token file {path} is readable by others (mode {mode:o}): `chmod 600 {}`", linerate_host::sh::quote(.path))]
     Open {
         /// The file.
         path: String,

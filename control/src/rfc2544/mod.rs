@@ -25,12 +25,12 @@ use serde_json::{Map, Value};
 
 use crate::{
     cli::{Cli, Command, Rfc2544Args, StreamArgs},
-    output,
     plan::stream::{self as plan, StreamPlan},
-    results::run::RunResult,
     session,
     sweep::{self, store, Record, RESULTS},
 };
+use linerate_host::output;
+use linerate_results::run::RunResult;
 use report::{check_values, Test};
 use trials::{Budget, Ran, Throughput};
 
@@ -91,7 +91,7 @@ pub fn sizes_for(geometry: Geometry) -> Vec<usize> {
 /// Whether `dir` holds an RFC 2544 run (for `linerate report`).
 pub fn is_run_dir(dir: &Path) -> bool {
     // A link there is refused when it is read, not taken for a sweep.
-    crate::files::exists(&dir.join(OPTIONS))
+    linerate_host::files::exists(&dir.join(OPTIONS))
 }
 
 /// Refuses stream options that the tests set themselves.
@@ -214,7 +214,9 @@ fn resolve(given: &Rfc2544Args) -> Result<(Rfc2544Args, std::path::PathBuf, Opti
 /// created with the options the run is resumed with.
 fn start_dir(dir: &Path, args: &Rfc2544Args, sizes: &[usize]) -> Result<()> {
     // A dangling link is a file of a run too.
-    if crate::files::exists(&dir.join(OPTIONS)) || crate::files::exists(&dir.join(RESULTS)) {
+    if linerate_host::files::exists(&dir.join(OPTIONS))
+        || linerate_host::files::exists(&dir.join(RESULTS))
+    {
         bail!(
             "{} already holds a run: resume it with `{}`, or give another --out",
             dir.display(),
@@ -222,7 +224,7 @@ fn start_dir(dir: &Path, args: &Rfc2544Args, sizes: &[usize]) -> Result<()> {
         );
     }
     sweep::create_dir(dir)?;
-    crate::files::check_output_dir(dir)?;
+    linerate_host::files::check_output_dir(dir)?;
     let o = Options {
         argv: crate::request::rfc2544_argv(args),
         sizes: sizes.to_vec(),
@@ -322,7 +324,7 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
     }
     // What finished: kept, not run again (a test that failed runs again).
     // Only its owner writes in it: nothing planted there is followed.
-    crate::files::check_output_dir(&dir)?;
+    linerate_host::files::check_output_dir(&dir)?;
     let mut done = vec![[false; 4]; sizes.len()];
     // The tests whose last record is a failure, with their error.
     let mut failures: std::collections::BTreeMap<(usize, usize), String> = Default::default();
@@ -431,7 +433,7 @@ fn failed(
 
 /// The command that resumes the run in `dir`, to paste.
 fn resume_cmd(dir: &Path) -> String {
-    crate::sh::shown(&[
+    linerate_host::sh::shown(&[
         "linerate",
         "rfc2544",
         "--resume",
@@ -471,7 +473,7 @@ fn with_capture(plan: &StreamPlan, dir: &Path, part: usize, point: usize) -> Res
 fn read_options(dir: &Path) -> Result<Options> {
     let path = dir.join(OPTIONS);
     // Only the user's own regular file, never through a link.
-    let Some(text) = crate::files::read_regular(&path, sweep::MAX_OPTIONS, true)? else {
+    let Some(text) = linerate_host::files::read_regular(&path, sweep::MAX_OPTIONS, true)? else {
         bail!(
             "{} is not an rfc2544 run directory (no {OPTIONS}): give the --out of an earlier run",
             dir.display()
@@ -481,7 +483,7 @@ fn read_options(dir: &Path) -> Result<Options> {
     serde_json::from_str(&text).with_context(|| format!("{} does not hold up", path.display()))
 }
 
-type Done = (Value, Option<crate::results::stream::StreamResult>, bool);
+type Done = (Value, Option<linerate_results::stream::StreamResult>, bool);
 
 /// Runs one test at one size: its outcome as JSON, the trial kept whole,
 /// whether it was cut short. None: it cannot run (no throughput found).
@@ -538,7 +540,7 @@ fn run_test(
 pub fn report_command(dir: &Path) -> Result<ExitCode> {
     let o = read_options(dir)?;
     let reports = report::load(dir, &o.sizes)?;
-    crate::files::check_output_dir(dir)?;
+    linerate_host::files::check_output_dir(dir)?;
     let text = report::write(
         dir,
         &format!(

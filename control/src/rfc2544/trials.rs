@@ -16,14 +16,13 @@ use serde::{Deserialize, Serialize};
 use crate::{
     cli::SearchArg,
     plan::stream::StreamPlan,
-    results::latency::Latency,
-    results::stream::StreamResult,
     stream::{
         self,
         mlrsearch::{self, Found, Settings},
         search,
     },
 };
+use linerate_results::{latency::Latency, stream::StreamResult};
 
 pub use search::Trial;
 

@@ -7,11 +7,11 @@ use linerate_datapath::worker::{RrSummary, WaitMode, MAX_LATENCY_NS};
 use crate::{
     cli::ResponderArg,
     plan::rr::RrPlan,
-    results::rr::{
-        transaction_mb_s, Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions,
-        XdpCounters,
-    },
     session::{placement, Ends, Measured, WorkerNames},
+};
+use linerate_results::rr::{
+    transaction_mb_s, Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions,
+    XdpCounters,
 };
 
 /// What rr calls the workers of each end.

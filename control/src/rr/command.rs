@@ -7,13 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::plan::rr as plan;
-use crate::{
-    cli::RrArgs,
-    remote,
-    request::RunRequest,
-    results::{expect, run::RunResult},
-    session,
-};
+use crate::{cli::RrArgs, remote, request::RunRequest, session};
+use linerate_results::{expect, run::RunResult};
 
 /// `linerate rr`.
 pub fn command(args: &RrArgs) -> Result<ExitCode> {
@@ -30,5 +25,5 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
-    expect::finish(&result, &args.run, &gates)
+    crate::printed::finish(&result, &args.run, &gates)
 }

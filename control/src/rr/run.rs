@@ -11,7 +11,7 @@ use linerate_datapath::worker::{ClientConfig, RrSummary, Worker, WorkerError};
 
 use super::build::{self, NAMES};
 use crate::plan::rr::RrPlan;
-use crate::results::rr::RrResult;
+use linerate_results::rr::RrResult;
 
 use crate::{
     cli::ResponderArg,

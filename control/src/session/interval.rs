@@ -52,7 +52,7 @@ pub fn event(event: &'static str, data: &impl Serialize, warned: &Cell<bool>) {
         Ok(t) => t + "\n",
         Err(e) => format!("{{\"event\":\"error\",\"data\":{:?}}}\n", e.to_string()),
     };
-    if let Err(e) = crate::output::print(&text) {
+    if let Err(e) = linerate_host::output::print(&text) {
         if !warned.replace(true) {
             eprintln!("linerate: warning: --json-stream: {e}; the run goes on");
         }

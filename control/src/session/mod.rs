@@ -65,11 +65,10 @@ pub use window::{Finished, Window};
 
 use crate::{
     cli::RunArgs,
-    environment::Environment,
-    iface::IfCounters,
     path::{PathEnd, PathPlan},
-    results::parts::{InterfaceCounters, WorkerReport},
 };
+use linerate_host::{environment::Environment, iface::IfCounters};
+use linerate_results::parts::{InterfaceCounters, WorkerReport};
 use system::{apply_napi, attach_steering, Restore};
 use watch::{counters_or_zero, PathWatch};
 use window::{counters, Snapshot};
@@ -150,7 +149,7 @@ pub struct Measured<T, R> {
     /// NAPI threads pinned (pid, core).
     pub napi_threads: Vec<(i32, usize)>,
     /// The wait modes and their kernel settings.
-    pub wait: crate::results::wait::WaitSetup,
+    pub wait: linerate_results::wait::WaitSetup,
     /// The ends whose workers ran here.
     pub here: Ends<bool>,
     /// Whether Ctrl-C or SIGTERM cut the run short.
@@ -197,7 +196,7 @@ pub struct Session<'a> {
     stop: Ends<StopSignal>,
     in_window: Arc<AtomicBool>,
     watch: PathWatch,
-    wait: crate::results::wait::WaitSetup,
+    wait: linerate_results::wait::WaitSetup,
     intervals: Option<interval::Intervals>,
     // Puts back the NAPI settings of the wait modes.
     _wait_restore: wait::WaitRestore,
@@ -230,7 +229,7 @@ impl<'a> Session<'a> {
         let (args, path, here) = (asked.args, asked.path, asked.here);
         // What a run killed before it could clean up left (its journal),
         // put back before this one measures, and said.
-        crate::putback::replay_all().warn();
+        linerate_host::putback::replay_all().warn();
         // The wait modes first: a mode the kernel would not honour is
         // refused before anything changes.
         let (wait, wait_restore) = wait::apply(args, path, here, asked.sockets)?;
@@ -255,7 +254,7 @@ impl<'a> Session<'a> {
             &mut restore,
         )?;
         let info = |end: &PathEnd| {
-            crate::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
+            linerate_host::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
         };
         let interfaces_at_start = Ends {
             tx: info(&path.tx)?,
@@ -521,7 +520,7 @@ impl<'a> Session<'a> {
             xdp_mode,
             xdp_fallback_reason,
             interfaces,
-            environment: crate::environment::describe(),
+            environment: linerate_host::environment::describe(),
             napi,
             napi_threads,
             wait,

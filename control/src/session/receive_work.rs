@@ -45,7 +45,7 @@ pub fn check(
     if args.napi != NapiArg::ThreadedOwn {
         return Ok(None);
     }
-    let online = crate::cores::online();
+    let online = linerate_host::cores::online();
     let free = free_cores(path, online);
     if free.is_empty() {
         bail!(

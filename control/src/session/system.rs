@@ -9,9 +9,11 @@ use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
 
 use crate::{
     cli::{NapiArg, RunArgs, XdpModeArg},
+    path::{PathEnd, PathPlan},
+};
+use linerate_host::{
     journal::Entry,
     napi,
-    path::{PathEnd, PathPlan},
     putback::{no_napi, Changes},
 };
 
@@ -88,7 +90,7 @@ fn gro_on(netns: Option<&str>, iface: &str) -> String {
         words.extend(["ip", "netns", "exec", ns]);
     }
     words.extend(["ethtool", "-K", iface, "gro", "on"]);
-    crate::sh::shown(&words)
+    linerate_host::sh::shown(&words)
 }
 
 /// Pins the side's NAPI threads (napi-get's, for its own interface) to
@@ -132,7 +134,7 @@ pub fn apply_napi(
     threaded_by_default: bool,
     restore: &mut Restore,
 ) -> Result<Option<&'static str>> {
-    use crate::sysfs::{read, write, Attr};
+    use linerate_host::sysfs::{read, write, Attr};
     let threaded = match (args.napi, path.lab.is_some()) {
         (NapiArg::Keep, _) | (NapiArg::Auto, false) => return Ok(None),
         (NapiArg::Auto, true) => threaded_by_default,

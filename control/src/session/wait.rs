@@ -16,11 +16,10 @@ use linerate_datapath::{
 use super::ends::Ends;
 use crate::{
     cli::{BackendArg, RunArgs},
-    journal::Entry,
     path::{PathEnd, PathPlan},
-    putback::Changes,
-    results::wait::{NapiUsed, WaitSetup},
 };
+use linerate_host::{journal::Entry, putback::Changes};
+use linerate_results::wait::{NapiUsed, WaitSetup};
 
 /// The NAPI settings changed for a run, written down in the run's journal
 /// before they are changed and put back when dropped (`putback`).

@@ -2,10 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::{
-    iface::IfCounters,
-    path::{PathEnd, PathPlan},
-};
+use crate::path::{PathEnd, PathPlan};
+use linerate_host::iface::IfCounters;
 
 /// Watches the path during a run: an interface that disappears, goes down
 /// or changes its MTU, or a namespace that is removed or replaced (by
@@ -46,7 +44,7 @@ impl PathWatch {
                 Ok(_) => {}
             }
         }
-        match crate::iface::info(end.netns.as_deref(), iface) {
+        match linerate_host::iface::info(end.netns.as_deref(), iface) {
             Err(_) => Some(format!("interface {iface} disappeared during the run")),
             Ok(info) if info.ifindex != end.info.ifindex => Some(format!(
                 "interface {iface} was replaced by another of the same name during the run"
@@ -96,7 +94,7 @@ impl PathWatch {
 /// A side's interface counters, or zeros when it is gone (the run's fault
 /// says why).
 pub fn counters_or_zero(side: &PathEnd) -> IfCounters {
-    crate::iface::info(side.netns.as_deref(), &side.iface)
+    linerate_host::iface::info(side.netns.as_deref(), &side.iface)
         .map(|info| info.counters)
         .unwrap_or_default()
 }

@@ -11,11 +11,11 @@ use linerate_datapath::{
 };
 
 use super::ends::Ends;
-use crate::{
+use linerate_host::{
     cpu::{CoreUse, CpuSample},
     iface::IfCounters,
-    results::parts::WorkerReport,
 };
+use linerate_results::parts::WorkerReport;
 
 /// Every worker's counters and every core's CPU at one instant.
 pub struct Snapshot {

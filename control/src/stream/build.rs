@@ -9,9 +9,11 @@ use linerate_datapath::{
 
 use crate::{
     plan::stream::StreamPlan,
-    results::latency::Latency,
-    results::stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
     session::{placement, Ends, Measured, WorkerNames},
+};
+use linerate_results::{
+    latency::Latency,
+    stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
 };
 
 /// What a stream calls the workers of each end.
@@ -50,7 +52,7 @@ pub fn result(
     } else {
         receiver.counted_mb_s()
     };
-    let total_cpu = crate::results::parts::figures(&window.cpu, &[], counted_mb_s);
+    let total_cpu = linerate_results::parts::figures(&window.cpu, &[], counted_mb_s);
 
     let frames = frame_accounting(plan, measured);
 
@@ -142,7 +144,7 @@ fn setup(
             .first()
             .map_or(
                 if args.rx_only {
-                    crate::results::stream_table::RX_ONLY
+                    linerate_results::stream_table::RX_ONLY
                 } else {
                     "none (other host)"
                 },
@@ -155,7 +157,7 @@ fn setup(
             .first()
             .map_or(
                 if args.tx_only {
-                    crate::results::stream_table::TX_ONLY
+                    linerate_results::stream_table::TX_ONLY
                 } else {
                     "none (other host)"
                 },
@@ -313,7 +315,7 @@ fn engines_placed(plan: &StreamPlan, window: Option<u64>, placed: String) -> Str
 /// The frames `c` counts as what left the sending link: the frames and
 /// bytes the link itself sent (`link`), payload and messages in
 /// proportion (exact for frames of one size).
-fn as_left(c: &CounterSnapshot, link: &crate::iface::IfCounters) -> CounterSnapshot {
+fn as_left(c: &CounterSnapshot, link: &linerate_host::iface::IfCounters) -> CounterSnapshot {
     let part = |n: u64| {
         (u128::from(n) * u128::from(link.tx_packets))
             .checked_div(u128::from(c.frames))
@@ -534,12 +536,12 @@ mod tests {
         // Service demand per MB sent: 75 % of 2 cores at 1177.6 MB/s sent.
         let sd = out.cpu.total.service_demand_ms_per_mb.unwrap();
         assert!((sd - 75.0 * 2.0 * 10.0 / 1177.6).abs() < 1e-9, "{sd}");
-        let line = crate::results::stream_table::summary(&out);
+        let line = linerate_results::stream_table::summary(&out);
         assert!(
             line.starts_with("stream: sent 800,000 frames/s, 9.84 Gbit/s, no receiver of ours (--tx-only): loss not measured, CPU tx 100.0 %, SD 1.274 ms/MB"),
             "{line}"
         );
-        let table = crate::results::stream_table::print_table(&out);
+        let table = linerate_results::stream_table::print_table(&out);
         assert!(!table.contains("\n  received "), "{table}");
         assert!(
             table.contains(
@@ -554,7 +556,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            crate::results::stream_table::summary(&both),
+            linerate_results::stream_table::summary(&both),
             "stream: received 800,000 frames/s, 9.84 Gbit/s, lost 5,000 of 500,000 frames (1.0000 %), CPU tx 100.0 % rx 50.0 %, SD 1.274 ms/MB\n"
         );
     }

@@ -11,11 +11,12 @@ use super::{mlrsearch, search};
 use crate::plan::stream as plan;
 use crate::{
     cli::{SearchArg, StreamArgs},
-    output, remote,
+    remote,
     request::RunRequest,
-    results::{expect, run::RunResult},
     session,
 };
+use linerate_host::output;
+use linerate_results::{expect, run::RunResult};
 
 /// `linerate stream`.
 pub fn command(args: &StreamArgs) -> Result<ExitCode> {
@@ -66,5 +67,5 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
-    expect::finish(&result, &args.run, &gates)
+    crate::printed::finish(&result, &args.run, &gates)
 }

@@ -23,7 +23,8 @@ use super::{
     mlr::{Goal, Search, TrialResult},
     search::{measured, trial_loss, upper_bound, Trial},
 };
-use crate::{plan::stream::StreamPlan, results::stream::StreamResult};
+use crate::plan::stream::StreamPlan;
+use linerate_results::stream::StreamResult;
 
 /// The search's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]

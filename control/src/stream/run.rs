@@ -11,7 +11,7 @@ use linerate_datapath::{
 
 use super::build::{self, NAMES};
 use crate::plan::stream::StreamPlan;
-use crate::results::stream::StreamResult;
+use linerate_results::stream::StreamResult;
 
 use crate::{
     engine::{Io, ReceiverConfig, SenderConfig, SideWorkers},
@@ -219,7 +219,7 @@ fn write_pcap(
             "linerate: wrote {} frames sent and {} received to {shown} (pcapng; `{}` decodes them)",
             w.sent,
             w.received,
-            crate::sh::shown(&["tshark", "-r", &shown])
+            linerate_host::sh::shown(&["tshark", "-r", &shown])
         ),
         Err(e) => eprintln!("linerate: warning: {e:#}; the run's figures are not affected"),
     }

@@ -17,7 +17,7 @@ use linerate_datapath::message::Fragmentation;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::stream::StreamPlan;
-use crate::results::stream::StreamResult;
+use linerate_results::stream::StreamResult;
 
 /// Trials after the first, at most.
 pub const MAX_TRIALS: usize = 10;
@@ -87,9 +87,9 @@ pub struct SearchResult {
 
 /// A trial's loss: frames lost on the way and frames the sending link
 /// dropped (a generator's peer ring full), in % of all handed over.
-pub fn trial_loss(f: &crate::results::stream::FrameAccounting) -> f64 {
+pub fn trial_loss(f: &linerate_results::stream::FrameAccounting) -> f64 {
     let handed = f.sent + f.dropped_at_sender;
-    crate::results::parts::percent(f.lost + f.dropped_at_sender, handed)
+    linerate_results::parts::percent(f.lost + f.dropped_at_sender, handed)
 }
 
 /// Whether a trial measured a rate: frames sent, and frames received
@@ -213,7 +213,7 @@ pub fn print_table(search: &SearchResult) -> String {
                 "  found: {:.0} frames/s received ({:.1} payload MB/s), loss {:.4} %; that run:",
                 found.receiver.frames_per_s, found.receiver.payload_mb_s, found.frames.loss_pct
             );
-            out.push_str(&crate::results::stream_table::print_table(found));
+            out.push_str(&linerate_results::stream_table::print_table(found));
         }
         None => {
             let _ = writeln!(
@@ -234,7 +234,7 @@ pub fn print_table(search: &SearchResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::stream::FrameAccounting;
+    use linerate_results::stream::FrameAccounting;
 
     #[test]
     fn a_trial_counts_the_sending_links_drops_as_lost() {

@@ -11,7 +11,9 @@ use super::{
     saved::{default_dir, resume_inputs, Size, SweepOptions, SPEC},
     spec::SweepSpec,
 };
-use crate::{cli::SweepArgs, output, privilege, request, results::expect, session};
+use crate::{cli::SweepArgs, request, session};
+use linerate_host::{output, privilege};
+use linerate_results::expect;
 
 /// `linerate sweep`.
 pub fn command(args: SweepArgs) -> Result<ExitCode> {
@@ -114,10 +116,10 @@ fn inputs(args: &SweepArgs) -> Result<(String, String, std::path::PathBuf, Sweep
             let (text, label) = match presets::get(which) {
                 Some(t) => (t.to_string(), format!("preset {which}")),
                 None => (
-                    crate::files::read_input_text(
+                    linerate_host::files::read_input_text(
                         std::path::Path::new(which),
                         crate::sweep::saved::MAX_SPEC,
-                        crate::files::Trust::Any,
+                        linerate_host::files::Trust::Any,
                     )
                     .with_context(|| {
                         format!("{which:?} is neither a preset (see `linerate sweep --list`) nor a readable file")

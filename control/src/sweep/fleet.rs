@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::{
     fleet::{aggregate::Aggregate, run::run_fleet},
     request::RunRequest,
-    results::run::{RunResult, TwoHostResult},
 };
+use linerate_results::run::{RunResult, TwoHostResult};
 
 /// One pair's result in a fleet run of a sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,7 +56,7 @@ impl FleetRun {
 /// The value of figure `name` (a dotted path) in an aggregate's JSON,
 /// when measured (no loss over nothing sent).
 pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
-    crate::results::metrics::json_figure(aggregate, name)
+    linerate_results::metrics::json_figure(aggregate, name)
 }
 
 /// The pairs a fleet sweep's runs go to: those its inventory named at
@@ -89,9 +89,9 @@ impl Pinned {
                 "inventory {} now names {} pair(s) ({}), not the {} ({}) this sweep's runs went to: the run counts as failed so that every aggregate sums the same fleet; put the inventory back and `linerate sweep --resume DIR`, or start a new sweep for the new fleet",
                 path.display(),
                 now.len(),
-                crate::shown::shown(&now.join(", ")),
+                linerate_host::shown::shown(&now.join(", ")),
                 pinned.len(),
-                crate::shown::shown(&pinned.join(", "))
+                linerate_host::shown::shown(&pinned.join(", "))
             );
         }
         Ok(())

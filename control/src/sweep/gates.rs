@@ -13,7 +13,7 @@ use super::{
     stats::Spread,
     store,
 };
-use crate::results::expect::{said_unmet, Expectation, Test};
+use linerate_results::expect::{said_unmet, Expectation, Test};
 
 fn test_of(kind: Kind) -> Test {
     match kind {

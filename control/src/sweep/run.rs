@@ -2,12 +2,10 @@
 //! whole as it finishes; resumable; with its memory and time estimated
 //! before it starts.
 
-use crate::{
-    request::RunRequest,
-    results::run::{RunResult, TwoHostResult},
-};
+use crate::request::RunRequest;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use linerate_results::run::{RunResult, TwoHostResult};
 use std::{
     collections::HashSet,
     fs,
@@ -33,7 +31,7 @@ use super::{
 
 /// The command that resumes the sweep in `dir`, to paste.
 fn resume_cmd(dir: &Path) -> String {
-    crate::sh::shown(&["linerate", "sweep", "--resume", &dir.display().to_string()])
+    linerate_host::sh::shown(&["linerate", "sweep", "--resume", &dir.display().to_string()])
 }
 
 /// Memory each point of `spec` takes while its sweep runs (the largest
@@ -207,7 +205,7 @@ pub fn run(
         start_dir(dir, text, &options)?;
     }
     // Only its owner writes in it: nothing planted there is followed.
-    crate::files::check_output_dir(dir)?;
+    linerate_host::files::check_output_dir(dir)?;
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let mut kept = report::Kept::new(&spec);
     let mut failures = Failures::default();
@@ -226,7 +224,7 @@ pub fn run(
     }
     // Options given with --resume replace the saved ones, for the next
     // --resume too.
-    let saved = crate::files::read_text(&dir.join(OPTIONS), MAX_OPTIONS, true).ok();
+    let saved = linerate_host::files::read_text(&dir.join(OPTIONS), MAX_OPTIONS, true).ok();
     if saved.as_deref() != Some(options.as_str()) {
         store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
     }
@@ -299,7 +297,7 @@ fn start_dir(dir: &Path, text: &str, options: &str) -> Result<()> {
     // A dangling link is a sweep's file too.
     if let Some(f) = [SPEC, OPTIONS, RESULTS]
         .iter()
-        .find(|f| crate::files::exists(&dir.join(f)))
+        .find(|f| linerate_host::files::exists(&dir.join(f)))
     {
         bail!(
             "{} already holds a sweep ({f}): resume it with `{}`, or give another --out",
@@ -308,7 +306,7 @@ fn start_dir(dir: &Path, text: &str, options: &str) -> Result<()> {
         );
     }
     create_dir(dir)?;
-    crate::files::check_output_dir(dir)?;
+    linerate_host::files::check_output_dir(dir)?;
     store::write_atomic(&dir.join(OPTIONS), options.as_bytes())?;
     store::write_atomic(&dir.join(SPEC), text.as_bytes())?;
     Ok(())
@@ -827,7 +825,7 @@ mod tests {
             capture_path(&d, Path::new("run.pcapng"), 0, 4, 1).unwrap(),
             p
         );
-        assert!(!crate::files::exists(&p));
+        assert!(!linerate_host::files::exists(&p));
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
         let _ = fs::remove_dir_all(d);
     }

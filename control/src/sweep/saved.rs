@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{expand, fleet::FleetRun, spec::SweepSpec};
-use crate::{request::PATH_OPTIONS, results::run::RunResult};
+use crate::request::PATH_OPTIONS;
+use linerate_results::run::RunResult;
 
 /// Results, one JSON object per line, appended as points finish.
 pub const RESULTS: &str = "results.jsonl";
@@ -96,11 +97,11 @@ impl SweepOptions {
         let saved = if dropped.is_empty() {
             "saved default (the lab lr, when no interface is saved)".to_string()
         } else {
-            format!("saved `{}`", crate::sh::shown(&dropped))
+            format!("saved `{}`", linerate_host::sh::shown(&dropped))
         };
         Some(format!(
             "resuming with `{}` instead of the {saved}; {OPTIONS} now says so for the next --resume",
-            crate::sh::shown(&now)
+            linerate_host::sh::shown(&now)
         ))
     }
 }
@@ -290,7 +291,7 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
     // Only files of the user running linerate, never through a link: a
     // directory someone else prepared chooses nothing.
     let spec = dir.join(SPEC);
-    let Some(text) = crate::files::read_regular(&spec, MAX_SPEC, true)? else {
+    let Some(text) = linerate_host::files::read_regular(&spec, MAX_SPEC, true)? else {
         bail!(
             "{} holds no {SPEC}: is it a sweep directory?",
             dir.display()
@@ -302,12 +303,12 @@ pub fn resume_inputs(dir: &Path) -> Result<(String, SweepOptions)> {
         bail!("{} is empty", spec.display());
     }
     let path = dir.join(OPTIONS);
-    let o = match crate::files::read_regular(&path, MAX_OPTIONS, true)? {
+    let o = match linerate_host::files::read_regular(&path, MAX_OPTIONS, true)? {
         Some(o) => String::from_utf8_lossy(&o).into_owned(),
         None => bail!(
             "{} holds {SPEC} but no readable {OPTIONS}: how the sweep ran (--quick, --lab, interfaces) is unknown, so it is not resumed on a default lab; start it again with `{} --out NEW_DIR` and the options it needs",
             dir.display(),
-            crate::sh::shown(&["linerate", "sweep", &spec.display().to_string()])
+            linerate_host::sh::shown(&["linerate", "sweep", &spec.display().to_string()])
         ),
     };
     let opts = serde_json::from_str(&o).with_context(|| {
@@ -330,7 +331,7 @@ pub const MAX_OPTIONS: u64 = 1 << 20;
 /// it only its user's or root's to write (`files::create_output_dir`):
 /// 0755 at most, less with the umask.
 pub fn create_dir(dir: &Path) -> Result<()> {
-    crate::files::create_output_dir(dir)?;
+    linerate_host::files::create_output_dir(dir)?;
     Ok(())
 }
 
@@ -342,4 +343,36 @@ pub fn default_dir(name: &str) -> PathBuf {
         .trim_end_matches('Z')
         .to_string();
     PathBuf::from("sweeps").join(format!("{name}-{stamp}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// A sweep's results.jsonl written by an earlier version reads into
+    /// records whose every field but the result (checked field by field in
+    /// `linerate_results::run`'s tests) is written back the same.
+    #[test]
+    fn records_of_earlier_versions_read() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/sweep-small/results.jsonl");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut n = 0;
+        for (i, line) in text.lines().enumerate() {
+            let old: Value = serde_json::from_str(line).unwrap();
+            let record: Record = serde_json::from_str(line).unwrap();
+            let new = serde_json::to_value(&record).unwrap();
+            let (old, new) = (old.as_object().unwrap(), new.as_object().unwrap());
+            let keys = |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
+            assert_eq!(keys(old), keys(new), "line {}", i + 1);
+            for (k, v) in old.iter().filter(|(k, _)| *k != "result") {
+                assert_eq!(Some(v), new.get(k), "line {}: {k}", i + 1);
+            }
+            assert!(matches!(record.result, Some(RunResult::Stream(_))));
+            n += 1;
+        }
+        assert!(n > 0);
+    }
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use toml::Value;
 
-use crate::results::metrics::{self, Metric};
+use linerate_results::metrics::{self, Metric};
 
 /// A sweep file: one part, given at the top level, or several `[[part]]`s
 /// (a document may measure transactions and streams).

@@ -10,7 +10,7 @@ use std::{
 };
 
 use super::saved::Record;
-use crate::files;
+use linerate_host::files;
 
 /// The most of results.jsonl a report or a resume reads (about 200,000
 /// records).
@@ -59,7 +59,7 @@ fn write_err(path: &Path) -> impl Fn(io::Error) -> StoreError + '_ {
 
 /// Replaces `path` with `bytes` whole (mode 0644): a reader (or a crash)
 /// sees the old file or the new one, never a part of it; nothing is
-/// written through a link (see [`crate::files::write_atomic`]).
+/// written through a link (see [`linerate_host::files::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     Ok(files::write_atomic(path, bytes, files::PUBLIC)?)
 }
@@ -245,7 +245,7 @@ fn record(
     // shows their names in tables, legends and pairs.csv).
     if let Some(f) = &r.fleet {
         for p in &f.pairs {
-            crate::inventory::check_pair_name(&p.pair)?;
+            linerate_host::inventory::check_pair_name(&p.pair)?;
         }
     }
     match (&r.result, &r.fleet, &r.error) {

@@ -60,7 +60,7 @@ pub fn command(args: &AgentServeArgs) -> Result<std::process::ExitCode> {
 /// Serves the API until Ctrl-C or SIGTERM; then ends any run.
 pub fn serve(a: &AgentServeArgs) -> Result<()> {
     let token = token::read(a.token_file.as_deref())?;
-    crate::privilege::require_root("linerate agent")?;
+    linerate_host::privilege::require_root("linerate agent")?;
     let exe = std::env::current_exe().context("finding linerate's own executable")?;
     let allow = if a.allow_iface.is_empty() {
         default_allowed(&a.lab.name)

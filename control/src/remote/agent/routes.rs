@@ -75,8 +75,8 @@ pub(super) async fn iface(
         return r;
     }
     let r = tokio::task::spawn_blocking(move || -> Result<api::Iface> {
-        let i = crate::iface::info(w.netns.as_deref(), &name)?;
-        let ip = crate::iface::ipv4(w.netns.as_deref(), &name)?;
+        let i = linerate_host::iface::info(w.netns.as_deref(), &name)?;
+        let ip = linerate_host::iface::ipv4(w.netns.as_deref(), &name)?;
         Ok(api::Iface {
             name,
             mac: api::Mac(i.mac),

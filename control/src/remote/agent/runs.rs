@@ -62,7 +62,7 @@ pub(super) fn napi_modes(sides: &[(String, Option<String>)]) -> NapiModes {
     sides
         .iter()
         .filter_map(|(iface, ns)| {
-            crate::sysfs::read(ns.as_deref(), iface, crate::sysfs::Attr::Threaded)
+            linerate_host::sysfs::read(ns.as_deref(), iface, linerate_host::sysfs::Attr::Threaded)
                 .ok()
                 .map(|v| (iface.clone(), ns.clone(), v))
         })
@@ -73,10 +73,10 @@ pub(super) fn napi_modes(sides: &[(String, Option<String>)]) -> NapiModes {
 /// them itself when it ends, but not when it was killed.
 pub(super) fn restore_napi(id: &str, before: &NapiModes) {
     for (iface, ns, was) in before {
-        let attr = crate::sysfs::Attr::Threaded;
-        match crate::sysfs::read(ns.as_deref(), iface, attr) {
+        let attr = linerate_host::sysfs::Attr::Threaded;
+        match linerate_host::sysfs::read(ns.as_deref(), iface, attr) {
             Ok(now) if now != *was => {
-                match crate::sysfs::write(ns.as_deref(), iface, attr, was) {
+                match linerate_host::sysfs::write(ns.as_deref(), iface, attr, was) {
                     Ok(()) => eprintln!(
                         "linerate: agent: run {id}: NAPI of {iface} put back to threaded={was} (the run left {now})"
                     ),
@@ -107,7 +107,7 @@ pub(super) fn busy(run: &Slot, msg: String) -> Response {
 /// command line, built from the parsed run.
 pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunRequest), String> {
     if let Some(pair) = &req.pair {
-        crate::inventory::check_pair_name(pair).map_err(|e| format!("pair: {e}"))?;
+        linerate_host::inventory::check_pair_name(pair).map_err(|e| format!("pair: {e}"))?;
     }
     let role = match req.role {
         api::Role::Tx => RoleArg::Tx,
@@ -299,7 +299,7 @@ pub(super) async fn create(
     eprintln!(
         "linerate: agent: run {id} from {by}: {} {}",
         req.test.as_str(),
-        crate::shown::shown(&argv.join(" "))
+        linerate_host::shown::shown(&argv.join(" "))
     );
     let (s2, id2) = (s.clone(), id.clone());
     thread::spawn(move || watch(s2, child, id2, napi));
@@ -329,7 +329,7 @@ pub(super) fn watch(s: Arc<Shared>, mut child: Child, id: String, napi: NapiMode
                 Some(j) => slot.live = serde_json::from_str(j).ok(),
                 None => {
                     // The child echoes what the request gave it.
-                    let line = crate::shown::shown(&line).into_owned();
+                    let line = linerate_host::shown::shown(&line).into_owned();
                     eprintln!("linerate: agent: run {id2}: {line}");
                     slot.tail.push(line);
                     if slot.tail.len() > TAIL {

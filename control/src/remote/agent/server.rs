@@ -116,12 +116,12 @@ pub(super) async fn shutdown() {
 }
 
 /// An error answer; what the client sent is echoed with its control and
-/// bidirectional characters escaped ([`crate::shown::shown`]).
+/// bidirectional characters escaped ([`linerate_host::shown::shown`]).
 pub(super) fn error(code: StatusCode, msg: impl Into<String>) -> Response {
     (
         code,
         Json(ApiError {
-            error: crate::shown::shown(&msg.into()).into_owned(),
+            error: linerate_host::shown::shown(&msg.into()).into_owned(),
             holder: None,
         }),
     )
@@ -164,7 +164,7 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
         header::HeaderValue::from_static("application/json"),
     );
     let body = serde_json::to_vec(&ApiError {
-        error: crate::shown::shown(&msg).into_owned(),
+        error: linerate_host::shown::shown(&msg).into_owned(),
         holder: None,
     })
     .unwrap_or_default();

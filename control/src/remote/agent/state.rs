@@ -71,8 +71,8 @@ pub(super) struct Slot {
     pub(super) lease_until: Instant,
     /// Why the agent ends the child, once it decided to.
     pub(super) ending: Option<String>,
-    pub(super) live: Option<crate::results::parts::Live>,
-    pub(super) result: Option<crate::results::run::RunResult>,
+    pub(super) live: Option<linerate_results::parts::Live>,
+    pub(super) result: Option<linerate_results::run::RunResult>,
     pub(super) error: Option<String>,
     pub(super) exit_code: Option<i32>,
     pub(super) tail: Vec<String>,

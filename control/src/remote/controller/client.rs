@@ -8,11 +8,9 @@ use serde::{de::DeserializeOwned, Serialize};
 use thiserror::Error;
 
 use super::clock;
-use crate::{
-    remote::api::{self, ApiError},
-    results::two_host::Agent,
-    shown::shown,
-};
+use crate::remote::api::{self, ApiError};
+use linerate_host::shown::shown;
+use linerate_results::two_host::Agent;
 
 /// Connecting to an agent gives up after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -21,7 +19,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What went wrong talking to an agent. What an agent said (its version,
 /// its error, an answer that did not parse) is quoted escaped
-/// ([`crate::shown::shown`]): a hostile agent writes no escape sequence to
+/// ([`linerate_host::shown::shown`]): a hostile agent writes no escape sequence to
 /// the controller's terminal.
 #[derive(Debug, Error)]
 pub enum AgentError {

@@ -4,7 +4,7 @@
 /// Clock samples per agent.
 pub(super) const SAMPLES: usize = 5;
 
-use crate::results::latency::ClockCorrection;
+use linerate_results::latency::ClockCorrection;
 
 /// One clock request: when it left and came back (this host's clock) and
 /// the agent's clocks in its answer: its wall clock, ns since the Unix

@@ -13,13 +13,11 @@ use std::{
 };
 
 use super::side::Side;
-use crate::{
-    remote::merge,
-    results::{
-        latency::ClockCorrection,
-        run::{Partial, RunResult, TwoHostResult},
-        two_host::Agents,
-    },
+use crate::remote::merge;
+use linerate_results::{
+    latency::ClockCorrection,
+    run::{Partial, RunResult, TwoHostResult},
+    two_host::Agents,
 };
 
 /// What a two-host run gave.

@@ -27,10 +27,8 @@ use anyhow::Result;
 
 pub use collect::Outcome;
 
-use crate::{
-    request::RunRequest,
-    results::{expect::Expectation, run::TwoHostResult},
-};
+use crate::request::RunRequest;
+use linerate_results::{expect::Expectation, run::TwoHostResult};
 
 /// A two-host run from the command line: checked, run on the agents,
 /// printed.
@@ -44,7 +42,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
         TwoHostResult::Merged(r) => Some(r),
         TwoHostResult::Partial(_) => None,
     };
-    Ok(crate::results::expect::gate(code, merged, gates))
+    Ok(linerate_results::expect::gate(code, merged, gates))
 }
 
 /// Runs `req` on the agents it names: each side on its host.
@@ -141,12 +139,12 @@ pub fn report(o: &Outcome, json_out: bool, quiet: bool) -> Result<ExitCode> {
     } else {
         o.result.table()
     };
-    crate::output::print(&text)?;
+    linerate_host::output::print(&text)?;
     if let Some(e) = &o.error {
         eprintln!("linerate: error: {e}; figures measured until then are above");
         return Ok(ExitCode::from(3));
     }
-    Ok(crate::output::exit_code(o.interrupted))
+    Ok(linerate_host::output::exit_code(o.interrupted))
 }
 
 #[cfg(test)]

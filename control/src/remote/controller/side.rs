@@ -2,7 +2,8 @@
 //! status), stopped when asked, and what went wrong with it.
 
 use super::client::{AgentError, Remote};
-use crate::{remote::api::RunStatus, results::run::RunResult};
+use crate::remote::api::RunStatus;
+use linerate_results::run::RunResult;
 
 /// One side's run on its agent.
 pub(super) struct Side<'a> {

@@ -16,8 +16,8 @@ use crate::{
         token,
     },
     request,
-    results::latency::ClockCorrection,
 };
+use linerate_results::latency::ClockCorrection;
 
 /// Agents stop a run whose lease was not renewed for this long.
 const LEASE: Duration = Duration::from_secs(5);

@@ -18,11 +18,11 @@ use super::{
     md,
     tables::fmt_num,
 };
-use crate::results::metrics::lower_is_better;
 use crate::sweep::{
     stats::{Spread, Verdict},
     store::write_atomic,
 };
+use linerate_results::metrics::lower_is_better;
 
 /// The comparison, as compare.json holds it.
 #[derive(Debug, Serialize)]
@@ -329,7 +329,7 @@ pub fn command(
     };
     let md = markdown(&c);
     let js = serde_json::to_string_pretty(&c)? + "\n";
-    crate::files::check_output_dir(dir)?;
+    linerate_host::files::check_output_dir(dir)?;
     write_atomic(&dir.join("compare.md"), md.as_bytes())?;
     write_atomic(&dir.join("compare.json"), js.as_bytes())?;
     let differs = c
@@ -347,7 +347,7 @@ pub fn command(
             c.dir
         )
     };
-    crate::output::emit(&if json {
+    linerate_host::output::emit(&if json {
         js
     } else {
         format!(
@@ -398,7 +398,7 @@ pub fn command(
             c.missing.len(),
             c.other
         );
-        Ok(ExitCode::from(crate::results::expect::UNMET))
+        Ok(ExitCode::from(linerate_results::expect::UNMET))
     }
 }
 

@@ -8,7 +8,7 @@ use super::super::{
     spec::SweepSpec,
     stats::Spread,
 };
-use crate::results::{metrics::Metric, run::RunResult};
+use linerate_results::{metrics::Metric, run::RunResult};
 use std::collections::HashMap;
 use toml::Value as Tv;
 

@@ -14,10 +14,8 @@ use super::{
     reference,
     scale::{axis_title, count, series_name, tick, tick_label},
 };
-use crate::{
-    results::metrics::Metric,
-    sweep::{spec::FigureSpec, store::write_atomic},
-};
+use crate::sweep::{spec::FigureSpec, store::write_atomic};
+use linerate_results::metrics::Metric;
 
 /// DejaVu Sans (its licence: control/assets/DejaVuSans.LICENSE).
 static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");

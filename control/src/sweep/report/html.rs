@@ -40,7 +40,7 @@ fn embedded(dir: &Path, url: &str) -> Option<String> {
     if url.contains('/') || url.contains(':') {
         return None;
     }
-    let bytes = crate::files::read_regular(&dir.join(url), 64 << 20, false).ok()??;
+    let bytes = linerate_host::files::read_regular(&dir.join(url), 64 << 20, false).ok()??;
     Some(format!(
         "data:{mime};base64,{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -58,10 +58,10 @@ fn linkable(url: &str) -> bool {
 }
 
 /// Text of the page: control, bidirectional and zero-width characters
-/// shown as `\u{..}` ([`crate::shown::shown_lines`]; line breaks kept);
+/// shown as `\u{..}` ([`linerate_host::shown::shown_lines`]; line breaks kept);
 /// the HTML writer then writes `<`, `>`, `&` and `"` as entities.
 fn seen(s: CowStr<'_>) -> CowStr<'_> {
-    match crate::shown::shown_lines(&s) {
+    match linerate_host::shown::shown_lines(&s) {
         std::borrow::Cow::Borrowed(_) => s,
         std::borrow::Cow::Owned(o) => CowStr::from(o),
     }
@@ -109,7 +109,7 @@ pub fn page(title: &str, md: &str, dir: &Path) -> String {
     html::push_html(&mut body, parser);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}<script>{CHECK}</script>\n</body>\n</html>\n",
-        escape(&crate::shown::shown(title))
+        escape(&linerate_host::shown::shown(title))
     )
 }
 

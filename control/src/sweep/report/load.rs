@@ -24,7 +24,7 @@ pub(super) struct Loaded {
 /// that are not records are left out, with a warning).
 pub(super) fn load(dir: &Path) -> Result<Loaded> {
     // Regular files only, never through a link.
-    let Some(text) = crate::files::read_regular(&dir.join(SPEC), MAX_SPEC, false)? else {
+    let Some(text) = linerate_host::files::read_regular(&dir.join(SPEC), MAX_SPEC, false)? else {
         anyhow::bail!(
             "{} holds no {SPEC}: is it a sweep directory?",
             dir.display()
@@ -45,7 +45,7 @@ pub(super) fn load(dir: &Path) -> Result<Loaded> {
     for w in &loaded.warnings {
         eprintln!("linerate: warning: {w}");
     }
-    let opts = crate::files::read_text(&dir.join(OPTIONS), MAX_OPTIONS, false)
+    let opts = linerate_host::files::read_text(&dir.join(OPTIONS), MAX_OPTIONS, false)
         .ok()
         .and_then(|t| serde_json::from_str::<SweepOptions>(&t).ok())
         .unwrap_or_default();

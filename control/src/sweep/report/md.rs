@@ -7,9 +7,9 @@
 /// no tag or entity from such text), Markdown's punctuation (`|` of a
 /// table cell too) escaped with a backslash, line breaks, other control
 /// characters, bidirectional and zero-width ones shown as `\u{..}`
-/// ([`crate::shown::shown`]).
+/// ([`linerate_host::shown::shown`]).
 pub fn text(s: &str) -> String {
-    let s = crate::shown::shown(s);
+    let s = linerate_host::shown::shown(s);
     let mut o = String::with_capacity(s.len());
     let chars: Vec<char> = s.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
@@ -36,7 +36,7 @@ pub fn text(s: &str) -> String {
 /// text is never HTML), fenced by more backticks than it holds in a row;
 /// control, bidirectional and zero-width characters shown as `\u{..}`.
 pub fn code(s: &str) -> String {
-    let s = crate::shown::shown(s);
+    let s = linerate_host::shown::shown(s);
     let mut run = 0;
     let mut longest = 0;
     for c in s.chars() {

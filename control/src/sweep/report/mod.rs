@@ -38,7 +38,7 @@ use tables::{fit, goals, machine, parameters, table};
 pub fn write(dir: &Path) -> Result<String> {
     let l = load(dir)?;
     // Only its owner writes in it: nothing planted there is followed.
-    crate::files::check_output_dir(dir)?;
+    linerate_host::files::check_output_dir(dir)?;
     render(dir, &l.spec, &l.kept, &l.opts, l.skipped)
 }
 
@@ -154,7 +154,7 @@ pub fn command(
         return compare::command(dir, other, json, fail_if_worse);
     }
     let text = write(dir)?;
-    crate::output::emit(&format!(
+    linerate_host::output::emit(&format!(
         "{text}report: {}\nreport: {}\n",
         dir.join("report.md").display(),
         dir.join(html::FILE).display()

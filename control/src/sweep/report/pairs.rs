@@ -233,7 +233,8 @@ mod tests {
         saved::SweepOptions,
     };
     use super::*;
-    use crate::{fleet::aggregate, results::run::RunResult};
+    use crate::fleet::aggregate;
+    use linerate_results::run::RunResult;
 
     /// The fixture sweep (6 points x 2 repeats) as if run on a fleet of
     /// two pairs: p0 measured the fixture's result, p1 half its rates.

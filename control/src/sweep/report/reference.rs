@@ -13,14 +13,12 @@ use super::{
     scale::tick_label,
     tables::{cell, label_text},
 };
-use crate::{
-    results::metrics::Metric,
-    sweep::{
-        expand::Point,
-        spec::{FigureSpec, Reference, Take},
-        stats::Spread,
-    },
+use crate::sweep::{
+    expand::Point,
+    spec::{FigureSpec, Reference, Take},
+    stats::Spread,
 };
+use linerate_results::metrics::Metric;
 
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]

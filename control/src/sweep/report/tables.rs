@@ -10,7 +10,7 @@ use super::{
     data::{Data, Kept, PER_MESSAGE},
     md,
 };
-use crate::results::run::RunResult;
+use linerate_results::run::RunResult;
 use std::fmt::Write as _;
 use toml::Value as Tv;
 

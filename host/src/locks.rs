@@ -25,6 +25,16 @@ pub struct Held {
 }
 
 impl Held {
+    /// The lock `file` (under [`LOCK_DIR`], named `name`) held by its
+    /// caller; the file is kept when released.
+    pub fn kept(file: File, name: &str) -> Self {
+        Self {
+            file,
+            path: lock_path(name),
+            unlink: None,
+        }
+    }
+
     /// Writes this process's pid in the lock file, for the message of
     /// whoever finds it taken.
     pub fn mark(&mut self) -> Result<()> {
@@ -47,7 +57,7 @@ pub(crate) fn lock_path(name: &str) -> PathBuf {
     PathBuf::from(LOCK_DIR).join(name)
 }
 
-pub(crate) fn lock_file(name: &str) -> Result<File> {
+pub fn lock_file(name: &str) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::create_dir_all(LOCK_DIR).with_context(|| format!("creating {LOCK_DIR}"))?;
     let p = lock_path(name);
@@ -83,7 +93,7 @@ fn mark(f: &mut File, path: &std::path::Path) -> Result<()> {
 /// Takes the exclusive, non-blocking lock of `name`; `busy(pid)` says
 /// why it cannot be had. With `unlink`, the file goes when the lock is
 /// released; a lock taken on a file that went meanwhile is taken again.
-pub(crate) fn try_exclusive(
+pub fn try_exclusive(
     name: &str,
     unlink: bool,
     busy: impl FnOnce(String) -> String,

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use linerate_datapath::stats::CounterSnapshot;
 
 use super::rr::{RrResult, SideCpu};
-use crate::{cpu::Host, results::stream_table::thousands, results::two_host};
+use crate::{stream_table::thousands, system::Host, two_host};
 
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))
@@ -172,7 +172,7 @@ mod tests {
     use std::path::Path;
 
     use super::print_table;
-    use crate::results::run::RunResult;
+    use crate::run::RunResult;
 
     fn fixture(name: &str) -> super::RrResult {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))

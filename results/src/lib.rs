@@ -27,5 +27,6 @@ pub mod rr_table;
 pub mod run;
 pub mod stream;
 pub mod stream_table;
+pub mod system;
 pub mod two_host;
 pub mod wait;

@@ -4,11 +4,11 @@
 use linerate_ebpf::SteerStats;
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub use crate::results::latency::Latency;
+pub use crate::latency::Latency;
 use crate::{
-    cpu::CoreUse,
-    environment::Environment,
-    results::{
+    system::CoreUse,
+    system::Environment,
+    {
         parts::{self, figures, us_per_transaction, CpuFigures, InterfaceCounters, WorkerReport},
         two_host::{Agents, HostsCpu},
     },
@@ -134,11 +134,8 @@ pub struct RrSetup {
     pub placement: String,
     /// The wait modes and their kernel busy-poll settings (none in results
     /// written before they were reported).
-    #[serde(
-        default,
-        skip_serializing_if = "crate::results::wait::WaitSetup::is_unset"
-    )]
-    pub wait: crate::results::wait::WaitSetup,
+    #[serde(default, skip_serializing_if = "crate::wait::WaitSetup::is_unset")]
+    pub wait: crate::wait::WaitSetup,
 }
 
 /// Transaction counts.

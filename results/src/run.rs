@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::two_host::{self, Agents};
 use crate::{
-    environment::Environment, results::rr::RrResult, results::rr_table as rr_output,
-    results::stream::StreamResult, results::stream_table as stream_output,
+    rr::RrResult, rr_table as rr_output, stream::StreamResult, stream_table as stream_output,
+    system::Environment,
 };
 
 /// The result of a `stream` or an `rr` run, local or across two hosts.
@@ -65,35 +65,11 @@ impl RunResult {
     }
 
     /// How it ended: interrupted, and its fault if any.
-    fn ended(&self) -> (bool, &Option<String>) {
+    pub fn ended(&self) -> (bool, &Option<String>) {
         match self {
             Self::Stream(r) => (r.interrupted, &r.fault),
             Self::Rr(r) => (r.interrupted, &r.fault),
         }
-    }
-
-    /// Prints a finished run (`--json`, the summary line with `quiet`, or
-    /// its table) and gives the exit status (`output::report`: 130 if
-    /// interrupted, 3 on a fault).
-    pub fn report(&self, json: bool, quiet: bool) -> anyhow::Result<std::process::ExitCode> {
-        let (interrupted, fault) = self.ended();
-        let text = || {
-            if quiet {
-                self.summary()
-            } else {
-                self.table()
-            }
-        };
-        crate::output::report(self, json, text, interrupted, fault)
-    }
-
-    /// Prints a finished run as the last line of `--json-stream`,
-    /// `{"event":"end","data":RESULT}`, and gives the exit status as
-    /// [`Self::report`] does.
-    pub fn report_stream(&self) -> anyhow::Result<std::process::ExitCode> {
-        let (interrupted, fault) = self.ended();
-        let line = serde_json::to_string(&serde_json::json!({"event": "end", "data": self}))?;
-        crate::output::report(self, false, || line + "\n", interrupted, fault)
     }
 
     /// The terminal table.
@@ -282,17 +258,18 @@ mod tests {
         }
     }
 
-    /// A sweep's results.jsonl written by an earlier version (no placement,
-    /// driver, UMEM or XDP-only counters) reads into the types.
+    /// The results in a sweep's results.jsonl written by an earlier version
+    /// (no placement, driver, UMEM or XDP-only counters) read into the
+    /// types (the records around them: `sweep::saved`'s tests).
     #[test]
     fn results_of_earlier_versions_read() {
         let text = std::fs::read_to_string(fixtures().join("sweep-small/results.jsonl")).unwrap();
         for (i, line) in text.lines().enumerate() {
             let old: Value = serde_json::from_str(line).unwrap();
-            let record: crate::sweep::Record = serde_json::from_str(line).unwrap();
-            let new = serde_json::to_value(&record).unwrap();
-            same_but_added(&old, &new, &format!("line {}", i + 1), empty);
-            assert!(matches!(record.result, Some(RunResult::Stream(_))));
+            let result: RunResult = serde_json::from_value(old["result"].clone()).unwrap();
+            let new = serde_json::to_value(&result).unwrap();
+            same_but_added(&old["result"], &new, &format!("line {}", i + 1), empty);
+            assert!(matches!(result, RunResult::Stream(_)));
         }
     }
 

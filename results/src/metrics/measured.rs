@@ -5,7 +5,7 @@
 //! fields read 0, which no gate may take for a measurement).
 
 use super::super::stream::StreamResult;
-use crate::results::stream_table::{receivers_ran, senders_ran};
+use crate::stream_table::{receivers_ran, senders_ran};
 
 /// Figures only a receiver of ours measures (prefixes end with '.').
 const RECEIVER_SIDE: &[&str] = &[

@@ -5,7 +5,7 @@
 //! of a set of cores, service demand) is in `results::parts`.
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+pub use linerate_results::system::{CoreUse, Host};
 
 /// One core's cumulative jiffies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,38 +24,6 @@ pub struct CoreTimes {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CpuSample {
     cores: Vec<(usize, CoreTimes)>,
-}
-
-/// Which host of a two-host run a core is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Host {
-    /// The sending (rr: client's) host.
-    Tx,
-    /// The receiving (rr: responder's) host.
-    Rx,
-}
-
-/// One core's use over a window, in percent of the window.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct CoreUse {
-    /// Core number.
-    pub core: usize,
-    /// User time (nice included).
-    pub user: f64,
-    /// System time.
-    pub system: f64,
-    /// Softirq time.
-    pub softirq: f64,
-    /// Hard irq time.
-    pub irq: f64,
-    /// Stolen by the hypervisor.
-    pub steal: f64,
-    /// Everything but idle and iowait.
-    pub busy: f64,
-    /// Its host, in a two-host result (none on one host).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<Host>,
 }
 
 impl CpuSample {

@@ -3,7 +3,7 @@
 //! unit, meaning and how it is read.
 
 use super::super::{rr::RrResult, stream::StreamResult};
-use crate::iface::IfCounters;
+use crate::system::IfCounters;
 /// A counter of a family: a field of its snapshot, declared with the
 /// worker counters in `datapath::stats` (that family is declared there).
 use linerate_datapath::stats::Counter;

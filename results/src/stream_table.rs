@@ -6,7 +6,7 @@ use std::fmt::Write;
 use linerate_datapath::stats::CounterSnapshot;
 
 use super::stream::{SideFigures, StreamResult};
-use crate::{cpu::Host, results::two_host};
+use crate::{system::Host, two_host};
 
 fn sd(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.3}"))
@@ -84,7 +84,7 @@ pub fn summary(r: &StreamResult) -> String {
         );
     }
     let p = &r.params;
-    if r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores) {
+    if r.cpu.hosts.is_none() && crate::system::cores_shared(&p.tx_cores, &p.rx_cores) {
         let _ = write!(o, ", CPU tx+rx {:.1} %", r.cpu.total.cpu_pct);
     } else if !receivers_ran(r) {
         let _ = write!(o, ", CPU tx {:.1} %", r.sender.cpu.cpu_pct);
@@ -110,7 +110,7 @@ pub fn summary(r: &StreamResult) -> String {
 
 /// The one-way latency line: percentiles of every received frame's
 /// latency, and across two hosts the clock correction's uncertainty.
-fn latency_line(l: &crate::results::latency::Latency) -> String {
+fn latency_line(l: &crate::latency::Latency) -> String {
     let mut o = format!(
         "  one-way latency of {} frames, us: min {:.1}, mean {:.1}, p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",
         l.count, l.min_us, l.mean_us, l.p50_us, l.p99_us, l.p99_9_us, l.max_us
@@ -366,7 +366,7 @@ fn cpu_lines(r: &StreamResult, o: &mut String) {
             core, role, u.user, u.system, u.softirq, u.irq, u.busy
         );
     }
-    let shared = r.cpu.hosts.is_none() && crate::cores::shared(&p.tx_cores, &p.rx_cores);
+    let shared = r.cpu.hosts.is_none() && crate::system::cores_shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,
         "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} {} ({})",
@@ -460,7 +460,7 @@ mod tests {
     fn whole_run_line_names_every_refused_counter() {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/results/stream.json");
-        let crate::results::run::RunResult::Stream(mut r) =
+        let crate::run::RunResult::Stream(mut r) =
             serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
         else {
             panic!("stream.json is not a stream")

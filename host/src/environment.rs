@@ -1,17 +1,6 @@
 //! What host a result was measured on.
 
-use serde::{Deserialize, Serialize};
-
-/// The host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Environment {
-    /// `uname -r`.
-    pub kernel: String,
-    /// Cores online.
-    pub cpus: usize,
-    /// CPU model.
-    pub cpu_model: String,
-}
+pub use linerate_results::system::Environment;
 
 /// Kernel, core count and CPU model.
 pub fn describe() -> Environment {

@@ -6,11 +6,11 @@ use linerate_datapath::{geometry::Geometry, stats::CounterSnapshot};
 use linerate_ebpf::SteerStats;
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub use crate::results::parts::{InterfaceCounters, WorkerReport};
+pub use crate::parts::{InterfaceCounters, WorkerReport};
 use crate::{
-    cpu::CoreUse,
-    environment::Environment,
-    results::{
+    system::CoreUse,
+    system::Environment,
+    {
         latency::Latency,
         parts::{self, figures, percent, CpuFigures},
         two_host::{Agents, HostsCpu},
@@ -192,11 +192,8 @@ pub struct Setup {
     pub rx_engine: String,
     /// The wait modes and their kernel busy-poll settings (none in results
     /// written before they were reported).
-    #[serde(
-        default,
-        skip_serializing_if = "crate::results::wait::WaitSetup::is_unset"
-    )]
-    pub wait: crate::results::wait::WaitSetup,
+    #[serde(default, skip_serializing_if = "crate::wait::WaitSetup::is_unset")]
+    pub wait: crate::wait::WaitSetup,
 }
 
 /// Rates and CPU of one side over the window.
@@ -419,7 +416,7 @@ impl FrameAccounting {
 
 impl StreamResult {
     /// The whole-run totals of the workers on `side`, summed.
-    pub fn totals(&self, side: crate::cpu::Host) -> CounterSnapshot {
+    pub fn totals(&self, side: crate::system::Host) -> CounterSnapshot {
         self.workers
             .iter()
             .filter(|w| w.side() == side)

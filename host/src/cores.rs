@@ -82,9 +82,7 @@ pub fn crossed(queues: usize, ncpu: usize) -> bool {
 }
 
 /// Whether any core hosts both a sender and a receiver.
-pub fn shared(tx_cores: &[usize], rx_cores: &[usize]) -> bool {
-    tx_cores.iter().any(|c| rx_cores.contains(c))
-}
+pub use linerate_results::system::cores_shared as shared;
 
 /// One core per queue: from `list` when given (reused round-robin when it
 /// is shorter), else queue q of role `offset` (0 sender, 1 receiver) goes

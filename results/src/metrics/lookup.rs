@@ -1,7 +1,7 @@
 //! Metric names: looked up, listed and refused with the names that exist.
 
 use super::super::run::RunResult;
-use crate::{cpu::Host, iface::IfCounters};
+use crate::{system::Host, system::IfCounters};
 /// A counter of a family: a field of its snapshot, declared with the
 /// worker counters in `datapath::stats` (that family is declared there).
 use linerate_datapath::stats::Counter;

@@ -8,37 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::sh;
-
-/// The interface's own counters.
-#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct IfCounters {
-    /// Packets received.
-    pub rx_packets: u64,
-    /// Bytes received.
-    pub rx_bytes: u64,
-    /// Receive drops.
-    pub rx_dropped: u64,
-    /// Packets sent.
-    pub tx_packets: u64,
-    /// Bytes sent.
-    pub tx_bytes: u64,
-    /// Send drops.
-    pub tx_dropped: u64,
-}
-
-impl IfCounters {
-    /// What accumulated between `earlier` and `self`.
-    pub fn since(&self, e: &Self) -> Self {
-        Self {
-            rx_packets: self.rx_packets.saturating_sub(e.rx_packets),
-            rx_bytes: self.rx_bytes.saturating_sub(e.rx_bytes),
-            rx_dropped: self.rx_dropped.saturating_sub(e.rx_dropped),
-            tx_packets: self.tx_packets.saturating_sub(e.tx_packets),
-            tx_bytes: self.tx_bytes.saturating_sub(e.tx_bytes),
-            tx_dropped: self.tx_dropped.saturating_sub(e.tx_dropped),
-        }
-    }
-}
+pub use linerate_results::system::IfCounters;
 
 /// An interface as `ip -d -s link` describes it.
 #[derive(Debug, Clone, Serialize)]

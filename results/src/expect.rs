@@ -234,21 +234,6 @@ pub fn gate(code: ExitCode, result: Option<&RunResult>, list: &[Expectation]) ->
     gate_verdicts(code, &verdicts)
 }
 
-/// Prints a finished run as `run` asks (`--json-stream`, `--json`, `-q`
-/// or its table) and holds it against `gates`: the exit status.
-pub fn finish(
-    result: &RunResult,
-    run: &crate::cli::RunArgs,
-    gates: &[Expectation],
-) -> anyhow::Result<ExitCode> {
-    let code = if run.json_stream {
-        result.report_stream()?
-    } else {
-        result.report(run.json, run.quiet)?
-    };
-    Ok(gate(code, Some(result), gates))
-}
-
 /// The exit status of a run whose expectations were judged: printed, then
 /// the run's own status when it is not 0, 4 when one is unmet, else 0.
 pub fn gate_verdicts(code: ExitCode, verdicts: &[Verdict]) -> ExitCode {
@@ -396,7 +381,7 @@ mod tests {
     #[test]
     fn a_gate_on_what_was_not_measured_is_unmet() {
         let tx_only = stream(|v| {
-            v["setup"]["rx_bind_mode"] = crate::results::stream_table::TX_ONLY.into();
+            v["setup"]["rx_bind_mode"] = crate::stream_table::TX_ONLY.into();
             v["frames"]["received"] = 0.into();
             v["frames"]["lost"] = 0.into();
             v["frames"]["loss_pct"] = 0.0.into();
@@ -414,7 +399,7 @@ mod tests {
         }
         assert!(verdict("sender.frames_per_s >= 1", &tx_only).contains(": met (measured "));
         let rx_only_nothing = stream(|v| {
-            v["setup"]["tx_bind_mode"] = crate::results::stream_table::RX_ONLY.into();
+            v["setup"]["tx_bind_mode"] = crate::stream_table::RX_ONLY.into();
             for f in ["sent", "received", "lost", "seq_gaps"] {
                 v["frames"][f] = 0.into();
             }

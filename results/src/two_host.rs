@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::parts::{figures, CpuFigures};
 use crate::{
-    cpu::{CoreUse, Host},
-    environment::Environment,
+    system::Environment,
+    system::{CoreUse, Host},
 };
 
 /// Both agents of a two-host run.

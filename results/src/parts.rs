@@ -8,8 +8,8 @@ use linerate_ebpf::SteerStats;
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 
 use crate::{
-    cpu::{CoreUse, Host},
-    iface::IfCounters,
+    system::IfCounters,
+    system::{CoreUse, Host},
 };
 
 /// `ip -s link` counters of both ends over the run.

@@ -201,7 +201,7 @@ fn quick_presets_produce_complete_reports() {
     let cut = tmp("wait-modes-cut.toml");
     let text = fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/control/presets/wait-modes.toml"
+        "/report/presets/wait-modes.toml"
     ))
     .unwrap();
     let loads = "values = [10000, 100000, 500000, false]";

@@ -89,7 +89,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             compare,
             json,
             fail_if_worse,
-        } => sweep::report::command(&dir, compare.as_deref(), json, fail_if_worse),
+        } => linerate_report::command(&dir, compare.as_deref(), json, fail_if_worse),
         Command::Overhead { files, json } => overhead::command(&files, json),
         Command::Agent(args) => remote::agent::command(&args),
         Command::Fleet { action } => fleet::command::command(action),

@@ -7,10 +7,11 @@
 //! to the same request: a test walks every option), what each agent's
 //! child of a two-host run is given ([`RunRequest::for_agents`]), what an
 //! agent adds for the side its child runs ([`side_argv`]), the
-//! options that say where a sweep's points run ([`PATH_OPTIONS`],
-//! [`given_path`]) and a quick sweep's durations ([`QUICK`]). A test checks
-//! every name here against the CLI's definitions. Option names elsewhere in
-//! control are in messages to the user only.
+//! options that say where a sweep's points run ([`given_path`]). A test
+//! checks every name here against the CLI's definitions, and those the
+//! sweep model spells too (`linerate_report::sweep::saved::PATH_OPTIONS`,
+//! a quick sweep's durations `linerate_report::sweep::points::QUICK`).
+//! Option names elsewhere are in messages to the user only.
 
 use std::{fmt::Display, time::Duration};
 
@@ -361,29 +362,6 @@ pub fn side_argv(command: &str, options: &[String], side: &Side<'_>) -> Vec<Stri
     argv
 }
 
-/// The options that say where a sweep's points run: (option, the saved
-/// options it replaces on `--resume`).
-pub const PATH_OPTIONS: [(&str, &[&str]); 9] = [
-    (
-        "--lab",
-        &[
-            "--lab",
-            "--tx-iface",
-            "--rx-iface",
-            "--tx-netns",
-            "--rx-netns",
-        ],
-    ),
-    ("--tx-iface", &["--tx-iface", "--lab"]),
-    ("--rx-iface", &["--rx-iface", "--lab"]),
-    ("--tx-netns", &["--tx-netns", "--lab"]),
-    ("--rx-netns", &["--rx-netns", "--lab"]),
-    ("--tx-agent", &["--tx-agent"]),
-    ("--rx-agent", &["--rx-agent"]),
-    ("--token-file", &["--token-file"]),
-    ("--fleet", &["--fleet"]),
-];
-
 /// The options of `linerate sweep` that say where its points run, as
 /// (option, value).
 pub fn given_path(args: &SweepArgs) -> Vec<(&'static str, String)> {
@@ -418,11 +396,6 @@ pub fn names_agents(options: &[String]) -> bool {
             .any(|f| o == f || o.strip_prefix(f).is_some_and(|v| v.starts_with('=')))
     })
 }
-
-/// A quick sweep's durations: long enough that two quick sweeps agree
-/// (0.2 s + 0.5 s, one repeat, gave 0.83-1.25x between two runs of a
-/// point); with [`crate::sweep::QUICK_REPEATS`] repeats, medians.
-pub const QUICK: [&str; 4] = ["--warmup", "0.5s", "--duration", "1s"];
 
 #[cfg(test)]
 mod tests {
@@ -459,11 +432,11 @@ mod tests {
         );
         let mut named: Vec<&str> = Vec::new();
         named.extend(
-            PATH_OPTIONS
+            linerate_report::sweep::saved::PATH_OPTIONS
                 .iter()
                 .flat_map(|(f, r)| std::iter::once(*f).chain(r.iter().copied())),
         );
-        named.extend(QUICK.iter().step_by(2));
+        named.extend(linerate_report::sweep::points::QUICK.iter().step_by(2));
         let side = Side {
             role: "tx",
             iface: "x",
@@ -483,7 +456,7 @@ mod tests {
             assert!(stream.iter().any(|o| o == name), "stream has no {name}");
             assert!(rr.iter().any(|o| o == name), "rr has no {name}");
         }
-        for (flag, _) in PATH_OPTIONS {
+        for (flag, _) in linerate_report::sweep::saved::PATH_OPTIONS {
             assert!(sweep.iter().any(|o| o == flag), "sweep has no {flag}");
         }
     }

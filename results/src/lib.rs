@@ -19,12 +19,15 @@
 //!   read from a typed result.
 
 pub mod expect;
+pub mod fit;
+pub mod fleet;
 pub mod latency;
 pub mod metrics;
 pub mod parts;
 pub mod rr;
 pub mod rr_table;
 pub mod run;
+pub mod stats;
 pub mod stream;
 pub mod stream_table;
 pub mod system;

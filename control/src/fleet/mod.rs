@@ -4,7 +4,6 @@
 //! runs on every pair of an inventory at once; `fleet prometheus` prints
 //! the scrape configuration of an inventory's agents ([`prometheus`]).
 
-pub mod aggregate;
 pub mod command;
 mod host;
 pub mod prometheus;

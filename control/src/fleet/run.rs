@@ -14,7 +14,6 @@ use std::{
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::aggregate;
 use crate::{
     cli::AgentArgs,
     remote::{
@@ -54,7 +53,7 @@ pub struct FleetOutcome {
     /// Every pair, in the inventory's order.
     pub pairs: Vec<PairReport>,
     /// The aggregate of the pairs that ended well.
-    pub aggregate: aggregate::Aggregate,
+    pub aggregate: linerate_results::fleet::Aggregate,
     /// Ctrl-C cut it short.
     pub interrupted: bool,
 }
@@ -272,7 +271,7 @@ pub fn run_fleet(
         .fold(0.0, f64::max);
     FleetOutcome {
         test: req.command().to_string(),
-        aggregate: aggregate::of(req.command(), &good, failed, skew),
+        aggregate: linerate_results::fleet::of(req.command(), &good, failed, skew),
         pairs,
         interrupted: interrupted.load(std::sync::atomic::Ordering::Relaxed),
     }

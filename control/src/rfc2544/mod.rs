@@ -26,10 +26,10 @@ use serde_json::{Map, Value};
 use crate::{
     cli::{Cli, Command, Rfc2544Args, StreamArgs},
     plan::stream::{self as plan, StreamPlan},
-    session,
-    sweep::{self, store, Record, RESULTS},
+    session, sweep,
 };
 use linerate_host::output;
+use linerate_report::sweep::{self as saved, store, Record, RESULTS};
 use linerate_results::run::RunResult;
 use report::{check_values, Test};
 use trials::{Budget, Ran, Throughput};
@@ -204,7 +204,7 @@ fn resolve(given: &Rfc2544Args) -> Result<(Rfc2544Args, std::path::PathBuf, Opti
             given
                 .out
                 .clone()
-                .unwrap_or_else(|| sweep::default_dir("rfc2544")),
+                .unwrap_or_else(|| saved::default_dir("rfc2544")),
             None,
         ),
     })
@@ -223,7 +223,7 @@ fn start_dir(dir: &Path, args: &Rfc2544Args, sizes: &[usize]) -> Result<()> {
             resume_cmd(dir)
         );
     }
-    sweep::create_dir(dir)?;
+    saved::create_dir(dir)?;
     linerate_host::files::check_output_dir(dir)?;
     let o = Options {
         argv: crate::request::rfc2544_argv(args),
@@ -473,7 +473,7 @@ fn with_capture(plan: &StreamPlan, dir: &Path, part: usize, point: usize) -> Res
 fn read_options(dir: &Path) -> Result<Options> {
     let path = dir.join(OPTIONS);
     // Only the user's own regular file, never through a link.
-    let Some(text) = linerate_host::files::read_regular(&path, sweep::MAX_OPTIONS, true)? else {
+    let Some(text) = linerate_host::files::read_regular(&path, saved::MAX_OPTIONS, true)? else {
         bail!(
             "{} is not an rfc2544 run directory (no {OPTIONS}): give the --out of an earlier run",
             dir.display()

@@ -12,10 +12,13 @@ use serde_json::Value;
 
 use super::trials::{BackToBack, FrameLoss, LatencyAt, Throughput, Trial};
 use crate::stream::mlrsearch::Found;
-use crate::sweep::{
-    report::{self as figure, md, Plot, Series},
-    store::{self, write_atomic},
-    Record, RESULTS,
+use linerate_report::{
+    self as figure, md,
+    sweep::{
+        store::{self, write_atomic},
+        Record, RESULTS,
+    },
+    Plot, Series,
 };
 
 /// The figure.

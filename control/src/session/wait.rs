@@ -192,7 +192,11 @@ pub fn sockets(umem: bool, waits: bool) -> Sockets {
 mod tests {
     use super::*;
     use crate::request::RunRequest;
-    use crate::sweep::{expand, spec::SweepSpec};
+    use crate::sweep::expand;
+    use linerate_report::sweep::{
+        points,
+        spec::{Kind, SweepSpec},
+    };
 
     #[test]
     fn every_mode_parses_on_both_ends_of_stream_and_rr() {
@@ -221,10 +225,9 @@ mod tests {
         .unwrap();
         let part = &s.parts[0];
         let mut seen = Vec::new();
-        for p in expand::points(0, part) {
-            let argv = expand::argv(part, &p, &[], true).unwrap();
-            let RunRequest::Rr(rr) = expand::parse(crate::sweep::spec::Kind::Rr, &argv).unwrap()
-            else {
+        for p in points::points(0, part) {
+            let argv = points::argv(part, &p, &[], true).unwrap();
+            let RunRequest::Rr(rr) = expand::parse(Kind::Rr, &argv).unwrap() else {
                 panic!("not rr")
             };
             seen.push((

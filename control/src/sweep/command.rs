@@ -6,13 +6,16 @@ use std::{process::ExitCode, sync::atomic::Ordering};
 use anyhow::{Context, Result};
 
 use super::{
-    gates, presets,
+    gates,
     run::{available_memory, bytes_per_point, run},
-    saved::{default_dir, resume_inputs, Size, SweepOptions, SPEC},
-    spec::SweepSpec,
 };
 use crate::{cli::SweepArgs, request, session};
 use linerate_host::{output, privilege};
+use linerate_report::sweep::{
+    presets,
+    saved::{default_dir, resume_inputs, Size, SweepOptions, SPEC},
+    spec::SweepSpec,
+};
 use linerate_results::expect;
 
 /// `linerate sweep`.
@@ -118,7 +121,7 @@ fn inputs(args: &SweepArgs) -> Result<(String, String, std::path::PathBuf, Sweep
                 None => (
                     linerate_host::files::read_input_text(
                         std::path::Path::new(which),
-                        crate::sweep::saved::MAX_SPEC,
+                        linerate_report::sweep::saved::MAX_SPEC,
                         linerate_host::files::Trust::Any,
                     )
                     .with_context(|| {

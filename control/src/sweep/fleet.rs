@@ -12,52 +12,10 @@ use std::{
 };
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
 
-use crate::{
-    fleet::{aggregate::Aggregate, run::run_fleet},
-    request::RunRequest,
-};
-use linerate_results::run::{RunResult, TwoHostResult};
-
-/// One pair's result in a fleet run of a sweep.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PairResult {
-    /// The pair's name (the inventory's).
-    pub pair: String,
-    /// How far from the shared instant either side may have started, us.
-    pub start_skew_us: f64,
-    /// Its two-host result, merged (as `--json` prints it).
-    pub result: RunResult,
-}
-
-/// A fleet run of a sweep: the aggregate and every pair's result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FleetRun {
-    /// Frames, rates and transactions summed, latency merged, CPU per
-    /// host (`stream --fleet --json`'s `aggregate`).
-    pub aggregate: Aggregate,
-    /// Every pair, in the inventory's order.
-    pub pairs: Vec<PairResult>,
-}
-
-impl FleetRun {
-    /// The value of figure `name` (a dotted path) in the aggregate.
-    pub fn figure(&self, name: &str) -> Option<f64> {
-        figure_in(&self.json(), name)
-    }
-
-    /// The aggregate as JSON, to read several figures of.
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::to_value(&self.aggregate).unwrap_or_default()
-    }
-}
-
-/// The value of figure `name` (a dotted path) in an aggregate's JSON,
-/// when measured (no loss over nothing sent).
-pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
-    linerate_results::metrics::json_figure(aggregate, name)
-}
+use crate::{fleet::run::run_fleet, request::RunRequest};
+use linerate_report::sweep::fleet::{FleetRun, PairResult};
+use linerate_results::{fleet::Aggregate, run::TwoHostResult};
 
 /// The pairs a fleet sweep's runs go to: those its inventory named at
 /// the first run (on `--resume`, those of its records). A run whose
@@ -146,7 +104,8 @@ fn of(aggregate: Aggregate, pairs: Vec<crate::fleet::run::PairReport>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::{aggregate, run::PairReport};
+    use crate::fleet::run::PairReport;
+    use linerate_results::run::RunResult;
 
     fn stream() -> RunResult {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -170,7 +129,7 @@ mod tests {
     fn a_whole_fleet_run_is_recorded_with_its_aggregate() {
         let r = stream();
         let RunResult::Stream(s) = &r else { panic!() };
-        let agg = aggregate::of("stream", &[("p0", &r), ("p1", &r)], 0, 40.0);
+        let agg = linerate_results::fleet::of("stream", &[("p0", &r), ("p1", &r)], 0, 40.0);
         let run = of(agg, vec![report("p0", None), report("p1", None)]).unwrap();
         assert_eq!(
             run.figure("frames.received"),
@@ -218,7 +177,7 @@ mod tests {
     #[test]
     fn a_failed_pair_fails_the_run() {
         let e = of(
-            aggregate::Aggregate::default(),
+            linerate_results::fleet::Aggregate::default(),
             vec![report("p0", None), report("p1", Some("agent gone"))],
         )
         .unwrap_err()

@@ -7,13 +7,13 @@ use std::{collections::BTreeMap, path::Path};
 
 use anyhow::Result;
 
-use super::{
+use linerate_report::sweep::{
     saved::{check_values, Size, RESULTS},
     spec::{Kind, SweepSpec},
-    stats::Spread,
     store,
 };
 use linerate_results::expect::{said_unmet, Expectation, Test};
+use linerate_results::stats::Spread;
 
 fn test_of(kind: Kind) -> Test {
     match kind {

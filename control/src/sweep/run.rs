@@ -17,16 +17,19 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{
-    expand::{self, argv, parse},
-    fleet::FleetRun,
-    report,
-    saved::{
-        check_values, create_dir, record_values, Record, Size, SweepOptions, MAX_OPTIONS, OPTIONS,
-        RESULTS, SPEC,
+use super::expand::parse;
+use linerate_report::{
+    self as report,
+    sweep::{
+        fleet::FleetRun,
+        points::{self, argv},
+        saved::{
+            check_values, create_dir, record_values, Record, Size, SweepOptions, MAX_OPTIONS,
+            OPTIONS, RESULTS, SPEC,
+        },
+        spec::{self, SweepSpec},
+        store,
     },
-    spec::{self, SweepSpec},
-    store,
 };
 
 /// The command that resumes the sweep in `dir`, to paste.
@@ -42,7 +45,7 @@ pub fn bytes_per_point(spec: &SweepSpec) -> u64 {
     const ALLOC: u64 = 32;
     let per_axis = (std::mem::size_of::<(String, toml::Value)>() as u64) + 2 * ALLOC;
     let fixed =
-        (std::mem::size_of::<expand::Point>() + std::mem::size_of::<Duration>()) as u64 + ALLOC;
+        (std::mem::size_of::<points::Point>() + std::mem::size_of::<Duration>()) as u64 + ALLOC;
     spec.parts
         .iter()
         .map(|p| {
@@ -157,7 +160,7 @@ fn check_point(
     text: &str,
     file: &str,
     part: &spec::Part,
-    p: &expand::Point,
+    p: &points::Point,
     opts: &SweepOptions,
 ) -> Result<RunRequest> {
     let a = argv(part, p, &opts.extra, opts.quick)
@@ -274,7 +277,7 @@ fn check_points(
 ) -> Result<Option<Vec<Duration>>> {
     let mut lengths = Vec::new();
     for (pi, part) in spec.parts.iter().enumerate() {
-        for p in expand::iter(pi, part) {
+        for p in points::iter(pi, part) {
             if interrupted.load(Ordering::Relaxed) {
                 eprintln!(
                     "linerate: sweep interrupted while its points were checked ({} of {}): nothing ran, nothing was written",
@@ -323,7 +326,7 @@ fn left_to_run(
         .parts
         .iter()
         .enumerate()
-        .flat_map(|(pi, part)| (0..expand::count(part)).map(move |index| (pi, index)));
+        .flat_map(|(pi, part)| (0..points::count(part)).map(move |index| (pi, index)));
     points
         .zip(lengths)
         .flat_map(|((pi, index), &d)| {
@@ -356,7 +359,7 @@ impl Failures {
             let which = spec
                 .parts
                 .get(part)
-                .and_then(|pt| expand::point(part, pt, point))
+                .and_then(|pt| points::point(part, pt, point))
                 .map_or_else(|| format!("{point}"), |p| p.describe());
             format!(
                 "part {}, point {which}, repeat {}: {e}",
@@ -406,7 +409,7 @@ impl Points<'_> {
         let mut pace = Pace::default();
         let stop = || self.interrupted.load(Ordering::Relaxed);
         'points: for (pi, part) in self.spec.parts.iter().enumerate() {
-            for p in expand::iter(pi, part) {
+            for p in points::iter(pi, part) {
                 if stop() {
                     break 'points;
                 }
@@ -468,7 +471,7 @@ enum Measured {
 
 /// The record of one run: its result, or its error (said above the bar).
 fn record_of(
-    p: &expand::Point,
+    p: &points::Point,
     repeat: u32,
     outcome: Result<Measured>,
     bar: &ProgressBar,
@@ -633,7 +636,7 @@ pub fn capture_path(
 fn captured<'a>(
     args: &'a RunRequest,
     dir: &Path,
-    p: &expand::Point,
+    p: &points::Point,
     repeat: u32,
 ) -> Result<std::borrow::Cow<'a, RunRequest>> {
     let Some(name) = capture(args) else {
@@ -725,7 +728,7 @@ mod tests {
         let per_point = bytes_per_point(&s);
         // Each axis' name and value on the heap: more than the point itself.
         assert!(
-            per_point > std::mem::size_of::<expand::Point>() as u64 + 3 * 64,
+            per_point > std::mem::size_of::<points::Point>() as u64 + 3 * 64,
             "{per_point}"
         );
         let e = n
@@ -752,7 +755,7 @@ mod tests {
     #[test]
     fn a_record_must_hold_its_points_values() {
         let s = spec(&[3, 2], 1);
-        let p = expand::point(0, &s.parts[0], 3).unwrap();
+        let p = points::point(0, &s.parts[0], 3).unwrap();
         let mut r = Record {
             part: 0,
             point: 3,

@@ -17,8 +17,8 @@ use super::{
 use crate::sweep::{spec::FigureSpec, store::write_atomic};
 use linerate_results::metrics::Metric;
 
-/// DejaVu Sans (its licence: control/assets/DejaVuSans.LICENSE).
-static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
+/// DejaVu Sans (its licence: report/assets/DejaVuSans.LICENSE).
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 /// The family every text of a figure is set in.
 const FAMILY: &str = "sans-serif";
 /// Pixels of a figure, SVG and PNG alike.
@@ -498,7 +498,7 @@ mod tests {
 
     #[test]
     fn a_plot_names_its_lines_ticks_and_axes() {
-        let (spec, kept) = super::super::fixture(
+        let (spec, kept) = crate::fixture(
             "[[figure]]\ntitle = \"CPU\"\nx = \"message\"\ny = \"cpu.total.cpu_pct\"\n",
         );
         let d = Data::new(&spec, &kept);
@@ -535,7 +535,7 @@ mod tests {
     /// and the figure draws.
     #[test]
     fn a_log_y_axis_spans_the_points() {
-        let (spec, kept) = super::super::fixture(
+        let (spec, kept) = crate::fixture(
             "[[figure]]\ntitle = \"MB/s, log\"\nx = \"message\"\ny = \"receiver.message_mb_s\"\nseries = \"mode\"\nlog_y = true\n",
         );
         let d = Data::new(&spec, &kept);

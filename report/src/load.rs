@@ -1,12 +1,12 @@
 //! Reads a sweep directory for its report: the sweep file, the options
 //! and the records that belong to it.
 
-use super::super::{
+use super::data::Kept;
+use crate::sweep::{
     saved::{check_values, Size, SweepOptions, MAX_OPTIONS, MAX_SPEC, OPTIONS, RESULTS, SPEC},
     spec::SweepSpec,
     store::{self},
 };
-use super::data::Kept;
 use anyhow::{Context, Result};
 use std::path::Path;
 

@@ -10,13 +10,13 @@ use anyhow::Result;
 use toml::Value as Tv;
 
 use super::{
-    super::spec::{Axis, FigureSpec, Kind, SweepSpec},
     csv::medians,
     data::{Data, Kept, Run, COLS},
     figure::{write_plot, Plot},
     md,
     tables::{cell, part_heading},
 };
+use crate::sweep::spec::{Axis, FigureSpec, Kind, SweepSpec};
 
 /// The axis of the pairs in the per-pair view.
 pub(super) const AXIS: &str = "pair";
@@ -128,7 +128,7 @@ fn figures(f: &FigureSpec, spec: &SweepSpec, pi: usize) -> Vec<FigureSpec> {
                 .labels
                 .get(i)
                 .cloned()
-                .unwrap_or_else(|| super::super::spec::show(v));
+                .unwrap_or_else(|| crate::sweep::spec::show(v));
             per_pair(g, format!("{}, per pair, {series} = {label}", f.title))
         })
         .collect()
@@ -228,18 +228,17 @@ pub(super) fn csv(d: &Data, pd: &Data, pairs: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::{
+    use super::*;
+    use crate::sweep::{
         fleet::{FleetRun, PairResult},
         saved::SweepOptions,
     };
-    use super::*;
-    use crate::fleet::aggregate;
     use linerate_results::run::RunResult;
 
     /// The fixture sweep (6 points x 2 repeats) as if run on a fleet of
     /// two pairs: p0 measured the fixture's result, p1 half its rates.
     fn fleet_fixture() -> (SweepSpec, Kept) {
-        super::super::fixture_as("", |mut r| {
+        crate::fixture_as("", |mut r| {
             let a = r.result.take().unwrap();
             let mut b = a.clone();
             if let RunResult::Stream(s) = &mut b {
@@ -247,7 +246,12 @@ mod tests {
                 s.receiver.message_mb_s = s.receiver.message_mb_s.map(|m| m / 2.0);
             }
             r.fleet = Some(FleetRun {
-                aggregate: aggregate::of("stream", &[("p0", &a), ("p1", &b)], 0, 30.0),
+                aggregate: linerate_results::fleet::of(
+                    "stream",
+                    &[("p0", &a), ("p1", &b)],
+                    0,
+                    30.0,
+                ),
                 pairs: [("p0", a), ("p1", b)]
                     .into_iter()
                     .map(|(pair, result)| PairResult {
@@ -266,7 +270,7 @@ mod tests {
     /// never "a fleet of 2".
     #[test]
     fn runs_on_fleets_of_different_sizes_are_said_to_be() {
-        let (spec, kept) = super::super::fixture_as("", |mut r| {
+        let (spec, kept) = crate::fixture_as("", |mut r| {
             let a = r.result.take().unwrap();
             let pairs: Vec<(&str, RunResult)> = if r.point == 0 {
                 vec![("p0", a.clone()), ("p1", a)]
@@ -275,7 +279,7 @@ mod tests {
             };
             let refs: Vec<(&str, &RunResult)> = pairs.iter().map(|(p, r)| (*p, r)).collect();
             r.fleet = Some(FleetRun {
-                aggregate: aggregate::of("stream", &refs, 0, 30.0),
+                aggregate: linerate_results::fleet::of("stream", &refs, 0, 30.0),
                 pairs: pairs
                     .iter()
                     .map(|(pair, result)| PairResult {
@@ -290,7 +294,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("linerate-pairs-mixed-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         crate::sweep::create_dir(&dir).unwrap();
-        super::super::render(&dir, &spec, &kept, &SweepOptions::default(), 0).unwrap();
+        crate::render(&dir, &spec, &kept, &SweepOptions::default(), 0).unwrap();
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(
             md.contains("## Per pair\n\nThe runs went to fleets of 1 to 2 pair(s) (of 2: runs on different fleets, whose aggregates do not compare; run the sweep again on one fleet) (p0, p1)"),
@@ -335,7 +339,7 @@ mod tests {
         assert!(d.spread(&d.points[0][0], cpu).is_none());
         assert!(pd.spread(&pd.points[0][0], cpu).is_some());
         // A sweep not on a fleet has no per-pair view.
-        let (spec, kept) = super::super::fixture("");
+        let (spec, kept) = crate::fixture("");
         assert!(view(&spec, &kept).is_none());
     }
 
@@ -348,7 +352,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("linerate-pairs-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         crate::sweep::create_dir(&dir).unwrap();
-        let term = super::super::render(&dir, &spec, &kept, &SweepOptions::default(), 0).unwrap();
+        let term = crate::render(&dir, &spec, &kept, &SweepOptions::default(), 0).unwrap();
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(
             md.contains("## Per pair\n\nThe runs went to a fleet of 2 pair(s) (p0, p1)"),

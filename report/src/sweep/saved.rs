@@ -11,8 +11,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{expand, fleet::FleetRun, spec::SweepSpec};
-use crate::request::PATH_OPTIONS;
+use super::{fleet::FleetRun, points, spec::SweepSpec};
 use linerate_results::run::RunResult;
 
 /// Results, one JSON object per line, appended as points finish.
@@ -28,6 +27,29 @@ pub const QUICK_REPEATS: u32 = 3;
 
 /// How it was run (quick, extra options), for --resume.
 pub const OPTIONS: &str = "options.json";
+
+/// The options that say where a sweep's points run: (option, the saved
+/// options it replaces on `--resume`).
+pub const PATH_OPTIONS: [(&str, &[&str]); 9] = [
+    (
+        "--lab",
+        &[
+            "--lab",
+            "--tx-iface",
+            "--rx-iface",
+            "--tx-netns",
+            "--rx-netns",
+        ],
+    ),
+    ("--tx-iface", &["--tx-iface", "--lab"]),
+    ("--rx-iface", &["--rx-iface", "--lab"]),
+    ("--tx-netns", &["--tx-netns", "--lab"]),
+    ("--rx-netns", &["--rx-netns", "--lab"]),
+    ("--tx-agent", &["--tx-agent"]),
+    ("--rx-agent", &["--rx-agent"]),
+    ("--token-file", &["--token-file"]),
+    ("--fleet", &["--fleet"]),
+];
 
 /// How a sweep runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -154,7 +176,7 @@ impl Record {
 pub const RUN_BYTES: u64 = 256;
 
 /// A point's axis values as its records hold them.
-pub fn record_values(p: &expand::Point) -> serde_json::Map<String, Value> {
+pub fn record_values(p: &points::Point) -> serde_json::Map<String, Value> {
     p.values
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
@@ -265,7 +287,7 @@ pub fn check_values(spec: &SweepSpec, r: &Record) -> std::result::Result<(), Str
     let want = spec
         .parts
         .get(r.part)
-        .and_then(|part| expand::point(r.part, part, r.point))
+        .and_then(|part| points::point(r.part, part, r.point))
         .map(|p| record_values(&p));
     match want {
         Some(want) if want == r.values => Ok(()),

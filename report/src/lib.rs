@@ -8,18 +8,19 @@
 mod compare;
 mod csv;
 mod data;
-pub(crate) use data::Series;
+pub use data::Series;
 mod figure;
-pub(crate) use figure::{png, svg, Plot};
+pub use figure::{png, svg, Plot};
 mod html;
 mod load;
-pub(crate) mod md;
+pub mod md;
 mod pairs;
 mod reference;
-pub(crate) mod scale;
+pub mod scale;
 mod summary;
+pub mod sweep;
 mod tables;
-use super::{
+use crate::sweep::{
     saved::{Size, SweepOptions},
     spec::SweepSpec,
     store::write_atomic,
@@ -173,9 +174,9 @@ fn fixture(extra: &str) -> (SweepSpec, Kept) {
 #[cfg(test)]
 fn fixture_as(
     extra: &str,
-    mut map: impl FnMut(super::Record) -> super::Record,
+    mut map: impl FnMut(crate::sweep::Record) -> crate::sweep::Record,
 ) -> (SweepSpec, Kept) {
-    use super::{
+    use crate::sweep::{
         saved::{check_values, RESULTS},
         store,
     };
@@ -196,11 +197,11 @@ fn fixture_as(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{
+    use super::data::{COLS, PER_MESSAGE};
+    use crate::sweep::{
         saved::{check_values, Record, RESULTS},
         store,
     };
-    use super::data::{COLS, PER_MESSAGE};
     use std::fs;
 
     use super::*;

@@ -1,13 +1,13 @@
 //! The runs a report keeps, point by point, and what it reads of them:
 //! the medians and spreads of each metric per point ([`Data`]).
 
-use super::super::{
-    expand::{points, Point},
+use crate::sweep::{
     fleet::figure_in,
+    points::{points, Point},
     saved::Record,
     spec::SweepSpec,
-    stats::Spread,
 };
+use linerate_results::stats::Spread;
 use linerate_results::{metrics::Metric, run::RunResult};
 use std::collections::HashMap;
 use toml::Value as Tv;

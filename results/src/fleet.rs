@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use linerate_host::cpu::Host;
-use linerate_results::{
+use crate::system::Host;
+use crate::{
     latency::Latency,
     rr::{RrResult, Transactions},
     run::RunResult,
@@ -119,7 +119,7 @@ pub struct Aggregate {
     pub start_skew_us: f64,
 }
 
-fn add_rates(sum: &mut Rates, s: &linerate_results::stream::SideFigures) {
+fn add_rates(sum: &mut Rates, s: &crate::stream::SideFigures) {
     sum.frames += s.frames;
     sum.frames_per_s += s.frames_per_s;
     sum.payload_mb_s += s.payload_mb_s;

@@ -14,11 +14,11 @@ use super::{
     tables::{cell, label_text},
 };
 use crate::sweep::{
-    expand::Point,
+    points::Point,
     spec::{FigureSpec, Reference, Take},
-    stats::Spread,
 };
 use linerate_results::metrics::Metric;
+use linerate_results::stats::Spread;
 
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn a_reference_at_several_points_shows_ours_at_each() {
-        let (spec, kept) = crate::sweep::report::fixture(&format!(
+        let (spec, kept) = crate::fixture(&format!(
             "[[reference]]\nsource = \"doc\"\ncase = \"one flow\"\nvalue = \"x\"\nours = \"receiver.message_mb_s\"\nat = {{ {BUSY} }}\n\
              [[reference.point]]\nat = {{ message = 1024 }}\nvalue = \"250 MB/s\"\nnumber = 250\n\
              [[reference.point]]\nat = {{ message = 65536 }}\nvalue = \"925 MB/s\"\nnumber = 925\n"
@@ -324,7 +324,7 @@ mod tests {
 
     #[test]
     fn a_maximum_takes_the_maximum_over_its_axis_and_says_where() {
-        let (spec, kept) = crate::sweep::report::fixture(&format!(
+        let (spec, kept) = crate::fixture(&format!(
             "[[reference]]\nsource = \"doc\"\ncase = \"maximum rate\"\nvalue = \"1000 MB/s\"\nstatistic = \"maximum\"\n\
              ours = \"receiver.message_mb_s\"\nover = \"message\"\nnumber = 1000\nat = {{ {BUSY} }}\n\
              [[reference]]\nsource = \"doc\"\ncase = \"best\"\nvalue = \"1 MB/s\"\n\

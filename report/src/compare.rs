@@ -18,11 +18,9 @@ use super::{
     md,
     tables::fmt_num,
 };
-use crate::sweep::{
-    stats::{Spread, Verdict},
-    store::write_atomic,
-};
+use crate::sweep::store::write_atomic;
 use linerate_results::metrics::lower_is_better;
+use linerate_results::stats::{Spread, Verdict};
 
 /// The comparison, as compare.json holds it.
 #[derive(Debug, Serialize)]

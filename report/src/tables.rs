@@ -1,16 +1,16 @@
 //! The Markdown of a report: its tables laid out as the documents lay
 //! them out, the fits, the machine, the parameters and the targets.
 
-use super::super::{
-    saved::SweepOptions,
-    spec::{show, FitSpec, Part, SweepSpec, TableSpec},
-    stats::Spread,
-};
 use super::{
     data::{Data, Kept, PER_MESSAGE},
     md,
 };
+use crate::sweep::{
+    saved::SweepOptions,
+    spec::{show, FitSpec, Part, SweepSpec, TableSpec},
+};
 use linerate_results::run::RunResult;
+use linerate_results::stats::Spread;
 use std::fmt::Write as _;
 use toml::Value as Tv;
 
@@ -128,7 +128,7 @@ pub(super) fn fit(d: &Data, pi: usize, f: &FitSpec) -> String {
             (Some(i), Some(ax)) => label(part, ax, i),
             _ => "all".into(),
         };
-        match crate::overhead::fit(&pts) {
+        match linerate_results::fit::fit(&pts) {
             Some(r) => {
                 let _ = writeln!(
                     o,
@@ -233,8 +233,8 @@ pub(super) fn parameters(spec: &SweepSpec, opts: &SweepOptions) -> String {
             o,
             "- {name} (`linerate {}`): {}",
             match part.kind {
-                super::super::spec::Kind::Stream => "stream",
-                super::super::spec::Kind::Rr => "rr",
+                crate::sweep::spec::Kind::Stream => "stream",
+                crate::sweep::spec::Kind::Rr => "rr",
             },
             fixed.join(", ")
         );

@@ -1,9 +1,7 @@
 //! points.csv: every point's medians, one line a point.
 
-use super::{
-    super::expand::Point,
-    data::{Data, COLS},
-};
+use super::data::{Data, COLS};
+use crate::sweep::points::Point;
 use std::fmt::Write as _;
 
 /// The medians of [`COLS`] at point `p`, as CSV cells (empty: none).

@@ -12,10 +12,8 @@ use super::{
     scale::tick_label,
     tables::fmt_num,
 };
-use crate::sweep::{
-    spec::{Take, WinnerSpec},
-    stats::{Spread, Verdict},
-};
+use crate::sweep::spec::{Take, WinnerSpec};
+use linerate_results::stats::{Spread, Verdict};
 
 /// The CPU figure each line names.
 const CPU: &str = "cpu.total.cpu_pct";
@@ -274,7 +272,7 @@ mod tests {
     /// minimum over the message axis: the exact text.
     #[test]
     fn the_summary_says_what_passed_by_how_much_at_what_cpu() {
-        let (spec, kept) = crate::sweep::report::fixture(&format!(
+        let (spec, kept) = crate::fixture(&format!(
             "[[reference]]\nsource = \"doc\"\ncase = \"one flow\"\nvalue = \"x\"\nours = \"receiver.message_mb_s\"\nat = {{ {BUSY} }}\n\
              [[reference.point]]\nat = {{ message = 1024 }}\nvalue = \"250 MB/s\"\nnumber = 250\n\
              [[reference.point]]\nat = {{ message = 65536 }}\nvalue = \"1200 MB/s\"\nnumber = 1200\n\
@@ -301,7 +299,7 @@ mod tests {
     /// value go together.
     #[test]
     fn the_sentence_names_the_mode_that_wins_where() {
-        let (spec, kept) = crate::sweep::report::fixture(
+        let (spec, kept) = crate::fixture(
             "[[winner]]\nwhat = \"Most MB/s\"\nmetric = \"receiver.message_mb_s\"\namong = \"mode\"\nover = \"message\"\n\
              [[winner]]\nwhat = \"Fewest MB/s\"\nmetric = \"receiver.message_mb_s\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\n\
              [[winner]]\nwhat = \"Best size\"\nmetric = \"receiver.message_mb_s\"\namong = \"message\"\nover = \"mode\"\n\
@@ -333,7 +331,7 @@ mod tests {
         // Equal medians (within 0.5 %) tie: no winner is named. Loss: 0 %
         // everywhere; receiver CPU: 100.0 % (busy) against 98.33 % at 1 KB
         // is 1.7 % apart, a win, but within the repeats' range.
-        let (spec, kept) = crate::sweep::report::fixture(
+        let (spec, kept) = crate::fixture(
             "[[winner]]\nwhat = \"Least loss\"\nmetric = \"frames.loss_pct\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\n\
              [[winner]]\nwhat = \"Lowest receiver CPU\"\nmetric = \"receiver.cpu.cpu_pct\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\nfilter = { message = 1024 }\n\
              [[winner]]\nwhat = \"Lowest sender CPU\"\nmetric = \"sender.cpu.cpu_pct\"\namong = \"mode\"\nover = \"message\"\ntake = \"min\"\nfilter = { message = 1024 }\n",
@@ -378,7 +376,7 @@ mod tests {
     /// References without a number (the fixture's own) make no summary.
     #[test]
     fn no_numbers_no_summary() {
-        let (spec, kept) = crate::sweep::report::fixture("");
+        let (spec, kept) = crate::fixture("");
         assert_eq!(markdown(&Data::new(&spec, &kept)), "");
     }
 }

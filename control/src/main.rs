@@ -20,6 +20,8 @@ mod limits;
 mod locks;
 mod mac;
 mod napi;
+#[cfg(test)]
+mod options_doc;
 mod output;
 mod overhead;
 mod path;

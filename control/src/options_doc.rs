@@ -359,4 +359,147 @@ mod tests {
         let cut = page.replace("\n## linerate lab up\n", "\n## linerate lab upp\n");
         assert!(missing(&cut).0.contains(&"linerate lab up".to_string()));
     }
+
+    /// The repository's root (the workspace, above `control/`).
+    fn root() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    /// README.md is a front door: what linerate is, the two commands, the
+    /// commands, links; everything else is in docs/.
+    #[test]
+    fn readme_is_a_front_door() {
+        let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+        let lines = readme.lines().count();
+        assert!(
+            lines <= 200,
+            "README.md has {lines} lines: keep it a front door (at most 200), move the rest into docs/"
+        );
+        // The two commands, as CI (.ci/run) runs the suite.
+        let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+        assert!(ci.contains("bash scripts/test"), "{ci}");
+        for command in ["bash scripts/demo", "bash scripts/test"] {
+            assert!(readme.contains(command), "README.md lacks {command:?}");
+        }
+        // Every command `linerate --help` lists has its row.
+        for sub in shown_subcommands(&cli()) {
+            let row = format!("| `linerate {}", sub.get_name());
+            assert!(readme.contains(&row), "README.md has no row {row:?}");
+        }
+    }
+
+    /// The anchors GitHub gives a page's headings (`## The lab` ->
+    /// `the-lab`), outside code blocks.
+    fn anchors(page: &str) -> Vec<String> {
+        let mut fenced = false;
+        let mut out = Vec::new();
+        for line in page.lines() {
+            if line.starts_with("```") {
+                fenced = !fenced;
+                continue;
+            }
+            if fenced || !line.starts_with('#') {
+                continue;
+            }
+            let text = line.trim_start_matches('#').trim().to_lowercase();
+            let slug: String = text
+                .chars()
+                .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect();
+            out.push(slug);
+        }
+        out
+    }
+
+    /// The targets of a page's Markdown links (`[text](target)`), outside
+    /// code blocks.
+    fn links(page: &str) -> Vec<String> {
+        let mut fenced = false;
+        let mut out = Vec::new();
+        for line in page.lines() {
+            if line.starts_with("```") {
+                fenced = !fenced;
+                continue;
+            }
+            if fenced {
+                continue;
+            }
+            let mut rest = line;
+            while let Some(at) = rest.find("](") {
+                rest = &rest[at + 2..];
+                if let Some(end) = rest.find(')') {
+                    out.push(rest[..end].to_string());
+                    rest = &rest[end..];
+                }
+            }
+        }
+        out
+    }
+
+    /// What is wrong with the relative links of `page` (at `path`): a file
+    /// that does not exist, a heading a Markdown page does not have.
+    fn broken_links(path: &Path, page: &str) -> Vec<String> {
+        let dir = path.parent().unwrap();
+        let mut broken = Vec::new();
+        for target in links(page) {
+            if target.starts_with("http://") || target.starts_with("https://") {
+                continue;
+            }
+            let (file, anchor) = match target.split_once('#') {
+                Some((f, a)) => (f, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let linked = if file.is_empty() {
+                path.to_path_buf()
+            } else {
+                dir.join(file)
+            };
+            if !linked.exists() {
+                broken.push(format!("{}: {target}: no such file", path.display()));
+                continue;
+            }
+            if let (Some(anchor), true) = (anchor, linked.extension().is_some_and(|e| e == "md")) {
+                let text = std::fs::read_to_string(&linked).unwrap();
+                if !anchors(&text).iter().any(|a| a == anchor) {
+                    broken.push(format!("{}: {target}: no such heading", path.display()));
+                }
+            }
+        }
+        broken
+    }
+
+    /// Every relative link of README.md, CHANGELOG.md and docs/*.md names
+    /// a file that exists and, into a Markdown page, a heading it has.
+    #[test]
+    fn docs_links_resolve() {
+        let mut pages = vec![root().join("README.md"), root().join("CHANGELOG.md")];
+        for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md") {
+                pages.push(path);
+            }
+        }
+        let mut broken = Vec::new();
+        for path in &pages {
+            let page = std::fs::read_to_string(path).unwrap();
+            broken.extend(broken_links(path, &page));
+        }
+        assert!(broken.is_empty(), "broken links: {broken:#?}");
+    }
+
+    /// The link check finds a missing file and a missing heading.
+    #[test]
+    fn a_broken_link_is_caught() {
+        let readme = root().join("README.md");
+        let page = "[a](docs/guide.md#the-lab) [b](docs/nothing.md) [c](docs/guide.md#no-such)\n```\n[e](docs/nothing.md)\n```\n";
+        let broken = broken_links(&readme, page);
+        assert_eq!(broken.len(), 2, "{broken:?}");
+        assert!(broken[0].contains("docs/nothing.md: no such file"));
+        assert!(broken[1].contains("#no-such: no such heading"));
+        assert_eq!(
+            anchors("## Frames anyone can see: `--pcap`"),
+            ["frames-anyone-can-see---pcap"]
+        );
+    }
 }

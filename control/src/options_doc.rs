@@ -45,9 +45,21 @@ fn anchor(name: &str) -> String {
     name.replace(' ', "-")
 }
 
-/// Prose for Markdown: `<` would open an HTML tag (`<lab>-a0` vanishes).
+/// Prose for Markdown: `<` would open an HTML tag (`<lab>-a0` vanishes);
+/// inside a code span it is shown as written, so it stays.
 fn prose(text: &str) -> String {
-    text.trim().replace('&', "&amp;").replace('<', "&lt;")
+    text.trim()
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                part.to_string()
+            } else {
+                part.replace('&', "&amp;").replace('<', "&lt;")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`")
 }
 
 /// Help text as the continuation of a list item (indented two spaces).
@@ -331,6 +343,15 @@ mod tests {
             "--help shows what docs/options.md lacks: {missing:?}; run `LINERATE_WRITE_DOCS=1 cargo test -p linerate options_page`"
         );
         assert!(checked > 100, "only {checked} options checked");
+    }
+
+    /// Prose escapes what would open an HTML tag, but not in code spans.
+    #[test]
+    fn prose_escapes_outside_code_spans() {
+        assert_eq!(
+            prose("<lab>-a0 & `<lab>-a0 & x` a <= b"),
+            "&lt;lab>-a0 &amp; `<lab>-a0 & x` a &lt;= b"
+        );
     }
 
     /// The help parser finds flags, values and arguments as clap writes them.

@@ -67,7 +67,7 @@ pub enum Command {
     /// over the standard frame sizes, into a resumable report directory.
     Rfc2544(Box<Rfc2544Args>),
     /// Serve the control API on this host, so that a controller elsewhere
-    /// runs one side of stream, rr and sweep here (see "Across two hosts").
+    /// runs one side of stream, rr and sweep here (see docs/remote.md).
     Agent(AgentServeArgs),
     /// Many pairs at once: bring up lab pairs with their agents on this
     /// host and write their inventory, show or remove them, or print a

@@ -8,6 +8,8 @@ mod doctor;
 mod engine;
 mod fleet;
 mod lab;
+#[cfg(test)]
+mod options_doc;
 mod overhead;
 mod path;
 mod pcap;

@@ -46,7 +46,7 @@ struct RrLine {
 /// the help is).
 fn first_line(e: clap::Error) -> String {
     if e.kind() == clap::error::ErrorKind::DisplayHelp {
-        return "--help is not a run option: a run takes the options of `linerate stream` or `linerate rr`, which `linerate stream --help` and `linerate rr --help` list (README, \"Across two hosts\", has the API)".into();
+        return "--help is not a run option: a run takes the options of `linerate stream` or `linerate rr`, which `linerate stream --help` and `linerate rr --help` list (docs/remote.md has the API)".into();
     }
     e.to_string()
         .lines()

@@ -226,7 +226,7 @@ pub fn counted_stream(lab: &str, count: u64, extra: &[&str]) -> Value {
         args.extend(["--napi", "softirq"]);
     }
     // The AF_XDP sender (the default before `--tx-engine auto`), whatever
-    // NAPI does: the generator into threaded NAPI loses a little (README);
+    // NAPI does: the generator into threaded NAPI loses a little (docs/guide.md, "Streams");
     // tests of another engine name it.
     if !extra.contains(&"--tx-engine") {
         args.extend(["--tx-engine", "backend"]);

@@ -66,7 +66,7 @@ pub fn on_agents(req: &RunRequest, gates: &[Expectation]) -> Option<Result<ExitC
     let agents = &req.run().agents;
     if req.run().json_stream && (agents.tx_agent.is_some() || agents.fleet.is_some()) {
         return Some(Ok(linerate_results::expect::usage_error(
-            "--json-stream runs on one host: across two hosts, watch the agents' /metrics (README, \"Across two hosts\")",
+            "--json-stream runs on one host: across two hosts, watch the agents' /metrics (docs/remote.md)",
         )));
     }
     if agents.fleet.is_some() {

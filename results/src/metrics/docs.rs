@@ -40,7 +40,7 @@ pub fn markdown() -> String {
     use std::fmt::Write as _;
     let mut o = String::from(
         "# Metrics\n\n\
-         <!-- Generated from control/src/results/metrics/lists.rs: change the list there, then\n\
+         <!-- Generated from results/src/metrics/lists.rs: change the list there, then\n\
          `LINERATE_WRITE_DOCS=1 cargo test -p linerate metrics_page` rewrites this page. -->\n\n\
          Every figure a result holds and every counter linerate keeps, by the name a sweep file\n\
          uses (`metrics` of a `[[table]]`, `y` of a `[[figure]]`, `ours` of a `[[reference]]`,\n\

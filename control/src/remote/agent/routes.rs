@@ -38,7 +38,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .fallback(|| async {
             error(
                 StatusCode::NOT_FOUND,
-                "no such endpoint (see README, \"Across two hosts\")",
+                "no such endpoint (see the API in docs/remote.md)",
             )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

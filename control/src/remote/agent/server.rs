@@ -148,9 +148,9 @@ pub(super) async fn json_errors(req: Request, next: Next) -> Response {
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .unwrap_or_default();
     let msg = match code {
-        StatusCode::METHOD_NOT_ALLOWED => format!(
-            "{method} is not allowed on {path}: see the API in README, \"Across two hosts\""
-        ),
+        StatusCode::METHOD_NOT_ALLOWED => {
+            format!("{method} is not allowed on {path}: see the API in docs/remote.md")
+        }
         StatusCode::PAYLOAD_TOO_LARGE => too_large(),
         _ if text.is_empty() => code
             .canonical_reason()

@@ -9,10 +9,8 @@ use std::net::IpAddr;
 
 use etherparse::PacketBuilder;
 
-use crate::{
-    header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
-    stats::CounterSnapshot,
-};
+use crate::header::{Fragment, Header, HeaderError, Kind, HEADER_LEN, MESSAGE_HEADER_LEN};
+use linerate_counters::stats::CounterSnapshot;
 
 /// Ethernet header length.
 pub const ETH_LEN: usize = 14;
@@ -22,11 +20,7 @@ pub const IPV4_LEN: usize = 20;
 pub const IPV6_LEN: usize = 40;
 /// UDP header length.
 pub const UDP_LEN: usize = 8;
-/// Frame check sequence, counted in frame sizes but not in descriptors.
-pub const FCS_LEN: usize = 4;
-/// Preamble, start delimiter and inter-frame gap: what a frame costs on
-/// the wire beyond its own bytes.
-pub const WIRE_OVERHEAD: usize = 20;
+pub use linerate_counters::wire::{FCS_LEN, WIRE_OVERHEAD};
 /// Offset of the linerate header in a template frame.
 pub const HEADER_OFFSET: usize = ETH_LEN + IPV4_LEN + UDP_LEN;
 /// Offset of the linerate header in an IPv6 template frame.

@@ -12,9 +12,9 @@ use crate::{
     header::{Fragment, Kind, FRAGMENT_LEN, MESSAGE_HEADER_LEN},
     kernel::records::{RecordHead, RecordParser},
     message::{MessageTracker, Outcome},
-    stats::CounterSnapshot,
     worker::FlowTable,
 };
+use linerate_counters::stats::CounterSnapshot;
 
 /// The longest frame a fuzz input makes (a jumbo frame's first buffer).
 const MAX_FRAME: usize = 4096;

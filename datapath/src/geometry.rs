@@ -10,7 +10,7 @@
 use crate::{
     frame::{
         FrameError, FrameSpec, ETH_LEN, FCS_LEN, HEADER_OFFSET, IPV4_LEN, IPV6_LEN, L2_OVERHEAD,
-        MIN_FRAME_SIZE, UDP_LEN, WIRE_OVERHEAD,
+        MIN_FRAME_SIZE, UDP_LEN,
     },
     header::{HEADER_LEN, MESSAGE_HEADER_LEN},
     message::{Fragmentation, MessageError},
@@ -201,13 +201,13 @@ impl Geometry {
     /// Wire bytes of `frames` frames whose descriptors held `bytes` bytes:
     /// FCS, preamble and inter-frame gap added per frame.
     pub fn wire_bytes(bytes: u64, frames: u64) -> u64 {
-        bytes + frames * (FCS_LEN + WIRE_OVERHEAD) as u64
+        linerate_counters::wire::wire_bytes(bytes, frames)
     }
 
     /// The mean frame size (FCS included) of `frames` frames whose
     /// descriptors held `bytes` bytes; None without frames.
     pub fn mean_frame_size(bytes: u64, frames: u64) -> Option<f64> {
-        (frames > 0).then(|| bytes as f64 / frames as f64 + FCS_LEN as f64)
+        linerate_counters::wire::mean_frame_size(bytes, frames)
     }
 
     /// Whether descriptors of `max_descriptor` bytes span several UMEM

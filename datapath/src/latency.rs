@@ -25,8 +25,7 @@ use crate::{
     header::{elapsed48, MASK48},
 };
 
-/// Largest response time the histogram holds: 60 s, in ns.
-pub const MAX_LATENCY_NS: u64 = 60_000_000_000;
+pub use linerate_counters::latency::{empty_histogram, MAX_LATENCY_NS};
 
 /// A receiver's one-way latencies.
 #[derive(Debug, Clone)]
@@ -58,11 +57,6 @@ impl Default for OneWay {
     fn default() -> Self {
         Self::new(CLOCK_OFFSET_NS.load(Relaxed))
     }
-}
-
-/// An empty histogram of latencies in ns, 3 significant digits.
-pub fn empty_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid bounds")
 }
 
 impl OneWay {

@@ -26,7 +26,10 @@ pub mod pacing;
 pub mod port;
 pub mod priority;
 pub mod sequence;
-pub mod stats;
 pub mod sys;
 pub mod worker;
 pub mod xsk;
+
+/// The workers' counters (`linerate_counters::stats`), under the name the
+/// crates above have always used.
+pub use linerate_counters::stats;

@@ -92,7 +92,7 @@ impl Outcome {
     /// bad fragments, duplicates and stale ones); returns the id of the
     /// message it completed, if it did.
     #[inline]
-    pub fn count(self, c: &mut crate::stats::CounterSnapshot) -> Option<u32> {
+    pub fn count(self, c: &mut linerate_counters::stats::CounterSnapshot) -> Option<u32> {
         match self {
             Self::Complete { msg_id, msg_len } => {
                 c.messages += 1;

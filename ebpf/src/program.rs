@@ -301,7 +301,7 @@ impl Steering {
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| EbpfError::map("stats", e))?
             .unwrap_or_default();
-        Ok(SteerStats::sum_per_cpu(&per_cpu))
+        Ok(crate::stats::sum_per_cpu(&per_cpu))
     }
 }
 

@@ -338,8 +338,8 @@ mod tests {
         let RunResult::Rr(a) = fixture("rr.json") else {
             panic!()
         };
-        let mut fast = linerate_datapath::latency::empty_histogram();
-        let mut slow = linerate_datapath::latency::empty_histogram();
+        let mut fast = linerate_counters::latency::empty_histogram();
+        let mut slow = linerate_counters::latency::empty_histogram();
         fast.record_n(10_000, 99).unwrap();
         slow.record_n(1_000_000, 1).unwrap();
         let (mut x, mut y) = (a.clone(), a.clone());

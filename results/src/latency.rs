@@ -86,7 +86,7 @@ impl Latency {
 
     /// Several receivers' histograms merged (None when none measured).
     pub fn merged<'a>(hists: impl IntoIterator<Item = &'a Histogram<u64>>) -> Option<Self> {
-        let mut all = linerate_datapath::latency::empty_histogram();
+        let mut all = linerate_counters::latency::empty_histogram();
         let mut any = false;
         for h in hists {
             any = true;
@@ -106,7 +106,7 @@ impl Latency {
                 .deserialize(&mut std::io::Cursor::new(bytes))
                 .ok();
         }
-        let mut h = linerate_datapath::latency::empty_histogram();
+        let mut h = linerate_counters::latency::empty_histogram();
         for &(value, count) in &self.histogram_ns {
             h.record_n(value, count).ok()?;
         }
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn statistics_of_a_histogram_and_merged() {
-        let mut h = linerate_datapath::latency::empty_histogram();
+        let mut h = linerate_counters::latency::empty_histogram();
         for v in 1..=1000u64 {
             h.record(v * 1000).unwrap();
         }

@@ -3,8 +3,8 @@
 //! service demand formula, and the live counters an agent reads while a
 //! side runs.
 
-use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
-use linerate_ebpf::SteerStats;
+use linerate_counters::steer::SteerStats;
+use linerate_counters::{socket::XskStats, stats::CounterSnapshot};
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 
 use crate::{

@@ -1,7 +1,7 @@
 //! The figures of one request/response run, as printed and as JSON, and
 //! the pure functions a local run and the two-host merge build them with.
 
-use linerate_ebpf::SteerStats;
+use linerate_counters::steer::SteerStats;
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::latency::Latency;

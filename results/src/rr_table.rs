@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use linerate_datapath::stats::CounterSnapshot;
+use linerate_counters::stats::CounterSnapshot;
 
 use super::rr::{RrResult, SideCpu};
 use crate::{stream_table::thousands, system::Host, two_host};

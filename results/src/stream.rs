@@ -2,8 +2,8 @@
 //! `--json`, read back by the controller, a sweep and its report), and the
 //! pure functions a local run and the two-host merge build them with.
 
-use linerate_datapath::{geometry::Geometry, stats::CounterSnapshot};
-use linerate_ebpf::SteerStats;
+use linerate_counters::steer::SteerStats;
+use linerate_counters::{stats::CounterSnapshot, wire};
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::parts::{InterfaceCounters, WorkerReport};
@@ -266,11 +266,11 @@ pub struct FrameAccounting {
 /// are flattened into: each counter marked refused by its name; other
 /// fields of that object left alone, a counter missing reads as 0.
 mod refused {
-    use linerate_datapath::stats::CounterSnapshot;
+    use linerate_counters::stats::CounterSnapshot;
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
     use serde_json::{Map, Value};
 
-    fn names() -> impl Iterator<Item = &'static linerate_datapath::stats::Counter<CounterSnapshot>>
+    fn names() -> impl Iterator<Item = &'static linerate_counters::stats::Counter<CounterSnapshot>>
     {
         CounterSnapshot::FIELDS.iter().filter(|c| c.refused)
     }
@@ -335,7 +335,7 @@ impl SideFigures {
         if window_s <= 0.0 {
             return Self::default();
         }
-        let wire_bytes = Geometry::wire_bytes(c.bytes, c.frames);
+        let wire_bytes = wire::wire_bytes(c.bytes, c.frames);
         let payload_mb_s = c.payload_bytes as f64 / window_s / 1e6;
         let wire_mb_s = wire_bytes as f64 / window_s / 1e6;
         let message_mb_s = messages.then(|| c.message_bytes as f64 / window_s / 1e6);
@@ -345,7 +345,7 @@ impl SideFigures {
             payload_mb_s,
             wire_mb_s,
             wire_gbit_s: wire_mb_s * 8.0 / 1000.0,
-            avg_frame_size: Geometry::mean_frame_size(c.bytes, c.frames),
+            avg_frame_size: wire::mean_frame_size(c.bytes, c.frames),
             link_packets_per_s: 0.0,
             messages_per_s: messages.then(|| c.messages as f64 / window_s),
             message_mb_s,

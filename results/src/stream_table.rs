@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use linerate_datapath::stats::CounterSnapshot;
+use linerate_counters::stats::CounterSnapshot;
 
 use super::stream::{SideFigures, StreamResult};
 use crate::{system::Host, two_host};

@@ -18,12 +18,12 @@ use crate::{
     message::Fragmentation,
     mix::SizeMix,
     pacing::Pacer,
-    stats::{CounterSnapshot, WorkerCounters},
     worker::{
         spawn_with, FlowTable, Placement, RxSummary, StopSignal, TxSummary, WaitMode, Worker,
         WorkerError,
     },
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Socket buffer size asked for (SO_SNDBUFFORCE / SO_RCVBUFFORCE).
 pub const SOCKET_BUFFER: usize = 16 << 20;

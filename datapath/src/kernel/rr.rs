@@ -16,9 +16,9 @@ use nix::{
 use crate::{
     latency::MAX_LATENCY_NS,
     message::Fragmentation,
-    stats::{CounterSnapshot, WorkerCounters},
     worker::{ClientConfig, Placement, RrSummary, StopSignal, WaitMode, Worker, WorkerError},
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// One side of a kernel-stack rr run.
 #[derive(Debug, Clone)]

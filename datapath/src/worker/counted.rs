@@ -14,7 +14,8 @@ use super::{
     flows::RxSummary,
     spawn::{spawn_with, Placement, StopSignal, Worker},
 };
-use crate::{binding::BindMode, frame::HEADER_OFFSET, stats::CounterSnapshot};
+use crate::{binding::BindMode, frame::HEADER_OFFSET};
+use linerate_counters::stats::CounterSnapshot;
 
 /// How often the worker publishes its flow's counters.
 const PUBLISH_EVERY: Duration = Duration::from_millis(1);

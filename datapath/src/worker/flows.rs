@@ -9,8 +9,8 @@ use crate::{
     latency::OneWay,
     message::{MessageTracker, Outcome},
     sequence::SequenceTracker,
-    stats::CounterSnapshot,
 };
+use linerate_counters::stats::CounterSnapshot;
 
 /// Flows a receiver keeps sequence accounting for.
 pub const MAX_FLOWS: usize = 4096;

@@ -38,9 +38,9 @@ use crate::{
     geometry::Geometry,
     message::Fragmentation,
     mix::SizeMix,
-    stats::{CounterSnapshot, WorkerCounters},
     xsk::Credits,
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Repetitions per call: ~50 ms of sending at 5 Mpps, less when paced
 /// (a skipped repetition costs less than a sent one).

@@ -34,9 +34,9 @@ use crate::{
         faults::{Fault, Faults},
         loopback,
     },
-    stats::WorkerCounters,
     xsk::{SocketOptions, ZeroCopy},
 };
+use linerate_counters::stats::WorkerCounters;
 
 const RESPONDER_PORT: u16 = 7000;
 
@@ -240,7 +240,7 @@ fn gen_counts(
     mix: Option<SizeMix>,
     sent: u64,
     sent_bytes: u64,
-) -> crate::stats::CounterSnapshot {
+) -> linerate_counters::stats::CounterSnapshot {
     let cfg = GenWorkerConfig {
         iface: "none".into(),
         frame,
@@ -259,7 +259,7 @@ fn gen_counts(
         bytes: sent_bytes,
         ..Default::default()
     };
-    let mut c = crate::stats::CounterSnapshot::default();
+    let mut c = linerate_counters::stats::CounterSnapshot::default();
     GenAccounting::new(&cfg).account(&f, &Default::default(), 1, &mut c);
     c
 }

@@ -24,9 +24,9 @@ use crate::{
     latency::MAX_LATENCY_NS,
     message::{Fragmentation, MessageTracker},
     port::{Receive, Transmit},
-    stats::{CounterSnapshot, WorkerCounters},
     xsk::{DuplexPort, SocketOptions},
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Everything a request/response worker needs.
 pub struct RrWorkerConfig {
@@ -197,7 +197,7 @@ pub(crate) fn respond<P: Transmit + Receive>(
     let mut flows: Vec<Option<MessageTracker>> = Vec::new();
     let mut out = Outbox::new(Kind::Response, cfg.send, 16, 1024);
     while !cfg.stop.should_stop(Instant::now()) {
-        c.frames_sent(port.reclaim());
+        c.completed += port.reclaim() as u64;
         let now = monotonic_ns();
         let got = port.recv(|f| {
             let p = match parse(f.head) {
@@ -282,7 +282,7 @@ pub(crate) fn run_client<P: Transmit + Receive>(
     };
     tx.start(monotonic_ns(), &mut |f, id| push(&mut out, f, id));
     while !cfg.stop.should_stop(Instant::now()) && !tx.all_done() {
-        c.frames_sent(port.reclaim());
+        c.completed += port.reclaim() as u64;
         let now = monotonic_ns();
         let measuring = cl.measuring.load(Ordering::Relaxed);
         let got = port.recv(|f| {
@@ -317,11 +317,4 @@ pub(crate) fn run_client<P: Transmit + Receive>(
         latency: tx.hist,
         xsk: port.stats().unwrap_or_default(),
     })
-}
-
-impl CounterSnapshot {
-    #[inline]
-    fn frames_sent(&mut self, completed: usize) {
-        self.completed += completed as u64;
-    }
 }

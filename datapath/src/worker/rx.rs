@@ -13,9 +13,9 @@ use crate::{
     clock::monotonic_ns,
     geometry::CHUNK_DATA,
     port::{Receive, RxFrame},
-    stats::{CounterSnapshot, WorkerCounters},
     xsk::{Acks, Credits, RxPort, SocketOptions},
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Called in the worker's thread once its socket is bound and the fill
 /// ring is full: registers the socket with the steering program.

@@ -10,7 +10,8 @@ use std::{
 use crossbeam::channel::{bounded, Receiver};
 
 use super::error::WorkerError;
-use crate::{binding::BindMode, stats::WorkerCounters};
+use crate::binding::BindMode;
+use linerate_counters::stats::WorkerCounters;
 
 /// Where a worker runs.
 #[derive(Debug, Clone, Default)]

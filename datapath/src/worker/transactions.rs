@@ -9,7 +9,8 @@ use std::{
 
 use hdrhistogram::Histogram;
 
-use crate::{latency::MAX_LATENCY_NS, stats::CounterSnapshot};
+use crate::latency::MAX_LATENCY_NS;
+use linerate_counters::stats::CounterSnapshot;
 
 /// The client's part.
 #[derive(Debug, Clone)]

@@ -21,9 +21,9 @@ use crate::{
     mix::SizeMix,
     pacing::Pacer,
     port::{FrameMut, Transmit},
-    stats::{CounterSnapshot, WorkerCounters},
     xsk::{SocketOptions, TxPort},
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Everything a sender needs.
 #[derive(Debug, Clone)]

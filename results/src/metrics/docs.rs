@@ -2,7 +2,7 @@
 
 /// A counter of a family: a field of its snapshot, declared with the
 /// worker counters in `datapath::stats` (that family is declared there).
-use linerate_datapath::stats::Counter;
+use linerate_counters::stats::Counter;
 
 use super::lists::{
     figures, refused_counters, CPU_FAMILY, INTERFACE, LATENCY_FAMILY, RUN_ACTIVE, STEERING,

@@ -4,9 +4,9 @@ use super::super::run::RunResult;
 use crate::{system::Host, system::IfCounters};
 /// A counter of a family: a field of its snapshot, declared with the
 /// worker counters in `datapath::stats` (that family is declared there).
-use linerate_datapath::stats::Counter;
-use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
-use linerate_ebpf::SteerStats;
+use linerate_counters::stats::Counter;
+use linerate_counters::steer::SteerStats;
+use linerate_counters::{socket::XskStats, stats::CounterSnapshot};
 
 use super::lists::{
     figures, refused_counters, Figure, Read, SteeringAt, Tests, INTERFACE, STEERING,

@@ -39,7 +39,7 @@ mod tests {
     use serde::{de::DeserializeOwned, Serialize};
     use serde_json::Value;
 
-    use linerate_datapath::stats::Counter;
+    use linerate_counters::stats::Counter;
 
     use super::super::run::RunResult;
     use super::{docs::markdown, lists::*, lookup::*};

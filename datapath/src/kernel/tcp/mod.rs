@@ -20,9 +20,9 @@ use crate::{
     header::{Kind, MESSAGE_HEADER_LEN},
     message::Fragmentation,
     pacing::Pacer,
-    stats::{CounterSnapshot, WorkerCounters},
     worker::{FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Bytes handed to one write().
 const CHUNK: usize = 256 << 10;

@@ -21,11 +21,11 @@ use crate::{
         rr::{answered, err, idle, responded, spawn_client_with, wait_any, KernelRrConfig},
         spawn_socket, RecordParser, SOCKET_BUFFER,
     },
-    stats::{CounterSnapshot, WorkerCounters},
     worker::{
         transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker, WorkerError,
     },
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Writes all of `bytes`, waiting for socket space when needed.
 fn write_all(s: &mut TcpStream, mut bytes: &[u8], stop: &StopSignal) -> Result<(), WorkerError> {

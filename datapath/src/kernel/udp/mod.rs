@@ -30,10 +30,10 @@ use crate::{
     header::{Kind, HEADER_LEN},
     mix::SizeMix,
     pacing::Pacer,
-    stats::{CounterSnapshot, WorkerCounters},
     worker::busy_poll::{self, BusyPollError, EpollWait, BUSY_POLL_USECS},
     worker::{FlowTable, RxSummary, TxSummary, WaitMode, Worker, WorkerError},
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Largest UDP payload a GSO send may carry.
 const GSO_MAX_BYTES: usize = 65_000;

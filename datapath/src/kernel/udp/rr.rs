@@ -25,13 +25,13 @@ use crate::{
         spawn_socket, SOCKET_BUFFER,
     },
     message::{Fragmentation, MessageTracker},
-    stats::{CounterSnapshot, WorkerCounters},
     worker::busy_poll::{self, BusyPollError, EpollWait},
     worker::{
         transactions::Transactions, ClientConfig, RrSummary, StopSignal, WaitMode, Worker,
         WorkerError, MAX_FLOWS,
     },
 };
+use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Datagram sender of whole messages, in sendmmsg batches.
 struct DatagramOut {

@@ -500,15 +500,21 @@ fn report_has_no_cycle_and_no_upward_import() {
     check("report", "report");
 }
 
+#[test]
+fn remote_has_no_cycle_and_no_upward_import() {
+    check("remote", "remote");
+}
+
 /// Every crate whose layers docs/architecture.md lists, and its directory
 /// (the order between crates is Cargo's to check: a crate cannot name one
 /// that does not depend on it).
-const CRATES: [(&str, &str); 5] = [
+const CRATES: [(&str, &str); 6] = [
     ("control", "control"),
     ("datapath", "datapath"),
     ("results", "results"),
     ("host", "host"),
     ("report", "report"),
+    ("remote", "remote"),
 ];
 
 /// The lowest and highest layers' first modules of a crate.

@@ -22,6 +22,7 @@ pub mod expect;
 pub mod fit;
 pub mod fleet;
 pub mod latency;
+pub mod merge;
 pub mod metrics;
 pub mod parts;
 pub mod rr;

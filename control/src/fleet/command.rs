@@ -12,15 +12,13 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::host::{self, Made};
-use crate::{
-    cli::FleetAction,
-    remote::{api, token},
-};
+use crate::cli::FleetAction;
 use linerate_host::{
     inventory::{Inventory, Pair, Side},
     output::{self, emit},
     privilege,
 };
+use linerate_remote::{api, token};
 
 /// `linerate fleet up|status|down|prometheus`.
 pub fn command(action: FleetAction) -> Result<ExitCode> {

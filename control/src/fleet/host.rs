@@ -325,7 +325,7 @@ pub fn wait_for_agents(made: &mut [Made]) -> Result<()> {
     let end = Instant::now() + AGENT_WAIT;
     for m in made.iter_mut() {
         for (side, child) in [&m.pair.tx, &m.pair.rx].into_iter().zip(&mut m.agents) {
-            let token = crate::remote::token::read(Some(&side.token_file))?;
+            let token = linerate_remote::token::read(Some(&side.token_file))?;
             loop {
                 let ok = http
                     .get(&format!("{}/v1/version", side.agent))

@@ -16,13 +16,11 @@ use serde_json::{json, Value};
 
 use crate::{
     cli::AgentArgs,
-    remote::{
-        controller::{self, PairRun},
-        token,
-    },
+    remote::controller::{self, PairRun},
     request::RunRequest,
 };
 use linerate_host::inventory::{Inventory, Pair};
+use linerate_remote::token;
 use linerate_results::{
     expect::Expectation,
     run::{RunResult, TwoHostResult},

@@ -4,9 +4,5 @@
 //! side of a run a child process plays.
 
 pub mod agent;
-pub mod api;
 pub mod controller;
-pub mod merge;
-pub mod metrics;
 pub mod role;
-pub mod token;

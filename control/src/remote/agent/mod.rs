@@ -28,10 +28,7 @@ use self::{
     state::{Shared, BODY_LIMIT, FD_RESERVE},
 };
 
-use super::{
-    api::{self},
-    token,
-};
+use linerate_remote::{api, token};
 
 use crate::cli::AgentServeArgs;
 
@@ -123,10 +120,10 @@ mod tests {
         time::Duration,
     };
 
-    use super::super::api::{self, RunRequest};
     use super::{allow::*, runs::*, state::*};
     use crate::cli::AllowedIface;
     use crate::request;
+    use linerate_remote::api::{self, RunRequest};
 
     fn agent(allow: Vec<AllowedIface>, allow_force: bool) -> Shared {
         Shared {

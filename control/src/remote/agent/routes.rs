@@ -1,10 +1,6 @@
 //! The API's routes, and the endpoints that read this host (version,
 //! clock, interfaces, doctor, /metrics); the run endpoints are in `runs`.
 
-use super::super::{
-    api::{self},
-    metrics,
-};
 use super::{
     allow::refuse_where,
     runs::{busy, create, lease, status, stop, unix_ns},
@@ -21,6 +17,7 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
+use linerate_remote::{api, metrics};
 use serde::Deserialize;
 use std::sync::Arc;
 

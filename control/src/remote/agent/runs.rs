@@ -2,7 +2,6 @@
 //! its lease, its output and live counters, and the run endpoints
 //! (create, status, lease, stop).
 
-use super::super::api::{self, ApiError, Created, RunRequest};
 use super::{
     server::{error, too_large},
     state::{Shared, Slot, KILL_AFTER, LEASE_MS, TAIL},
@@ -15,6 +14,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
+use linerate_remote::api::{self, ApiError, Created, RunRequest};
 use nix::{sys::signal, unistd::Pid};
 use serde::Deserialize;
 use std::{

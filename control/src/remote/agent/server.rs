@@ -1,7 +1,6 @@
 //! The accept loop and its limits: a connection cap (refused with a JSON
 //! 503), the request deadline, the body limit, JSON errors and the token.
 
-use super::super::{api::ApiError, token};
 use super::state::{Shared, BODY_LIMIT, DRAIN_LIMIT, LINGERING};
 use axum::{
     body::Body,
@@ -11,6 +10,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json, Router,
 };
+use linerate_remote::{api::ApiError, token};
 use std::{sync::Arc, time::Duration};
 
 /// Accepts connections until Ctrl-C or SIGTERM: at most `cap` at once

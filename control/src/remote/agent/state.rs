@@ -1,8 +1,8 @@
 //! The agent's state: the one run slot, its child and lease, and the
 //! limits every server of it keeps.
 
-use super::super::api::{Holder, RunStatus};
 use crate::cli::AllowedIface;
+use linerate_remote::api::{Holder, RunStatus};
 use std::{
     net::SocketAddr,
     path::PathBuf,

@@ -13,7 +13,7 @@ use std::{
 };
 
 use super::side::Side;
-use crate::remote::merge;
+use linerate_results::merge;
 use linerate_results::{
     latency::ClockCorrection,
     run::{Partial, RunResult, TwoHostResult},

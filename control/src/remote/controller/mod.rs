@@ -11,8 +11,6 @@
 //! end and merges what they measured; printing is the local runs' own
 //! (`results::run::TwoHostResult::table`, `output`).
 
-mod client;
-mod clock;
 mod collect;
 mod side;
 mod start;
@@ -122,7 +120,7 @@ impl PairRun {
 /// This host's wall clock, ns since the Unix epoch (the clock agreed
 /// start instants are given in).
 pub fn unix_ns() -> u64 {
-    client::unix_ns()
+    linerate_remote::client::unix_ns()
 }
 
 /// Time from the start requests to the agreed start of a run.

@@ -6,16 +6,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use super::{
+use super::side::Side;
+use crate::request;
+use linerate_remote::{
+    api::{self, Created, RunRequest},
     client::{unix_ns, Remote},
-    side::Side,
-};
-use crate::{
-    remote::{
-        api::{self, Created, RunRequest},
-        token,
-    },
-    request,
+    token,
 };
 use linerate_results::latency::ClockCorrection;
 
@@ -144,7 +140,7 @@ impl End {
 impl Ends {
     /// The receiving host's CLOCK_MONOTONIC minus the sending host's.
     pub(super) fn clock(&self) -> Option<ClockCorrection> {
-        super::clock::monotonic_offset(
+        linerate_remote::clock::monotonic_offset(
             (self.tx.remote.monotonic_ns, self.tx.remote.rtt_ns),
             (self.rx.remote.monotonic_ns, self.rx.remote.rtt_ns),
         )

@@ -13,8 +13,8 @@
 
 use std::sync::atomic::AtomicU64;
 
-use linerate_datapath::{stats::CounterSnapshot, xsk::XskStats};
-use linerate_ebpf::SteerStats;
+use linerate_counters::steer::SteerStats;
+use linerate_counters::{socket::XskStats, stats::CounterSnapshot};
 use prometheus_client::{
     encoding::text::encode,
     metrics::{counter::Counter, family::Family, gauge::Gauge},

@@ -4,8 +4,8 @@
 //! with its host, CPU per host, and the agents. Loss, rates and service
 //! demand come from the functions a local run uses.
 
-use linerate_host::cpu::Host;
-use linerate_results::{
+use crate::system::Host;
+use crate::{
     parts::WorkerReport,
     rr::{transaction_mb_s, RrResult, SideCpu},
     stream::{FrameAccounting, StreamResult},
@@ -26,8 +26,8 @@ fn napi_threads(tx: &[(i32, usize)], rx: &[(i32, usize)]) -> Vec<(i32, usize)> {
 /// result stays the sending host's, as in a local run).
 fn described(
     mut agents: Agents,
-    tx: &linerate_host::environment::Environment,
-    rx: &linerate_host::environment::Environment,
+    tx: &crate::system::Environment,
+    rx: &crate::system::Environment,
 ) -> Agents {
     agents.tx.environment = Some(tx.clone());
     agents.rx.environment = Some(rx.clone());
@@ -117,8 +117,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use linerate_host::cpu::CoreUse;
-    use linerate_results::{
+    use crate::system::CoreUse;
+    use crate::{
         run::{RunResult, TwoHostResult},
         two_host::Agent,
     };

@@ -8,7 +8,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use thiserror::Error;
 
 use super::clock;
-use crate::remote::api::{self, ApiError};
+use crate::api::{self, ApiError};
 use linerate_host::shown::shown;
 use linerate_results::two_host::Agent;
 
@@ -76,21 +76,21 @@ pub enum AgentError {
 }
 
 /// One agent as the controller sees it.
-pub(super) struct Remote {
-    pub(super) name: &'static str,
-    pub(super) url: String,
+pub struct Remote {
+    pub name: &'static str,
+    pub url: String,
     http: ureq::Agent,
     auth: String,
     version: api::Version,
-    pub(super) offset_ns: i64,
-    pub(super) rtt_ns: u64,
+    pub offset_ns: i64,
+    pub rtt_ns: u64,
     /// Its CLOCK_MONOTONIC minus our wall clock, ns, from the same sample
     /// (None: an agent that does not report it).
-    pub(super) monotonic_ns: Option<i64>,
+    pub monotonic_ns: Option<i64>,
 }
 
 /// This host's wall clock, ns since the Unix epoch.
-pub(super) fn unix_ns() -> u64 {
+pub fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -98,7 +98,7 @@ pub(super) fn unix_ns() -> u64 {
 
 impl Remote {
     /// Checks the agent answers, takes the token and runs our version; estimates its clock offset.
-    pub(super) fn connect(name: &'static str, url: &str, token: &str) -> Result<Self> {
+    pub fn connect(name: &'static str, url: &str, token: &str) -> Result<Self> {
         let url = url.trim_end_matches('/');
         let url = if url.starts_with("https://") {
             bail!("{name} {url}: agents speak plain HTTP on a management network: use http://HOST:PORT");
@@ -175,7 +175,7 @@ impl Remote {
         }
     }
 
-    pub(super) fn get<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<T, AgentError> {
+    pub fn get<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<T, AgentError> {
         let r = self
             .http
             .get(&format!("{}{path}", self.url))
@@ -185,7 +185,7 @@ impl Remote {
         self.body(r, what)
     }
 
-    pub(super) fn post<T: DeserializeOwned>(
+    pub fn post<T: DeserializeOwned>(
         &self,
         path: &str,
         body: &impl Serialize,
@@ -199,11 +199,7 @@ impl Remote {
     /// these, and a body left unread can make the server close the
     /// connection after its answer, which the next request, reusing it
     /// from the pool, then finds closed ("Unexpected EOF").
-    pub(super) fn post_empty<T: DeserializeOwned>(
-        &self,
-        path: &str,
-        what: &str,
-    ) -> Result<T, AgentError> {
+    pub fn post_empty<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<T, AgentError> {
         let r = self.post_to(path).call();
         self.body(r.map_err(|e| self.error(what, e))?, what)
     }
@@ -225,7 +221,7 @@ impl Remote {
     }
 
     /// The agent as the result names it.
-    pub(super) fn describe(&self) -> Agent {
+    pub fn describe(&self) -> Agent {
         Agent {
             url: self.url.clone(),
             version: self.version.version.clone(),
@@ -237,7 +233,7 @@ impl Remote {
     }
 
     /// The agent's interface (`GET /v1/ifaces/NAME[?netns=NS]`).
-    pub(super) fn iface(&self, iface: &str, netns: Option<&str>) -> Result<api::Iface, AgentError> {
+    pub fn iface(&self, iface: &str, netns: Option<&str>) -> Result<api::Iface, AgentError> {
         self.get(&iface_path(iface, netns), "the interface query")
     }
 }

@@ -2,7 +2,7 @@
 //! one with the lowest round trip bounds the offset best.
 
 /// Clock samples per agent.
-pub(super) const SAMPLES: usize = 5;
+pub const SAMPLES: usize = 5;
 
 use linerate_results::latency::ClockCorrection;
 
@@ -11,18 +11,18 @@ use linerate_results::latency::ClockCorrection;
 /// epoch, and its CLOCK_MONOTONIC, ns (0: an agent that does not report
 /// it).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Sample {
-    pub(super) sent: u64,
-    pub(super) theirs: u64,
-    pub(super) monotonic: u64,
-    pub(super) back: u64,
+pub struct Sample {
+    pub sent: u64,
+    pub theirs: u64,
+    pub monotonic: u64,
+    pub back: u64,
 }
 
 /// Of the sample with the lowest round trip: the round trip, the offset of
 /// the agent's wall clock from ours and of its CLOCK_MONOTONIC from our
 /// wall clock (None: not reported); the agent's clocks are read at the
 /// middle of it.
-pub(super) fn offset(samples: &[Sample]) -> (u64, i64, Option<i64>) {
+pub fn offset(samples: &[Sample]) -> (u64, i64, Option<i64>) {
     samples
         .iter()
         .map(|s| {
@@ -41,10 +41,7 @@ pub(super) fn offset(samples: &[Sample]) -> (u64, i64, Option<i64>) {
 /// no offset that was measured (two namespaces of one host share one
 /// clock): it is taken as 0, or every frame faster than the error would
 /// have its send time after its receive time.
-pub(super) fn monotonic_offset(
-    tx: (Option<i64>, u64),
-    rx: (Option<i64>, u64),
-) -> Option<ClockCorrection> {
+pub fn monotonic_offset(tx: (Option<i64>, u64), rx: (Option<i64>, u64)) -> Option<ClockCorrection> {
     let offset_ns = rx.0? - tx.0?;
     let uncertainty_ns = (tx.1 + rx.1) / 2;
     Some(ClockCorrection {

@@ -12,7 +12,7 @@
 //! (name, /metrics name, unit, meaning; [`WORKER_COUNTERS`] is that
 //! list), the line of the worker that counts it, and docs/metrics.md
 //! regenerated (`LINERATE_WRITE_DOCS=1 cargo test -p
-//! linerate metrics_page`). It is then in every result's workers, on
+//! linerate-results metrics_page`). It is then in every result's workers, on
 //! /metrics, and in sweep files as `counters.tx.NAME`, `counters.rx.NAME`
 //! (whole run) and `counters.tx.NAME_per_s`, `counters.rx.NAME_per_s`
 //! (over the window).

@@ -124,6 +124,16 @@ pub struct Throughput {
     pub tx_engine: String,
 }
 
+/// The throughput search's configuration: the NDR and the PDR together,
+/// to the budget's width and trials; `binary`, one full-length trial per
+/// load.
+fn search_settings(kind: SearchArg, (ndr_loss, pdr_loss): (f64, f64), budget: &Budget) -> Settings {
+    Settings {
+        one_trial_per_load: kind == SearchArg::Binary,
+        ..Settings::mlr(ndr_loss, pdr_loss, budget.width, budget.mlr_trials)
+    }
+}
+
 /// Finds the NDR and the PDR together: MLRsearch in the configuration
 /// `kind` names, at most `budget.mlr_trials` trials after the unpaced one.
 pub fn throughput(
@@ -133,8 +143,7 @@ pub fn throughput(
     kind: SearchArg,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<Throughput>> {
-    let mut settings = Settings::mlr(ndr_loss, pdr_loss, budget.width, budget.mlr_trials);
-    settings.one_trial_per_load = kind == SearchArg::Binary;
+    let settings = search_settings(kind, (ndr_loss, pdr_loss), budget);
     let m = mlrsearch::run(plan, settings, interrupted)?;
     let outcome = Throughput {
         tolerance_pct: ndr_loss,
@@ -537,6 +546,36 @@ fn trial(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_throughput_is_one_search_for_both_goals_one_trial_per_load() {
+        let b = search_settings(SearchArg::Binary, (0.0, 0.5), &Budget::QUICK);
+        assert_eq!(b.name(), "binary");
+        assert_eq!(b.losses(), vec![("NDR", 0.0), ("PDR", 0.5)]);
+        assert_eq!((b.width, b.max_trials), (0.02, 24));
+        assert_eq!((b.exceed_ratio(), b.unpaced_trials()), (0.0, 1));
+        assert!(b.goals(1.0).iter().all(|g| g.targets().len() == 1));
+        let m = search_settings(SearchArg::Mlr, (0.0, 0.5), &Budget::FULL);
+        assert_eq!(m, Settings::mlr(0.0, 0.5, 0.01, 40));
+        assert_eq!(Budget::FULL.trials_per_size(), 1 + 40 + 5 * 7 + 10 + 5 * 12);
+    }
+
+    #[test]
+    fn throughput_records_of_the_old_binary_searches_still_load() {
+        // Written by two binary searches (one per goal), and before
+        // MLRsearch (no search, no NDR or PDR kept).
+        let two = r#"{"tolerance_pct":0.0,"search":"binary","trials":[{"offered_pps":null,"sent":10,"received":9,"sent_fps":100.0,"received_fps":90.0,"loss_pct":10.0,"pass":false,"duration_s":1.0},{"offered_pps":25.0,"sent":5,"received":5,"sent_fps":50.0,"received_fps":50.0,"loss_pct":0.0,"pass":true,"duration_s":1.0}],"highest_fps":100.0,"fps":50.0,"offered_pps":25.0,"ndr":{"name":"NDR","loss_pct":0.0,"offered_pps":25.0,"upper_pps":null,"fps":50.0,"fps_min":50.0,"fps_max":50.0,"trials":[],"within_width":true},"pdr":null,"trial_time_s":2.0,"tx_engine":"xdp"}"#;
+        let t: Throughput = serde_json::from_str(two).unwrap();
+        assert_eq!(
+            (t.search.as_str(), t.fps, t.trials.len()),
+            ("binary", Some(50.0), 2)
+        );
+        assert_eq!(t.ndr.unwrap().offered_pps, Some(25.0));
+        let old = r#"{"tolerance_pct":0.0,"trials":[{"offered_pps":null,"sent":10,"received":10,"sent_fps":100.0,"received_fps":100.0,"loss_pct":0.0,"pass":true}],"highest_fps":100.0,"fps":100.0,"offered_pps":null}"#;
+        let t: Throughput = serde_json::from_str(old).unwrap();
+        assert_eq!((t.search.as_str(), t.fps), ("", Some(100.0)));
+        assert_eq!((t.trials[0].duration_s, t.ndr, t.pdr), (0.0, None, None));
+    }
 
     #[test]
     fn a_burst_never_lost_is_not_reached_and_says_so() {

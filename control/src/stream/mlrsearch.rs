@@ -228,3 +228,53 @@ pub fn print_table(m: &MlrResult) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> StreamResult {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn binary_prints_its_one_goal_and_the_run_found_and_keeps_found_in_json() {
+        let s = Settings::binary(1.0);
+        let mut m = MlrResult::empty(&s, 0.5);
+        let t = Trial {
+            received_fps: 1000.0,
+            loss_pct: 0.5,
+            pass: true,
+            duration_s: 0.5,
+            ..Trial::default()
+        };
+        m.trials = vec![t.clone()];
+        m.ndr = Some(search::found("NDR", 1.0, None, None, vec![t], true));
+        m.kept = Some(fixture());
+        let table = print_table(&m);
+        assert!(
+            table.starts_with("linerate stream --search-rate 1 --search binary (MLRsearch, one full-length trial of 0.5 s per load): the highest rate with loss <= 1 % to 1 % width\n"),
+            "{table}"
+        );
+        assert!(table.contains("\n  NDR: 1000 frames/s received (median of 1 full-length trial(s), 1000 to 1000), offered unpaced per queue\n"), "{table}");
+        assert!(!table.contains("PDR"), "{table}");
+        assert!(table.contains("  the run at the rate found:\n"), "{table}");
+        let j = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            (&j["test"], &j["search"]),
+            (&"stream-mlrsearch".into(), &"binary".into())
+        );
+        assert_eq!(j["exceed_ratio"], 0.0);
+        assert_eq!(j["found"]["test"], "stream");
+        assert_eq!(j["trials"][0]["pass"], true);
+        assert!(j["pdr"].is_null() && j["pdr_loss_pct"].is_null());
+        // MLRsearch's own prints both goals, and no run.
+        let mut m = MlrResult::empty(&Settings::stream(0.5), 1.0);
+        m.kept = Some(fixture());
+        let table = print_table(&m);
+        assert!(table.contains("\n  NDR: not found") && table.contains("\n  PDR: not found"));
+        assert!(!table.contains("the run at the rate found"), "{table}");
+    }
+}

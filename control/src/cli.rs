@@ -520,7 +520,8 @@ pub enum SearchArg {
     /// MLRsearch: NDR and PDR together, short trials then full-length ones.
     #[default]
     Mlr,
-    /// A binary search over full-length trials, one loss tolerance.
+    /// MLRsearch as a binary search: one goal per loss tolerance, one
+    /// full-length trial per load.
     Binary,
 }
 
@@ -795,15 +796,16 @@ pub struct StreamArgs {
     pub pcap_count: u32,
     /// Find the highest rate whose loss stays at or below PERCENT (RFC 2544
     /// throughput with a loss tolerance, TRex's NDR): trials of --duration
-    /// each, the first unpaced, then a binary search to 1 %.
+    /// each, the first unpaced, then MLRsearch (--search) to 1 %.
     #[arg(long, value_name = "PERCENT", conflicts_with_all = ["count", "rate", "rx_only"], allow_negative_numbers = true, value_parser = parse_tolerance)]
     pub search_rate: Option<f64>,
     /// The search of --search-rate (and of rfc2544's throughput test):
     /// `mlr` (MLRsearch, draft-ietf-bmwg-mlrsearch as FD.io CSIT runs it:
     /// the NDR, no loss, and the PDR, loss <= PERCENT, in one search; short
     /// trials bracket the rates, full-length trials of --duration confirm
-    /// them) or `binary` (a binary search for PERCENT alone, every trial
-    /// full-length).
+    /// them) or `binary` (the same search for PERCENT alone, one
+    /// full-length trial per load, a load met when that trial met PERCENT:
+    /// goal exceed ratio 0).
     #[arg(long, value_enum, default_value_t = SearchArg::Mlr)]
     pub search: SearchArg,
     /// Who sends: `backend` (the --backend engine's senders; AF_XDP by

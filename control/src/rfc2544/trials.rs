@@ -18,8 +18,8 @@ use crate::{
     plan::stream::StreamPlan,
     stream::{
         self,
-        mlrsearch::{self, Found, Settings},
-        search,
+        mlrsearch::{self, Settings},
+        search::{self, Found},
     },
 };
 use linerate_results::{latency::Latency, stream::StreamResult};
@@ -32,9 +32,9 @@ const LOSS_STEPS: [f64; 10] = [100.0, 90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 
 /// How many trials each test may take.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
-    /// Paced trials of a binary search after the unpaced one.
-    pub search: usize,
-    /// MLRsearch's trials after the unpaced one, at most.
+    /// The throughput search's trials after the unpaced one, at most
+    /// (either configuration: `binary` searches the NDR and the PDR
+    /// together too, one full-length trial per load).
     pub mlr_trials: usize,
     /// The throughput search's width (MLRsearch's Goal Width), relative.
     pub width: f64,
@@ -51,7 +51,6 @@ pub struct Budget {
 impl Budget {
     /// A full run: the search as `stream --search-rate` runs it.
     pub const FULL: Self = Self {
-        search: search::MAX_TRIALS,
         mlr_trials: 40,
         width: search::RESOLUTION,
         doublings: 6,
@@ -61,7 +60,6 @@ impl Budget {
     };
     /// `--quick`: fewer trials (a coarser search).
     pub const QUICK: Self = Self {
-        search: 5,
         mlr_trials: 24,
         width: 0.02,
         doublings: 2,
@@ -70,12 +68,11 @@ impl Budget {
         latency_trials: 3,
     };
 
-    /// Trials a size takes at most: the search (MLRsearch's, or two binary
-    /// searches), the latency trials (each with its retries, in trials of
+    /// Trials a size takes at most: the search, the latency trials (each with its retries, in trials of
     /// the run's length), the loss steps, and the bursts
     /// (shortest burst down to 1 frame at worst), repeated.
     pub fn trials_per_size(&self) -> usize {
-        1 + self.mlr_trials.max(2 * self.search + 1)
+        1 + self.mlr_trials
             + self.latency_trials * LATENCY_RETRY_LENGTHS
             + LOSS_STEPS.len()
             + self.b2b_trials * (1 + (self.doublings + self.halvings) as usize)
@@ -93,14 +90,16 @@ pub struct Ran<T> {
 }
 
 /// Throughput: the NDR (loss within --loss, RFC 2544's throughput) and
-/// the PDR (loss within --pdr-loss), found together by MLRsearch (or by
-/// two binary searches, `--search binary`).
+/// the PDR (loss within --pdr-loss), found together by MLRsearch (in its
+/// `binary` configuration with `--search binary`: one full-length trial
+/// per load).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     /// Loss tolerated (the NDR's), %.
     pub tolerance_pct: f64,
-    /// The search: "mlr" or "binary" (empty in results written before
-    /// MLRsearch: a binary search).
+    /// The search: "mlr" or "binary" (MLRsearch's configurations; empty in
+    /// results written before MLRsearch: two binary searches, one per
+    /// goal, whose records read the same).
     #[serde(default)]
     pub search: String,
     /// Every trial, the first unpaced.
@@ -125,31 +124,18 @@ pub struct Throughput {
     pub tx_engine: String,
 }
 
-/// A binary search's rate as MLRsearch's: its one full-length trial.
-fn binary_found(name: &str, s: &search::SearchResult) -> Option<Found> {
-    let f = s.found.as_ref()?;
-    let t = s.trials.iter().rev().find(|t| t.pass)?.clone();
-    let upper = s
-        .trials
-        .iter()
-        .filter(|t| !t.pass)
-        .filter_map(|t| t.offered_pps)
-        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))));
-    Some(Found {
-        name: name.into(),
-        loss_pct: s.loss_threshold_pct,
-        offered_pps: f.params.rate_pps,
-        upper_pps: upper,
-        fps: t.received_fps,
-        fps_min: t.received_fps,
-        fps_max: t.received_fps,
-        trials: vec![t],
-        within_width: true,
-    })
+/// The throughput search's configuration: the NDR and the PDR together,
+/// to the budget's width and trials; `binary`, one full-length trial per
+/// load.
+fn search_settings(kind: SearchArg, (ndr_loss, pdr_loss): (f64, f64), budget: &Budget) -> Settings {
+    Settings {
+        one_trial_per_load: kind == SearchArg::Binary,
+        ..Settings::mlr(ndr_loss, pdr_loss, budget.width, budget.mlr_trials)
+    }
 }
 
-/// Finds the NDR and the PDR: MLRsearch, or two binary searches of at
-/// most `budget.search` paced trials each.
+/// Finds the NDR and the PDR together: MLRsearch in the configuration
+/// `kind` names, at most `budget.mlr_trials` trials after the unpaced one.
 pub fn throughput(
     plan: &StreamPlan,
     (ndr_loss, pdr_loss): (f64, f64),
@@ -157,67 +143,27 @@ pub fn throughput(
     kind: SearchArg,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<Throughput>> {
-    let engine = |r: &Option<StreamResult>| {
-        r.as_ref()
-            .map_or(String::new(), |r| r.setup.tx_engine.clone())
-    };
-    if kind == SearchArg::Mlr {
-        let settings = Settings {
-            ndr_loss_pct: ndr_loss,
-            pdr_loss_pct: pdr_loss,
-            width: budget.width,
-            max_trials: budget.mlr_trials,
-        };
-        let m = mlrsearch::run(plan, settings, interrupted)?;
-        let outcome = Throughput {
-            tolerance_pct: ndr_loss,
-            search: "mlr".into(),
-            trials: m.trials.clone(),
-            highest_fps: m.trials.first().map_or(0.0, |t| t.sent_fps),
-            fps: m.ndr.as_ref().map(|f| f.fps),
-            offered_pps: m.ndr.as_ref().and_then(|f| f.offered_pps),
-            ndr: m.ndr.clone(),
-            pdr: m.pdr.clone(),
-            trial_time_s: m.trial_time_s,
-            tx_engine: engine(&m.kept),
-        };
-        return Ok(Ran {
-            outcome,
-            result: m.kept,
-            interrupted: m.interrupted || m.fault.is_some(),
-        });
-    }
-    let s = search::run_limited(plan, ndr_loss, budget.search, interrupted)?;
-    let mut trials = s.trials.clone();
-    let cut = s.interrupted || s.fault.is_some();
-    let p = if cut {
-        None
-    } else {
-        Some(search::run_limited(
-            plan,
-            pdr_loss,
-            budget.search,
-            interrupted,
-        )?)
-    };
-    trials.extend(p.iter().flat_map(|p| p.trials.clone()));
-    let ndr = binary_found("NDR", &s);
+    let settings = search_settings(kind, (ndr_loss, pdr_loss), budget);
+    let m = mlrsearch::run(plan, settings, interrupted)?;
     let outcome = Throughput {
         tolerance_pct: ndr_loss,
-        search: "binary".into(),
-        highest_fps: s.trials.first().map_or(0.0, |t| t.sent_fps),
-        fps: ndr.as_ref().map(|f| f.fps),
-        offered_pps: s.found.as_ref().and_then(|f| f.params.rate_pps),
-        trial_time_s: trials.iter().map(|t| t.duration_s).sum(),
-        trials,
-        ndr,
-        pdr: p.as_ref().and_then(|p| binary_found("PDR", p)),
-        tx_engine: engine(&s.found),
+        search: settings.name().into(),
+        trials: m.trials.clone(),
+        highest_fps: m.trials.first().map_or(0.0, |t| t.sent_fps),
+        fps: m.ndr.as_ref().map(|f| f.fps),
+        offered_pps: m.ndr.as_ref().and_then(|f| f.offered_pps),
+        ndr: m.ndr.clone(),
+        pdr: m.pdr.clone(),
+        trial_time_s: m.trial_time_s,
+        tx_engine: m
+            .kept
+            .as_ref()
+            .map_or(String::new(), |r| r.setup.tx_engine.clone()),
     };
     Ok(Ran {
         outcome,
-        result: s.found,
-        interrupted: cut || p.is_some_and(|p| p.interrupted || p.fault.is_some()),
+        result: m.kept,
+        interrupted: m.interrupted || m.fault.is_some(),
     })
 }
 
@@ -600,6 +546,36 @@ fn trial(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_throughput_is_one_search_for_both_goals_one_trial_per_load() {
+        let b = search_settings(SearchArg::Binary, (0.0, 0.5), &Budget::QUICK);
+        assert_eq!(b.name(), "binary");
+        assert_eq!(b.losses(), vec![("NDR", 0.0), ("PDR", 0.5)]);
+        assert_eq!((b.width, b.max_trials), (0.02, 24));
+        assert_eq!((b.exceed_ratio(), b.unpaced_trials()), (0.0, 1));
+        assert!(b.goals(1.0).iter().all(|g| g.targets().len() == 1));
+        let m = search_settings(SearchArg::Mlr, (0.0, 0.5), &Budget::FULL);
+        assert_eq!(m, Settings::mlr(0.0, 0.5, 0.01, 40));
+        assert_eq!(Budget::FULL.trials_per_size(), 1 + 40 + 5 * 7 + 10 + 5 * 12);
+    }
+
+    #[test]
+    fn throughput_records_of_the_old_binary_searches_still_load() {
+        // Written by two binary searches (one per goal), and before
+        // MLRsearch (no search, no NDR or PDR kept).
+        let two = r#"{"tolerance_pct":0.0,"search":"binary","trials":[{"offered_pps":null,"sent":10,"received":9,"sent_fps":100.0,"received_fps":90.0,"loss_pct":10.0,"pass":false,"duration_s":1.0},{"offered_pps":25.0,"sent":5,"received":5,"sent_fps":50.0,"received_fps":50.0,"loss_pct":0.0,"pass":true,"duration_s":1.0}],"highest_fps":100.0,"fps":50.0,"offered_pps":25.0,"ndr":{"name":"NDR","loss_pct":0.0,"offered_pps":25.0,"upper_pps":null,"fps":50.0,"fps_min":50.0,"fps_max":50.0,"trials":[],"within_width":true},"pdr":null,"trial_time_s":2.0,"tx_engine":"xdp"}"#;
+        let t: Throughput = serde_json::from_str(two).unwrap();
+        assert_eq!(
+            (t.search.as_str(), t.fps, t.trials.len()),
+            ("binary", Some(50.0), 2)
+        );
+        assert_eq!(t.ndr.unwrap().offered_pps, Some(25.0));
+        let old = r#"{"tolerance_pct":0.0,"trials":[{"offered_pps":null,"sent":10,"received":10,"sent_fps":100.0,"received_fps":100.0,"loss_pct":0.0,"pass":true}],"highest_fps":100.0,"fps":100.0,"offered_pps":null}"#;
+        let t: Throughput = serde_json::from_str(old).unwrap();
+        assert_eq!((t.search.as_str(), t.fps), ("", Some(100.0)));
+        assert_eq!((t.trials[0].duration_s, t.ndr, t.pdr), (0.0, None, None));
+    }
 
     #[test]
     fn a_burst_never_lost_is_not_reached_and_says_so() {

@@ -1,7 +1,8 @@
 //! `linerate stream`: on this host, on two hosts through their agents
 //! (this process the controller), or one side of a two-host run (the
 //! child an agent starts, `--role`); `--search-rate` searches the highest
-//! rate without loss.
+//! rate within a loss tolerance (MLRsearch, in the configuration
+//! `--search` names).
 
 use std::process::ExitCode;
 
@@ -41,20 +42,12 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let interrupted = session::on_signal()?;
     if let Some(threshold) = args.search_rate {
         let plan = plan::plan(args)?;
-        if args.search == SearchArg::Mlr {
-            let result =
-                mlrsearch::run(&plan, mlrsearch::Settings::stream(threshold), &interrupted)?;
-            let table = || mlrsearch::print_table(&result);
-            return output::report(
-                &result,
-                args.run.json,
-                table,
-                result.interrupted,
-                &result.fault,
-            );
-        }
-        let result = search::run(&plan, threshold, &interrupted)?;
-        let table = || search::print_table(&result);
+        let settings = match args.search {
+            SearchArg::Mlr => search::Settings::stream(threshold),
+            SearchArg::Binary => search::Settings::binary(threshold),
+        };
+        let result = mlrsearch::run(&plan, settings, &interrupted)?;
+        let table = || mlrsearch::print_table(&result);
         return output::report(
             &result,
             args.run.json,

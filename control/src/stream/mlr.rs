@@ -516,8 +516,8 @@ mod tests {
             .all(|r| r.done && r.lower.is_none() && r.upper == Some(2e3)));
     }
 
-    /// The binary search of `stream --search-rate --search binary` on the
-    /// same device: an unpaced full-length trial at the maximum, then
+    /// The bisection `stream --search-rate --search binary` ran before it
+    /// became this search's configuration, on the same device: an unpaced full-length trial at the maximum, then
     /// halving to 1 % (at most 10 trials); its trial time, in full trials.
     fn binary_time(max: f64, loss: f64, dev: impl Fn(f64) -> f64) -> (f64, f64) {
         let (mut lo, mut hi, mut n) = (0.0, max, 1.0);

@@ -1,11 +1,14 @@
-//! MLRsearch's trial runner: `stream --search-rate` (`--search mlr`, the
-//! default) and rfc2544's throughput test. The first trial is unpaced and
-//! full-length (the highest rate the sender reaches: the search's maximum
-//! load); then [`mlr::Search`] asks for each trial's load and length and
-//! this runs it as a paced stream trial. One search finds the NDR (no
-//! loss) and the PDR (loss <= the tolerance): each is the relevant lower
-//! bound of its goal's final target, backed by full-length trials whose
-//! received rates give its figure (their median and range).
+//! The rate search's trial runner: `stream --search-rate` and rfc2544's
+//! throughput test, in either configuration of the one search
+//! ([`search::Settings`]: `mlr`, the default, or `binary`). The first
+//! trial is unpaced and full-length (the highest rate the sender reaches:
+//! the search's maximum load); then [`search::drive`] asks for each
+//! trial's load and length and this runs it as a paced stream trial. With
+//! `mlr`, one search finds the NDR (no loss) and the PDR (loss <= the
+//! tolerance); with `binary`, the rate within the one tolerance. Each is
+//! the relevant lower bound of its goal's final target, backed by
+//! full-length trials whose received rates give its figure (their median
+//! and range).
 
 use std::{
     fmt::Write as _,
@@ -17,85 +20,26 @@ use std::{
 };
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{
-    mlr::{Goal, Search, TrialResult},
-    search::{measured, trial_loss, upper_bound, Trial},
-};
+use super::search::{self, frames_per_load, measured, Step, Trial};
 use crate::plan::stream::StreamPlan;
 use linerate_results::stream::StreamResult;
 
-/// The search's settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Settings {
-    /// The NDR's loss tolerance, % (RFC 2544: 0).
-    pub ndr_loss_pct: f64,
-    /// The PDR's loss tolerance, %.
-    pub pdr_loss_pct: f64,
-    /// Goal Width, relative.
-    pub width: f64,
-    /// Trials after the unpaced one, at most.
-    pub max_trials: usize,
-}
+pub use super::search::{median, Found, Settings};
 
-impl Settings {
-    /// `stream --search-rate`'s: 1 % as the binary search.
-    pub fn stream(pdr_loss_pct: f64) -> Self {
-        Self {
-            ndr_loss_pct: 0.0,
-            pdr_loss_pct,
-            width: super::search::RESOLUTION,
-            max_trials: 40,
-        }
-    }
-}
-
-/// Goal Exceed Ratio: a load is a lower bound when at least half its
-/// full-length trial time met the loss (the median trial).
-const EXCEED_RATIO: f64 = 0.5;
-/// Goal Duration Sum, in full-length trials: one good trial makes a lower
-/// bound, an upper bound takes two bad ones (or one, with a bad short one).
-const DURATION_SUM_TRIALS: f64 = 2.0;
-/// Goal Initial Trial Duration, share of --duration (at least 100 ms,
-/// the shortest --duration).
-const INITIAL_SHARE: f64 = 0.1;
-/// The shortest initial trial, s (the shortest --duration).
-const INITIAL_MIN_S: f64 = 0.1;
-/// Unpaced trials when the first loses nothing: the figure is their median.
-const UNPACED_TRIALS: usize = 3;
-
-/// A rate MLRsearch found for one goal.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Found {
-    /// "NDR" or "PDR".
-    pub name: String,
-    /// Loss tolerated, %.
-    pub loss_pct: f64,
-    /// The load found, frames/s per queue offered (None: unpaced, the
-    /// path carried all the sender offered).
-    pub offered_pps: Option<f64>,
-    /// The lowest load that failed, per queue (None: none failed).
-    pub upper_pps: Option<f64>,
-    /// Frames/s received: the median of its full-length trials.
-    pub fps: f64,
-    /// The lowest of them.
-    pub fps_min: f64,
-    /// The highest of them.
-    pub fps_max: f64,
-    /// Its full-length trials (each meets the loss unless the draft's
-    /// exceed ratio let a minority of them not).
-    pub trials: Vec<Trial>,
-    /// Whether the search met the goal's width (false: its trial budget
-    /// ran out first).
-    pub within_width: bool,
-}
-
-/// What MLRsearch found.
+/// What the search found.
 #[derive(Debug, Clone, Serialize)]
 pub struct MlrResult {
     /// "stream-mlrsearch".
     pub test: &'static str,
+    /// The configuration: "mlr" (MLRsearch's own) or "binary" (one
+    /// full-length trial per load, goal exceed ratio 0).
+    pub search: &'static str,
+    /// The NDR's loss tolerance, % (`binary`: its one goal's).
+    pub ndr_loss_pct: f64,
+    /// The PDR's (None with `binary`: one goal).
+    pub pdr_loss_pct: Option<f64>,
     /// Goal Width, % of the rate.
     pub width_pct: f64,
     /// Goal Final Trial Duration, s.
@@ -108,18 +52,20 @@ pub struct MlrResult {
     pub exceed_ratio: f64,
     /// The maximum load: the unpaced trial's rate, per queue.
     pub max_load_pps: f64,
-    /// Every trial, in order (the first unpaced).
+    /// Every trial, in order (the first unpaced); `pass`: within the
+    /// NDR's loss.
     pub trials: Vec<Trial>,
-    /// The NDR (None: not even the minimum load met it).
+    /// The NDR (`binary`: the rate within its one loss tolerance; None:
+    /// not even the minimum load met it).
     pub ndr: Option<Found>,
-    /// The PDR.
+    /// The PDR (None with `binary`: one goal).
     pub pdr: Option<Found>,
     /// Trial time: the sum of every trial's measured length, s.
     pub trial_time_s: f64,
     /// Wall time of the search, s.
     pub wall_s: f64,
-    /// The last full-length trial at the NDR, kept whole.
-    #[serde(skip)]
+    /// The last full-length trial at the NDR, whole (None: no rate).
+    #[serde(rename = "found")]
     pub kept: Option<StreamResult>,
     /// Whether Ctrl-C/SIGTERM ended the search early.
     pub interrupted: bool,
@@ -127,209 +73,60 @@ pub struct MlrResult {
     pub fault: Option<String>,
 }
 
-/// The median of `v` (the mean of the middle two of an even count).
-pub fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
-
-/// A goal's rate from its full-length trials at `offered` (None: unpaced).
-fn found(
-    name: &str,
-    loss_pct: f64,
-    offered: Option<f64>,
-    upper: Option<f64>,
-    trials: Vec<Trial>,
-    within_width: bool,
-) -> Found {
-    let fps: Vec<f64> = trials.iter().map(|t| t.received_fps).collect();
-    Found {
-        name: name.into(),
-        loss_pct,
-        offered_pps: offered,
-        upper_pps: upper,
-        fps: median(&fps).unwrap_or(0.0),
-        fps_min: fps.iter().copied().reduce(f64::min).unwrap_or(0.0),
-        fps_max: fps.iter().copied().reduce(f64::max).unwrap_or(0.0),
-        trials,
-        within_width,
-    }
-}
-
-/// Runs the search on `plan` (its --duration: the full-length trials).
+/// Runs the search on `plan` (its --duration: the full-length trials):
+/// [`search::drive`] decides each trial, this runs it as a stream trial.
 pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Result<MlrResult> {
     let started = Instant::now();
-    let queues = f64::from(plan.args.run.queues.max(1));
-    let frags = plan.message.as_ref().map_or(1.0, |m| m.count.max(1) as f64);
+    let queues = plan.args.run.queues;
+    let per_load = frames_per_load(queues, plan.message.as_ref().map_or(1, |m| m.count));
     let final_s = plan.args.run.duration.as_secs_f64();
-    let initial_s = (final_s * INITIAL_SHARE).max(INITIAL_MIN_S).min(final_s);
-    let mut out = MlrResult::empty(&s, final_s, initial_s);
-    // One trial: its result, or None when the search must end.
-    let trial =
-        |rate: Option<f64>, secs: f64, out: &mut MlrResult| -> Result<Option<StreamResult>> {
-            let mut p = plan.clone();
-            p.args.rate = rate;
-            p.args.run.duration = Duration::from_secs_f64(secs);
-            p.args.run.warmup = p.args.run.warmup.min(p.args.run.duration);
-            let r = super::run::run(&p, interrupted)?;
-            let ok = measured(&r) && r.fault.is_none();
-            let pass = ok && trial_loss(&r.frames) <= s.ndr_loss_pct;
-            out.trials.push(Trial::of(rate, &r, pass));
-            out.trial_time_s += r.params.duration_s;
-            out.interrupted = r.interrupted;
-            out.fault.clone_from(&r.fault);
-            Ok((!(r.interrupted || r.fault.is_some())).then_some(r))
-        };
-    let Some(first) = trial(None, final_s, &mut out)? else {
-        out.wall_s = started.elapsed().as_secs_f64();
-        return Ok(out);
-    };
-    let first_loss = trial_loss(&first.frames);
-    if measured(&first) && first_loss <= s.ndr_loss_pct {
-        // The path carried all the sender offered (a sender with
-        // backpressure): the unpaced load, repeated to the goal's
-        // duration sum and one more (a median of three), is the rate when
-        // at least half its trials meet the loss (the exceed ratio).
-        let mut kept = first;
-        for _ in 1..UNPACED_TRIALS {
-            match trial(None, final_s, &mut out)? {
-                Some(r) => kept = r,
-                None => {
-                    out.wall_s = started.elapsed().as_secs_f64();
-                    return Ok(out);
-                }
-            }
-        }
-        let rate = |name: &str, pct: f64| {
-            let ts: Vec<Trial> = out
-                .trials
-                .iter()
-                .map(|t| Trial {
-                    pass: t.loss_pct <= pct && t.received > 0,
-                    ..t.clone()
-                })
-                .collect();
-            let met = ts.iter().filter(|t| t.pass).count();
-            (2 * met >= ts.len()).then(|| found(name, pct, None, None, ts, true))
-        };
-        out.ndr = rate("NDR", s.ndr_loss_pct);
-        out.pdr = rate("PDR", s.pdr_loss_pct);
-        if out.ndr.is_some() {
-            out.kept = Some(kept);
-            out.wall_s = started.elapsed().as_secs_f64();
-            return Ok(out);
-        }
-        out.pdr = None;
-    }
-    // The search's top: the unpaced trials' median rate.
-    let sent: Vec<f64> = out.trials.iter().map(|t| t.sent_fps).collect();
-    let max_load = upper_bound(median(&sent).unwrap_or(0.0), queues, plan.message.as_ref());
-    out.max_load_pps = max_load;
-    let goal = |pct: f64| Goal {
-        loss_ratio: pct / 100.0,
-        exceed_ratio: EXCEED_RATIO,
-        width: s.width,
-        initial_duration: initial_s,
-        final_duration: final_s,
-        duration_sum: final_s * DURATION_SUM_TRIALS,
-        preceding: 2,
-    };
-    let goals = [goal(s.ndr_loss_pct), goal(s.pdr_loss_pct)];
-    let mut search = Search::new(&goals, (max_load / 1000.0).max(1.0), max_load);
-    // Each recorded trial's index in `out.trials`.
-    let mut index = Vec::new();
-    let mut kept = Vec::new();
-    for _ in 0..s.max_trials {
+    let mut out = MlrResult::empty(&s, final_s);
+    // Every trial's whole result, in order.
+    let mut results: Vec<StreamResult> = Vec::new();
+    let trial = |rate: Option<f64>, secs: f64| -> Result<Option<Step>> {
         if interrupted.load(Ordering::Relaxed) {
-            out.interrupted = true;
-            break;
+            return Ok(None);
         }
-        let Some((load, secs)) = search.next() else {
-            break;
+        let mut p = plan.clone();
+        p.args.rate = rate;
+        p.args.run.duration = Duration::from_secs_f64(secs);
+        p.args.run.warmup = p.args.run.warmup.min(p.args.run.duration);
+        let r = super::run::run(&p, interrupted)?;
+        let step = Step {
+            trial: Trial::of(rate, &r, false),
+            measured: measured(&r) && r.fault.is_none(),
+            last: r.interrupted || r.fault.is_some(),
         };
-        let Some(r) = trial(Some(load), secs, &mut out)? else {
-            break;
-        };
-        let loss_ratio = if measured(&r) {
-            trial_loss(&r.frames) / 100.0
-        } else {
-            1.0
-        };
-        search.record(TrialResult {
-            load,
-            duration: secs,
-            loss_ratio,
-            forwarded: Some(r.receiver.frames_per_s / queues / frags),
-        });
-        index.push(out.trials.len() - 1);
-        if secs >= final_s {
-            kept.push((load, r));
-        }
-    }
-    settle(&mut out, &search, &index, kept, &s, final_s);
+        out.interrupted = r.interrupted;
+        out.fault.clone_from(&r.fault);
+        results.push(r);
+        Ok(Some(step))
+    };
+    let o = search::drive(&s, final_s, per_load, trial)?;
+    out.interrupted |= o.ended && out.fault.is_none();
+    out.max_load_pps = o.max_load;
+    out.trial_time_s = o.trials.iter().map(|t| t.duration_s).sum();
+    out.trials = o.trials;
+    let mut found = o.found.into_iter();
+    (out.ndr, out.pdr) = (found.next().flatten(), found.next().flatten());
+    out.kept = o.kept.and_then(|i| results.into_iter().nth(i));
     out.wall_s = started.elapsed().as_secs_f64();
     Ok(out)
 }
 
-/// The NDR and the PDR the search found, each with its full-length trials
-/// at its load (judged by its own loss), and the run kept at the NDR.
-/// `index`: each recorded trial's place in `out.trials`.
-fn settle(
-    out: &mut MlrResult,
-    search: &Search,
-    index: &[usize],
-    kept: Vec<(f64, StreamResult)>,
-    s: &Settings,
-    final_s: f64,
-) {
-    let results = search.results();
-    let full_at = |load: f64| -> Vec<Trial> {
-        search
-            .trials()
-            .iter()
-            .zip(index)
-            .filter(|(t, _)| t.load == load && t.duration >= final_s)
-            .map(|(_, &i)| out.trials[i].clone())
-            .collect()
-    };
-    let mut rates = [("NDR", s.ndr_loss_pct), ("PDR", s.pdr_loss_pct)]
-        .into_iter()
-        .zip(&results)
-        .map(|((name, pct), g)| {
-            g.lower.map(|lo| {
-                let mut ts = full_at(lo);
-                for t in &mut ts {
-                    t.pass = t.loss_pct <= pct;
-                }
-                found(name, pct, Some(lo), g.upper, ts, g.done)
-            })
-        });
-    let (ndr, pdr) = (rates.next().flatten(), rates.next().flatten());
-    (out.ndr, out.pdr) = (ndr, pdr);
-    if let Some(lo) = out.ndr.as_ref().and_then(|n| n.offered_pps) {
-        out.kept = kept.into_iter().rev().find(|(l, _)| *l == lo).map(|k| k.1);
-    }
-}
-
 impl MlrResult {
     /// A search not yet begun.
-    fn empty(s: &Settings, final_s: f64, initial_s: f64) -> Self {
+    fn empty(s: &Settings, final_s: f64) -> Self {
         Self {
             test: "stream-mlrsearch",
+            search: s.name(),
+            ndr_loss_pct: s.ndr_loss_pct,
+            pdr_loss_pct: s.pdr_loss_pct,
             width_pct: s.width * 100.0,
             final_duration_s: final_s,
-            initial_duration_s: initial_s,
-            duration_sum_s: final_s * DURATION_SUM_TRIALS,
-            exceed_ratio: EXCEED_RATIO,
+            initial_duration_s: s.initial_duration(final_s),
+            duration_sum_s: s.duration_sum(final_s),
+            exceed_ratio: s.exceed_ratio(),
             max_load_pps: 0.0,
             trials: Vec::new(),
             ndr: None,
@@ -346,16 +143,27 @@ impl MlrResult {
 /// The trials as a table, then the NDR and the PDR.
 pub fn print_table(m: &MlrResult) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "linerate stream --search-rate (MLRsearch, draft-ietf-bmwg-mlrsearch): NDR (loss <= {} %) and PDR (loss <= {} %) to {} % width; full-length trials {} s, the first {} s, {} s of trials per load",
-        m.ndr.as_ref().map_or(0.0, |n| n.loss_pct),
-        m.pdr.as_ref().map_or(f64::NAN, |n| n.loss_pct),
-        m.width_pct,
-        m.final_duration_s,
-        m.initial_duration_s,
-        m.duration_sum_s,
-    );
+    if m.search == "binary" {
+        let _ = writeln!(
+            out,
+            "linerate stream --search-rate {} --search binary (MLRsearch, one full-length trial of {} s per load): the highest rate with loss <= {} % to {} % width",
+            m.ndr_loss_pct,
+            m.final_duration_s,
+            m.ndr_loss_pct,
+            m.width_pct,
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "linerate stream --search-rate (MLRsearch, draft-ietf-bmwg-mlrsearch): NDR (loss <= {} %) and PDR (loss <= {} %) to {} % width; full-length trials {} s, the first {} s, {} s of trials per load",
+            m.ndr_loss_pct,
+            m.pdr_loss_pct.unwrap_or(f64::NAN),
+            m.width_pct,
+            m.final_duration_s,
+            m.initial_duration_s,
+            m.duration_sum_s,
+        );
+    }
     let _ = writeln!(
         out,
         "  trial  length s  offered/s per queue      sent/s    received/s    loss %"
@@ -375,7 +183,11 @@ pub fn print_table(m: &MlrResult) -> String {
             t.loss_pct
         );
     }
-    for (name, f) in [("NDR", &m.ndr), ("PDR", &m.pdr)] {
+    let goals = [
+        ("NDR", &m.ndr, true),
+        ("PDR", &m.pdr, m.pdr_loss_pct.is_some()),
+    ];
+    for (name, f, _) in goals.into_iter().filter(|g| g.2) {
         match f {
             Some(f) => {
                 let _ = writeln!(
@@ -410,6 +222,10 @@ pub fn print_table(m: &MlrResult) -> String {
         m.trial_time_s,
         m.wall_s
     );
+    if let Some(kept) = m.kept.as_ref().filter(|_| m.search == "binary") {
+        out.push_str("  the run at the rate found:\n");
+        out.push_str(&linerate_results::stream_table::print_table(kept));
+    }
     out
 }
 
@@ -417,23 +233,48 @@ pub fn print_table(m: &MlrResult) -> String {
 mod tests {
     use super::*;
 
+    fn fixture() -> StreamResult {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
     #[test]
-    fn a_rate_is_the_median_of_its_trials_with_their_range() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
-        let t = |fps| Trial {
-            received_fps: fps,
-            ..Default::default()
+    fn binary_prints_its_one_goal_and_the_run_found_and_keeps_found_in_json() {
+        let s = Settings::binary(1.0);
+        let mut m = MlrResult::empty(&s, 0.5);
+        let t = Trial {
+            received_fps: 1000.0,
+            loss_pct: 0.5,
+            pass: true,
+            duration_s: 0.5,
+            ..Trial::default()
         };
-        let f = found(
-            "NDR",
-            0.0,
-            Some(1.0),
-            None,
-            vec![t(10.0), t(30.0), t(20.0)],
-            true,
+        m.trials = vec![t.clone()];
+        m.ndr = Some(search::found("NDR", 1.0, None, None, vec![t], true));
+        m.kept = Some(fixture());
+        let table = print_table(&m);
+        assert!(
+            table.starts_with("linerate stream --search-rate 1 --search binary (MLRsearch, one full-length trial of 0.5 s per load): the highest rate with loss <= 1 % to 1 % width\n"),
+            "{table}"
         );
-        assert_eq!((f.fps, f.fps_min, f.fps_max), (20.0, 10.0, 30.0));
+        assert!(table.contains("\n  NDR: 1000 frames/s received (median of 1 full-length trial(s), 1000 to 1000), offered unpaced per queue\n"), "{table}");
+        assert!(!table.contains("PDR"), "{table}");
+        assert!(table.contains("  the run at the rate found:\n"), "{table}");
+        let j = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            (&j["test"], &j["search"]),
+            (&"stream-mlrsearch".into(), &"binary".into())
+        );
+        assert_eq!(j["exceed_ratio"], 0.0);
+        assert_eq!(j["found"]["test"], "stream");
+        assert_eq!(j["trials"][0]["pass"], true);
+        assert!(j["pdr"].is_null() && j["pdr_loss_pct"].is_null());
+        // MLRsearch's own prints both goals, and no run.
+        let mut m = MlrResult::empty(&Settings::stream(0.5), 1.0);
+        m.kept = Some(fixture());
+        let table = print_table(&m);
+        assert!(table.contains("\n  NDR: not found") && table.contains("\n  PDR: not found"));
+        assert!(!table.contains("the run at the rate found"), "{table}");
     }
 }

@@ -198,7 +198,7 @@ const TRIAL_HEAD: &str = "offered/s per queue | sent | received | sent/s | recei
 /// then every trial of every size.
 pub fn tables(sizes: &[SizeReport]) -> String {
     let mut o = String::new();
-    o.push_str("## Throughput (RFC 2544 26.1): NDR and PDR\n\nNDR (Non-Drop Rate): the highest rate whose full-length trials lose nothing (RFC 2544's throughput; loss tolerated as given). PDR (Partial Drop Rate): the highest whose loss stays within the PDR's tolerance. Each is the median of the full-length trials at that rate (the range beside it), found by the search named (mlr: MLRsearch, draft-ietf-bmwg-mlrsearch; binary: two binary searches).\n\n");
+    o.push_str("## Throughput (RFC 2544 26.1): NDR and PDR\n\nNDR (Non-Drop Rate): the highest rate whose full-length trials lose nothing (RFC 2544's throughput; loss tolerated as given). PDR (Partial Drop Rate): the highest whose loss stays within the PDR's tolerance. Each is the median of the full-length trials at that rate (the range beside it), found by the search named (mlr: MLRsearch, draft-ietf-bmwg-mlrsearch; binary: MLRsearch in its binary configuration, one full-length trial per load; records before issue 33: two binary searches).\n\n");
     o.push_str("| frame size | NDR frames/s | NDR range | NDR Gbit/s | PDR frames/s | PDR range | PDR Gbit/s | 10 GbE max frames/s | 25 GbE max frames/s | loss tolerated % (NDR, PDR) | search | sender | trials | trial time s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for s in sizes {
         let t = s.throughput.as_ref();

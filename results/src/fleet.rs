@@ -356,4 +356,32 @@ mod tests {
         assert_eq!(t.completed, 2 * a.transactions.completed);
         assert_eq!(t.late, 2 * a.transactions.late);
     }
+
+    /// What `stream --fleet --json` and `rr --fleet --json` printed before
+    /// issue 33's result model (recorded on the lab: 2 pairs; stream 20,000
+    /// frames a pair at 20,000/s, rr for 1 s): the aggregate reads into
+    /// [`Aggregate`] and every pair's result into [`RunResult`], and each
+    /// is written back the same JSON.
+    #[test]
+    fn fleet_results_of_earlier_versions_round_trip_exactly() {
+        for name in ["fleet-stream.json", "fleet-rr.json"] {
+            let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures/fleet")
+                .join(name);
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            let agg: Aggregate = serde_json::from_value(v["aggregate"].clone()).unwrap();
+            assert_eq!(serde_json::to_value(&agg).unwrap(), v["aggregate"], "{name}");
+            let pairs = v["pairs"].as_array().unwrap();
+            assert_eq!(pairs.len(), 2, "{name}");
+            for pair in pairs {
+                let mut result = pair.clone();
+                let o = result.as_object_mut().unwrap();
+                assert!(o.remove("pair").is_some() && o.remove("start_skew_us").is_some());
+                let r: RunResult = serde_json::from_value(result.clone()).unwrap();
+                assert_eq!(r.test(), v["test"], "{name}");
+                assert_eq!(serde_json::to_value(&r).unwrap(), result, "{name}");
+            }
+        }
+    }
 }

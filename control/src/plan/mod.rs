@@ -4,5 +4,6 @@
 //! typed request check options with them before anything runs.
 
 pub mod rr;
+pub mod run;
 pub mod spinners;
 pub mod stream;

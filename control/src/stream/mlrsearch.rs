@@ -168,18 +168,18 @@ fn found(
 /// Runs the search on `plan` (its --duration: the full-length trials).
 pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Result<MlrResult> {
     let started = Instant::now();
-    let queues = f64::from(plan.args.run.queues.max(1));
+    let queues = f64::from(plan.path.queues.max(1));
     let frags = plan.message.as_ref().map_or(1.0, |m| m.count.max(1) as f64);
-    let final_s = plan.args.run.duration.as_secs_f64();
+    let final_s = plan.run.timing.duration.as_secs_f64();
     let initial_s = (final_s * INITIAL_SHARE).max(INITIAL_MIN_S).min(final_s);
     let mut out = MlrResult::empty(&s, final_s, initial_s);
     // One trial: its result, or None when the search must end.
     let trial =
         |rate: Option<f64>, secs: f64, out: &mut MlrResult| -> Result<Option<StreamResult>> {
             let mut p = plan.clone();
-            p.args.rate = rate;
-            p.args.run.duration = Duration::from_secs_f64(secs);
-            p.args.run.warmup = p.args.run.warmup.min(p.args.run.duration);
+            p.rate = rate;
+            p.run.timing.duration = Duration::from_secs_f64(secs);
+            p.run.timing.warmup = p.run.timing.warmup.min(p.run.timing.duration);
             let r = super::run::run(&p, interrupted)?;
             let ok = measured(&r) && r.fault.is_none();
             let pass = ok && trial_loss(&r.frames) <= s.ndr_loss_pct;

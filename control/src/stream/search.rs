@@ -126,7 +126,7 @@ pub fn run_limited(
     max_trials: usize,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<SearchResult> {
-    let queues = f64::from(plan.args.run.queues);
+    let queues = f64::from(plan.path.queues);
     let mut out = SearchResult {
         test: "stream-search",
         loss_threshold_pct: threshold,
@@ -138,7 +138,7 @@ pub fn run_limited(
     };
     let trial = |rate: Option<f64>, out: &mut SearchResult| -> Result<Option<bool>> {
         let mut paced = plan.clone();
-        paced.args.rate = rate;
+        paced.rate = rate;
         let result = super::run::run(&paced, interrupted)?;
         // A trial passes on a measurement: frames received in a window
         // of some length (a window too short to measure counts nothing).

@@ -9,7 +9,7 @@ use std::time::Duration;
 use linerate_datapath::{priority::Priority, worker::WaitMode};
 use linerate_ebpf::AttachPolicy;
 
-use crate::cli::{BackendArg, NapiArg};
+use crate::cli::BackendArg;
 
 /// One end of a path given by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,11 +79,27 @@ pub struct Wait {
     pub tcp: bool,
 }
 
+/// The NAPI mode a run asks for (`--napi`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NapiMode {
+    /// What suits the run: threaded or softirq in the lab, left as it is
+    /// elsewhere.
+    Auto,
+    /// Threaded, the threads beside the receivers.
+    Threaded,
+    /// Threaded, the threads on cores no worker uses.
+    ThreadedOwn,
+    /// In softirq.
+    Softirq,
+    /// Left as configured.
+    Keep,
+}
+
 /// The NAPI mode and the NAPI threads' policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Napi {
     /// The mode (`--napi`).
-    pub mode: NapiArg,
+    pub mode: NapiMode,
     /// The threads' policy (`--napi-priority`).
     pub priority: Option<Priority>,
 }

@@ -8,9 +8,12 @@ use linerate_datapath::worker::WaitMode;
 use linerate_ebpf::AttachPolicy;
 
 use crate::{
-    cli::{BackendArg, RunArgs, XdpModeArg},
+    cli::{BackendArg, NapiArg, RunArgs, XdpModeArg},
     engine::{backend, names_that},
-    spec::{Iface, Ifaces, Napi, PathSpec, Priorities, Rings, RunSpec, Sockets, Timing, Wait, Xdp},
+    spec::{
+        Iface, Ifaces, Napi, NapiMode, PathSpec, Priorities, Rings, RunSpec, Sockets, Timing, Wait,
+        Xdp,
+    },
 };
 use linerate_host::cores;
 
@@ -131,7 +134,13 @@ pub fn spec(args: &RunArgs, path: PathSpec) -> RunSpec {
             tcp: args.backend == BackendArg::Tcp,
         },
         napi: Napi {
-            mode: args.napi,
+            mode: match args.napi {
+                NapiArg::Auto => NapiMode::Auto,
+                NapiArg::Threaded => NapiMode::Threaded,
+                NapiArg::ThreadedOwn => NapiMode::ThreadedOwn,
+                NapiArg::Softirq => NapiMode::Softirq,
+                NapiArg::Keep => NapiMode::Keep,
+            },
             priority: args.napi_priority,
         },
         xdp: Xdp {
@@ -218,7 +227,7 @@ mod tests {
         assert_eq!(s.wait.tx, Some(WaitMode::Wait));
         assert_eq!(s.timing.intervals, Some(std::time::Duration::from_secs(2)));
         assert_eq!(s.xdp.policy, AttachPolicy::Generic);
-        assert_eq!(s.napi.mode, crate::cli::NapiArg::ThreadedOwn);
+        assert_eq!(s.napi.mode, NapiMode::ThreadedOwn);
         let lab = RunRequest::stream_args(&["--lab", "x1"]).run;
         assert_eq!(path(&lab).ifaces, Ifaces::Lab("x1".into()));
         assert_eq!(spec(&lab, path(&lab)).timing.intervals, None);

@@ -4,9 +4,8 @@ use linerate_datapath::worker::WaitMode;
 
 use super::ends::WorkerNames;
 use crate::{
-    cli::NapiArg,
     path::PathPlan,
-    spec::{Napi, PathSpec, Wait},
+    spec::{Napi, NapiMode, PathSpec, Wait},
 };
 
 /// What the run's placement is, in words: the workers' cores (chosen by
@@ -39,7 +38,7 @@ pub fn placement(
     };
     let napi = match (napi, napi_asked.mode) {
         (None, _) => "NAPI left as configured".to_string(),
-        (Some(mode), NapiArg::Auto) => format!("NAPI {mode} (auto)"),
+        (Some(mode), NapiMode::Auto) => format!("NAPI {mode} (auto)"),
         (Some(mode), _) => format!("NAPI {mode} (as given)"),
     };
     let pinned = if napi_threads.is_empty() {
@@ -49,7 +48,7 @@ pub fn placement(
             .iter()
             .map(|(pid, core)| format!("{pid} on core {core}"))
             .collect();
-        let place = if napi_asked.mode == NapiArg::ThreadedOwn {
+        let place = if napi_asked.mode == NapiMode::ThreadedOwn {
             "on cores of their own".to_string()
         } else {
             format!("beside the {}", names.rx)

@@ -10,7 +10,10 @@ use super::{
     ends::Ends,
     system::{pin_napi, Restore},
 };
-use crate::{cli::NapiArg, path::PathPlan, spec::Napi};
+use crate::{
+    path::PathPlan,
+    spec::{Napi, NapiMode},
+};
 
 /// Cores no worker of the run uses, of `online`.
 pub fn free_cores(path: &PathPlan, online: usize) -> Vec<usize> {
@@ -29,17 +32,17 @@ pub fn check(
     threaded_by_default: bool,
 ) -> Result<Option<Vec<usize>>> {
     let softirq = match (args.mode, path.lab.is_some()) {
-        (NapiArg::Softirq, _) => true,
-        (NapiArg::Auto, true) => !threaded_by_default,
+        (NapiMode::Softirq, _) => true,
+        (NapiMode::Auto, true) => !threaded_by_default,
         _ => false,
     };
     if let (Some(priority), true) = (args.priority, softirq) {
         bail!(
             "--napi-priority {priority}: there is no NAPI thread to set (NAPI runs in softirq{}): give --napi threaded or --napi threaded-own",
-            if args.mode == NapiArg::Auto { ", as --napi auto means for this run" } else { "" }
+            if args.mode == NapiMode::Auto { ", as --napi auto means for this run" } else { "" }
         );
     }
-    if args.mode != NapiArg::ThreadedOwn {
+    if args.mode != NapiMode::ThreadedOwn {
         return Ok(None);
     }
     let online = linerate_host::cores::online();
@@ -94,6 +97,6 @@ pub fn place_napi(
 pub fn napi_beside_receivers(args: &Napi, napi: Option<&str>) -> bool {
     use linerate_datapath::priority::Priority;
     napi == Some("threaded")
-        && args.mode != NapiArg::ThreadedOwn
+        && args.mode != NapiMode::ThreadedOwn
         && !matches!(args.priority, Some(Priority::Fifo(_) | Priority::Rr(_)))
 }

@@ -8,9 +8,8 @@ use anyhow::{anyhow, Context, Result};
 use linerate_ebpf::{Steering, SteeringConfig};
 
 use crate::{
-    cli::NapiArg,
     path::{PathEnd, PathPlan},
-    spec::{Napi, Xdp},
+    spec::{Napi, NapiMode, Xdp},
 };
 use linerate_host::{
     journal::Entry,
@@ -133,10 +132,10 @@ pub fn apply_napi(
 ) -> Result<Option<&'static str>> {
     use linerate_host::sysfs::{read, write, Attr};
     let threaded = match (args.mode, path.lab.is_some()) {
-        (NapiArg::Keep, _) | (NapiArg::Auto, false) => return Ok(None),
-        (NapiArg::Auto, true) => threaded_by_default,
-        (NapiArg::Threaded | NapiArg::ThreadedOwn, _) => true,
-        (NapiArg::Softirq, _) => false,
+        (NapiMode::Keep, _) | (NapiMode::Auto, false) => return Ok(None),
+        (NapiMode::Auto, true) => threaded_by_default,
+        (NapiMode::Threaded | NapiMode::ThreadedOwn, _) => true,
+        (NapiMode::Softirq, _) => false,
     };
     let want = if threaded { "1" } else { "0" };
     let mut done: Vec<(&Option<String>, &String)> = Vec::new();

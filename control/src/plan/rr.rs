@@ -80,7 +80,8 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
 /// Checks everything and brings up the lab if needed.
 pub fn plan(args: &RrArgs) -> Result<RrPlan> {
     check_args(args)?;
-    let path = crate::path::plan(&super::run::path(&args.run), "linerate rr", |_| false)?;
+    let run = super::run::spec(&args.run, super::run::path(&args.run));
+    let path = crate::path::plan(&run.path, "linerate rr", |_| false)?;
     let ipv6 = args.run.ipv6;
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let per = geometry.payload_per_fragment();
@@ -124,7 +125,7 @@ pub fn plan(args: &RrArgs) -> Result<RrPlan> {
         );
     }
     Ok(RrPlan {
-        run: super::run::spec(&args.run, super::run::path(&args.run)),
+        run,
         request_len: args.request,
         response_len: args.response,
         concurrency: args.concurrency,

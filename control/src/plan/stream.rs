@@ -320,7 +320,8 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
             .map_or(Geometry::for_mtu(mtu).max_frame(), SizeMix::max_frame)
     };
     let ipv6 = args.run.ipv6;
-    let path = crate::path::plan(&path_spec(args), "linerate stream", |mtu| {
+    let run = super::run::spec(&args.run, path_spec(args));
+    let path = crate::path::plan(&run.path, "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
@@ -394,7 +395,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     }
     Ok(StreamPlan {
         tx_engine_reason,
-        run: super::run::spec(&args.run, path_spec(args)),
+        run,
         count: args.count,
         rate: args.rate,
         rx_only: args.rx_only,

@@ -1071,8 +1071,10 @@ pub fn parse_lab(text: &str) -> Result<String, String> {
 /// A --size: one frame size, `imix`, or SIZE:WEIGHT,... (the sizes are
 /// checked against the link's MTU by the plan).
 pub fn parse_size(text: &str) -> Result<linerate_datapath::mix::SizeMix, String> {
-    use linerate_datapath::frame::{L2_OVERHEAD, MIN_FRAME_SIZE};
-    let max = MAX_RUN_MTU as u64 + L2_OVERHEAD as u64;
+    // The range of the largest link a run takes, from the data path's
+    // geometry (IPv4's smallest frame: the plan checks IPv6's).
+    let link = linerate_datapath::geometry::Geometry::for_mtu(MAX_RUN_MTU);
+    let (min, max) = (link.min_frame() as u64, link.max_frame() as u64);
     // Each size on its own: its range, before the mix is built.
     for part in text.split(',') {
         let size = part.split_once(':').map_or(part, |(s, _)| s).trim();
@@ -1082,7 +1084,7 @@ pub fn parse_size(text: &str) -> Result<linerate_datapath::mix::SizeMix, String>
             .bytes()
             .all(|b| b.is_ascii_digit());
         if numeric && !size.is_empty() {
-            parse_whole(size, MIN_FRAME_SIZE as u64..=max).map_err(|e| {
+            parse_whole(size, min..=max).map_err(|e| {
                 format!("frame size {e} bytes (RFC 2544 frames, FCS included; at most MTU+18 of the link)")
             })?;
         }

@@ -20,6 +20,7 @@ mod request;
 mod rfc2544;
 mod rr;
 mod session;
+mod spec;
 mod stream;
 mod sweep;
 

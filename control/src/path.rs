@@ -8,7 +8,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{frame::Endpoint, worker::WaitMode};
 
-use crate::{cli::RunArgs, lab::Lab};
+use crate::{
+    lab::Lab,
+    spec::{Ifaces, PathSpec, Wait},
+};
 use linerate_host::{
     cores,
     iface::{self, IfaceInfo},
@@ -85,6 +88,8 @@ pub struct PathPlan {
     pub lab: Option<Lab>,
     /// MTU of the link.
     pub mtu: u32,
+    /// Queues: one worker of each end per queue.
+    pub queues: u32,
     /// Sender cores, one per queue.
     pub tx_cores: Vec<usize>,
     /// Receiver cores, one per queue.
@@ -110,69 +115,35 @@ impl PathPlan {
     /// starves the receiver and its NAPI thread: measured 0.4x). A host
     /// that runs no receivers (one side of a run across two hosts) has no
     /// receive work on any core.
-    pub fn tx_wait(&self, args: &RunArgs, receivers_here: bool) -> WaitMode {
-        match args.tx_wait {
-            Some(wait) => wait.into(),
+    pub fn tx_wait(&self, wait: &Wait, receivers_here: bool) -> WaitMode {
+        match wait.tx {
+            Some(wait) => wait,
             None if receivers_here && self.shared_cores() => WaitMode::Wait,
             None => WaitMode::Busy,
         }
     }
 }
 
-/// Checks the shared arguments that need no system access (those that
-/// depend on the engine: `engine::check_run_args`).
-pub fn check_args(args: &RunArgs) -> Result<()> {
-    // Each value's own range is checked where it is parsed (cli.rs, exit
-    // 2); what depends on two options or on the host is checked here.
-    if args.batch > args.ring as usize {
-        bail!(
-            "--batch {} is out of range: use 1 to --ring ({})",
-            args.batch,
-            args.ring
-        );
-    }
-    // The cores must exist on the host that runs the workers: this one,
-    // unless agents run them (a controller's), or this is one side of a
-    // two-host run (the agent's child: its plan checks the cores as it
-    // places its workers, and fails as that side).
-    if args.agents.tx_agent.is_none() && args.role.role.is_none() {
-        let ncpu = cores::online();
-        for (name, list) in [
-            ("--tx-cores", &args.tx_cores),
-            ("--rx-cores", &args.rx_cores),
-        ] {
-            if let Some(list) = list {
-                cores::check_list(list, ncpu).with_context(|| name.to_string())?;
-            }
-        }
-    }
-    if args.tx_iface.is_some() != args.rx_iface.is_some() {
-        bail!("give both --tx-iface and --rx-iface, or neither to use the lab");
-    }
-    Ok(())
-}
-
 /// Checks the path and brings up the lab if the run needs it. `what`
 /// names the command in the privilege error; `may_cross(mtu)` says whether
 /// the default placement may cross the queues over too few cores
 /// ([`cores::crossed`]) for this run.
-pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
-    check_args(args)?;
+pub fn plan(spec: &PathSpec, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
     privilege::require_root(what)?;
     let mut lab_use = None;
-    let (mut tx_side, mut rx_side, lab) = match (&args.tx_iface, &args.rx_iface) {
-        (Some(tx), Some(rx)) => (
-            (tx.clone(), args.tx_netns.clone()),
-            (rx.clone(), args.rx_netns.clone()),
+    let (mut tx_side, mut rx_side, lab) = match &spec.ifaces {
+        Ifaces::Pair { tx, rx } => (
+            (tx.name.clone(), tx.netns.clone()),
+            (rx.name.clone(), rx.netns.clone()),
             None,
         ),
-        _ => {
-            let lab = Lab::new(&args.lab.name)?;
+        Ifaces::Lab(name) => {
+            let lab = Lab::new(name)?;
             // Bringing the lab up (or changing it) waits for any other
             // `lab up`/`lab down`; once it is as the run needs, the run
             // holds it shared, so that neither changes it under the run.
             let setup = lab.setup_lock()?;
-            ensure_lab(&lab, args)?;
+            ensure_lab(&lab, spec)?;
             lab_use = Some(lab.use_lock()?);
             drop(setup);
             (
@@ -182,7 +153,7 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
             )
         }
     };
-    if args.reverse {
+    if spec.reverse {
         std::mem::swap(&mut tx_side, &mut rx_side);
     }
     for ns in [&tx_side.1, &rx_side.1].into_iter().flatten() {
@@ -190,30 +161,31 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
             bail!("network namespace {ns:?} not found (see `ip netns list`)");
         }
     }
-    let tx = path_end(args, tx_side)?;
-    let rx = path_end(args, rx_side)?;
+    let tx = path_end(spec.ipv6, tx_side)?;
+    let rx = path_end(spec.ipv6, rx_side)?;
     let mut locks = lock_interfaces(&tx, &rx)?;
     if let Some(mut l) = lab_use {
         l.mark()?;
         locks.push(l);
     }
     if lab.is_none() {
-        check_mtus(args, &tx, &rx)?;
+        check_mtus(spec.mtu, &tx, &rx)?;
     }
-    check_queue_counts(args, &tx, &rx, lab.is_some())?;
+    check_queue_counts(spec.queues, &tx, &rx, lab.is_some())?;
     let ncpu = cores::online();
-    let queues = args.queues as usize;
+    let queues = spec.queues as usize;
     let mtu = tx.info.mtu.min(rx.info.mtu);
-    let crossed = args.tx_cores.is_none()
-        && args.rx_cores.is_none()
+    let crossed = spec.tx_cores.is_none()
+        && spec.rx_cores.is_none()
         && cores::crossed(queues, ncpu)
         && may_cross(mtu);
-    let tx_cores = cores::for_queues(args.tx_cores.as_deref(), queues, ncpu, 0, crossed)
+    let tx_cores = cores::for_queues(spec.tx_cores.as_deref(), queues, ncpu, 0, crossed)
         .context("--tx-cores")?;
-    let rx_cores = cores::for_queues(args.rx_cores.as_deref(), queues, ncpu, 1, crossed)
+    let rx_cores = cores::for_queues(spec.rx_cores.as_deref(), queues, ncpu, 1, crossed)
         .context("--rx-cores")?;
     Ok(PathPlan {
         mtu,
+        queues: spec.queues,
         tx,
         rx,
         lab,
@@ -226,7 +198,7 @@ pub fn plan(args: &RunArgs, what: &str, may_cross: impl Fn(u32) -> bool) -> Resu
 
 /// One end of the path: the interface `iface` (in `netns`), which must be up,
 /// with its addresses.
-fn path_end(args: &RunArgs, (iface, netns): (String, Option<String>)) -> Result<PathEnd> {
+fn path_end(ipv6: bool, (iface, netns): (String, Option<String>)) -> Result<PathEnd> {
     let info = iface::info(netns.as_deref(), &iface)?;
     if !info.up {
         bail!(
@@ -235,7 +207,7 @@ fn path_end(args: &RunArgs, (iface, netns): (String, Option<String>)) -> Result<
         );
     }
     let ip = iface::ipv4(netns.as_deref(), &iface)?;
-    let ip6 = if args.ipv6 {
+    let ip6 = if ipv6 {
         Some(iface::ipv6(netns.as_deref(), &iface)?)
     } else {
         None
@@ -272,8 +244,8 @@ fn lock_interfaces(tx: &PathEnd, rx: &PathEnd) -> Result<Vec<Held>> {
 
 /// Outside its lab linerate changes no MTU: both ends must already have
 /// the `--mtu` asked for.
-fn check_mtus(args: &RunArgs, tx: &PathEnd, rx: &PathEnd) -> Result<()> {
-    if let Some(want) = args.mtu {
+fn check_mtus(mtu: Option<u32>, tx: &PathEnd, rx: &PathEnd) -> Result<()> {
+    if let Some(want) = mtu {
         for end in [tx, rx] {
             if end.info.mtu != want {
                 bail!(
@@ -292,13 +264,12 @@ fn check_mtus(args: &RunArgs, tx: &PathEnd, rx: &PathEnd) -> Result<()> {
 }
 
 /// Both ends have the queues `--queues` asks for.
-fn check_queue_counts(args: &RunArgs, tx: &PathEnd, rx: &PathEnd, in_lab: bool) -> Result<()> {
+fn check_queue_counts(queues: u32, tx: &PathEnd, rx: &PathEnd, in_lab: bool) -> Result<()> {
     for end in [tx, rx] {
         let have = end.info.rx_queues.min(end.info.tx_queues);
-        if args.queues > have {
+        if queues > have {
             bail!(
-                "--queues {} exceeds the {have} queues of {}; use fewer queues{}",
-                args.queues,
+                "--queues {queues} exceeds the {have} queues of {}; use fewer queues{}",
                 end.iface,
                 if in_lab {
                     ""
@@ -311,25 +282,25 @@ fn check_queue_counts(args: &RunArgs, tx: &PathEnd, rx: &PathEnd, in_lab: bool) 
     Ok(())
 }
 
-fn ensure_lab(lab: &Lab, args: &RunArgs) -> Result<()> {
+fn ensure_lab(lab: &Lab, spec: &PathSpec) -> Result<()> {
     if !lab.is_up() {
         let _change = lab.change_lock("bringing it up")?;
         eprintln!(
             "linerate: bringing up lab {} ({} <-> {})",
             lab.name, lab.if_a, lab.if_b
         );
-        return lab.create(args.mtu.unwrap_or(1500), args.queues.max(1));
+        return lab.create(spec.mtu.unwrap_or(1500), spec.queues.max(1));
     }
     let info = iface::info(Some(&lab.ns_b), &lab.if_b)?;
-    if info.rx_queues < args.queues {
-        let _change = lab.change_lock(&format!("recreating it with {} queues", args.queues))?;
+    if info.rx_queues < spec.queues {
+        let _change = lab.change_lock(&format!("recreating it with {} queues", spec.queues))?;
         eprintln!(
             "linerate: recreating lab {} with {} queues",
-            lab.name, args.queues
+            lab.name, spec.queues
         );
-        return lab.create(args.mtu.unwrap_or(info.mtu), args.queues);
+        return lab.create(spec.mtu.unwrap_or(info.mtu), spec.queues);
     }
-    if let Some(mtu) = args.mtu {
+    if let Some(mtu) = spec.mtu {
         if mtu != info.mtu {
             let _change = lab.change_lock(&format!("setting its MTU to {mtu}"))?;
             lab.set_mtu(mtu)?;
@@ -340,19 +311,17 @@ fn ensure_lab(lab: &Lab, args: &RunArgs) -> Result<()> {
 
 /// The UMEM chunk for descriptors up to `max_descriptor` bytes (frames
 /// without FCS): `--umem-chunk`, or the better one for that size.
-pub fn umem_chunk(args: &RunArgs, max_descriptor: usize) -> Result<u32> {
-    linerate_datapath::geometry::Geometry::umem_chunk(max_descriptor, args.umem_chunk).map_err(
-        |e| {
-            anyhow::anyhow!(
-                "--umem-chunk {} holds frames up to {} bytes and this run's are up to {}: \
+pub fn umem_chunk(asked: Option<u32>, max_descriptor: usize) -> Result<u32> {
+    linerate_datapath::geometry::Geometry::umem_chunk(max_descriptor, asked).map_err(|e| {
+        anyhow::anyhow!(
+            "--umem-chunk {} holds frames up to {} bytes and this run's are up to {}: \
              use --umem-chunk {}, or leave it out",
-                e.chunk,
-                e.holds,
-                e.largest,
-                e.instead
-            )
-        },
-    )
+            e.chunk,
+            e.holds,
+            e.largest,
+            e.instead
+        )
+    })
 }
 
 #[cfg(test)]
@@ -385,6 +354,7 @@ impl PathPlan {
             rx: end("lr-b0", "lr-b", 2),
             lab: None,
             mtu,
+            queues: 1,
             tx_cores: vec![0],
             rx_cores: vec![1],
             crossed: false,

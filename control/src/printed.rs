@@ -8,17 +8,23 @@ use linerate_results::{
     run::RunResult,
 };
 
-use crate::cli::RunArgs;
 use linerate_host::output;
+
+/// How a run's result is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked {
+    /// As the last line of a stream of JSON lines (`--json-stream`).
+    pub json_stream: bool,
+    /// As JSON (`--json`).
+    pub json: bool,
+    /// One line (`-q`).
+    pub quiet: bool,
+}
 
 /// Prints `result` as `run` asks and gives the exit status: 130 if
 /// interrupted, 3 on a fault (`output::report`), else 4 when a gate is
 /// unmet, else 0.
-pub fn finish(
-    result: &RunResult,
-    run: &RunArgs,
-    gates: &[Expectation],
-) -> anyhow::Result<ExitCode> {
+pub fn finish(result: &RunResult, run: Asked, gates: &[Expectation]) -> anyhow::Result<ExitCode> {
     let (interrupted, fault) = result.ended();
     let code = if run.json_stream {
         // The last line of `--json-stream`: {"event":"end","data":RESULT}.

@@ -371,7 +371,11 @@ mod tests {
             let v: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
             let agg: Aggregate = serde_json::from_value(v["aggregate"].clone()).unwrap();
-            assert_eq!(serde_json::to_value(&agg).unwrap(), v["aggregate"], "{name}");
+            assert_eq!(
+                serde_json::to_value(&agg).unwrap(),
+                v["aggregate"],
+                "{name}"
+            );
             let pairs = v["pairs"].as_array().unwrap();
             assert_eq!(pairs.len(), 2, "{name}");
             for pair in pairs {

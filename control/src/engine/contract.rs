@@ -18,7 +18,7 @@ use linerate_datapath::{
 };
 use linerate_ebpf::Steering;
 
-use crate::{cli::RunArgs, path::PathEnd};
+use crate::{path::PathEnd, spec::Rings};
 
 /// What an engine can do. Every option and role that not every engine
 /// supports is refused from here, with the engines that do support it.
@@ -90,15 +90,15 @@ pub struct Io {
 }
 
 impl Io {
-    /// From the run's options and the plan's UMEM choice.
-    pub fn new(args: &RunArgs, umem_chunk: u32, multi_buffer: bool) -> Self {
+    /// From the rings asked for and the plan's UMEM choice.
+    pub fn new(rings: &Rings, umem_chunk: u32, multi_buffer: bool) -> Self {
         Self {
-            batch: args.batch,
-            tx_ring: args.ring,
-            rx_ring: args.rx_ring,
+            batch: rings.batch,
+            tx_ring: rings.tx_ring,
+            rx_ring: rings.rx_ring,
             umem_chunk,
             multi_buffer,
-            zero_copy: if args.zero_copy {
+            zero_copy: if rings.zero_copy {
                 ZeroCopy::Require
             } else {
                 ZeroCopy::Auto

@@ -13,8 +13,8 @@
 //! Commands never match on the engine: they build one config per role
 //! ([`SenderConfig`], [`ReceiverConfig`], [`RrConfig`]) and call the
 //! engine's spawn functions; every check of an option that depends on the
-//! engine reads its capabilities ([`check_run_args`], and the commands'
-//! own checks).
+//! engine reads its capabilities (the plans' checks: `plan::run`,
+//! `plan::stream`, `plan::rr`).
 //!
 //! Which engine plays which role is decided here too ([`for_stream`],
 //! [`for_rr`]): today `--backend` names one engine for both ends.
@@ -37,11 +37,11 @@ use std::sync::Arc;
 
 pub use contract::{Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig, SideWorkers};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::ValueEnum;
 use linerate_datapath::{worker::GenCredit, xsk::Credits};
 
-use crate::cli::{BackendArg, RrArgs, RunArgs, RxEngineArg, StreamArgs, TxEngineArg};
+use crate::cli::{BackendArg, RxEngineArg, TxEngineArg};
 
 /// The engine `--backend` names: the registry of engines.
 pub fn backend(arg: BackendArg) -> &'static dyn Engine {
@@ -53,18 +53,38 @@ pub fn backend(arg: BackendArg) -> &'static dyn Engine {
 }
 
 /// The engines of a stream's senders and of its receivers.
-pub fn for_stream(args: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
-    let engine = backend(args.run.backend);
-    let receiver: &'static dyn Engine = match args.rx_engine {
+pub fn for_stream(
+    backend_arg: BackendArg,
+    tx: TxEngineArg,
+    rx: RxEngineArg,
+) -> (&'static dyn Engine, &'static dyn Engine) {
+    let engine = backend(backend_arg);
+    let receiver: &'static dyn Engine = match rx {
         RxEngineArg::AfXdp => engine,
         RxEngineArg::Xdp => &xdp_only::XdpOnly,
     };
-    match args.tx_engine {
+    match tx {
         // Auto is decided once the path is known (auto_sender); until
         // then, the backend's.
         TxEngineArg::Backend | TxEngineArg::Auto => (engine, receiver),
         TxEngineArg::Generator => (&generator::Generator, receiver),
     }
+}
+
+/// What `--tx-engine auto` weighs of what the run asks.
+#[derive(Debug, Clone)]
+pub struct AutoAsked {
+    /// The engine `--backend` names.
+    pub backend: BackendArg,
+    /// Messages sent as fast as they go (`--message` without `--rate`).
+    pub unpaced_messages: bool,
+    /// The AF_XDP sender options given ("--tx-wait, --batch"), which the
+    /// generator does not take.
+    pub af_xdp_options: Option<String>,
+    /// Frames of several sizes (`--size imix`).
+    pub size_mix: bool,
+    /// IPv6 test traffic.
+    pub ipv6: bool,
 }
 
 /// What `--tx-engine auto` knows of the run when it chooses.
@@ -89,28 +109,28 @@ const NO_ZERO_COPY: &[&str] = &["veth", "macvlan", "ipvlan", "vxlan", "bridge", 
 /// `--tx-engine auto`: the generator where the sending driver has no
 /// zero-copy and the frames fit, else the backend's engine; with the
 /// reason, for the placement line.
-pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Engine, String) {
-    let backend_engine = backend(args.run.backend);
+pub fn auto_sender(asked: &AutoAsked, facts: AutoFacts<'_>) -> (&'static dyn Engine, String) {
+    let backend_engine = backend(asked.backend);
     let gen: &'static dyn Engine = &generator::Generator;
     let keep = |why: String| (backend_engine, format!("auto: {why}"));
-    if args.run.backend != BackendArg::Xdp {
+    if asked.backend != BackendArg::Xdp {
         return keep(format!(
             "--backend {} sends with its own sockets",
             backend_engine.name()
         ));
     }
-    if args.message.is_some() && args.rate.is_none() && !facts.acknowledged {
+    if asked.unpaced_messages && !facts.acknowledged {
         return keep(
             "unpaced messages need a sender with backpressure, and the generator has it only from AF_XDP receivers of this host (a frame the link drops breaks its whole message)".into(),
         );
     }
-    if let Some(given) = af_xdp_sender_options(args) {
+    if let Some(given) = &asked.af_xdp_options {
         return keep(format!("{given}: AF_XDP sender options, given"));
     }
-    if args.size.as_ref().is_some_and(|m| !m.is_single()) && !gen.can().size_mix {
+    if asked.size_mix && !gen.can().size_mix {
         return keep("the generator sends one frame size (no --size mix)".into());
     }
-    if args.run.ipv6 && !gen.can().ipv6 {
+    if asked.ipv6 && !gen.can().ipv6 {
         return keep("the generator sends IPv4 test traffic only".into());
     }
     if !generator::live_frames_kernel(facts.kernel) {
@@ -140,40 +160,23 @@ pub fn auto_sender(args: &StreamArgs, facts: AutoFacts<'_>) -> (&'static dyn Eng
     }
 }
 
-/// The AF_XDP sender options the user gave ("--tx-wait, --batch"), which
-/// the generator does not take: `auto` then keeps AF_XDP. Options with a
-/// default count when set to another value.
-pub fn af_xdp_sender_options(args: &StreamArgs) -> Option<String> {
-    let run = &args.run;
-    let given: Vec<&str> = [
-        ("--tx-wait", run.tx_wait.is_some()),
-        ("--zero-copy", run.zero_copy),
-        ("--batch", run.batch != crate::cli::DEFAULT_BATCH),
-        ("--ring", run.ring != crate::cli::DEFAULT_RING),
-        ("--umem-chunk", run.umem_chunk.is_some()),
-        ("--pcap", args.pcap.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(name, set)| set.then_some(name))
-    .collect();
-    (!given.is_empty()).then(|| given.join(", "))
-}
-
 /// The engine of an rr run's clients and responders.
-pub fn for_rr(args: &RrArgs) -> &'static dyn Engine {
-    backend(args.run.backend)
+pub fn for_rr(backend_arg: BackendArg) -> &'static dyn Engine {
+    backend(backend_arg)
 }
 
 /// Who sent an rr run's requests, and why, for the placement line: the
 /// --backend engine's clients with `auto` too, as the generator cannot wait
 /// for a response.
-pub fn rr_sender(args: &RrArgs) -> String {
-    let engine = for_rr(args).name();
-    match args.tx_engine {
-        TxEngineArg::Auto => format!(
+/// `auto`: `--tx-engine auto` was given.
+pub fn rr_sender(engine: &dyn Engine, auto: bool) -> String {
+    let engine = engine.name();
+    if auto {
+        format!(
             "sent by {engine} (auto: the generator cannot wait for responses, so the clients are the backend's)"
-        ),
-        _ => format!("sent by {engine}"),
+        )
+    } else {
+        format!("sent by {engine}")
     }
 }
 
@@ -191,39 +194,6 @@ pub fn names_that(what: impl Fn(&Capabilities) -> bool) -> String {
         Some((last, [])) => (*last).to_string(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
-}
-
-/// Checks the options every run shares that depend on the engine.
-pub fn check_run_args(args: &RunArgs) -> Result<()> {
-    let engine = backend(args.backend);
-    let can = engine.can();
-    if (args.gso || args.gro) && !can.udp_offloads {
-        bail!(
-            "--gso and --gro are UDP offloads: use them with --backend {}",
-            names_that(|c| c.udp_offloads)
-        );
-    }
-    if args.inject_loss > 0.0 && !can.steering {
-        bail!(
-            "--inject-loss works in the XDP program: use it with --backend {}",
-            names_that(|can| can.steering)
-        );
-    }
-    if args.ipv6 && !can.ipv6 {
-        bail!(
-            "--ipv6: the {} engine carries IPv4 test traffic only; use --backend {}",
-            engine.name(),
-            names_that(|can| can.ipv6)
-        );
-    }
-    if args.tx_wait.is_some() && !can.wait_modes {
-        bail!(
-            "--tx-wait: the {} engine does not wait on rings; use --backend {}",
-            engine.name(),
-            names_that(|can| can.wait_modes)
-        );
-    }
-    Ok(())
 }
 
 /// Backpressure for a sender that has none of its own (the generator:
@@ -273,7 +243,7 @@ mod tests {
                 .iter()
                 .chain(extra);
             match crate::cli::Cli::try_parse_from(argv).unwrap().command {
-                crate::cli::Command::Stream(a) => *a,
+                crate::cli::Command::Stream(a) => crate::plan::stream::auto_asked(&a),
                 _ => unreachable!("a stream command"),
             }
         };
@@ -339,11 +309,14 @@ mod tests {
         let plain = RunRequest::rr_args(&[]);
         assert_eq!(plain.tx_engine, TxEngineArg::Auto);
         assert_eq!(
-            rr_sender(&plain),
+            rr_sender(for_rr(plain.run.backend), true),
             "sent by xdp (auto: the generator cannot wait for responses, so the clients are the backend's)"
         );
         let udp = RunRequest::rr_args(&["--backend", "udp", "--tx-engine", "backend"]);
-        assert_eq!(rr_sender(&udp), "sent by udp");
+        assert_eq!(
+            rr_sender(for_rr(udp.run.backend), udp.tx_engine == TxEngineArg::Auto),
+            "sent by udp"
+        );
         let gen = RunRequest::rr_args(&["--tx-engine", "generator"]);
         let e = crate::plan::rr::check_args(&gen).unwrap_err().to_string();
         assert!(e.starts_with("rr --tx-engine generator: the generator sends frames and never waits for a response"), "{e}");

@@ -1,19 +1,38 @@
 //! Checking `linerate rr` arguments.
 
+use std::time::Duration;
+
 use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation};
 
 use crate::{
-    cli::{ResponderArg, RrArgs},
+    cli::{ResponderArg, RrArgs, TxEngineArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
+    spec::RunSpec,
 };
 
 /// A checked rr run.
 #[derive(Debug, Clone)]
 pub struct RrPlan {
-    /// The arguments.
-    pub args: RrArgs,
+    /// What every run is given.
+    pub run: RunSpec,
+    /// Bytes per request.
+    pub request_len: usize,
+    /// Bytes per response.
+    pub response_len: usize,
+    /// Transactions each flow keeps in flight.
+    pub concurrency: u32,
+    /// Flows, spread over the queues.
+    pub flows: u32,
+    /// How long a client waits for a response.
+    pub timeout: Duration,
+    /// Transactions each client completes, then stops (`--count`).
+    pub count: Option<u64>,
+    /// The responses are sent by the XDP program (`--responder xdp`).
+    pub xdp_responder: bool,
+    /// `--tx-engine auto` (the clients are the backend's anyway).
+    pub tx_engine_auto: bool,
     /// The engine of the clients and responders.
     pub engine: &'static dyn Engine,
     /// Interfaces and cores: tx is the client, rx the responder.
@@ -30,9 +49,8 @@ pub struct RrPlan {
 
 /// Checks arguments that need no system access.
 pub fn check_args(args: &RrArgs) -> Result<()> {
-    crate::path::check_args(&args.run)?;
-    engine::check_run_args(&args.run)?;
-    let engine = engine::for_rr(args);
+    super::run::check(&args.run, false)?;
+    let engine = engine::for_rr(args.run.backend);
     if engine.can().rr_responder.is_none() {
         bail!(
             "the {} engine runs no request/response: use --backend {}",
@@ -48,7 +66,7 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
             names_that(|c| c.steering)
         );
     }
-    if args.tx_engine == crate::cli::TxEngineArg::Generator {
+    if args.tx_engine == TxEngineArg::Generator {
         bail!(
             "rr --tx-engine generator: the generator sends frames and never waits for a response; rr's clients are the --backend engine's: use --tx-engine auto (the default) or backend"
         );
@@ -62,7 +80,8 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
 /// Checks everything and brings up the lab if needed.
 pub fn plan(args: &RrArgs) -> Result<RrPlan> {
     check_args(args)?;
-    let path = crate::path::plan(&args.run, "linerate rr", |_| false)?;
+    let run = super::run::spec(&args.run, super::run::path(&args.run));
+    let path = crate::path::plan(&run.path, "linerate rr", |_| false)?;
     let ipv6 = args.run.ipv6;
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let per = geometry.payload_per_fragment();
@@ -97,7 +116,7 @@ pub fn plan(args: &RrArgs) -> Result<RrPlan> {
             "--ipv6: rr frames over IPv6 fit one UMEM chunk for now ({max_descriptor} bytes here, multi-buffer): lower the MTU (--mtu 3000) or run rr over IPv4"
         );
     }
-    let engine = engine::for_rr(args);
+    let engine = engine::for_rr(args.run.backend);
     if Geometry::multi_buffer(max_descriptor) && !engine.can().multi_buffer {
         bail!(
             "the {} engine carries no multi-buffer frames ({max_descriptor} bytes here): lower --request and --response or the MTU, or use --backend {}",
@@ -106,12 +125,46 @@ pub fn plan(args: &RrArgs) -> Result<RrPlan> {
         );
     }
     Ok(RrPlan {
-        args: args.clone(),
+        run,
+        request_len: args.request,
+        response_len: args.response,
+        concurrency: args.concurrency,
+        flows: args.flows,
+        timeout: args.timeout,
+        count: args.count,
+        xdp_responder: args.responder == ResponderArg::Xdp,
+        tx_engine_auto: args.tx_engine == TxEngineArg::Auto,
         engine,
         path,
         multi_buffer: Geometry::multi_buffer(max_descriptor),
-        chunk_size: crate::path::umem_chunk(&args.run, max_descriptor)?,
+        chunk_size: crate::path::umem_chunk(args.run.umem_chunk, max_descriptor)?,
         request,
         response,
     })
+}
+
+#[cfg(test)]
+impl RrPlan {
+    /// The plan of `args` at MTU 1500 on the lab's path as
+    /// `PathPlan::for_test` gives it, for tests that need no system.
+    pub fn for_test(args: &RrArgs) -> Self {
+        let geometry = Geometry::for_mtu(1500);
+        Self {
+            run: super::run::spec(&args.run, super::run::path(&args.run)),
+            request_len: args.request,
+            response_len: args.response,
+            concurrency: args.concurrency,
+            flows: args.flows,
+            timeout: args.timeout,
+            count: args.count,
+            xdp_responder: args.responder == ResponderArg::Xdp,
+            tx_engine_auto: args.tx_engine == TxEngineArg::Auto,
+            engine: engine::for_rr(args.run.backend),
+            request: geometry.fragments(args.request).unwrap(),
+            response: geometry.fragments(args.response).unwrap(),
+            path: PathPlan::for_test(1500),
+            multi_buffer: false,
+            chunk_size: 2048,
+        }
+    }
 }

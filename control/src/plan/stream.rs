@@ -1,15 +1,16 @@
 //! Turning `linerate stream` arguments into a checked plan: the engines,
 //! the path, the frame size, messages, whether multi-buffer is needed.
 
-use std::borrow::Cow;
+use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use linerate_datapath::{geometry::Geometry, message::Fragmentation, mix::SizeMix};
 
 use crate::{
-    cli::{BackendArg, RunArgs, RxEngineArg, StreamArgs, TxEngineArg},
+    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
+    spec::{Iface, Ifaces, PathSpec, RunSpec},
 };
 
 /// The smallest frame for which the default placement crosses queues over
@@ -19,8 +20,20 @@ pub const CROSS_MIN_FRAME: usize = 1024;
 /// A checked stream run.
 #[derive(Debug, Clone)]
 pub struct StreamPlan {
-    /// The arguments.
-    pub args: StreamArgs,
+    /// What every run is given.
+    pub run: RunSpec,
+    /// Frames (or messages) each sender sends, then stops (`--count`).
+    pub count: Option<u64>,
+    /// Frames (or messages) per second each sender sends (`--rate`).
+    pub rate: Option<f64>,
+    /// Another tool sends (`--rx-only`).
+    pub rx_only: bool,
+    /// Another tool (or a device) receives (`--tx-only`).
+    pub tx_only: bool,
+    /// The file the frames sent and received are written to (`--pcap`).
+    pub pcap: Option<PathBuf>,
+    /// Frames each worker keeps for it (`--pcap-count`).
+    pub pcap_count: u32,
     /// The senders' engine.
     pub sender: &'static dyn Engine,
     /// The receivers' engine.
@@ -50,19 +63,59 @@ impl StreamPlan {
     }
 }
 
-/// The run's options as the path takes them. With `--rx-only` another
-/// tool sends, so `--rx-iface X` alone names the whole path: X is both
-/// ends (nothing is sent from it, as on the receiving side of a two-host
-/// run).
-fn path_args(args: &StreamArgs) -> Cow<'_, RunArgs> {
+/// The path the options ask for. With `--rx-only` another tool sends,
+/// so `--rx-iface X` alone names the whole path: X is both ends (nothing
+/// is sent from it, as on the receiving side of a two-host run).
+fn path_spec(args: &StreamArgs) -> PathSpec {
     let run = &args.run;
-    if !(args.rx_only && run.tx_iface.is_none() && run.rx_iface.is_some()) {
-        return Cow::Borrowed(run);
+    let mut spec = super::run::path(run);
+    if let (true, None, Some(rx)) = (args.rx_only, &run.tx_iface, &run.rx_iface) {
+        let end = Iface {
+            name: rx.clone(),
+            netns: run.rx_netns.clone(),
+        };
+        spec.ifaces = Ifaces::Pair {
+            tx: end.clone(),
+            rx: end,
+        };
     }
-    let mut run = run.clone();
-    run.tx_iface.clone_from(&run.rx_iface);
-    run.tx_netns.clone_from(&run.rx_netns);
-    Cow::Owned(run)
+    spec
+}
+
+/// The AF_XDP sender options the user gave ("--tx-wait, --batch"), which
+/// the generator does not take: `--tx-engine auto` then keeps AF_XDP.
+/// Options with a default count when set to another value.
+pub fn af_xdp_sender_options(args: &StreamArgs) -> Option<String> {
+    let run = &args.run;
+    let given: Vec<&str> = [
+        ("--tx-wait", run.tx_wait.is_some()),
+        ("--zero-copy", run.zero_copy),
+        ("--batch", run.batch != crate::cli::DEFAULT_BATCH),
+        ("--ring", run.ring != crate::cli::DEFAULT_RING),
+        ("--umem-chunk", run.umem_chunk.is_some()),
+        ("--pcap", args.pcap.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+    .collect();
+    (!given.is_empty()).then(|| given.join(", "))
+}
+
+/// The engines the options name (`--tx-engine auto`: the backend's until
+/// the path is known).
+fn engines(args: &StreamArgs) -> (&'static dyn Engine, &'static dyn Engine) {
+    engine::for_stream(args.run.backend, args.tx_engine, args.rx_engine)
+}
+
+/// What `--tx-engine auto` weighs of the options.
+pub fn auto_asked(args: &StreamArgs) -> engine::AutoAsked {
+    engine::AutoAsked {
+        backend: args.run.backend,
+        unpaced_messages: args.message.is_some() && args.rate.is_none(),
+        af_xdp_options: af_xdp_sender_options(args),
+        size_mix: args.size.as_ref().is_some_and(|m| !m.is_single()),
+        ipv6: args.run.ipv6,
+    }
 }
 
 /// Whether the run spans two hosts, or is an agent's side of one.
@@ -111,8 +164,7 @@ fn check_spinners(
 
 /// Checks arguments that need no system access.
 pub fn check_args(args: &StreamArgs) -> Result<()> {
-    crate::path::check_args(&path_args(args))?;
-    engine::check_run_args(&args.run)?;
+    super::run::check(&args.run, args.rx_only)?;
     // --duration, --rate, --count and --search-rate are checked where
     // they are parsed (cli.rs).
     if args.search_rate.is_some() && args.run.agents.tx_agent.is_some() {
@@ -123,7 +175,7 @@ pub fn check_args(args: &StreamArgs) -> Result<()> {
 
 /// Checks what the run asks of its engines against what they can do.
 fn check_engines(args: &StreamArgs) -> Result<()> {
-    let (sender, receiver) = engine::for_stream(args);
+    let (sender, receiver) = engines(args);
     let (send, receive) = (sender.can(), receiver.can());
     if !send.stream_sender {
         bail!(
@@ -268,18 +320,19 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
             .map_or(Geometry::for_mtu(mtu).max_frame(), SizeMix::max_frame)
     };
     let ipv6 = args.run.ipv6;
-    let path = crate::path::plan(&path_args(args), "linerate stream", |mtu| {
+    let run = super::run::spec(&args.run, path_spec(args));
+    let path = crate::path::plan(&run.path, "linerate stream", |mtu| {
         frame_size(mtu) >= CROSS_MIN_FRAME
     })?;
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let frame_size = frame_size(path.mtu);
-    let (mut sender, receiver) = engine::for_stream(args);
+    let (mut sender, receiver) = engines(args);
     let mut tx_engine_reason = None;
     // With --rx-only another tool sends: nothing to choose.
     if args.tx_engine == TxEngineArg::Auto && !args.rx_only {
         let kernel = linerate_host::environment::describe().kernel;
         let (chosen, why) = engine::auto_sender(
-            args,
+            &auto_asked(args),
             engine::AutoFacts {
                 driver: path.tx.info.kind.as_deref(),
                 frame_size,
@@ -342,16 +395,50 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     }
     Ok(StreamPlan {
         tx_engine_reason,
-        args: args.clone(),
+        run,
+        count: args.count,
+        rate: args.rate,
+        rx_only: args.rx_only,
+        tx_only: args.tx_only,
+        pcap: args.pcap.clone(),
+        pcap_count: args.pcap_count,
         sender,
         receiver,
         path,
         frame_size,
         multi_buffer: Geometry::multi_buffer(max_descriptor),
-        chunk_size: crate::path::umem_chunk(&args.run, max_descriptor)?,
+        chunk_size: crate::path::umem_chunk(args.run.umem_chunk, max_descriptor)?,
         message,
         mix,
     })
+}
+
+#[cfg(test)]
+impl StreamPlan {
+    /// The plan of `args` at MTU 1500 on the lab's path as
+    /// `PathPlan::for_test` gives it, for tests that need no system.
+    pub fn for_test(args: &StreamArgs) -> Self {
+        let (sender, receiver) = engines(args);
+        let geometry = Geometry::for_mtu(1500);
+        Self {
+            run: super::run::spec(&args.run, path_spec(args)),
+            count: args.count,
+            rate: args.rate,
+            rx_only: args.rx_only,
+            tx_only: args.tx_only,
+            pcap: args.pcap.clone(),
+            pcap_count: args.pcap_count,
+            sender,
+            receiver,
+            path: PathPlan::for_test(1500),
+            frame_size: geometry.max_frame(),
+            multi_buffer: false,
+            chunk_size: 2048,
+            message: args.message.map(|m| geometry.fragments(m).unwrap()),
+            tx_engine_reason: None,
+            mix: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -396,10 +483,16 @@ mod tests {
     fn rx_only_needs_no_sending_interface() {
         let a = args(&["--rx-only", "--rx-iface", "eth1", "--rx-netns", "dut"]);
         check_args(&a).unwrap();
-        let run = path_args(&a);
+        let eth1 = Iface {
+            name: "eth1".into(),
+            netns: Some("dut".into()),
+        };
         assert_eq!(
-            (run.tx_iface.as_deref(), run.tx_netns.as_deref()),
-            (Some("eth1"), Some("dut"))
+            path_spec(&a).ifaces,
+            Ifaces::Pair {
+                tx: eth1.clone(),
+                rx: eth1
+            }
         );
         // Senders need both ends.
         let e = check_args(&args(&["--rx-iface", "eth1"])).unwrap_err();
@@ -410,6 +503,9 @@ mod tests {
         );
         // Given, the sending interface is kept as given.
         let a = args(&["--rx-only", "--tx-iface", "a0", "--rx-iface", "b0"]);
-        assert_eq!(path_args(&a).tx_iface.as_deref(), Some("a0"));
+        let Ifaces::Pair { tx, .. } = path_spec(&a).ifaces else {
+            panic!("a pair of interfaces")
+        };
+        assert_eq!(tx.name, "a0");
     }
 }

@@ -372,7 +372,15 @@ pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
             let ran = match &plan {
                 Ok(p) => with_capture(p, &dir, part, point).and_then(|p| {
                     let losses = (args.loss, args.pdr_loss);
-                    run_test(&p, test, &reports[part], losses, &budget, &interrupted)
+                    let search = args.stream.search;
+                    run_test(
+                        &p,
+                        (test, search),
+                        &reports[part],
+                        losses,
+                        &budget,
+                        &interrupted,
+                    )
                 }),
                 Err(e) => Err(anyhow::anyhow!("{e:#}")),
             };
@@ -464,8 +472,8 @@ fn head(args: &Rfc2544Args, dir: &Path) -> String {
 /// of each size, the last trial's frames.
 fn with_capture(plan: &StreamPlan, dir: &Path, part: usize, point: usize) -> Result<StreamPlan> {
     let mut p = plan.clone();
-    if let Some(name) = &plan.args.pcap {
-        p.args.pcap = Some(sweep::capture_path(dir, name, part, point, 0)?);
+    if let Some(name) = &plan.pcap {
+        p.pcap = Some(sweep::capture_path(dir, name, part, point, 0)?);
     }
     Ok(p)
 }
@@ -487,9 +495,10 @@ type Done = (Value, Option<linerate_results::stream::StreamResult>, bool);
 
 /// Runs one test at one size: its outcome as JSON, the trial kept whole,
 /// whether it was cut short. None: it cannot run (no throughput found).
+/// `search`: how the throughput test searches (`--search`).
 fn run_test(
     plan: &StreamPlan,
-    test: Test,
+    (test, search): (Test, crate::cli::SearchArg),
     so_far: &report::SizeReport,
     losses: (f64, f64),
     budget: &Budget,
@@ -508,7 +517,7 @@ fn run_test(
             plan,
             losses,
             budget,
-            plan.args.search,
+            search,
             interrupted,
         )?),
         Test::Latency => match tp.filter(|t| t.fps.is_some()) {

@@ -216,17 +216,17 @@ pub fn latency(
     let mut runs: Vec<(f64, StreamResult)> = Vec::new();
     let mut last = None;
     for _ in 0..repeats.max(1) {
-        let (mut window, mut retries) = (plan.args.run.duration, 0);
+        let (mut window, mut retries) = (plan.run.timing.duration, 0);
         let r = loop {
             let mut p = plan.clone();
-            p.args.run.duration = window;
+            p.run.timing.duration = window;
             let r = trial(&p, found.offered_pps, None, interrupted)?;
             if r.interrupted || r.fault.is_some() || search::measured(&r) {
                 break r;
             }
             // The throughput test carried this rate: a trial that received
             // nothing met a busy machine, and runs again, longer.
-            let Some(longer) = latency_retry(plan.args.run.duration, retries) else {
+            let Some(longer) = latency_retry(plan.run.timing.duration, retries) else {
                 anyhow::bail!(
                     "the latency trial measured nothing ({} frame(s) received in a window of {} s; {} tries, the last {} long), though the throughput test carried its rate: is something else loading the machine?",
                     r.receiver.frames,
@@ -301,7 +301,7 @@ pub fn frame_loss(
     base_fps: f64,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<FrameLoss>> {
-    let queues = f64::from(plan.args.run.queues);
+    let queues = f64::from(plan.path.queues);
     let mut out = FrameLoss {
         base_fps,
         steps: Vec::new(),
@@ -407,8 +407,8 @@ pub fn back_to_back(
     budget: &Budget,
     interrupted: &Arc<AtomicBool>,
 ) -> Result<Ran<BackToBack>> {
-    let queues = plan.args.run.queues.max(1);
-    let secs = plan.args.run.duration.as_secs_f64();
+    let queues = plan.path.queues.max(1);
+    let secs = plan.run.timing.duration.as_secs_f64();
     let cap = ((rate_fps * secs / f64::from(queues)) as u64).max(2);
     let mut out = BackToBack {
         rate_fps,
@@ -470,7 +470,7 @@ fn b2b_search(
     last: &mut Option<StreamResult>,
     cut_any: &mut bool,
 ) -> Result<Option<u64>> {
-    let queues = plan.args.run.queues.max(1);
+    let queues = plan.path.queues.max(1);
     let mut burst = |n: u64, out: &mut BackToBack| -> Result<Option<bool>> {
         let r = trial(plan, None, Some(n), interrupted)?;
         let want = n * u64::from(queues);
@@ -538,8 +538,8 @@ fn trial(
     interrupted: &Arc<AtomicBool>,
 ) -> Result<StreamResult> {
     let mut p = plan.clone();
-    p.args.rate = rate;
-    p.args.count = count;
+    p.rate = rate;
+    p.count = count;
     stream::run(&p, interrupted)
 }
 

@@ -5,7 +5,6 @@ use hdrhistogram::Histogram;
 use linerate_datapath::worker::{RrSummary, WaitMode, MAX_LATENCY_NS};
 
 use crate::{
-    cli::ResponderArg,
     plan::rr::RrPlan,
     session::{placement, Ends, Measured, WorkerNames},
 };
@@ -22,16 +21,14 @@ pub(super) const NAMES: WorkerNames = WorkerNames {
 
 /// The result of `plan`'s run, from what it measured.
 pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Result<RrResult> {
-    let args = &plan.args;
-    let run = &args.run;
     let path = &plan.path;
     let window = &measured.window;
-    let xdp_responder = args.responder == ResponderArg::Xdp;
+    let xdp_responder = plan.xdp_responder;
     let completed = window.tx().transactions;
     let clients = measured.tx.total(|s| s.counters);
     let responders = measured.rx.total(|s| s.counters);
     let per_s = window.per_s(completed);
-    let mb_s = transaction_mb_s(per_s, args.request, args.response);
+    let mb_s = transaction_mb_s(per_s, plan.request_len, plan.response_len);
     let latency = merged_latency(measured)?;
     let workers = measured.worker_reports(
         Ends {
@@ -41,7 +38,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
         |s| (s.counters, s.xsk),
         |s| (s.counters, s.xsk),
     );
-    let client_wait = path.tx_wait(run, true);
+    let client_wait = path.tx_wait(&plan.run.wait, true);
     Ok(RrResult {
         test: "rr",
         version: env!("CARGO_PKG_VERSION").into(),
@@ -83,19 +80,18 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
 
 /// The run's parameters as the result reports them.
 fn params(plan: &RrPlan, client_wait: WaitMode) -> RrParams {
-    let args = &plan.args;
-    let run = &args.run;
+    let run = &plan.run;
     let path = &plan.path;
     let engine = plan.engine;
-    let xdp_responder = args.responder == ResponderArg::Xdp;
+    let xdp_responder = plan.xdp_responder;
     RrParams {
-        request: args.request,
-        response: args.response,
-        concurrency: args.concurrency,
-        flows: args.flows,
-        queues: run.queues,
-        timeout_ms: args.timeout.as_secs_f64() * 1000.0,
-        count: args.count,
+        request: plan.request_len,
+        response: plan.response_len,
+        concurrency: plan.concurrency,
+        flows: plan.flows,
+        queues: path.queues,
+        timeout_ms: plan.timeout.as_secs_f64() * 1000.0,
+        count: plan.count,
         responder: if xdp_responder {
             "xdp"
         } else {
@@ -103,18 +99,18 @@ fn params(plan: &RrPlan, client_wait: WaitMode) -> RrParams {
         }
         .into(),
         backend: engine.name().into(),
-        warmup_s: run.warmup.as_secs_f64(),
-        duration_s: run.duration.as_secs_f64(),
+        warmup_s: run.timing.warmup.as_secs_f64(),
+        duration_s: run.timing.duration.as_secs_f64(),
         mtu: path.mtu,
         client_wait: client_wait.name().into(),
-        responder_wait: WaitMode::from(run.rx_wait).name().into(),
+        responder_wait: run.wait.rx.name().into(),
         client_cores: path.tx_cores.clone(),
         responder_cores: path.rx_cores.clone(),
         client_iface: path.tx.iface.clone(),
         client_netns: path.tx.netns.clone(),
         responder_iface: path.rx.iface.clone(),
         responder_netns: path.rx.netns.clone(),
-        reverse: run.reverse,
+        reverse: run.path.reverse,
     }
 }
 
@@ -125,7 +121,7 @@ fn setup(
     measured: &Measured<RrSummary, RrSummary>,
     client_wait: WaitMode,
 ) -> RrSetup {
-    let run = &plan.args.run;
+    let run = &plan.run;
     let path = &plan.path;
     RrSetup {
         client_bind_mode: measured
@@ -146,9 +142,9 @@ fn setup(
         response_frames: plan.response.count,
         placement: format!(
             "{}; {}",
-            crate::engine::rr_sender(&plan.args),
+            crate::engine::rr_sender(plan.engine, plan.tx_engine_auto),
             placement(
-                run,
+                (&run.path, &run.wait, &run.napi),
                 NAMES,
                 path,
                 measured.napi,
@@ -159,7 +155,7 @@ fn setup(
         napi_threads: measured.napi_threads.clone(),
         napi: measured.napi.map(str::to_string),
         napi_priority: (!measured.napi_threads.is_empty())
-            .then(|| run.napi_priority.map(|p| p.to_string()))
+            .then(|| run.napi.priority.map(|p| p.to_string()))
             .flatten(),
         driver: path.rx.info.kind.clone(),
         wait: measured.wait.clone(),
@@ -180,29 +176,16 @@ fn merged_latency(measured: &Measured<RrSummary, RrSummary>) -> Result<Histogram
 
 #[cfg(test)]
 mod tests {
-    use linerate_datapath::{
-        geometry::Geometry, stats::CounterSnapshot, worker::Ready, xsk::BindMode,
-    };
+    use linerate_datapath::{stats::CounterSnapshot, worker::Ready, xsk::BindMode};
 
     use super::*;
     use crate::{
-        path::PathPlan,
         request::RunRequest,
         session::{busy_cores, Ends, Finished, Window},
     };
 
     fn plan(args: &[&str]) -> RrPlan {
-        let a = RunRequest::rr_args(args);
-        let geometry = Geometry::for_mtu(1500);
-        RrPlan {
-            engine: crate::engine::for_rr(&a),
-            request: geometry.fragments(a.request).unwrap(),
-            response: geometry.fragments(a.response).unwrap(),
-            args: a,
-            path: PathPlan::for_test(1500),
-            multi_buffer: false,
-            chunk_size: 2048,
-        }
+        RrPlan::for_test(&RunRequest::rr_args(args))
     }
 
     fn transactions(count: u64) -> CounterSnapshot {

@@ -25,5 +25,5 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
     let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
-    crate::printed::finish(&result, &args.run, &gates)
+    crate::printed::finish(&result, crate::plan::run::printed(&args.run), &gates)
 }

@@ -14,7 +14,6 @@ use crate::plan::rr::RrPlan;
 use linerate_results::rr::RrResult;
 
 use crate::{
-    cli::ResponderArg,
     engine::{Io, RrConfig, SideWorkers},
     session::{steering_config, Drain, Ends, Peer, Prepare, Session},
 };
@@ -34,24 +33,30 @@ pub fn run_side(
     interrupted: &Arc<AtomicBool>,
     peer: Option<&dyn Peer>,
 ) -> Result<RrResult> {
-    let args = &plan.args;
-    let run = &args.run;
+    let run = &plan.run;
     let path = &plan.path;
-    let port = run.port;
-    let xdp_responder = args.responder == ResponderArg::Xdp;
+    let port = run.sockets.port;
+    let xdp_responder = plan.xdp_responder;
     let steers = plan.engine.can().steering;
     let session = Session::prepare(
         Prepare {
-            args: run,
+            timing: run.timing,
+            wait: &run.wait,
+            napi: &run.napi,
             path,
             here: Ends::here(peer),
             // The clients' program takes the responses to their ports;
             // the responders' takes requests (or answers them itself).
             steering: Ends {
                 tx: steers.then(|| {
-                    steering_config(run, port + 1, port.saturating_add(args.flows as u16), false)
+                    steering_config(
+                        &run.xdp,
+                        port + 1,
+                        port.saturating_add(plan.flows as u16),
+                        false,
+                    )
                 }),
-                rx: steers.then(|| steering_config(run, port, port, xdp_responder)),
+                rx: steers.then(|| steering_config(&run.xdp, port, port, xdp_responder)),
             },
             threaded_by_default: false,
             pin_napi: Ends { tx: true, rx: true },
@@ -69,33 +74,33 @@ pub fn run_side(
         client: SideWorkers {
             end: &path.tx,
             cores: &path.tx_cores,
-            wait: path.tx_wait(run, true),
+            wait: path.tx_wait(&run.wait, true),
             stop: stop.tx.clone(),
             steering: steering.tx.as_ref(),
         },
         responder: SideWorkers {
             end: &path.rx,
             cores: &path.rx_cores,
-            wait: run.rx_wait.into(),
+            wait: run.wait.rx,
             stop: stop.rx.clone(),
             steering: steering.rx.as_ref(),
         },
         port,
         request: plan.request,
         response: plan.response,
-        io: Io::new(run, plan.chunk_size, plan.multi_buffer),
+        io: Io::new(&run.rings, plan.chunk_size, plan.multi_buffer),
     };
     let in_window = session.in_window();
     let spawn_client = |q: u32| {
         // Flow f runs on queue f mod queues.
-        let flows = (0..args.flows as u16)
-            .filter(|f| u32::from(*f) % run.queues == q)
+        let flows = (0..plan.flows as u16)
+            .filter(|f| u32::from(*f) % path.queues == q)
             .collect();
         let clients = ClientConfig {
             flows,
-            concurrency: args.concurrency,
-            timeout: args.timeout,
-            count: args.count,
+            concurrency: plan.concurrency,
+            timeout: plan.timeout,
+            count: plan.count,
             measuring: in_window.clone(),
         };
         plan.engine.spawn_client(&cfg, q, clients)

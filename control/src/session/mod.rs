@@ -64,8 +64,8 @@ pub use window::busy_cores;
 pub use window::{Finished, Window};
 
 use crate::{
-    cli::RunArgs,
     path::{PathEnd, PathPlan},
+    spec::{Napi, Timing, Wait},
 };
 use linerate_host::{environment::Environment, iface::IfCounters};
 use linerate_results::parts::{InterfaceCounters, WorkerReport};
@@ -83,8 +83,12 @@ const DRAIN_QUIET: Duration = Duration::from_millis(150);
 
 /// What a command asks of the first phase.
 pub struct Prepare<'a> {
-    /// The run's options.
-    pub args: &'a RunArgs,
+    /// How long the run lasts, how often it reports.
+    pub timing: Timing,
+    /// How the workers wait.
+    pub wait: &'a Wait,
+    /// The NAPI mode and threads' policy asked for.
+    pub napi: &'a Napi,
     /// The planned path.
     pub path: &'a PathPlan,
     /// The ends whose workers run here.
@@ -183,7 +187,7 @@ impl<T, R> Measured<T, R> {
 /// A prepared run: the system changed for it (and put back when it is
 /// dropped), its counters read at the start.
 pub struct Session<'a> {
-    args: &'a RunArgs,
+    timing: Timing,
     path: &'a PathPlan,
     here: Ends<bool>,
     peer: Option<&'a dyn Peer>,
@@ -226,13 +230,13 @@ impl<'a> Session<'a> {
         peer: Option<&'a dyn Peer>,
         interrupted: &'a AtomicBool,
     ) -> Result<Self> {
-        let (args, path, here) = (asked.args, asked.path, asked.here);
+        let (timing, path, here) = (asked.timing, asked.path, asked.here);
         // What a run killed before it could clean up left (its journal),
         // put back before this one measures, and said.
         linerate_host::putback::replay_all().warn();
         // The wait modes first: a mode the kernel would not honour is
         // refused before anything changes.
-        let (wait, wait_restore) = wait::apply(args, path, here, asked.sockets)?;
+        let (wait, wait_restore) = wait::apply(asked.wait, path, here, asked.sockets)?;
         // The rx end first (rr: the responder's program answers requests).
         let attach = |end, cfg: Option<SteeringConfig>, runs_here: bool| {
             cfg.filter(|_| runs_here)
@@ -244,10 +248,10 @@ impl<'a> Session<'a> {
         let steering = Ends { tx, rx };
         // Check, then change: only now the NAPI mode and pinning.
         let mut restore = Restore::default();
-        let own = receive_work::check(args, path, asked.threaded_by_default)?;
-        let napi = apply_napi(args, path, asked.threaded_by_default, &mut restore)?;
+        let own = receive_work::check(asked.napi, path, asked.threaded_by_default)?;
+        let napi = apply_napi(asked.napi, path, asked.threaded_by_default, &mut restore)?;
         let napi_threads = receive_work::place_napi(
-            (args, path),
+            (asked.napi, path),
             own.as_deref(),
             here,
             asked.pin_napi,
@@ -265,13 +269,13 @@ impl<'a> Session<'a> {
             rx: steer_stats(&steering.rx)?,
         };
         let started = Instant::now();
-        let planned = args.warmup + args.duration;
+        let planned = timing.warmup + timing.duration;
         let stop = |extra_s| StopSignal {
             flag: Arc::new(AtomicBool::new(false)),
-            deadline: started + hard_deadline(planned, args.queues, extra_s),
+            deadline: started + hard_deadline(planned, path.queues, extra_s),
         };
         Ok(Self {
-            args,
+            timing,
             path,
             here,
             peer,
@@ -286,12 +290,12 @@ impl<'a> Session<'a> {
                 rx: stop(5),
             },
             // With no warm-up, the window is from the start.
-            in_window: Arc::new(AtomicBool::new(args.warmup.is_zero())),
+            in_window: Arc::new(AtomicBool::new(timing.warmup.is_zero())),
             watch: PathWatch::new(path),
             wait,
-            intervals: args
-                .json_stream
-                .then(|| interval::Intervals::start(args.interval, args.queues)),
+            intervals: timing
+                .intervals
+                .map(|every| interval::Intervals::start(every, path.queues)),
             _wait_restore: wait_restore,
             _restore: restore,
         })
@@ -332,7 +336,7 @@ impl<'a> Session<'a> {
             tx: Vec::new(),
             rx: Vec::new(),
         };
-        let queues = self.args.queues;
+        let queues = self.path.queues;
         if let Some(spawn) = spawn_rx.filter(|_| self.here.rx) {
             for q in 0..queues {
                 match spawn(q) {
@@ -427,7 +431,7 @@ impl<'a> Session<'a> {
         let running = self
             .peer
             .map_or_else(Instant::now, |p| p.start().max(Instant::now()));
-        wait_until(running + self.args.warmup, &end_early);
+        wait_until(running + self.timing.warmup, &end_early);
         let link = || {
             if link_rates {
                 Ends {
@@ -441,7 +445,7 @@ impl<'a> Session<'a> {
         let link_start = link();
         let start = Snapshot::take(&crew.tx, &crew.rx)?;
         self.in_window.store(true, Ordering::Relaxed);
-        wait_until(start.at + self.args.duration, &end_early);
+        wait_until(start.at + self.timing.duration, &end_early);
         self.in_window.store(false, Ordering::Relaxed);
         let end = Snapshot::take(&crew.tx, &crew.rx)?;
         // A worker that ended because its interface went away ended the

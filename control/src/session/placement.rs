@@ -4,15 +4,16 @@ use linerate_datapath::worker::WaitMode;
 
 use super::ends::WorkerNames;
 use crate::{
-    cli::{NapiArg, RunArgs},
     path::PathPlan,
+    spec::{Napi, NapiMode, PathSpec, Wait},
 };
 
 /// What the run's placement is, in words: the workers' cores (chosen by
 /// linerate or given), the NAPI mode and where its threads were pinned.
+/// `asked`: the path, wait modes and NAPI settings the run was given;
 /// `tx_wait` is how the tx end's workers waited.
 pub fn placement(
-    args: &RunArgs,
+    (asked, wait, napi_asked): (&PathSpec, &Wait, &Napi),
     names: WorkerNames,
     path: &PathPlan,
     napi: Option<&str>,
@@ -21,12 +22,12 @@ pub fn placement(
 ) -> String {
     let who = if path.crossed {
         "chosen by linerate: too few cores to keep the names apart, so each core sends one queue and receives another"
-    } else if args.tx_cores.is_none() && args.rx_cores.is_none() {
+    } else if asked.tx_cores.is_none() && asked.rx_cores.is_none() {
         "chosen by linerate: one core per role, apart"
     } else {
         "as given"
     };
-    let who = match (args.tx_wait, tx_wait) {
+    let who = match (wait.tx, tx_wait) {
         (None, WaitMode::Wait) => {
             format!(
                 "{who}; {}s block, as they share cores with receive work",
@@ -35,9 +36,9 @@ pub fn placement(
         }
         _ => who.to_string(),
     };
-    let napi = match (napi, args.napi) {
+    let napi = match (napi, napi_asked.mode) {
         (None, _) => "NAPI left as configured".to_string(),
-        (Some(mode), NapiArg::Auto) => format!("NAPI {mode} (auto)"),
+        (Some(mode), NapiMode::Auto) => format!("NAPI {mode} (auto)"),
         (Some(mode), _) => format!("NAPI {mode} (as given)"),
     };
     let pinned = if napi_threads.is_empty() {
@@ -47,13 +48,13 @@ pub fn placement(
             .iter()
             .map(|(pid, core)| format!("{pid} on core {core}"))
             .collect();
-        let place = if args.napi == NapiArg::ThreadedOwn {
+        let place = if napi_asked.mode == NapiMode::ThreadedOwn {
             "on cores of their own".to_string()
         } else {
             format!("beside the {}", names.rx)
         };
-        let at = args
-            .napi_priority
+        let at = napi_asked
+            .priority
             .map(|p| format!(" at {p}"))
             .unwrap_or_default();
         format!(", NAPI threads pinned {place}{at}: {}", cores.join(", "))

@@ -11,8 +11,8 @@ use super::{
     system::{pin_napi, Restore},
 };
 use crate::{
-    cli::{NapiArg, RunArgs},
     path::PathPlan,
+    spec::{Napi, NapiMode},
 };
 
 /// Cores no worker of the run uses, of `online`.
@@ -27,22 +27,22 @@ pub fn free_cores(path: &PathPlan, online: usize) -> Vec<usize> {
 /// `threaded-own` a core no worker uses. Returns those cores for
 /// `threaded-own`.
 pub fn check(
-    args: &RunArgs,
+    args: &Napi,
     path: &PathPlan,
     threaded_by_default: bool,
 ) -> Result<Option<Vec<usize>>> {
-    let softirq = match (args.napi, path.lab.is_some()) {
-        (NapiArg::Softirq, _) => true,
-        (NapiArg::Auto, true) => !threaded_by_default,
+    let softirq = match (args.mode, path.lab.is_some()) {
+        (NapiMode::Softirq, _) => true,
+        (NapiMode::Auto, true) => !threaded_by_default,
         _ => false,
     };
-    if let (Some(priority), true) = (args.napi_priority, softirq) {
+    if let (Some(priority), true) = (args.priority, softirq) {
         bail!(
             "--napi-priority {priority}: there is no NAPI thread to set (NAPI runs in softirq{}): give --napi threaded or --napi threaded-own",
-            if args.napi == NapiArg::Auto { ", as --napi auto means for this run" } else { "" }
+            if args.mode == NapiMode::Auto { ", as --napi auto means for this run" } else { "" }
         );
     }
-    if args.napi != NapiArg::ThreadedOwn {
+    if args.mode != NapiMode::ThreadedOwn {
         return Ok(None);
     }
     let online = linerate_host::cores::online();
@@ -61,7 +61,7 @@ pub fn check(
 /// beside their workers or on `own` cores, then sets their priority;
 /// returns (pid, core) of each.
 pub fn place_napi(
-    (args, path): (&RunArgs, &PathPlan),
+    (args, path): (&Napi, &PathPlan),
     own: Option<&[usize]>,
     here: Ends<bool>,
     pin: Ends<bool>,
@@ -76,7 +76,7 @@ pub fn place_napi(
         let pinned = pin_napi(&path.tx, own.unwrap_or(&path.tx_cores), restore)?;
         threads.extend(pinned.into_iter().map(|(t, c)| (&path.tx, t, c)));
     }
-    if let Some(priority) = args.napi_priority {
+    if let Some(priority) = args.priority {
         if threads.is_empty() {
             bail!(
                 "--napi-priority {priority}: there is no NAPI thread to set (NAPI runs in softirq on {}): give --napi threaded or --napi threaded-own",
@@ -94,12 +94,9 @@ pub fn place_napi(
 /// yield to) runs beside the receivers: threaded NAPI pinned beside them
 /// (`threaded`, or `auto` meaning threaded) with no real-time
 /// `--napi-priority` (a real-time thread preempts the receiver anyway).
-pub fn napi_beside_receivers(args: &RunArgs, napi: Option<&str>) -> bool {
+pub fn napi_beside_receivers(args: &Napi, napi: Option<&str>) -> bool {
     use linerate_datapath::priority::Priority;
     napi == Some("threaded")
-        && args.napi != NapiArg::ThreadedOwn
-        && !matches!(
-            args.napi_priority,
-            Some(Priority::Fifo(_) | Priority::Rr(_))
-        )
+        && args.mode != NapiMode::ThreadedOwn
+        && !matches!(args.priority, Some(Priority::Fifo(_) | Priority::Rr(_)))
 }

@@ -5,11 +5,11 @@
 use std::{sync::Arc, thread};
 
 use anyhow::{anyhow, Context, Result};
-use linerate_ebpf::{AttachPolicy, Steering, SteeringConfig};
+use linerate_ebpf::{Steering, SteeringConfig};
 
 use crate::{
-    cli::{NapiArg, RunArgs, XdpModeArg},
     path::{PathEnd, PathPlan},
+    spec::{Napi, NapiMode, Xdp},
 };
 use linerate_host::{
     journal::Entry,
@@ -18,18 +18,14 @@ use linerate_host::{
 };
 
 /// The steering configuration for UDP ports `lo..=hi` on a run.
-pub fn steering_config(args: &RunArgs, lo: u16, hi: u16, respond: bool) -> SteeringConfig {
+pub fn steering_config(xdp: &Xdp, lo: u16, hi: u16, respond: bool) -> SteeringConfig {
     SteeringConfig {
         port_lo: lo,
         port_hi: hi,
-        policy: match args.xdp_mode {
-            XdpModeArg::Auto => AttachPolicy::Auto,
-            XdpModeArg::Native => AttachPolicy::Native,
-            XdpModeArg::Generic => AttachPolicy::Generic,
-        },
-        force: args.force,
+        policy: xdp.policy,
+        force: xdp.force,
         respond,
-        drop_ppm: (args.inject_loss * 10_000.0).round() as u32,
+        drop_ppm: (xdp.inject_loss * 10_000.0).round() as u32,
     }
 }
 
@@ -129,17 +125,17 @@ pub fn pin_napi(
 /// already in the mode is left alone. Called once every check of the run
 /// has passed (the XDP programs attached, the interfaces locked).
 pub fn apply_napi(
-    args: &RunArgs,
+    args: &Napi,
     path: &PathPlan,
     threaded_by_default: bool,
     restore: &mut Restore,
 ) -> Result<Option<&'static str>> {
     use linerate_host::sysfs::{read, write, Attr};
-    let threaded = match (args.napi, path.lab.is_some()) {
-        (NapiArg::Keep, _) | (NapiArg::Auto, false) => return Ok(None),
-        (NapiArg::Auto, true) => threaded_by_default,
-        (NapiArg::Threaded | NapiArg::ThreadedOwn, _) => true,
-        (NapiArg::Softirq, _) => false,
+    let threaded = match (args.mode, path.lab.is_some()) {
+        (NapiMode::Keep, _) | (NapiMode::Auto, false) => return Ok(None),
+        (NapiMode::Auto, true) => threaded_by_default,
+        (NapiMode::Threaded | NapiMode::ThreadedOwn, _) => true,
+        (NapiMode::Softirq, _) => false,
     };
     let want = if threaded { "1" } else { "0" };
     let mut done: Vec<(&Option<String>, &String)> = Vec::new();

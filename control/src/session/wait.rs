@@ -15,8 +15,8 @@ use linerate_datapath::{
 
 use super::ends::Ends;
 use crate::{
-    cli::{BackendArg, RunArgs},
     path::{PathEnd, PathPlan},
+    spec::Wait,
 };
 use linerate_host::{journal::Entry, putback::Changes};
 use linerate_results::wait::{NapiUsed, WaitSetup};
@@ -44,14 +44,14 @@ pub enum Sockets {
 /// ends that run here. Returns what the result records and what puts the
 /// settings back.
 pub fn apply(
-    args: &RunArgs,
+    wait: &Wait,
     path: &PathPlan,
     here: Ends<bool>,
     sockets: Ends<Sockets>,
 ) -> Result<(WaitSetup, WaitRestore)> {
     let modes = Ends {
-        tx: path.tx_wait(args, here.rx),
-        rx: WaitMode::from(args.rx_wait),
+        tx: path.tx_wait(wait, here.rx),
+        rx: wait.rx,
     };
     let mut setup = WaitSetup {
         tx: modes.tx.name().into(),
@@ -67,7 +67,7 @@ pub fn apply(
         if !runs_here || !mode.kernel_polls() || sockets == Sockets::None {
             continue;
         }
-        check(args, side, mode, sockets, end)?;
+        check(wait.tcp, side, mode, sockets, end)?;
         setup.busy_poll_usecs = mode.busy_poll_usecs();
         setup.busy_poll_budget = Some(BUSY_POLL_BUDGET);
         let settings = mode.napi_settings();
@@ -90,13 +90,13 @@ pub fn apply(
 
 /// Refuses a kernel busy-poll mode where the kernel never busy-polls.
 fn check(
-    args: &RunArgs,
+    tcp: bool,
     side: &'static str,
     mode: WaitMode,
     sockets: Sockets,
     end: &PathEnd,
 ) -> Result<()> {
-    if args.backend == BackendArg::Tcp {
+    if tcp {
         bail!(
             "--{side}-wait {}: kernel busy polling is offered for --backend udp and AF_XDP sockets in zero-copy mode; with --backend tcp use busy or wait",
             mode.name()

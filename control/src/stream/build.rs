@@ -41,13 +41,11 @@ pub fn result(
     measured: &Measured<TxSummary, RxSummary>,
     credit_window: Option<u64>,
 ) -> StreamResult {
-    let args = &plan.args;
-    let run = &args.run;
     let path = &plan.path;
     let window = &measured.window;
     let (sender, receiver) = side_figures(plan, measured);
     // With --tx-only nothing is received here: the CPU per MB sent.
-    let counted_mb_s = if args.tx_only {
+    let counted_mb_s = if plan.tx_only {
         sender.counted_mb_s()
     } else {
         receiver.counted_mb_s()
@@ -61,7 +59,7 @@ pub fn result(
         |s| (s.counters, s.xsk),
         |s| (s.counters, s.xsk),
     );
-    let tx_wait = path.tx_wait(run, measured.here.rx);
+    let tx_wait = path.tx_wait(&plan.run.wait, measured.here.rx);
     StreamResult {
         test: "stream",
         version: env!("CARGO_PKG_VERSION").into(),
@@ -82,7 +80,7 @@ pub fn result(
         workers,
         xdp: measured.steering.rx,
         interfaces: measured.interfaces.clone(),
-        latency: one_way(args.rx_only, &measured.rx.summaries),
+        latency: one_way(plan.rx_only, &measured.rx.summaries),
         receiver_window_s: None,
         agents: None,
     }
@@ -90,28 +88,27 @@ pub fn result(
 
 /// The run's parameters as the result reports them.
 fn params(plan: &StreamPlan, tx_wait: WaitMode) -> Params {
-    let args = &plan.args;
-    let run = &args.run;
+    let run = &plan.run;
     let path = &plan.path;
     Params {
-        backend: crate::engine::backend(run.backend).name().into(),
-        gso: run.gso,
-        gro: run.gro,
+        backend: crate::engine::backend(run.sockets.backend).name().into(),
+        gso: run.sockets.gso,
+        gro: run.sockets.gro,
         frame_size: plan.frame_size,
         size_mix: plan.mix.as_ref().map(ToString::to_string),
-        ipv6: run.ipv6,
+        ipv6: run.sockets.ipv6,
         mtu: path.mtu,
-        queues: run.queues,
-        warmup_s: run.warmup.as_secs_f64(),
-        duration_s: run.duration.as_secs_f64(),
-        count: args.count,
-        rate_pps: args.rate,
+        queues: path.queues,
+        warmup_s: run.timing.warmup.as_secs_f64(),
+        duration_s: run.timing.duration.as_secs_f64(),
+        count: plan.count,
+        rate_pps: plan.rate,
         tx_wait: tx_wait.name().into(),
-        rx_wait: WaitMode::from(run.rx_wait).name().into(),
-        batch: run.batch,
-        ring: run.ring,
-        rx_ring: run.rx_ring,
-        port: run.port,
+        rx_wait: run.wait.rx.name().into(),
+        batch: run.rings.batch,
+        ring: run.rings.tx_ring,
+        rx_ring: run.rings.rx_ring,
+        port: run.sockets.port,
         tx_cores: path.tx_cores.clone(),
         rx_cores: path.rx_cores.clone(),
         tx_iface: path.tx.iface.clone(),
@@ -130,8 +127,7 @@ fn setup(
     credit_window: Option<u64>,
     tx_wait: WaitMode,
 ) -> Setup {
-    let args = &plan.args;
-    let run = &args.run;
+    let run = &plan.run;
     let path = &plan.path;
     let ready = || measured.tx.ready.iter().chain(&measured.rx.ready);
     let refused = ready().find_map(|r| r.fallback_reason.clone());
@@ -143,7 +139,7 @@ fn setup(
             .ready
             .first()
             .map_or(
-                if args.rx_only {
+                if plan.rx_only {
                     linerate_results::stream_table::RX_ONLY
                 } else {
                     "none (other host)"
@@ -156,7 +152,7 @@ fn setup(
             .ready
             .first()
             .map_or(
-                if args.tx_only {
+                if plan.tx_only {
                     linerate_results::stream_table::TX_ONLY
                 } else {
                     "none (other host)"
@@ -171,13 +167,13 @@ fn setup(
         umem_chunk: umem.then_some(plan.chunk_size),
         umem_huge_pages: umem.then_some(huge_pages),
         payload_per_frame: Geometry::for_mtu(path.mtu)
-            .ipv6(run.ipv6)
+            .ipv6(run.sockets.ipv6)
             .udp_payload_of(plan.frame_size),
         placement: engines_placed(
             plan,
             credit_window,
             placement(
-                run,
+                (&run.path, &run.wait, &run.napi),
                 NAMES,
                 path,
                 measured.napi,
@@ -188,10 +184,10 @@ fn setup(
         napi_threads: measured.napi_threads.clone(),
         napi: measured.napi.map(str::to_string),
         napi_priority: (!measured.napi_threads.is_empty())
-            .then(|| run.napi_priority.map(|p| p.to_string()))
+            .then(|| run.napi.priority.map(|p| p.to_string()))
             .flatten(),
         gen_priority: gen_priority(plan, credit_window).map(|p| p.to_string()),
-        rx_priority: run.rx_priority.map(|p| p.to_string()),
+        rx_priority: run.priorities.receivers.map(|p| p.to_string()),
         driver: path.rx.info.kind.clone(),
         tx_engine: plan.sender.name().into(),
         tx_window: credit_window,
@@ -257,7 +253,7 @@ fn frame_accounting(
         plan.message.map(|cut| (cut.msg_len, cut.count)),
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
-    if plan.args.tx_only {
+    if plan.tx_only {
         // No receiver of ours: no loss measured (not all of it lost).
         frames.lost = 0;
         frames.loss_pct = 0.0;
@@ -275,11 +271,11 @@ fn frame_accounting(
 /// was set: `--gen-priority`, else nice 19 beside AF_XDP receivers that
 /// wait (see `engine::credit`).
 fn gen_priority(plan: &StreamPlan, window: Option<u64>) -> Option<Priority> {
-    let run = &plan.args.run;
+    let run = &plan.run;
     (plan.sender.name() == "generator")
         .then(|| {
-            run.gen_priority.or((window.is_some()
-                && matches!(run.rx_wait, crate::cli::WaitArg::Wait)
+            run.priorities.generator.or((window.is_some()
+                && run.wait.rx == WaitMode::Wait
                 && plan.path.shared_cores())
             .then_some(Priority::Other(19)))
         })
@@ -300,9 +296,9 @@ fn engines_placed(plan: &StreamPlan, window: Option<u64>, placed: String) -> Str
         None => waits,
     };
     let at = plan
-        .args
         .run
-        .rx_priority
+        .priorities
+        .receivers
         .map(|p| format!(" at {p}"))
         .unwrap_or_default();
     format!(
@@ -341,28 +337,12 @@ mod tests {
 
     use super::*;
     use crate::{
-        path::PathPlan,
         request::RunRequest,
         session::{busy_cores, Ends, Finished, Window},
     };
 
     fn plan(args: &[&str]) -> StreamPlan {
-        let a = RunRequest::stream_args(args);
-        let (sender, receiver) = crate::engine::for_stream(&a);
-        let geometry = Geometry::for_mtu(1500);
-        let message = a.message.map(|m| geometry.fragments(m).unwrap());
-        StreamPlan {
-            args: a,
-            sender,
-            receiver,
-            path: PathPlan::for_test(1500),
-            frame_size: geometry.max_frame(),
-            multi_buffer: false,
-            chunk_size: 2048,
-            message,
-            tx_engine_reason: None,
-            mix: None,
-        }
+        StreamPlan::for_test(&RunRequest::stream_args(args))
     }
 
     /// `n` frames of 1518 bytes (1514 in the descriptor, 1472 of payload),

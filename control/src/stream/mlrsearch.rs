@@ -77,9 +77,9 @@ pub struct MlrResult {
 /// [`search::drive`] decides each trial, this runs it as a stream trial.
 pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Result<MlrResult> {
     let started = Instant::now();
-    let queues = plan.args.run.queues;
+    let queues = plan.path.queues;
     let per_load = frames_per_load(queues, plan.message.as_ref().map_or(1, |m| m.count));
-    let final_s = plan.args.run.duration.as_secs_f64();
+    let final_s = plan.run.timing.duration.as_secs_f64();
     let mut out = MlrResult::empty(&s, final_s);
     // Every trial's whole result, in order.
     let mut results: Vec<StreamResult> = Vec::new();
@@ -88,9 +88,9 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
             return Ok(None);
         }
         let mut p = plan.clone();
-        p.args.rate = rate;
-        p.args.run.duration = Duration::from_secs_f64(secs);
-        p.args.run.warmup = p.args.run.warmup.min(p.args.run.duration);
+        p.rate = rate;
+        p.run.timing.duration = Duration::from_secs_f64(secs);
+        p.run.timing.warmup = p.run.timing.warmup.min(p.run.timing.duration);
         let r = super::run::run(&p, interrupted)?;
         let step = Step {
             trial: Trial::of(rate, &r, false),

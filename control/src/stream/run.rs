@@ -32,24 +32,23 @@ pub fn run_side(
     interrupted: &Arc<AtomicBool>,
     peer: Option<&dyn Peer>,
 ) -> Result<StreamResult> {
-    let args = &plan.args;
-    let run = &args.run;
+    let run = &plan.run;
     let path = &plan.path;
     let mut here = Ends::here(peer);
     // With --rx-only another tool sends.
-    here.tx &= !args.rx_only;
+    here.tx &= !plan.rx_only;
     // With --tx-only another tool (or a device) receives.
-    here.rx &= !args.tx_only;
+    here.rx &= !plan.tx_only;
     // Before anything runs: a --pcap file that cannot be written fails now.
-    let pcap = args
+    let pcap = plan
         .pcap
         .as_deref()
         .map(crate::pcap::PcapFile::create)
         .transpose()?;
     let session = prepare(plan, here, peer, interrupted)?;
     let stop = session.stop_signals();
-    let mut io = Io::new(run, plan.chunk_size, plan.multi_buffer);
-    io.capture = pcap.as_ref().map(|_| args.pcap_count as usize);
+    let mut io = Io::new(&run.rings, plan.chunk_size, plan.multi_buffer);
+    io.capture = pcap.as_ref().map(|_| plan.pcap_count as usize);
     // The generator's backpressure when its receivers run here.
     let credit = crate::engine::credit(
         plan.sender,
@@ -58,47 +57,47 @@ pub fn run_side(
         (
             &path.tx_cores,
             path.rx.info.rx_queues,
-            run.rx_ring,
+            run.rings.rx_ring,
             session.napi() == Some("threaded"),
         ),
-        matches!(run.rx_wait, crate::cli::WaitArg::Wait) && path.shared_cores(),
+        run.wait.rx == linerate_datapath::worker::WaitMode::Wait && path.shared_cores(),
     )?;
     let credit_window = credit.as_ref().map(|k| k.window);
     let receivers = ReceiverConfig {
         workers: SideWorkers {
             end: &path.rx,
             cores: &path.rx_cores,
-            wait: run.rx_wait.into(),
+            wait: run.wait.rx,
             stop: stop.rx.clone(),
             steering: session.steering().rx.as_ref(),
         },
-        port: run.port,
-        gro: run.gro,
-        count_foreign: args.rx_only,
+        port: run.sockets.port,
+        gro: run.sockets.gro,
+        count_foreign: plan.rx_only,
         io,
         credits: credit.as_ref().map(|k| k.credits.clone()),
-        yield_to_napi: crate::session::napi_beside_receivers(run, session.napi()),
-        rx_priority: run.rx_priority,
+        yield_to_napi: crate::session::napi_beside_receivers(&run.napi, session.napi()),
+        rx_priority: run.priorities.receivers,
     };
     let senders = SenderConfig {
         workers: SideWorkers {
             end: &path.tx,
             cores: &path.tx_cores,
-            wait: path.tx_wait(run, here.rx),
+            wait: path.tx_wait(&run.wait, here.rx),
             stop: stop.tx.clone(),
             steering: None,
         },
         to: &path.rx,
-        port: run.port,
+        port: run.sockets.port,
         frame_size: plan.frame_size,
         message: plan.message,
         mix: plan.mix.as_ref(),
-        rate: args.rate,
-        count: args.count,
-        gso: run.gso,
+        rate: plan.rate,
+        count: plan.count,
+        gso: run.sockets.gso,
         io,
         credit,
-        gen_priority: run.gen_priority,
+        gen_priority: run.priorities.generator,
     };
     let crew = session.start(
         NAMES,
@@ -121,11 +120,14 @@ fn prepare<'a>(
     peer: Option<&'a dyn Peer>,
     interrupted: &'a AtomicBool,
 ) -> Result<Session<'a>> {
-    let run = &plan.args.run;
+    let run = &plan.run;
     let path = &plan.path;
+    let port = run.sockets.port;
     Session::prepare(
         Prepare {
-            args: run,
+            timing: run.timing,
+            wait: &run.wait,
+            napi: &run.napi,
             path,
             here,
             steering: Ends {
@@ -134,7 +136,7 @@ fn prepare<'a>(
                     .receiver
                     .can()
                     .steering
-                    .then(|| steering_config(run, run.port, run.port, false)),
+                    .then(|| steering_config(&run.xdp, port, port, false)),
             },
             // Threaded NAPI beside the receivers, except for the generator
             // into AF_XDP receivers: there receive work runs best in softirq
@@ -168,13 +170,13 @@ fn measure_until_done(
     crew: Crew<TxSummary, RxSummary>,
     here: Ends<bool>,
 ) -> Result<Measured<TxSummary, RxSummary>> {
-    let args = &plan.args;
-    let run = &args.run;
     // A receiver on its own host knows a counted run is done when all of
     // it arrived (else the sender's host tells it, a little later).
     // --count is at most 2^48 and --queues 64 (checked): this cannot
     // overflow, and saturating would only mean "not yet".
-    let expected = args.count.map(|c| c.saturating_mul(u64::from(run.queues)));
+    let expected = plan
+        .count
+        .map(|c| c.saturating_mul(u64::from(plan.path.queues)));
     let arrived = || {
         expected.is_some_and(|n| {
             let got = crew.rx_now();

@@ -92,7 +92,7 @@ mod tests {
                         continue;
                     };
                     if args.tx_engine == TxEngineArg::Auto {
-                        let given = crate::engine::af_xdp_sender_options(&args);
+                        let given = crate::plan::stream::af_xdp_sender_options(&args);
                         assert_eq!(given, None, "{name} {}", p.describe());
                     }
                 }

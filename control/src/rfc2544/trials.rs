@@ -22,7 +22,11 @@ use crate::{
         search,
     },
 };
-use linerate_results::{latency::Latency, stream::StreamResult};
+use linerate_results::{
+    latency::Latency,
+    stats::{median, median_observation},
+    stream::StreamResult,
+};
 
 pub use search::Trial;
 
@@ -312,12 +316,9 @@ pub fn latency(
         }
     }
     let trials_us: Vec<f64> = runs.iter().map(|r| r.0).collect();
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|a, b| runs[*a].0.total_cmp(&runs[*b].0));
     // The median trial (the lower middle one of an even count) is kept.
-    let kept = order
-        .get(order.len().saturating_sub(1) / 2)
-        .map(|&i| runs[i].1.clone())
+    let kept = median_observation(&trials_us)
+        .map(|i| runs[i].1.clone())
         .or(last)
         .expect("a trial ran");
     let range_us = trials_us
@@ -330,7 +331,7 @@ pub fn latency(
             offered_pps: found.offered_pps,
             fps: kept.receiver.frames_per_s,
             latency: kept.latency.clone(),
-            rfc_us: mlrsearch::median(&trials_us),
+            rfc_us: median(&trials_us),
             trials_us,
             range_us,
         },
@@ -443,11 +444,12 @@ pub fn not_reached(cap_frames: u64, rate_fps: f64) -> String {
     format!("not reached: no loss up to {cap_frames} frames{us}")
 }
 
-/// The median of whole numbers (the lower middle one of an even count).
-fn median_u64(v: &[u64]) -> Option<u64> {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s.get(s.len().saturating_sub(1) / 2).copied()
+/// The burst that stands for the searches: the median one, or of an even
+/// count the lower middle one (a burst that arrived whole, as RFC 9004's
+/// figure must be).
+fn median_burst(v: &[u64]) -> Option<u64> {
+    let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+    median_observation(&f).map(|i| v[i])
 }
 
 /// RFC 9004's search, `budget.b2b_trials` times: the first doubles the
@@ -495,7 +497,7 @@ pub fn back_to_back(
     let whole: Vec<u64> = out.searches.iter().flatten().copied().collect();
     if !cut_any {
         out.not_reached = Some(not_reached(out.cap_frames, rate_fps));
-    } else if let Some(m) = median_u64(&whole) {
+    } else if let Some(m) = median_burst(&whole) {
         out.longest_frames = Some(m);
         out.longest_s = (rate_fps > 0.0).then(|| m as f64 / rate_fps);
         out.range_frames = whole
@@ -626,9 +628,9 @@ mod tests {
 
     #[test]
     fn the_benchmark_is_the_median_of_the_searches() {
-        assert_eq!(median_u64(&[5, 1, 3]), Some(3));
-        assert_eq!(median_u64(&[4, 2]), Some(2));
-        assert_eq!(median_u64(&[]), None);
+        assert_eq!(median_burst(&[5, 1, 3]), Some(3));
+        assert_eq!(median_burst(&[4, 2]), Some(2));
+        assert_eq!(median_burst(&[]), None);
     }
 
     #[test]

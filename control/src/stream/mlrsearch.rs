@@ -24,7 +24,7 @@ use super::{
     search::{measured, trial_loss, upper_bound, Trial},
 };
 use crate::plan::stream::StreamPlan;
-use linerate_results::stream::StreamResult;
+use linerate_results::{stats::median, stream::StreamResult};
 
 /// The search's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -125,21 +125,6 @@ pub struct MlrResult {
     pub interrupted: bool,
     /// A fault of the path that ended it, if one did.
     pub fault: Option<String>,
-}
-
-/// The median of `v` (the mean of the middle two of an even count).
-pub fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
 }
 
 /// A goal's rate from its full-length trials at `offered` (None: unpaced).
@@ -419,9 +404,6 @@ mod tests {
 
     #[test]
     fn a_rate_is_the_median_of_its_trials_with_their_range() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
         let t = |fps| Trial {
             received_fps: fps,
             ..Default::default()

@@ -167,7 +167,7 @@ pub fn streams(results: &[(&str, &StreamResult)], failed: usize, skew_us: f64) -
         test: "stream".into(),
         pairs: results.len(),
         pairs_failed: failed,
-        window_s: common_window(results.iter().map(|(_, r)| r.window_s)),
+        window_s: common_window(results.iter().map(|(_, r)| r.common.window_s)),
         frames: Some(frames),
         bytes: Some(bytes),
         sender: Some(sender),
@@ -198,7 +198,7 @@ pub fn rrs(results: &[(&str, &RrResult)], failed: usize, skew_us: f64) -> Aggreg
         test: "rr".into(),
         pairs: results.len(),
         pairs_failed: failed,
-        window_s: common_window(results.iter().map(|(_, r)| r.window_s)),
+        window_s: common_window(results.iter().map(|(_, r)| r.common.window_s)),
         transactions: Some(t),
         latency: merged(results.iter().map(|(_, r)| &r.latency)),
         cpu,
@@ -301,7 +301,7 @@ mod tests {
         b.frames.received -= 10;
         b.frames.lost += 10;
         b.receiver.frames_per_s /= 2.0;
-        b.window_s += 0.5;
+        b.common.window_s += 0.5;
         let agg = streams(&[("p0", &a), ("p1", &b)], 1, 250.0);
         let f = agg.frames.as_ref().unwrap();
         assert_eq!(f.received, a.frames.received + b.frames.received);
@@ -313,7 +313,7 @@ mod tests {
         );
         let r = agg.receiver.as_ref().unwrap();
         assert!((r.frames_per_s - 1.5 * a.receiver.frames_per_s).abs() < 1e-6);
-        assert_eq!(agg.window_s, a.window_s);
+        assert_eq!(agg.window_s, a.common.window_s);
         assert_eq!(agg.slowest_pair.as_ref().unwrap().pair, "p1");
         assert_eq!((agg.pairs, agg.pairs_failed), (2, 1));
         if let Some(l) = &a.latency {

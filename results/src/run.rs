@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::two_host::{self, Agents};
 use crate::{
-    rr::RrResult, rr_table as rr_output, stream::StreamResult, stream_table as stream_output,
-    system::Environment,
+    envelope::Envelope, rr::RrResult, rr_table as rr_output, stream::StreamResult,
+    stream_table as stream_output, system::Environment,
 };
 
 /// The result of a `stream` or an `rr` run, local or across two hosts.
@@ -64,12 +64,18 @@ impl RunResult {
         }
     }
 
+    /// What a result of either test holds: version, host, window, how it
+    /// ended, workers, interfaces, agents.
+    pub fn common(&self) -> &Envelope {
+        match self {
+            Self::Stream(r) => &r.common,
+            Self::Rr(r) => &r.common,
+        }
+    }
+
     /// How it ended: interrupted, and its fault if any.
     pub fn ended(&self) -> (bool, &Option<String>) {
-        match self {
-            Self::Stream(r) => (r.interrupted, &r.fault),
-            Self::Rr(r) => (r.interrupted, &r.fault),
-        }
+        (self.common().interrupted, &self.common().fault)
     }
 
     /// The terminal table.
@@ -90,10 +96,7 @@ impl RunResult {
 
     /// The (sending) host.
     pub fn environment(&self) -> &Environment {
-        match self {
-            Self::Stream(r) => &r.environment,
-            Self::Rr(r) => &r.environment,
-        }
+        &self.common().environment
     }
 
     /// The data path: "xdp", "udp" or "tcp".
@@ -279,7 +282,7 @@ mod tests {
         let RunResult::Stream(s) = fixture("two-host-stream.json").1 else {
             panic!()
         };
-        let agents = s.agents.unwrap();
+        let agents = s.common.agents.unwrap();
         let p = TwoHostResult::Partial(Partial {
             test: "stream".into(),
             partial: true,

@@ -8,12 +8,12 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::parts::{InterfaceCounters, WorkerReport};
 use crate::{
+    envelope::Envelope,
     system::CoreUse,
-    system::Environment,
     {
         latency::Latency,
         parts::{self, figures, percent, CpuFigures},
-        two_host::{Agents, HostsCpu},
+        two_host::HostsCpu,
     },
 };
 
@@ -27,21 +27,14 @@ pub struct StreamResult {
     /// "stream".
     #[serde(deserialize_with = "stream_test")]
     pub test: parts::Name,
-    /// linerate's version.
-    pub version: String,
+    /// What a result of either test holds (version, host, window, how the
+    /// run ended, workers, interfaces, agents), its fields in this object.
+    #[serde(flatten)]
+    pub common: Envelope,
     /// The parameters of the run.
     pub params: Params,
-    /// The host.
-    pub environment: Environment,
     /// How the data path was set up.
     pub setup: Setup,
-    /// Length of the measured window, seconds.
-    pub window_s: f64,
-    /// Whether Ctrl-C or SIGTERM cut the run short.
-    pub interrupted: bool,
-    /// What ended the run early (an interface gone, down, or its MTU
-    /// changed); the figures are those measured until then.
-    pub fault: Option<String>,
     /// Sender figures over the window.
     pub sender: SideFigures,
     /// Receiver figures over the window.
@@ -50,12 +43,8 @@ pub struct StreamResult {
     pub frames: FrameAccounting,
     /// CPU over the window.
     pub cpu: CpuReport,
-    /// Per-worker detail.
-    pub workers: Vec<WorkerReport>,
     /// The steering program's counters over the whole run.
     pub xdp: SteerStats,
-    /// The interfaces' own counters over the whole run (`ip -s link`).
-    pub interfaces: InterfaceCounters,
     /// One-way latency of every received frame over the whole run
     /// (receive time minus the send time in its header), merged over the
     /// receivers; none where not measured (`--rx-only`, a result written
@@ -66,9 +55,6 @@ pub struct StreamResult {
     /// sending host's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receiver_window_s: Option<f64>,
-    /// Two hosts: the agents that ran each side.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agents: Option<Agents>,
 }
 
 /// Parameters, echoed as iperf3 does.
@@ -417,7 +403,8 @@ impl FrameAccounting {
 impl StreamResult {
     /// The whole-run totals of the workers on `side`, summed.
     pub fn totals(&self, side: crate::system::Host) -> CounterSnapshot {
-        self.workers
+        self.common
+            .workers
             .iter()
             .filter(|w| w.side() == side)
             .fold(CounterSnapshot::default(), |a, w| a.add(&w.total))

@@ -78,12 +78,14 @@ fn label(name: &str, value: &str) -> (String, String) {
 fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) {
     match (&run.result, &run.live) {
         (Some(r), _) => {
-            let (workers, steer) = match r {
-                RunResult::Stream(s) => (&s.workers, s.xdp),
-                RunResult::Rr(s) if run.role == "tx" => (&s.workers, s.xdp.client),
-                RunResult::Rr(s) => (&s.workers, s.xdp.responder),
+            let steer = match r {
+                RunResult::Stream(s) => s.xdp,
+                RunResult::Rr(s) if run.role == "tx" => s.xdp.client,
+                RunResult::Rr(s) => s.xdp.responder,
             };
-            let w = workers
+            let w = r
+                .common()
+                .workers
                 .iter()
                 .map(|w| (side_label(w.role), w.queue, w.total, Some(w.xsk)))
                 .collect();
@@ -266,7 +268,7 @@ mod tests {
     fn final_figures_exported() {
         let r = fixture("stream.json");
         let RunResult::Stream(s) = &r else { panic!() };
-        let (tx, rx) = (s.workers[0].total, s.workers[1].total);
+        let (tx, rx) = (s.common.workers[0].total, s.common.workers[1].total);
         let text = view("stream", "rx", None, Some(r.clone()));
         for (line, want) in [
             (
@@ -287,7 +289,7 @@ mod tests {
             ),
             (
                 r#"linerate_xsk_events_total{run="r3-77",role="tx",interface="lr-b0",queue="0",event="tx_ring_empty"}"#,
-                s.workers[0].xsk.tx_ring_empty,
+                s.common.workers[0].xsk.tx_ring_empty,
             ),
         ] {
             assert!(

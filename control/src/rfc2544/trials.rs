@@ -279,7 +279,7 @@ pub fn latency(
             let mut p = plan.clone();
             p.args.run.duration = window;
             let r = trial(&p, found.offered_pps, None, interrupted)?;
-            if r.interrupted || r.fault.is_some() || search::measured(&r) {
+            if r.common.interrupted || r.common.fault.is_some() || search::measured(&r) {
                 break r;
             }
             // The throughput test carried this rate: a trial that received
@@ -288,14 +288,14 @@ pub fn latency(
                 anyhow::bail!(
                     "the latency trial measured nothing ({} frame(s) received in a window of {} s; {} tries, the last {} long), though the throughput test carried its rate: is something else loading the machine?",
                     r.receiver.frames,
-                    r.window_s,
+                    r.common.window_s,
                     1 + retries,
                     humantime::format_duration(window)
                 );
             };
             (window, retries) = (longer, retries + 1);
         };
-        let stop = r.interrupted || r.fault.is_some();
+        let stop = r.common.interrupted || r.common.fault.is_some();
         if let Some(mean) = r.latency.as_ref().map(|l| l.mean_us) {
             runs.push((mean, r.clone()));
         }
@@ -369,7 +369,7 @@ pub fn frame_loss(
         // What the sender's link dropped is lost too (the generator).
         let lossless = r.frames.sent > 0 && search::trial_loss(&r.frames) == 0.0;
         out.steps.push((pct, Trial::of(Some(pps), &r, lossless)));
-        let stop = r.interrupted || r.fault.is_some();
+        let stop = r.common.interrupted || r.common.fault.is_some();
         clean = if lossless { clean + 1 } else { 0 };
         last = Some(r);
         if stop {
@@ -532,7 +532,7 @@ fn b2b_search(
         let want = n * u64::from(queues);
         let whole = r.frames.sent == want && r.frames.received == want && r.frames.lost == 0;
         out.bursts.push((n, Trial::of(None, &r, whole), whole));
-        let stop = r.interrupted || r.fault.is_some();
+        let stop = r.common.interrupted || r.common.fault.is_some();
         *last = Some(r);
         if !whole {
             *cut_any = true;

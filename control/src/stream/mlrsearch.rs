@@ -166,13 +166,13 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
             p.args.run.duration = Duration::from_secs_f64(secs);
             p.args.run.warmup = p.args.run.warmup.min(p.args.run.duration);
             let r = super::run::run(&p, interrupted)?;
-            let ok = measured(&r) && r.fault.is_none();
+            let ok = measured(&r) && r.common.fault.is_none();
             let pass = ok && trial_loss(&r.frames) <= s.ndr_loss_pct;
             out.trials.push(Trial::of(rate, &r, pass));
             out.trial_time_s += r.params.duration_s;
-            out.interrupted = r.interrupted;
-            out.fault.clone_from(&r.fault);
-            Ok((!(r.interrupted || r.fault.is_some())).then_some(r))
+            out.interrupted = r.common.interrupted;
+            out.fault.clone_from(&r.common.fault);
+            Ok((!(r.common.interrupted || r.common.fault.is_some())).then_some(r))
         };
     let Some(first) = trial(None, final_s, &mut out)? else {
         out.wall_s = started.elapsed().as_secs_f64();

@@ -96,7 +96,7 @@ pub fn trial_loss(f: &linerate_results::stream::FrameAccounting) -> f64 {
 /// over a measured window longer than 0 (not "0 frames/s").
 pub fn measured(result: &StreamResult) -> bool {
     result.frames.sent > 0
-        && result.window_s > 0.0
+        && result.common.window_s > 0.0
         && result.receiver.frames > 0
         && result.receiver.frames_per_s > 0.0
 }
@@ -142,12 +142,13 @@ pub fn run_limited(
         let result = super::run::run(&paced, interrupted)?;
         // A trial passes on a measurement: frames received in a window
         // of some length (a window too short to measure counts nothing).
-        let pass =
-            measured(&result) && trial_loss(&result.frames) <= threshold && result.fault.is_none();
+        let pass = measured(&result)
+            && trial_loss(&result.frames) <= threshold
+            && result.common.fault.is_none();
         out.trials.push(Trial::of(rate, &result, pass));
-        out.interrupted = result.interrupted;
-        out.fault.clone_from(&result.fault);
-        if result.interrupted || result.fault.is_some() {
+        out.interrupted = result.common.interrupted;
+        out.fault.clone_from(&result.common.fault);
+        if result.common.interrupted || result.common.fault.is_some() {
             return Ok(None);
         }
         if pass {
@@ -260,7 +261,7 @@ mod tests {
         // --duration 0.0000001: frames counted over the whole run, none
         // in a window of 0 s (the figures of such a window are all 0).
         let mut short = r.clone();
-        short.window_s = 0.0;
+        short.common.window_s = 0.0;
         short.receiver = Default::default();
         assert!(short.frames.received > 0 && !measured(&short));
         let mut none = r.clone();

@@ -81,11 +81,12 @@ pub(super) fn over_workers(
     side: Host,
     read: impl Fn(&super::super::parts::WorkerReport) -> u64,
 ) -> Option<u64> {
-    let workers = match r {
-        RunResult::Stream(s) => &s.workers,
-        RunResult::Rr(s) => &s.workers,
-    };
-    let mine: Vec<_> = workers.iter().filter(|w| w.side() == side).collect();
+    let mine: Vec<_> = r
+        .common()
+        .workers
+        .iter()
+        .filter(|w| w.side() == side)
+        .collect();
     (!mine.is_empty()).then(|| mine.iter().map(|w| read(w)).sum())
 }
 
@@ -248,10 +249,9 @@ impl Metric {
             ) => {
                 let window_s = match r {
                     RunResult::Stream(s) if *side == Host::Rx => {
-                        s.receiver_window_s.unwrap_or(s.window_s)
+                        s.receiver_window_s.unwrap_or(s.common.window_s)
                     }
-                    RunResult::Stream(s) => s.window_s,
-                    RunResult::Rr(s) => s.window_s,
+                    _ => r.common().window_s,
                 };
                 over_workers(r, *side, |w| (counter.read)(&w.window))
                     .map(|v| super::super::parts::per_second(v, window_s))
@@ -273,10 +273,7 @@ impl Metric {
                 Some((counter.read)(stats) as f64)
             }
             (Self::Interface { counter, side }, _) => {
-                let i = match r {
-                    RunResult::Stream(s) => &s.interfaces,
-                    RunResult::Rr(s) => &s.interfaces,
-                };
+                let i = &r.common().interfaces;
                 let c = match side {
                     Host::Tx => &i.tx,
                     Host::Rx => &i.rx,

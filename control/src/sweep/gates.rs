@@ -64,7 +64,7 @@ pub fn judge(dir: &Path, spec: &SweepSpec, gates: &[Expectation]) -> Result<bool
                 // --expect` judges it.
                 values.extend(match (&r.result, &r.fleet) {
                     (Some(result), _) => g.value(result),
-                    (None, Some(f)) => f.figure(&g.name),
+                    (None, Some(f)) => g.value(&f.aggregate),
                     (None, None) => None,
                 });
             }

@@ -1,7 +1,7 @@
 //! Metric names: looked up, listed and refused with the names that exist.
 
 use super::super::run::RunResult;
-use crate::{system::Host, system::IfCounters};
+use crate::{fleet::Aggregate, system::Host, system::IfCounters};
 /// A counter of a family: a field of its snapshot, declared with the
 /// worker counters in `datapath::stats` (that family is declared there).
 use linerate_datapath::stats::Counter;
@@ -12,7 +12,31 @@ use super::lists::{
     figures, refused_counters, Figure, Read, SteeringAt, Tests, INTERFACE, STEERING,
     WORKER_COUNTERS, XSK_EVENTS,
 };
-use super::measured::{of_samples, Measured};
+use super::measured::{json_figure, of_samples, Measured};
+
+/// What a metric is read from, by the same names: a run's result, or a
+/// fleet's aggregate (a single result's field names; its figures only:
+/// the counters of a side's workers, sockets, steering programs and
+/// interfaces are per host, not summed there).
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// A local or two-host run's result.
+    Run(&'a RunResult),
+    /// A fleet run's aggregate.
+    Fleet(&'a Aggregate),
+}
+
+impl<'a> From<&'a RunResult> for Source<'a> {
+    fn from(r: &'a RunResult) -> Self {
+        Self::Run(r)
+    }
+}
+
+impl<'a> From<&'a Aggregate> for Source<'a> {
+    fn from(a: &'a Aggregate) -> Self {
+        Self::Fleet(a)
+    }
+}
 
 /// A metric of the list, found by its name.
 #[derive(Clone, Copy)]
@@ -194,10 +218,23 @@ impl Metric {
         }
     }
 
-    /// Its value in `r` (None: not measured there, such as a loss of a
-    /// run without a receiver of ours, or a latency of no sample: see
-    /// [`Measured`]).
-    pub fn value(&self, r: &RunResult) -> Option<f64> {
+    /// Its value in a result or a fleet's aggregate: the one lookup of a
+    /// metric (None: not measured there, such as a loss of a run without
+    /// a receiver of ours, or a latency of no sample: see [`Measured`]).
+    pub fn value<'a>(&self, from: impl Into<Source<'a>>) -> Option<f64> {
+        match from.into() {
+            Source::Run(r) => self.in_result(r),
+            // The aggregate's JSON at the figure's dotted path: its
+            // fields are a single result's (walked, not typed, until the
+            // aggregate is a result itself).
+            Source::Fleet(a) => match self {
+                Self::Figure(f) => json_figure(&serde_json::to_value(a).ok()?, f.name),
+                _ => None,
+            },
+        }
+    }
+
+    fn in_result(&self, r: &RunResult) -> Option<f64> {
         let samples = match r {
             RunResult::Stream(s) => s.latency.as_ref().map_or(0, |l| l.count),
             RunResult::Rr(r) => r.latency.count,

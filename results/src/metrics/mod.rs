@@ -29,8 +29,7 @@ pub use lists::{
     CPU_FAMILY, LATENCY_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS, XSK_EVENTS,
     XSK_FAMILY,
 };
-pub use lookup::{unknown, Metric};
-pub use measured::json_figure;
+pub use lookup::{unknown, Metric, Source};
 
 #[cfg(test)]
 mod tests {
@@ -237,5 +236,26 @@ mod tests {
         for m in all().iter().filter(|m| matches!(m, Metric::Figure(_))) {
             assert!(got.contains(&format!("`{}`", m.name())), "{}", m.name());
         }
+    }
+    /// One lookup reads a result and a fleet's aggregate by the same
+    /// names: the aggregate of two copies of a stream holds twice its
+    /// frames, the same loss, its counters of one host's workers none.
+    #[test]
+    fn one_lookup_reads_a_result_and_a_fleets_aggregate() {
+        let (_, _, r) = fixtures()
+            .into_iter()
+            .find(|(f, _, _)| f.ends_with("/stream.json"))
+            .unwrap();
+        let agg = super::super::fleet::of("stream", &[("a", &r), ("b", &r)], 0, 0.0);
+        let find = |n: &str| Metric::find(n).unwrap();
+        let one = find("frames.received").value(&r).unwrap();
+        assert_eq!(find("frames.received").value(&agg), Some(2.0 * one));
+        assert_eq!(
+            find("frames.loss_pct").value(&agg),
+            find("frames.loss_pct").value(&r)
+        );
+        assert!(find("counters.rx.frames").value(&r).is_some());
+        assert_eq!(find("counters.rx.frames").value(&agg), None);
+        assert_eq!(find("transactions.per_s").value(&agg), None);
     }
 }

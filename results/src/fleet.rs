@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use linerate_datapath::stats::{Counter, CounterSnapshot};
+
+use crate::parts::BAD_CHECKSUM;
 use crate::system::Host;
 use crate::{
     latency::Latency,
@@ -28,6 +31,11 @@ pub struct Frames {
     pub lost: u64,
     /// lost / sent, percent.
     pub loss_pct: f64,
+    /// Frames whose checksum was wrong, summed over the pairs whose
+    /// receivers verified checksums; absent when none did (not measured,
+    /// never 0 for "not checked").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_checksum: Option<u64>,
 }
 
 /// Frame bytes (no FCS) of all pairs.
@@ -119,6 +127,14 @@ pub struct Aggregate {
     pub start_skew_us: f64,
 }
 
+/// The counter of frames with a wrong checksum.
+fn bad_checksum() -> &'static Counter<CounterSnapshot> {
+    CounterSnapshot::FIELDS
+        .iter()
+        .find(|c| c.name == BAD_CHECKSUM)
+        .expect("datapath counts bad checksums")
+}
+
 fn add_rates(sum: &mut Rates, s: &crate::stream::SideFigures) {
     sum.frames += s.frames;
     sum.frames_per_s += s.frames_per_s;
@@ -154,6 +170,9 @@ pub fn streams(results: &[(&str, &StreamResult)], failed: usize, skew_us: f64) -
         frames.sent += r.frames.sent;
         frames.received += r.frames.received;
         frames.lost += r.frames.lost;
+        if let Some(n) = r.frames.refused.get(bad_checksum()) {
+            *frames.bad_checksum.get_or_insert(0) += n;
+        }
         bytes.sent += r.totals(Host::Tx).bytes;
         bytes.received += r.totals(Host::Rx).bytes;
         add_rates(&mut sender, &r.sender);
@@ -355,5 +374,37 @@ mod tests {
         let t = agg.transactions.unwrap();
         assert_eq!(t.completed, 2 * a.transactions.completed);
         assert_eq!(t.late, 2 * a.transactions.late);
+    }
+
+    /// Bad checksums are summed over the pairs whose receivers verified
+    /// checksums, and absent (not 0) when none did.
+    #[test]
+    fn bad_checksums_summed_where_measured_absent_where_not() {
+        let RunResult::Stream(mut checked) = fixture("stream.json") else {
+            panic!()
+        };
+        checked.frames.refused.checksums = true;
+        checked.frames.refused.counts.bad_checksum = 3;
+        let mut unchecked = checked.clone();
+        unchecked.frames.refused.checksums = false;
+        unchecked.frames.refused.counts.bad_checksum = 0;
+        let bad = |a: &Aggregate| a.frames.as_ref().unwrap().bad_checksum;
+        let both = streams(
+            &[("a", &checked), ("b", &unchecked), ("c", &checked)],
+            0,
+            0.0,
+        );
+        assert_eq!(bad(&both), Some(6));
+        let metric = crate::metrics::Metric::find("frames.bad_checksum").unwrap();
+        assert_eq!(metric.value(&both), Some(6.0));
+        let none = streams(&[("b", &unchecked)], 0, 0.0);
+        assert_eq!(bad(&none), None);
+        assert_eq!(metric.value(&none), None);
+        let v = serde_json::to_value(&none).unwrap();
+        assert!(v["frames"].get("bad_checksum").is_none(), "{v}");
+        // Checked and none bad: 0, a measurement.
+        checked.frames.refused.counts.bad_checksum = 0;
+        let zero = streams(&[("a", &checked)], 0, 0.0);
+        assert_eq!(metric.value(&zero), Some(0.0));
     }
 }

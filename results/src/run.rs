@@ -7,8 +7,12 @@ use serde_json::Value;
 
 use super::two_host::{self, Agents};
 use crate::{
-    envelope::Envelope, rr::RrResult, rr_table as rr_output, stream::StreamResult,
-    stream_table as stream_output, system::Environment,
+    envelope::Envelope,
+    rr::RrResult,
+    rr_table as rr_output,
+    stream::StreamResult,
+    stream_table as stream_output,
+    system::{Environment, Host},
 };
 
 /// The result of a `stream` or an `rr` run, local or across two hosts.
@@ -70,6 +74,18 @@ impl RunResult {
         match self {
             Self::Stream(r) => &r.common,
             Self::Rr(r) => &r.common,
+        }
+    }
+
+    /// Whether the workers of `side` verified the checksums of the frames
+    /// they received, so that their `bad_checksum` is a measurement: a
+    /// stream's receivers as the result says ([`crate::stream::Refused`];
+    /// its senders receive nothing), rr's clients and responders over
+    /// AF_XDP sockets (kernel sockets get only what the kernel passed).
+    pub fn checks_checksums(&self, side: Host) -> bool {
+        match self {
+            Self::Stream(s) => side == Host::Rx && s.frames.refused.checksums,
+            Self::Rr(r) => r.params.backend == "xdp",
         }
     }
 

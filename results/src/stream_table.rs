@@ -284,7 +284,10 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
             f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates
         );
         for c in CounterSnapshot::FIELDS.iter().filter(|c| c.refused) {
-            let _ = write!(o, ", {} {}", c.name, (c.read)(&f.refused));
+            match f.refused.get(c) {
+                Some(n) => _ = write!(o, ", {} {n}", c.name),
+                None => _ = write!(o, ", {} not checked", c.name),
+            }
         }
         o.push('\n');
     } else {
@@ -465,11 +468,19 @@ mod tests {
         else {
             panic!("stream.json is not a stream")
         };
-        r.frames.refused.bad = 5;
-        r.frames.refused.bad_checksum = 4;
+        r.frames.refused.counts.bad = 5;
+        r.frames.refused.counts.bad_checksum = 4;
+        r.frames.refused.checksums = true;
         let text = print_table(&r);
         assert!(
             text.contains(", duplicates 0, bad 5, bad_checksum 4\n"),
+            "{text}"
+        );
+        // Receivers that verify no checksum counted no bad one.
+        r.frames.refused.checksums = false;
+        let text = print_table(&r);
+        assert!(
+            text.contains(", duplicates 0, bad 5, bad_checksum not checked\n"),
             "{text}"
         );
     }

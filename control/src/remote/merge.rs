@@ -63,6 +63,7 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
         &rx.totals(Host::Rx),
         tx.frames.unfinished,
         tx.message_shape(),
+        rx.frames.refused.checksums,
     )
     .with_sender_drops(tx.frames.dropped_at_sender);
     let s = &mut m.setup;

@@ -258,6 +258,7 @@ fn frame_accounting(
         &received,
         measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
         plan.message.map(|cut| (cut.msg_len, cut.count)),
+        !plan.args.tx_only && plan.receiver.can().checksums,
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
     if plan.args.tx_only {

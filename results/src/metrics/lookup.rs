@@ -1,7 +1,7 @@
 //! Metric names: looked up, listed and refused with the names that exist.
 
 use super::super::run::RunResult;
-use crate::{fleet::Aggregate, system::Host, system::IfCounters};
+use crate::{fleet::Aggregate, parts::BAD_CHECKSUM, system::Host, system::IfCounters};
 /// A counter of a family: a field of its snapshot, declared with the
 /// worker counters in `datapath::stats` (that family is declared there).
 use linerate_datapath::stats::Counter;
@@ -79,7 +79,6 @@ pub enum Metric {
     },
 }
 
-#[cfg(test)]
 pub(super) fn side_name(h: Host) -> &'static str {
     match h {
         Host::Tx => "tx",
@@ -168,7 +167,6 @@ impl Metric {
     }
 
     /// Its name.
-    #[cfg(test)]
     pub fn name(&self) -> String {
         match self {
             Self::Figure(f) => f.name.to_string(),
@@ -228,7 +226,9 @@ impl Metric {
             // fields are a single result's (walked, not typed, until the
             // aggregate is a result itself).
             Source::Fleet(a) => match self {
-                Self::Figure(f) => json_figure(&serde_json::to_value(a).ok()?, f.name),
+                Self::Figure(_) | Self::Refused(_) => {
+                    json_figure(&serde_json::to_value(a).ok()?, &self.name())
+                }
                 _ => None,
             },
         }
@@ -242,6 +242,12 @@ impl Metric {
         match (self, r) {
             (Self::Figure(f), _) if !of_samples(f.name, samples) => None,
             (_, RunResult::Stream(s)) if !self.measured_in(&Measured::of(s)) => None,
+            // Workers that verify no checksum count no bad one.
+            (Self::Worker { counter, side, .. }, _)
+                if counter.name == BAD_CHECKSUM && !r.checks_checksums(*side) =>
+            {
+                None
+            }
             _ => self.read(r),
         }
     }
@@ -294,7 +300,7 @@ impl Metric {
                     .map(|v| super::super::parts::per_second(v, window_s))
             }
             (Self::Refused(counter), RunResult::Stream(s)) => {
-                Some((counter.read)(&s.frames.refused) as f64)
+                s.frames.refused.get(counter).map(|v| v as f64)
             }
             (Self::Refused(_), RunResult::Rr(_)) => None,
             (Self::Xsk { counter, side }, _) => {

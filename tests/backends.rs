@@ -82,6 +82,11 @@ fn udp_frames_match_the_interface() {
     };
     assert_eq!(rx_bytes(&r), rx_bytes(&x), "the same frame bytes counted");
     assert_eq!(x["interfaces"]["rx"]["rx_packets"], 5000);
+    // A UDP socket gets only what the kernel's checksum check passed: its
+    // bad checksums are not measured (absent), AF_XDP's are (0: none bad).
+    assert!(r["frames"].get("bad_checksum").is_none(), "{}", r["frames"]);
+    assert_eq!(r["frames"]["bad"], 0, "{}", r["frames"]);
+    assert_eq!(x["frames"]["bad_checksum"], 0, "{}", x["frames"]);
 }
 
 fn rr(lab: &str, backend: &str, size: u64, count: u64, conc: &str) -> Value {

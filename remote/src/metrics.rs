@@ -27,7 +27,7 @@ use linerate_results::{
         CPU_FAMILY, LATENCY_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS,
         XSK_EVENTS, XSK_FAMILY,
     },
-    parts::{side_of, Live},
+    parts::{side_of, Live, BAD_CHECKSUM},
     run::RunResult,
 };
 
@@ -78,12 +78,14 @@ fn label(name: &str, value: &str) -> (String, String) {
 fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) {
     match (&run.result, &run.live) {
         (Some(r), _) => {
-            let (workers, steer) = match r {
-                RunResult::Stream(s) => (&s.workers, s.xdp),
-                RunResult::Rr(s) if run.role == "tx" => (&s.workers, s.xdp.client),
-                RunResult::Rr(s) => (&s.workers, s.xdp.responder),
+            let steer = match r {
+                RunResult::Stream(s) => s.xdp,
+                RunResult::Rr(s) if run.role == "tx" => s.xdp.client,
+                RunResult::Rr(s) => s.xdp.responder,
             };
-            let w = workers
+            let w = r
+                .common()
+                .workers
                 .iter()
                 .map(|w| (side_label(w.role), w.queue, w.total, Some(w.xsk)))
                 .collect();
@@ -165,7 +167,14 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
         let (list, steer) = workers_and_steering(run);
         for (role, queue, counters, sock) in list {
             let labels = with(base(role), &[("queue", queue.to_string())]);
+            // Workers that verify no checksum counted no bad one: no
+            // series rather than a 0 (known once the run has its result).
+            let unchecked =
+                (run.result.as_ref()).is_some_and(|r| !r.checks_checksums(side_of(role)));
             for (c, fam) in WORKER_COUNTERS.iter().zip(&workers) {
+                if unchecked && c.name == BAD_CHECKSUM {
+                    continue;
+                }
                 fam.get_or_create(&labels).inc_by((c.read)(&counters));
             }
             if let Some(x) = sock {
@@ -266,7 +275,7 @@ mod tests {
     fn final_figures_exported() {
         let r = fixture("stream.json");
         let RunResult::Stream(s) = &r else { panic!() };
-        let (tx, rx) = (s.workers[0].total, s.workers[1].total);
+        let (tx, rx) = (s.common.workers[0].total, s.common.workers[1].total);
         let text = view("stream", "rx", None, Some(r.clone()));
         for (line, want) in [
             (
@@ -287,7 +296,7 @@ mod tests {
             ),
             (
                 r#"linerate_xsk_events_total{run="r3-77",role="tx",interface="lr-b0",queue="0",event="tx_ring_empty"}"#,
-                s.workers[0].xsk.tx_ring_empty,
+                s.common.workers[0].xsk.tx_ring_empty,
             ),
         ] {
             assert!(
@@ -308,6 +317,30 @@ mod tests {
             r#"linerate_run_active{run="r3-77",role="rx",interface="lr-b0",test="stream"} 0"#
         ));
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    /// A bad checksum is exported only for workers that verify checksums:
+    /// AF_XDP receivers 0 ("none bad"), a UDP socket's and a sender's none.
+    #[test]
+    fn bad_checksums_exported_only_where_checked() {
+        let series = |role: &str| {
+            format!(
+                r#"linerate_worker_bad_checksum_frames_total{{run="r3-77",role="{role}",interface="lr-b0",queue="0"}}"#
+            )
+        };
+        let mut r = fixture("stream.json");
+        let RunResult::Stream(s) = &mut r else {
+            panic!()
+        };
+        s.frames.refused.checksums = true;
+        let text = view("stream", "rx", None, Some(r.clone()));
+        assert!(text.contains(&format!("{} 0\n", series("rx"))), "{text}");
+        assert!(!text.contains(&series("tx")), "{text}");
+        let udp = view("stream", "rx", None, Some(fixture("stream-udp.json")));
+        assert!(!udp.contains(&series("rx")), "{udp}");
+        assert!(udp.contains("linerate_worker_bad_frames_total{"), "{udp}");
+        let rr = view("rr", "tx", None, Some(fixture("rr.json")));
+        assert!(rr.contains(&format!("{} 0\n", series("tx"))), "{rr}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::sweep::store::write_atomic;
 use linerate_results::metrics::lower_is_better;
-use linerate_results::stats::{Spread, Verdict};
+use linerate_results::stats::{median, Spread, Verdict};
 
 /// The comparison, as compare.json holds it.
 #[derive(Debug, Serialize)]
@@ -425,7 +425,7 @@ fn worse_rows(rows: &[Row], pct: f64) -> Vec<(&Row, Option<f64>)> {
 /// The median of the rows' ratios (a summary of the drift).
 fn median_ratio(rows: &[Row]) -> f64 {
     let v: Vec<f64> = rows.iter().filter_map(|r| r.ratio).collect();
-    Spread::of(&v).map_or(f64::NAN, |s| s.median)
+    median(&v).unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -2,13 +2,15 @@
 //! the medians and spreads of each metric per point ([`Data`]).
 
 use crate::sweep::{
-    fleet::figure_in,
     points::{points, Point},
     saved::Record,
     spec::SweepSpec,
 };
 use linerate_results::stats::Spread;
-use linerate_results::{metrics::Metric, run::RunResult};
+use linerate_results::{
+    metrics::{Metric, Source},
+    run::RunResult,
+};
 use std::collections::HashMap;
 use toml::Value as Tv;
 
@@ -88,8 +90,8 @@ impl Kept {
     }
 
     /// The values of the metrics in `r`.
-    fn values(&self, r: &RunResult) -> Box<[Option<f64>]> {
-        self.metrics.iter().map(|m| m.value(r)).collect()
+    fn values<'a>(&self, from: impl Into<Source<'a>> + Copy) -> Box<[Option<f64>]> {
+        self.metrics.iter().map(|m| m.value(from)).collect()
     }
 
     /// The index of pair `name`, added when new.
@@ -110,18 +112,7 @@ impl Kept {
     pub fn add(&mut self, r: Record) {
         let values = match (&r.result, &r.fleet) {
             (Some(res), _) => Some(self.values(res)),
-            (None, Some(f)) => {
-                let aggregate = f.json();
-                Some(
-                    self.metrics
-                        .iter()
-                        .map(|m| match m {
-                            Metric::Figure(fig) => figure_in(&aggregate, fig.name),
-                            _ => None,
-                        })
-                        .collect(),
-                )
-            }
+            (None, Some(f)) => Some(self.values(&f.aggregate)),
             (None, None) => None,
         };
         let pairs = match &r.fleet {

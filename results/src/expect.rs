@@ -7,7 +7,10 @@ use std::{fmt, process::ExitCode, str::FromStr};
 
 use serde::Serialize;
 
-use super::{metrics::Metric, run::RunResult};
+use super::{
+    metrics::{Metric, Source},
+    run::RunResult,
+};
 
 /// How a measured value is held against the expected one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -163,26 +166,16 @@ impl Expectation {
         }
     }
 
-    /// The metric's value in a result (None: not measured there).
-    pub fn value(&self, r: &RunResult) -> Option<f64> {
-        self.metric.value(r).filter(|v| v.is_finite())
+    /// The metric's value in a result or a fleet's aggregate (None: not
+    /// measured there; in an aggregate, a counter family computed over one
+    /// host's workers is not there either).
+    pub fn value<'a>(&self, from: impl Into<Source<'a>>) -> Option<f64> {
+        self.metric.value(from).filter(|v| v.is_finite())
     }
 
-    /// This expectation against a result written as JSON with a single
-    /// result's field names (a fleet's aggregate): a figure is read at its
-    /// name's dotted path; a counter family (computed over the workers) is
-    /// not there: unmet, "not measured".
-    pub fn judge_json(&self, v: &serde_json::Value) -> Verdict {
-        let found = match self.metric {
-            Metric::Figure(_) => super::metrics::json_figure(v, &self.name),
-            _ => None,
-        };
-        self.judge_value(found)
-    }
-
-    /// This expectation against a result.
-    pub fn judge(&self, r: &RunResult) -> Verdict {
-        self.judge_value(self.value(r))
+    /// This expectation against a result or a fleet's aggregate.
+    pub fn judge<'a>(&self, from: impl Into<Source<'a>>) -> Verdict {
+        self.judge_value(self.value(from))
     }
 
     /// This expectation against a value measured (none: unmet).

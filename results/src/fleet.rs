@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use linerate_counters::stats::{Counter, CounterSnapshot};
+
+use crate::parts::BAD_CHECKSUM;
 use crate::system::Host;
 use crate::{
     latency::Latency,
@@ -28,6 +31,11 @@ pub struct Frames {
     pub lost: u64,
     /// lost / sent, percent.
     pub loss_pct: f64,
+    /// Frames whose checksum was wrong, summed over the pairs whose
+    /// receivers verified checksums; absent when none did (not measured,
+    /// never 0 for "not checked").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_checksum: Option<u64>,
 }
 
 /// Frame bytes (no FCS) of all pairs.
@@ -119,6 +127,14 @@ pub struct Aggregate {
     pub start_skew_us: f64,
 }
 
+/// The counter of frames with a wrong checksum.
+fn bad_checksum() -> &'static Counter<CounterSnapshot> {
+    CounterSnapshot::FIELDS
+        .iter()
+        .find(|c| c.name == BAD_CHECKSUM)
+        .expect("datapath counts bad checksums")
+}
+
 fn add_rates(sum: &mut Rates, s: &crate::stream::SideFigures) {
     sum.frames += s.frames;
     sum.frames_per_s += s.frames_per_s;
@@ -154,6 +170,9 @@ pub fn streams(results: &[(&str, &StreamResult)], failed: usize, skew_us: f64) -
         frames.sent += r.frames.sent;
         frames.received += r.frames.received;
         frames.lost += r.frames.lost;
+        if let Some(n) = r.frames.refused.get(bad_checksum()) {
+            *frames.bad_checksum.get_or_insert(0) += n;
+        }
         bytes.sent += r.totals(Host::Tx).bytes;
         bytes.received += r.totals(Host::Rx).bytes;
         add_rates(&mut sender, &r.sender);
@@ -167,7 +186,7 @@ pub fn streams(results: &[(&str, &StreamResult)], failed: usize, skew_us: f64) -
         test: "stream".into(),
         pairs: results.len(),
         pairs_failed: failed,
-        window_s: common_window(results.iter().map(|(_, r)| r.window_s)),
+        window_s: common_window(results.iter().map(|(_, r)| r.common.window_s)),
         frames: Some(frames),
         bytes: Some(bytes),
         sender: Some(sender),
@@ -198,7 +217,7 @@ pub fn rrs(results: &[(&str, &RrResult)], failed: usize, skew_us: f64) -> Aggreg
         test: "rr".into(),
         pairs: results.len(),
         pairs_failed: failed,
-        window_s: common_window(results.iter().map(|(_, r)| r.window_s)),
+        window_s: common_window(results.iter().map(|(_, r)| r.common.window_s)),
         transactions: Some(t),
         latency: merged(results.iter().map(|(_, r)| &r.latency)),
         cpu,
@@ -301,7 +320,7 @@ mod tests {
         b.frames.received -= 10;
         b.frames.lost += 10;
         b.receiver.frames_per_s /= 2.0;
-        b.window_s += 0.5;
+        b.common.window_s += 0.5;
         let agg = streams(&[("p0", &a), ("p1", &b)], 1, 250.0);
         let f = agg.frames.as_ref().unwrap();
         assert_eq!(f.received, a.frames.received + b.frames.received);
@@ -313,7 +332,7 @@ mod tests {
         );
         let r = agg.receiver.as_ref().unwrap();
         assert!((r.frames_per_s - 1.5 * a.receiver.frames_per_s).abs() < 1e-6);
-        assert_eq!(agg.window_s, a.window_s);
+        assert_eq!(agg.window_s, a.common.window_s);
         assert_eq!(agg.slowest_pair.as_ref().unwrap().pair, "p1");
         assert_eq!((agg.pairs, agg.pairs_failed), (2, 1));
         if let Some(l) = &a.latency {
@@ -387,5 +406,37 @@ mod tests {
                 assert_eq!(serde_json::to_value(&r).unwrap(), result, "{name}");
             }
         }
+    }
+
+    /// Bad checksums are summed over the pairs whose receivers verified
+    /// checksums, and absent (not 0) when none did.
+    #[test]
+    fn bad_checksums_summed_where_measured_absent_where_not() {
+        let RunResult::Stream(mut checked) = fixture("stream.json") else {
+            panic!()
+        };
+        checked.frames.refused.checksums = true;
+        checked.frames.refused.counts.bad_checksum = 3;
+        let mut unchecked = checked.clone();
+        unchecked.frames.refused.checksums = false;
+        unchecked.frames.refused.counts.bad_checksum = 0;
+        let bad = |a: &Aggregate| a.frames.as_ref().unwrap().bad_checksum;
+        let both = streams(
+            &[("a", &checked), ("b", &unchecked), ("c", &checked)],
+            0,
+            0.0,
+        );
+        assert_eq!(bad(&both), Some(6));
+        let metric = crate::metrics::Metric::find("frames.bad_checksum").unwrap();
+        assert_eq!(metric.value(&both), Some(6.0));
+        let none = streams(&[("b", &unchecked)], 0, 0.0);
+        assert_eq!(bad(&none), None);
+        assert_eq!(metric.value(&none), None);
+        let v = serde_json::to_value(&none).unwrap();
+        assert!(v["frames"].get("bad_checksum").is_none(), "{v}");
+        // Checked and none bad: 0, a measurement.
+        checked.frames.refused.counts.bad_checksum = 0;
+        let zero = streams(&[("a", &checked)], 0, 0.0);
+        assert_eq!(metric.value(&zero), Some(0.0));
     }
 }

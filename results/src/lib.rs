@@ -6,6 +6,8 @@
 //!   counters, worker reports, CPU figures and the service demand formula;
 //!   the agents and per-host CPU of a two-host run), over the system
 //!   readers (`cpu`, `iface`, `environment`) whose types they hold;
+//!   [`envelope`]: what a result of either test holds alike (host, window,
+//!   how it ended, workers, interfaces, agents);
 //! - [`stream`] and [`rr`]: the result of each test, built by pure
 //!   functions over those parts (a local run and the two-host merge call
 //!   the same ones), and [`stream_table`], [`rr_table`]: their text tables;
@@ -18,6 +20,7 @@
 //!   /metrics, docs/metrics.md), each with its unit, meaning and how it is
 //!   read from a typed result.
 
+pub mod envelope;
 pub mod expect;
 pub mod fit;
 pub mod fleet;

@@ -6,7 +6,8 @@
 
 use crate::system::Host;
 use crate::{
-    parts::WorkerReport,
+    envelope::Envelope,
+    parts::{InterfaceCounters, WorkerReport},
     rr::{transaction_mb_s, RrResult, SideCpu},
     stream::{FrameAccounting, StreamResult},
     two_host::{self, Agents},
@@ -34,6 +35,25 @@ fn described(
     agents
 }
 
+/// What both tests merge alike: the tx host's envelope with each host's
+/// workers of its side, the rx host's interface, how either ended, and
+/// the agents (the window stays the tx host's).
+fn common(tx: &Envelope, rx: &Envelope, agents: Agents) -> Envelope {
+    Envelope {
+        workers: workers(&tx.workers, Host::Tx)
+            .chain(workers(&rx.workers, Host::Rx))
+            .collect(),
+        interfaces: InterfaceCounters {
+            tx: tx.interfaces.tx,
+            rx: rx.interfaces.rx,
+        },
+        interrupted: tx.interrupted || rx.interrupted,
+        fault: two_host::fault(&tx.fault, &rx.fault),
+        agents: Some(described(agents, &tx.environment, &rx.environment)),
+        ..tx.clone()
+    }
+}
+
 /// A stream's result from the sender's and the receiver's host.
 pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamResult {
     let mut m = tx.clone();
@@ -43,6 +63,7 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
         &rx.totals(Host::Rx),
         tx.frames.unfinished,
         tx.message_shape(),
+        rx.frames.refused.checksums,
     )
     .with_sender_drops(tx.frames.dropped_at_sender);
     let s = &mut m.setup;
@@ -59,20 +80,14 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
     p.rx_cores = rx.params.rx_cores.clone();
     p.rx_wait = rx.params.rx_wait.clone();
     p.lab = None;
-    m.workers = workers(&tx.workers, Host::Tx)
-        .chain(workers(&rx.workers, Host::Rx))
-        .collect();
+    m.common = common(&tx.common, &rx.common, agents);
     m.xdp = rx.xdp;
-    m.interfaces.rx = rx.interfaces.rx;
     m.latency = rx.latency.clone();
     let (hosts, total) = two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, rx.counted_mb_s());
     m.cpu.per_core = two_host::label_cores(&tx.cpu.per_core, &rx.cpu.per_core);
     m.cpu.total = total;
     m.cpu.hosts = Some(hosts);
-    m.receiver_window_s = Some(rx.window_s);
-    m.interrupted = tx.interrupted || rx.interrupted;
-    m.fault = two_host::fault(&tx.fault, &rx.fault);
-    m.agents = Some(described(agents, &tx.environment, &rx.environment));
+    m.receiver_window_s = Some(rx.common.window_s);
     m
 }
 
@@ -90,11 +105,8 @@ pub fn rr(tx: &RrResult, rx: &RrResult, agents: Agents) -> RrResult {
     p.responder_cores = rx.params.responder_cores.clone();
     p.responder_wait = rx.params.responder_wait.clone();
     m.transactions.answered = rx.transactions.answered;
-    m.workers = workers(&tx.workers, Host::Tx)
-        .chain(workers(&rx.workers, Host::Rx))
-        .collect();
+    m.common = common(&tx.common, &rx.common, agents);
     m.xdp.responder = rx.xdp.responder;
-    m.interfaces.rx = rx.interfaces.rx;
     // The responder's host knows its CPU but not the rate: per
     // transaction figures use the client's.
     let tps = tx.transactions.per_s;
@@ -106,9 +118,6 @@ pub fn rr(tx: &RrResult, rx: &RrResult, agents: Agents) -> RrResult {
     m.cpu.total = total;
     m.cpu.hosts = Some(two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, mb_s).0);
     m.cpu.per_core = both;
-    m.interrupted = tx.interrupted || rx.interrupted;
-    m.fault = two_host::fault(&tx.fault, &rx.fault);
-    m.agents = Some(described(agents, &tx.environment, &rx.environment));
     m
 }
 
@@ -160,20 +169,20 @@ mod tests {
     /// the tx host's with its senders, the rx host's with its receivers.
     fn sides(whole: &StreamResult) -> (StreamResult, StreamResult) {
         let mut tx = whole.clone();
-        tx.workers.retain(|w| w.role == "tx");
+        tx.common.workers.retain(|w| w.role == "tx");
         tx.frames.received = 0;
         tx.receiver = Default::default();
         tx.cpu.per_core = cores(&[50.0, 0.0]);
         tx.setup.rx_bind_mode = "none (other host)".into();
         let mut rx = whole.clone();
-        rx.workers.retain(|w| w.role == "rx");
+        rx.common.workers.retain(|w| w.role == "rx");
         rx.frames.sent = 0;
         rx.sender = Default::default();
         rx.cpu.per_core = cores(&[10.0, 30.0]);
         rx.setup.tx_bind_mode = "none (other host)".into();
         rx.params.rx_iface = "b-host-if".into();
-        rx.window_s = whole.window_s * 1.01;
-        rx.fault = Some("interface b0 went down during the run".into());
+        rx.common.window_s = whole.common.window_s * 1.01;
+        rx.common.fault = Some("interface b0 went down during the run".into());
         (tx, rx)
     }
 
@@ -184,7 +193,7 @@ mod tests {
         };
         let (tx, mut rx) = sides(&whole);
         // Two frames (one message) lost on the way.
-        for w in &mut rx.workers {
+        for w in &mut rx.common.workers {
             w.total.frames -= 2;
             w.total.messages -= 1;
         }
@@ -197,7 +206,7 @@ mod tests {
         assert_eq!(m.frames.messages.as_ref().unwrap().lost, 1);
         assert_eq!(m.sender, whole.sender);
         assert_eq!(m.receiver, whole.receiver);
-        assert_eq!(m.workers.len(), 2);
+        assert_eq!(m.common.workers.len(), 2);
         assert_eq!(m.cpu.per_core.len(), 4);
         assert_eq!(m.cpu.per_core[3].host, Some(Host::Rx));
         // (50 + 0 + 10 + 30) % over 4 cores at the receiver's MB/s.
@@ -214,10 +223,10 @@ mod tests {
         assert_eq!(m.setup.tx_bind_mode, whole.setup.tx_bind_mode);
         assert_eq!(m.params.rx_iface, "b-host-if");
         assert_eq!(m.params.lab, None);
-        assert_eq!(m.receiver_window_s, Some(rx.window_s));
-        assert!(m.fault.as_deref().unwrap().starts_with("rx host: "));
-        let a = m.agents.as_ref().unwrap();
-        assert_eq!(a.rx.environment.as_ref(), Some(&rx.environment));
+        assert_eq!(m.receiver_window_s, Some(rx.common.window_s));
+        assert!(m.common.fault.as_deref().unwrap().starts_with("rx host: "));
+        let a = m.common.agents.as_ref().unwrap();
+        assert_eq!(a.rx.environment.as_ref(), Some(&rx.common.environment));
         // The table is the local one with the two hosts' lines.
         let merged = RunResult::Stream(m);
         let t = merged.table();
@@ -242,16 +251,16 @@ mod tests {
             panic!()
         };
         let mut tx = whole.clone();
-        tx.workers.retain(|w| w.role == "client");
+        tx.common.workers.retain(|w| w.role == "client");
         tx.cpu.per_core = cores(&[100.0, 0.0]);
         tx.transactions.answered = 0;
         let mut rx = whole.clone();
-        rx.workers.retain(|w| w.role == "responder");
+        rx.common.workers.retain(|w| w.role == "responder");
         rx.cpu.per_core = cores(&[0.0, 80.0]);
         rx.params.responder_cores = vec![1];
         let m = rr(&tx, &rx, agents());
         assert_eq!(m.transactions.answered, whole.transactions.answered);
-        assert_eq!(m.workers.len(), whole.workers.len());
+        assert_eq!(m.common.workers.len(), whole.common.workers.len());
         let tps = whole.transactions.per_s;
         // The responder's core at 80 %: 0.8 core per tps.
         let per_t = m.cpu.responder.us_per_transaction.unwrap();
@@ -262,7 +271,7 @@ mod tests {
         assert!((total - 1.8 / tps * 1e6).abs() < 1e-6, "{total}");
         assert!(m.cpu.total.cpu.cores.is_empty());
         assert_eq!(m.cpu.client, whole.cpu.client);
-        assert!(m.cpu.hosts.is_some() && m.agents.is_some() && m.fault.is_none());
+        assert!(m.cpu.hosts.is_some() && m.common.agents.is_some() && m.common.fault.is_none());
         let t = RunResult::Rr(m).table();
         assert!(
             t.starts_with("rr: ")

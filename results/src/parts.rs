@@ -12,6 +12,11 @@ use crate::{
     system::{CoreUse, Host},
 };
 
+/// The counter of received frames whose checksum was wrong: measured only
+/// where the receiving workers verify checksums (see
+/// [`crate::run::RunResult::checks_checksums`]); elsewhere none, not 0.
+pub const BAD_CHECKSUM: &str = "bad_checksum";
+
 /// `ip -s link` counters of both ends over the run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InterfaceCounters {

@@ -6,11 +6,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::latency::Latency;
 use crate::{
+    envelope::Envelope,
     system::CoreUse,
-    system::Environment,
     {
-        parts::{self, figures, us_per_transaction, CpuFigures, InterfaceCounters, WorkerReport},
-        two_host::{Agents, HostsCpu},
+        parts::{self, figures, us_per_transaction, CpuFigures},
+        two_host::HostsCpu,
     },
 };
 
@@ -24,36 +24,22 @@ pub struct RrResult {
     /// "rr".
     #[serde(deserialize_with = "rr_test")]
     pub test: parts::Name,
-    /// linerate's version.
-    pub version: String,
+    /// What a result of either test holds (version, host, window, how the
+    /// run ended, workers, interfaces, agents), its fields in this object.
+    #[serde(flatten)]
+    pub common: Envelope,
     /// Parameters.
     pub params: RrParams,
-    /// The host.
-    pub environment: Environment,
     /// Set-up as it happened.
     pub setup: RrSetup,
-    /// Length of the measured window, seconds.
-    pub window_s: f64,
-    /// Whether Ctrl-C or SIGTERM cut the run short.
-    pub interrupted: bool,
-    /// What ended the run early (an interface gone, down, or its MTU
-    /// changed); the figures are those measured until then.
-    pub fault: Option<String>,
     /// Transactions.
     pub transactions: Transactions,
     /// Response times over the window.
     pub latency: Latency,
     /// CPU over the window.
     pub cpu: RrCpu,
-    /// Per-worker detail.
-    pub workers: Vec<WorkerReport>,
     /// Steering program counters (client side, responder side).
     pub xdp: XdpCounters,
-    /// The interfaces' own counters over the run.
-    pub interfaces: InterfaceCounters,
-    /// Two hosts: the agents that ran each side.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agents: Option<Agents>,
 }
 
 /// Parameters.

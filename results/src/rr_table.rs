@@ -42,10 +42,10 @@ pub fn summary(r: &RrResult) -> String {
         c.responder.cpu.cpu_pct,
         opt(c.total.us_per_transaction, 2),
     );
-    if r.interrupted {
+    if r.common.interrupted {
         o.push_str(" (INTERRUPTED)");
     }
-    if r.fault.is_some() {
+    if r.common.fault.is_some() {
         o.push_str(" (ENDED EARLY)");
     }
     o.push('\n');
@@ -57,7 +57,7 @@ pub fn print_table(r: &RrResult) -> String {
     let p = &r.params;
     let ns = |n: &Option<String>| n.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
     let mut o = summary(r);
-    if let Some(a) = &r.agents {
+    if let Some(a) = &r.common.agents {
         o.push_str(&two_host::header("rr", a));
     }
     let _ = writeln!(
@@ -100,9 +100,9 @@ pub fn print_table(r: &RrResult) -> String {
     let _ = writeln!(
         o,
         "  window {:.2} s after {:.1} s warm-up{}: {} transactions, {:.0} transactions/s",
-        r.window_s,
+        r.common.window_s,
         p.warmup_s,
-        if r.interrupted {
+        if r.common.interrupted {
             " (INTERRUPTED: figures so far)"
         } else {
             ""
@@ -110,7 +110,7 @@ pub fn print_table(r: &RrResult) -> String {
         t.completed,
         t.per_s
     );
-    if let Some(f) = &r.fault {
+    if let Some(f) = &r.common.fault {
         let _ = writeln!(o, "  ENDED EARLY: {f}");
     }
     let l = &r.latency;
@@ -126,6 +126,7 @@ pub fn print_table(r: &RrResult) -> String {
     );
     // Frames the clients and responders refused, when there were any.
     let all = r
+        .common
         .workers
         .iter()
         .fold(CounterSnapshot::default(), |a, w| a.add(&w.total));
@@ -190,12 +191,12 @@ mod tests {
     fn refused_frames_printed_when_any() {
         let mut r = fixture("rr-xdp.json");
         assert!(!print_table(&r).contains("frames refused"));
-        r.workers[0].total.bad = 3;
-        r.workers[0].total.bad_checksum = 2;
-        let mut other = r.workers[0].clone();
+        r.common.workers[0].total.bad = 3;
+        r.common.workers[0].total.bad_checksum = 2;
+        let mut other = r.common.workers[0].clone();
         other.total.bad = 1;
         other.total.bad_checksum = 0;
-        r.workers.push(other);
+        r.common.workers.push(other);
         assert!(
             print_table(&r).contains("\n  frames refused: bad 4, bad_checksum 2\n"),
             "{}",

@@ -7,8 +7,12 @@ use serde_json::Value;
 
 use super::two_host::{self, Agents};
 use crate::{
-    rr::RrResult, rr_table as rr_output, stream::StreamResult, stream_table as stream_output,
-    system::Environment,
+    envelope::Envelope,
+    rr::RrResult,
+    rr_table as rr_output,
+    stream::StreamResult,
+    stream_table as stream_output,
+    system::{Environment, Host},
 };
 
 /// The result of a `stream` or an `rr` run, local or across two hosts.
@@ -64,12 +68,30 @@ impl RunResult {
         }
     }
 
+    /// What a result of either test holds: version, host, window, how it
+    /// ended, workers, interfaces, agents.
+    pub fn common(&self) -> &Envelope {
+        match self {
+            Self::Stream(r) => &r.common,
+            Self::Rr(r) => &r.common,
+        }
+    }
+
+    /// Whether the workers of `side` verified the checksums of the frames
+    /// they received, so that their `bad_checksum` is a measurement: a
+    /// stream's receivers as the result says ([`crate::stream::Refused`];
+    /// its senders receive nothing), rr's clients and responders over
+    /// AF_XDP sockets (kernel sockets get only what the kernel passed).
+    pub fn checks_checksums(&self, side: Host) -> bool {
+        match self {
+            Self::Stream(s) => side == Host::Rx && s.frames.refused.checksums,
+            Self::Rr(r) => r.params.backend == "xdp",
+        }
+    }
+
     /// How it ended: interrupted, and its fault if any.
     pub fn ended(&self) -> (bool, &Option<String>) {
-        match self {
-            Self::Stream(r) => (r.interrupted, &r.fault),
-            Self::Rr(r) => (r.interrupted, &r.fault),
-        }
+        (self.common().interrupted, &self.common().fault)
     }
 
     /// The terminal table.
@@ -90,10 +112,7 @@ impl RunResult {
 
     /// The (sending) host.
     pub fn environment(&self) -> &Environment {
-        match self {
-            Self::Stream(r) => &r.environment,
-            Self::Rr(r) => &r.environment,
-        }
+        &self.common().environment
     }
 
     /// The data path: "xdp", "udp" or "tcp".
@@ -279,7 +298,7 @@ mod tests {
         let RunResult::Stream(s) = fixture("two-host-stream.json").1 else {
             panic!()
         };
-        let agents = s.agents.unwrap();
+        let agents = s.common.agents.unwrap();
         let p = TwoHostResult::Partial(Partial {
             test: "stream".into(),
             partial: true,

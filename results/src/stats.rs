@@ -1,5 +1,6 @@
-//! The spread of a figure over a point's repeats: median, min, max and a
-//! 95 % confidence interval of the mean (Student's t, as netperf's -I).
+//! The one median of the workspace, and the spread of a figure over a
+//! point's repeats: median, min, max and a 95 % confidence interval of the
+//! mean (Student's t, as netperf's -I).
 
 use serde::Serialize;
 
@@ -25,20 +26,54 @@ const T95: [f64; 30] = [
     2.052, 2.048, 2.045, 2.042,
 ];
 
+/// The finite values of `values`, sorted.
+fn sorted_finite(values: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The median of `values`, the one definition every figure of linerate
+/// uses (a sweep's report and gates, a search's rates, RFC 2544's
+/// latency): the middle value of an odd count, the mean of the two middle
+/// values of an even count, as the sweep report has always printed it.
+/// Values that are not finite (NaN, infinities) are no measurement and are
+/// left out; None when no value is left.
+pub fn median(values: &[f64]) -> Option<f64> {
+    median_of_sorted(&sorted_finite(values))
+}
+
+fn median_of_sorted(v: &[f64]) -> Option<f64> {
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// Which of `values` stands for them where one observation must be kept
+/// whole (a trial's result, a burst that arrived whole): the index of the
+/// largest value not above their [`median`] (the middle one of an odd
+/// count, the lower middle one of an even count; the first of equals).
+/// None when no value is finite.
+pub fn median_observation(values: &[f64]) -> Option<usize> {
+    let m = median(values)?;
+    values
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.is_finite() && **x <= m)
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
+        .map(|(i, _)| i)
+}
+
 impl Spread {
-    /// The spread of `values` (None when empty).
+    /// The spread of the finite `values` (None when there are none); its
+    /// median is [`median`].
     pub fn of(values: &[f64]) -> Option<Self> {
-        if values.is_empty() {
-            return None;
-        }
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
+        let v = sorted_finite(values);
         let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let median = median_of_sorted(&v)?;
         let ci95 = (n >= 3).then(|| {
             let mean = v.iter().sum::<f64>() / n as f64;
             let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
@@ -85,6 +120,32 @@ impl Spread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_of_an_odd_count_is_the_middle_of_an_even_the_mean_of_two() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0]), Some(2.5));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[]), None);
+        // Not finite: no measurement.
+        assert_eq!(median(&[f64::NAN, 5.0, f64::INFINITY, 1.0]), Some(3.0));
+        assert_eq!(median(&[f64::NAN]), None);
+        // Spread's median is the same one.
+        let v = [9.0, 2.0, 4.0, 8.0];
+        assert_eq!(Spread::of(&v).map(|s| s.median), median(&v));
+    }
+
+    #[test]
+    fn the_median_observation_is_the_middle_or_the_lower_middle_one() {
+        assert_eq!(median_observation(&[5.0, 1.0, 3.0]), Some(2));
+        assert_eq!(median_observation(&[4.0, 2.0]), Some(1));
+        assert_eq!(median_observation(&[1.0, 4.0, 2.0, 3.0]), Some(2));
+        // The first of equals.
+        assert_eq!(median_observation(&[2.0, 2.0, 9.0]), Some(0));
+        assert_eq!(median_observation(&[f64::NAN, 6.0]), Some(1));
+        assert_eq!(median_observation(&[]), None);
+    }
 
     #[test]
     fn median_range_and_interval() {

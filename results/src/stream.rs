@@ -2,18 +2,21 @@
 //! `--json`, read back by the controller, a sweep and its report), and the
 //! pure functions a local run and the two-host merge build them with.
 
-use linerate_counters::steer::SteerStats;
-use linerate_counters::{stats::CounterSnapshot, wire};
+use linerate_counters::{
+    stats::{Counter, CounterSnapshot},
+    steer::SteerStats,
+    wire,
+};
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub use crate::parts::{InterfaceCounters, WorkerReport};
+pub use crate::parts::{InterfaceCounters, WorkerReport, BAD_CHECKSUM};
 use crate::{
+    envelope::Envelope,
     system::CoreUse,
-    system::Environment,
     {
         latency::Latency,
         parts::{self, figures, percent, CpuFigures},
-        two_host::{Agents, HostsCpu},
+        two_host::HostsCpu,
     },
 };
 
@@ -27,21 +30,14 @@ pub struct StreamResult {
     /// "stream".
     #[serde(deserialize_with = "stream_test")]
     pub test: parts::Name,
-    /// linerate's version.
-    pub version: String,
+    /// What a result of either test holds (version, host, window, how the
+    /// run ended, workers, interfaces, agents), its fields in this object.
+    #[serde(flatten)]
+    pub common: Envelope,
     /// The parameters of the run.
     pub params: Params,
-    /// The host.
-    pub environment: Environment,
     /// How the data path was set up.
     pub setup: Setup,
-    /// Length of the measured window, seconds.
-    pub window_s: f64,
-    /// Whether Ctrl-C or SIGTERM cut the run short.
-    pub interrupted: bool,
-    /// What ended the run early (an interface gone, down, or its MTU
-    /// changed); the figures are those measured until then.
-    pub fault: Option<String>,
     /// Sender figures over the window.
     pub sender: SideFigures,
     /// Receiver figures over the window.
@@ -50,12 +46,8 @@ pub struct StreamResult {
     pub frames: FrameAccounting,
     /// CPU over the window.
     pub cpu: CpuReport,
-    /// Per-worker detail.
-    pub workers: Vec<WorkerReport>,
     /// The steering program's counters over the whole run.
     pub xdp: SteerStats,
-    /// The interfaces' own counters over the whole run (`ip -s link`).
-    pub interfaces: InterfaceCounters,
     /// One-way latency of every received frame over the whole run
     /// (receive time minus the send time in its header), merged over the
     /// receivers; none where not measured (`--rx-only`, a result written
@@ -66,9 +58,6 @@ pub struct StreamResult {
     /// sending host's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receiver_window_s: Option<f64>,
-    /// Two hosts: the agents that ran each side.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agents: Option<Agents>,
 }
 
 /// Parameters, echoed as iperf3 does.
@@ -246,9 +235,10 @@ pub struct FrameAccounting {
     pub duplicates: u64,
     /// The receivers' counters of refused frames, summed: in JSON each
     /// is a field of its own (`bad`, ...), one per counter of
-    /// `datapath::stats` marked refused (the others 0 here).
+    /// `datapath::stats` marked refused; `bad_checksum` absent where the
+    /// receivers checked no checksum.
     #[serde(flatten, with = "refused")]
-    pub refused: CounterSnapshot,
+    pub refused: Refused,
     /// Frames still in the sender's kernel queue when it gave up.
     pub unfinished: u64,
     /// Whole messages, for message streams.
@@ -262,30 +252,57 @@ pub struct FrameAccounting {
     pub dropped_at_sender: u64,
 }
 
-/// The refused-frame counters of a snapshot as fields of the object they
-/// are flattened into: each counter marked refused by its name; other
-/// fields of that object left alone, a counter missing reads as 0.
+/// The receivers' counters of refused frames, summed, and whether they
+/// checked checksums at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Refused {
+    /// Each counter of `datapath::stats` marked refused (the others 0).
+    pub counts: CounterSnapshot,
+    /// Whether the receivers verified the frames' checksums (AF_XDP
+    /// sockets parse every frame; a kernel socket gets only what the
+    /// kernel passed, the XDP-only receiver counts without checking).
+    /// Without, `bad_checksum` was not measured: none (absent from the
+    /// JSON), not 0.
+    pub checksums: bool,
+}
+
+impl Refused {
+    /// The counter `c` (one marked refused), when measured.
+    pub fn get(&self, c: &Counter<CounterSnapshot>) -> Option<u64> {
+        (self.checksums || c.name != BAD_CHECKSUM).then(|| (c.read)(&self.counts))
+    }
+}
+
+/// The refused-frame counters as fields of the object they are flattened
+/// into: each counter marked refused by its name; other fields of that
+/// object left alone; one not measured is left out. A counter missing
+/// reads as 0, but `bad_checksum` missing (not checked, or a result
+/// written before it was counted) or null as not measured.
 mod refused {
     use linerate_counters::stats::CounterSnapshot;
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
     use serde_json::{Map, Value};
+
+    use super::{Refused, BAD_CHECKSUM};
 
     fn names() -> impl Iterator<Item = &'static linerate_counters::stats::Counter<CounterSnapshot>>
     {
         CounterSnapshot::FIELDS.iter().filter(|c| c.refused)
     }
 
-    pub fn serialize<S: Serializer>(c: &CounterSnapshot, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(names().map(|f| (f.name, (f.read)(c))))
+    pub fn serialize<S: Serializer>(r: &Refused, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(names().filter_map(|f| Some((f.name, r.get(f)?))))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CounterSnapshot, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Refused, D::Error> {
         let fields = Map::<String, Value>::deserialize(d)?;
         let mine: Map<String, Value> = fields
             .into_iter()
-            .filter(|(k, _)| names().any(|f| f.name == k))
+            .filter(|(k, v)| !v.is_null() && names().any(|f| f.name == k))
             .collect();
-        serde_json::from_value(Value::Object(mine)).map_err(D::Error::custom)
+        let checksums = mine.contains_key(BAD_CHECKSUM);
+        let counts = serde_json::from_value(Value::Object(mine)).map_err(D::Error::custom)?;
+        Ok(Refused { counts, checksums })
     }
 }
 
@@ -367,12 +384,14 @@ pub type MessageShape = (usize, usize);
 impl FrameAccounting {
     /// Whole-run accounting from the senders' and the receivers' totals
     /// (summed over their workers); `unfinished` frames were still in the
-    /// senders' kernel queue; `message` for message streams.
+    /// senders' kernel queue; `message` for message streams; `checksums`
+    /// whether the receivers verified checksums ([`Refused::checksums`]).
     pub fn count(
         sent: &CounterSnapshot,
         received: &CounterSnapshot,
         unfinished: u64,
         message: Option<MessageShape>,
+        checksums: bool,
     ) -> Self {
         let lost = sent.frames.saturating_sub(received.frames);
         Self {
@@ -383,7 +402,10 @@ impl FrameAccounting {
             seq_gaps: received.lost,
             reordered: received.reordered,
             duplicates: received.duplicates,
-            refused: received.refused(),
+            refused: Refused {
+                counts: received.refused(),
+                checksums,
+            },
             unfinished,
             messages: message.map(|(message_bytes, frames_per_message)| {
                 let lost = sent.messages.saturating_sub(received.messages);
@@ -417,7 +439,8 @@ impl FrameAccounting {
 impl StreamResult {
     /// The whole-run totals of the workers on `side`, summed.
     pub fn totals(&self, side: crate::system::Host) -> CounterSnapshot {
-        self.workers
+        self.common
+            .workers
             .iter()
             .filter(|w| w.side() == side)
             .fold(CounterSnapshot::default(), |a, w| a.add(&w.total))
@@ -484,7 +507,7 @@ mod tests {
             messages_lost: 3,
             ..Default::default()
         };
-        let f = FrameAccounting::count(&sent, &received, 7, Some((4000, 4)));
+        let f = FrameAccounting::count(&sent, &received, 7, Some((4000, 4)), true);
         assert_eq!((f.sent, f.received, f.lost), (1000, 990, 10));
         assert!((f.loss_pct - 1.0).abs() < 1e-12);
         assert_eq!((f.seq_gaps, f.reordered, f.unfinished), (10, 3, 7));
@@ -496,7 +519,7 @@ mod tests {
         assert!((m.loss_pct - 1.2).abs() < 1e-12);
         assert_eq!((m.message_bytes, m.frames_per_message), (4000, 4));
         // More received than sent (a sender's count cut short) is no loss.
-        let f = FrameAccounting::count(&received, &sent, 0, None);
+        let f = FrameAccounting::count(&received, &sent, 0, None, true);
         assert_eq!((f.lost, f.loss_pct, f.messages), (0, 0.0, None));
     }
 
@@ -510,7 +533,7 @@ mod tests {
             frames: 590,
             ..Default::default()
         };
-        let f = FrameAccounting::count(&completed, &received, 0, None).with_sender_drops(400);
+        let f = FrameAccounting::count(&completed, &received, 0, None, true).with_sender_drops(400);
         assert_eq!((f.sent, f.dropped_at_sender), (600, 400));
         assert_eq!((f.received, f.lost), (590, 10));
         assert!((f.loss_pct - 10.0 / 6.0).abs() < 1e-12);
@@ -518,7 +541,8 @@ mod tests {
         let again = f.clone().with_sender_drops(400);
         assert_eq!(again, f);
         // More drops than completions cannot make sent negative.
-        let all = FrameAccounting::count(&completed, &received, 0, None).with_sender_drops(5000);
+        let all =
+            FrameAccounting::count(&completed, &received, 0, None, true).with_sender_drops(5000);
         assert_eq!((all.sent, all.dropped_at_sender, all.lost), (0, 1000, 0));
     }
 }

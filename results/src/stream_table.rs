@@ -98,10 +98,10 @@ pub fn summary(r: &StreamResult) -> String {
         let _ = write!(o, ", CPU rx {:.1} %", r.receiver.cpu.cpu_pct);
     }
     let _ = write!(o, ", SD {} ms/MB", sd(r.cpu.total.service_demand_ms_per_mb));
-    if r.interrupted {
+    if r.common.interrupted {
         o.push_str(" (INTERRUPTED)");
     }
-    if r.fault.is_some() {
+    if r.common.fault.is_some() {
         o.push_str(" (ENDED EARLY)");
     }
     o.push('\n');
@@ -148,7 +148,7 @@ pub fn receivers_ran(r: &StreamResult) -> bool {
 /// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &StreamResult) -> String {
     let mut o = summary(r);
-    if let Some(a) = &r.agents {
+    if let Some(a) = &r.common.agents {
         o.push_str(&two_host::header("stream", a));
     }
     title_line(r, &mut o);
@@ -248,7 +248,7 @@ fn setup_lines(r: &StreamResult, o: &mut String) {
     let _ = writeln!(
         o,
         "  window {:.2} s{} after {:.1} s warm-up{}{}",
-        r.window_s,
+        r.common.window_s,
         r.receiver_window_s
             .map(|w| format!(" (the receiver's host: {w:.2} s)"))
             .unwrap_or_default(),
@@ -256,7 +256,7 @@ fn setup_lines(r: &StreamResult, o: &mut String) {
         p.rate_pps
             .map(|x| format!(", paced at {} frames/s per queue", thousands(x)))
             .unwrap_or_default(),
-        if r.interrupted {
+        if r.common.interrupted {
             " (INTERRUPTED: figures so far)"
         } else {
             ""
@@ -284,7 +284,10 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
             f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates
         );
         for c in CounterSnapshot::FIELDS.iter().filter(|c| c.refused) {
-            let _ = write!(o, ", {} {}", c.name, (c.read)(&f.refused));
+            match f.refused.get(c) {
+                Some(n) => _ = write!(o, ", {} {n}", c.name),
+                None => _ = write!(o, ", {} not checked", c.name),
+            }
         }
         o.push('\n');
     } else {
@@ -406,12 +409,12 @@ fn port_lines(r: &StreamResult, o: &mut String) {
             x.seen, x.redirected, x.redirect_failed, x.passed, x.malformed, x.dropped
         );
     }
-    for w in &r.workers {
+    for w in &r.common.workers {
         let x = &w.xsk;
         // On two hosts, receivers measured the receiving host's window.
         let window_s = match w.side() {
-            Host::Rx => r.receiver_window_s.unwrap_or(r.window_s),
-            Host::Tx => r.window_s,
+            Host::Rx => r.receiver_window_s.unwrap_or(r.common.window_s),
+            Host::Tx => r.common.window_s,
         };
         let secs = window_s.max(f64::MIN_POSITIVE);
         let _ = writeln!(
@@ -443,7 +446,7 @@ fn link_lines(r: &StreamResult, o: &mut String) {
         thousands(r.sender.link_packets_per_s),
         thousands(r.receiver.link_packets_per_s)
     );
-    let i = &r.interfaces;
+    let i = &r.common.interfaces;
     let _ = writeln!(
         o,
         "  interfaces (ip -s link): {} sent {} packets, {} received {} packets ({} dropped)",
@@ -465,11 +468,19 @@ mod tests {
         else {
             panic!("stream.json is not a stream")
         };
-        r.frames.refused.bad = 5;
-        r.frames.refused.bad_checksum = 4;
+        r.frames.refused.counts.bad = 5;
+        r.frames.refused.counts.bad_checksum = 4;
+        r.frames.refused.checksums = true;
         let text = print_table(&r);
         assert!(
             text.contains(", duplicates 0, bad 5, bad_checksum 4\n"),
+            "{text}"
+        );
+        // Receivers that verify no checksum counted no bad one.
+        r.frames.refused.checksums = false;
+        let text = print_table(&r);
+        assert!(
+            text.contains(", duplicates 0, bad 5, bad_checksum not checked\n"),
             "{text}"
         );
     }

@@ -42,6 +42,7 @@ const CAN: Capabilities = Capabilities {
     backpressure: true,
     size_mix: true,
     ipv6: true,
+    checksums: true,
 };
 
 impl Engine for AfXdp {

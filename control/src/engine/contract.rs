@@ -67,6 +67,11 @@ pub struct Capabilities {
     pub size_mix: bool,
     /// Carries IPv6 test traffic (`--ipv6`).
     pub ipv6: bool,
+    /// Its receivers verify the IPv4 header and UDP checksums of every
+    /// frame (counting the wrong ones `bad_checksum`). Without (a kernel
+    /// socket gets only what the kernel passed; the XDP-only receiver
+    /// counts without checking), `bad_checksum` is not measured: null.
+    pub checksums: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses

@@ -82,6 +82,7 @@ const CAN: Capabilities = Capabilities {
     backpressure: false,
     size_mix: true,
     ipv6: false,
+    checksums: false,
 };
 
 impl Engine for Generator {

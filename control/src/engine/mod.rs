@@ -227,6 +227,15 @@ pub fn credit(
 mod tests {
     use super::*;
 
+    /// Only AF_XDP receivers parse frames and verify their checksums:
+    /// the others' `bad_checksum` is not measured.
+    #[test]
+    fn only_af_xdp_receivers_verify_checksums() {
+        assert_eq!(names_that(|c| c.stream_receiver && c.checksums), "xdp");
+        assert!(!xdp_only::XdpOnly.can().checksums);
+        assert!(!generator::Generator.can().checksums);
+    }
+
     #[test]
     fn every_backend_names_its_engine() {
         for arg in BackendArg::value_variants() {

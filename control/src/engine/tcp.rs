@@ -26,6 +26,7 @@ pub(super) const TCP: KernelEngine = KernelEngine {
         backpressure: true,
         size_mix: false,
         ipv6: false,
+        checksums: false,
     },
     sender: spawn_tcp_tx,
     receiver: spawn_tcp_rx,

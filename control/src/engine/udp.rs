@@ -26,6 +26,7 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         backpressure: true,
         size_mix: true,
         ipv6: false,
+        checksums: false,
     },
     sender: spawn_udp_tx,
     receiver: spawn_udp_rx,

@@ -32,6 +32,7 @@ const CAN: Capabilities = Capabilities {
     udp_offloads: false,
     counts_foreign: false,
     backpressure: true,
+    checksums: false,
 };
 
 impl Engine for XdpOnly {

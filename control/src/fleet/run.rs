@@ -93,8 +93,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     if gates.is_empty() {
         return Ok(code);
     }
-    let aggregate = serde_json::to_value(&outcome.aggregate)?;
-    let verdicts: Vec<_> = gates.iter().map(|g| g.judge_json(&aggregate)).collect();
+    let verdicts: Vec<_> = gates.iter().map(|g| g.judge(&outcome.aggregate)).collect();
     eprintln!("linerate: the fleet's aggregate against --expect:");
     Ok(linerate_results::expect::gate_verdicts(code, &verdicts))
 }

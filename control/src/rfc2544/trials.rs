@@ -22,7 +22,11 @@ use crate::{
         search::{self, Found},
     },
 };
-use linerate_results::{latency::Latency, stream::StreamResult};
+use linerate_results::{
+    latency::Latency,
+    stats::{median, median_observation},
+    stream::StreamResult,
+};
 
 pub use search::Trial;
 
@@ -221,7 +225,7 @@ pub fn latency(
             let mut p = plan.clone();
             p.run.timing.duration = window;
             let r = trial(&p, found.offered_pps, None, interrupted)?;
-            if r.interrupted || r.fault.is_some() || search::measured(&r) {
+            if r.common.interrupted || r.common.fault.is_some() || search::measured(&r) {
                 break r;
             }
             // The throughput test carried this rate: a trial that received
@@ -230,14 +234,14 @@ pub fn latency(
                 anyhow::bail!(
                     "the latency trial measured nothing ({} frame(s) received in a window of {} s; {} tries, the last {} long), though the throughput test carried its rate: is something else loading the machine?",
                     r.receiver.frames,
-                    r.window_s,
+                    r.common.window_s,
                     1 + retries,
                     humantime::format_duration(window)
                 );
             };
             (window, retries) = (longer, retries + 1);
         };
-        let stop = r.interrupted || r.fault.is_some();
+        let stop = r.common.interrupted || r.common.fault.is_some();
         if let Some(mean) = r.latency.as_ref().map(|l| l.mean_us) {
             runs.push((mean, r.clone()));
         }
@@ -258,12 +262,9 @@ pub fn latency(
         }
     }
     let trials_us: Vec<f64> = runs.iter().map(|r| r.0).collect();
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|a, b| runs[*a].0.total_cmp(&runs[*b].0));
     // The median trial (the lower middle one of an even count) is kept.
-    let kept = order
-        .get(order.len().saturating_sub(1) / 2)
-        .map(|&i| runs[i].1.clone())
+    let kept = median_observation(&trials_us)
+        .map(|i| runs[i].1.clone())
         .or(last)
         .expect("a trial ran");
     let range_us = trials_us
@@ -276,7 +277,7 @@ pub fn latency(
             offered_pps: found.offered_pps,
             fps: kept.receiver.frames_per_s,
             latency: kept.latency.clone(),
-            rfc_us: mlrsearch::median(&trials_us),
+            rfc_us: median(&trials_us),
             trials_us,
             range_us,
         },
@@ -314,7 +315,7 @@ pub fn frame_loss(
         // What the sender's link dropped is lost too (the generator).
         let lossless = r.frames.sent > 0 && search::trial_loss(&r.frames) == 0.0;
         out.steps.push((pct, Trial::of(Some(pps), &r, lossless)));
-        let stop = r.interrupted || r.fault.is_some();
+        let stop = r.common.interrupted || r.common.fault.is_some();
         clean = if lossless { clean + 1 } else { 0 };
         last = Some(r);
         if stop {
@@ -389,11 +390,12 @@ pub fn not_reached(cap_frames: u64, rate_fps: f64) -> String {
     format!("not reached: no loss up to {cap_frames} frames{us}")
 }
 
-/// The median of whole numbers (the lower middle one of an even count).
-fn median_u64(v: &[u64]) -> Option<u64> {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s.get(s.len().saturating_sub(1) / 2).copied()
+/// The burst that stands for the searches: the median one, or of an even
+/// count the lower middle one (a burst that arrived whole, as RFC 9004's
+/// figure must be).
+fn median_burst(v: &[u64]) -> Option<u64> {
+    let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+    median_observation(&f).map(|i| v[i])
 }
 
 /// RFC 9004's search, `budget.b2b_trials` times: the first doubles the
@@ -441,7 +443,7 @@ pub fn back_to_back(
     let whole: Vec<u64> = out.searches.iter().flatten().copied().collect();
     if !cut_any {
         out.not_reached = Some(not_reached(out.cap_frames, rate_fps));
-    } else if let Some(m) = median_u64(&whole) {
+    } else if let Some(m) = median_burst(&whole) {
         out.longest_frames = Some(m);
         out.longest_s = (rate_fps > 0.0).then(|| m as f64 / rate_fps);
         out.range_frames = whole
@@ -476,7 +478,7 @@ fn b2b_search(
         let want = n * u64::from(queues);
         let whole = r.frames.sent == want && r.frames.received == want && r.frames.lost == 0;
         out.bursts.push((n, Trial::of(None, &r, whole), whole));
-        let stop = r.interrupted || r.fault.is_some();
+        let stop = r.common.interrupted || r.common.fault.is_some();
         *last = Some(r);
         if !whole {
             *cut_any = true;
@@ -602,9 +604,9 @@ mod tests {
 
     #[test]
     fn the_benchmark_is_the_median_of_the_searches() {
-        assert_eq!(median_u64(&[5, 1, 3]), Some(3));
-        assert_eq!(median_u64(&[4, 2]), Some(2));
-        assert_eq!(median_u64(&[]), None);
+        assert_eq!(median_burst(&[5, 1, 3]), Some(3));
+        assert_eq!(median_burst(&[4, 2]), Some(2));
+        assert_eq!(median_burst(&[]), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::{
     plan::rr::RrPlan,
     session::{placement, Ends, Measured, WorkerNames},
 };
+use linerate_results::envelope::Envelope;
 use linerate_results::rr::{
     transaction_mb_s, Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions,
     XdpCounters,
@@ -41,13 +42,18 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
     let client_wait = path.tx_wait(&plan.run.wait, true);
     Ok(RrResult {
         test: "rr",
-        version: env!("CARGO_PKG_VERSION").into(),
+        common: Envelope {
+            version: env!("CARGO_PKG_VERSION").into(),
+            environment: measured.environment.clone(),
+            window_s: window.seconds,
+            interrupted: measured.interrupted,
+            fault: measured.fault.clone(),
+            workers,
+            interfaces: measured.interfaces.clone(),
+            agents: None,
+        },
         params: params(plan, client_wait),
-        environment: measured.environment.clone(),
         setup: setup(plan, measured, client_wait),
-        window_s: window.seconds,
-        interrupted: measured.interrupted,
-        fault: measured.fault.clone(),
         transactions: Transactions {
             completed,
             per_s,
@@ -68,13 +74,10 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
             per_core: window.cpu.clone(),
             hosts: None,
         },
-        workers,
         xdp: XdpCounters {
             client: measured.steering.tx,
             responder: measured.steering.rx,
         },
-        interfaces: measured.interfaces.clone(),
-        agents: None,
     })
 }
 
@@ -271,6 +274,7 @@ mod tests {
         let demand = out.cpu.total.cpu.service_demand_ms_per_mb.unwrap();
         assert!((demand - 1500.0 / 110.0).abs() < 1e-9, "{demand}");
         let roles: Vec<_> = out
+            .common
             .workers
             .iter()
             .map(|w| (w.role, w.window.transactions))

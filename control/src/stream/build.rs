@@ -12,6 +12,7 @@ use crate::{
     session::{placement, Ends, Measured, WorkerNames},
 };
 use linerate_results::{
+    envelope::Envelope,
     latency::Latency,
     stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
 };
@@ -62,13 +63,18 @@ pub fn result(
     let tx_wait = path.tx_wait(&plan.run.wait, measured.here.rx);
     StreamResult {
         test: "stream",
-        version: env!("CARGO_PKG_VERSION").into(),
+        common: Envelope {
+            version: env!("CARGO_PKG_VERSION").into(),
+            environment: measured.environment.clone(),
+            window_s: window.seconds,
+            interrupted: measured.interrupted,
+            fault: measured.fault.clone(),
+            workers,
+            interfaces: measured.interfaces.clone(),
+            agents: None,
+        },
         params: params(plan, tx_wait),
-        environment: measured.environment.clone(),
         setup: setup(plan, measured, credit_window, tx_wait),
-        window_s: window.seconds,
-        interrupted: measured.interrupted,
-        fault: measured.fault.clone(),
         sender,
         receiver,
         frames,
@@ -77,12 +83,9 @@ pub fn result(
             total: total_cpu,
             hosts: None,
         },
-        workers,
         xdp: measured.steering.rx,
-        interfaces: measured.interfaces.clone(),
         latency: one_way(plan.rx_only, &measured.rx.summaries),
         receiver_window_s: None,
-        agents: None,
     }
 }
 
@@ -251,6 +254,7 @@ fn frame_accounting(
         &received,
         measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
         plan.message.map(|cut| (cut.msg_len, cut.count)),
+        !plan.tx_only && plan.receiver.can().checksums,
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
     if plan.tx_only {
@@ -431,6 +435,7 @@ mod tests {
         assert_eq!(out.cpu.total.cpu_pct, 75.0);
         // One report per worker, its window from the two snapshots.
         let roles: Vec<_> = out
+            .common
             .workers
             .iter()
             .map(|w| (w.role, w.window.frames))

@@ -26,7 +26,7 @@ use super::search::{self, frames_per_load, measured, Step, Trial};
 use crate::plan::stream::StreamPlan;
 use linerate_results::stream::StreamResult;
 
-pub use super::search::{median, Found, Settings};
+pub use super::search::{Found, Settings};
 
 /// What the search found.
 #[derive(Debug, Clone, Serialize)]
@@ -94,11 +94,11 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
         let r = super::run::run(&p, interrupted)?;
         let step = Step {
             trial: Trial::of(rate, &r, false),
-            measured: measured(&r) && r.fault.is_none(),
-            last: r.interrupted || r.fault.is_some(),
+            measured: measured(&r) && r.common.fault.is_none(),
+            last: r.common.interrupted || r.common.fault.is_some(),
         };
-        out.interrupted = r.interrupted;
-        out.fault.clone_from(&r.fault);
+        out.interrupted = r.common.interrupted;
+        out.fault.clone_from(&r.common.fault);
         results.push(r);
         Ok(Some(step))
     };

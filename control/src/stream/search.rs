@@ -92,7 +92,7 @@ pub fn trial_loss(f: &FrameAccounting) -> f64 {
 /// over a measured window longer than 0 (not "0 frames/s").
 pub fn measured(result: &StreamResult) -> bool {
     result.frames.sent > 0
-        && result.window_s > 0.0
+        && result.common.window_s > 0.0
         && result.receiver.frames > 0
         && result.receiver.frames_per_s > 0.0
 }
@@ -254,20 +254,9 @@ pub struct Found {
     pub within_width: bool,
 }
 
-/// The median of `v` (the mean of the middle two of an even count).
-pub fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
+/// The median of `v` (the mean of the middle two of an even count; the
+/// one median of linerate, `linerate_results::stats::median`).
+pub use linerate_results::stats::median;
 
 /// A goal's rate from its full-length trials at `offered` (None: unpaced).
 pub fn found(
@@ -480,7 +469,7 @@ mod tests {
         // --duration 0.0000001: frames counted over the whole run, none
         // in a window of 0 s (the figures of such a window are all 0).
         let mut short = r.clone();
-        short.window_s = 0.0;
+        short.common.window_s = 0.0;
         short.receiver = Default::default();
         assert!(short.frames.received > 0 && !measured(&short));
         let mut none = r.clone();

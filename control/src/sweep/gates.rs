@@ -13,7 +13,7 @@ use linerate_report::sweep::{
     store,
 };
 use linerate_results::expect::{said_unmet, Expectation, Test};
-use linerate_results::stats::Spread;
+use linerate_results::stats::median;
 
 fn test_of(kind: Kind) -> Test {
     match kind {
@@ -64,7 +64,7 @@ pub fn judge(dir: &Path, spec: &SweepSpec, gates: &[Expectation]) -> Result<bool
                 // --expect` judges it.
                 values.extend(match (&r.result, &r.fleet) {
                     (Some(result), _) => g.value(result),
-                    (None, Some(f)) => f.figure(&g.name),
+                    (None, Some(f)) => g.value(&f.aggregate),
                     (None, None) => None,
                 });
             }
@@ -79,8 +79,7 @@ pub fn judge(dir: &Path, spec: &SweepSpec, gates: &[Expectation]) -> Result<bool
             if !g.applies_to(test_of(kind)) {
                 continue;
             }
-            let median = Spread::of(values).map(|s| s.median);
-            let v = g.judge_value(median);
+            let v = g.judge_value(median(values));
             eprintln!(
                 "linerate: part {} {label}: {v}{}",
                 part + 1,

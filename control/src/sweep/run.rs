@@ -509,17 +509,12 @@ fn measured(m: &Measured) -> Result<()> {
 }
 
 fn measured_one(r: &RunResult) -> Result<()> {
-    let (window, what) = match r {
-        RunResult::Stream(s) => (
-            s.window_s,
-            (s.sender.frames == 0 && s.receiver.frames == 0)
-                .then_some("no frame was sent or received in the measured window"),
-        ),
-        RunResult::Rr(x) => (
-            x.window_s,
-            (x.transactions.completed == 0 && x.transactions.total == 0)
-                .then_some("no transaction completed in the whole run"),
-        ),
+    let window = r.common().window_s;
+    let what = match r {
+        RunResult::Stream(s) => (s.sender.frames == 0 && s.receiver.frames == 0)
+            .then_some("no frame was sent or received in the measured window"),
+        RunResult::Rr(x) => (x.transactions.completed == 0 && x.transactions.total == 0)
+            .then_some("no transaction completed in the whole run"),
     };
     if !(window.is_finite() && window > 0.0) {
         bail!("measured nothing: the measured window was {window} s (a --duration too short to measure)");

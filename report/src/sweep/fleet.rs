@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use linerate_results::{fleet::Aggregate, run::RunResult};
+use linerate_results::{fleet::Aggregate, metrics::Metric, run::RunResult};
 
 /// One pair's result in a fleet run of a sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -29,19 +29,9 @@ pub struct FleetRun {
 }
 
 impl FleetRun {
-    /// The value of figure `name` (a dotted path) in the aggregate.
+    /// The value of metric `name` in the aggregate, when measured (no
+    /// loss over nothing sent; a name no metric has, none).
     pub fn figure(&self, name: &str) -> Option<f64> {
-        figure_in(&self.json(), name)
+        Metric::find(name)?.value(&self.aggregate)
     }
-
-    /// The aggregate as JSON, to read several figures of.
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::to_value(&self.aggregate).unwrap_or_default()
-    }
-}
-
-/// The value of figure `name` (a dotted path) in an aggregate's JSON,
-/// when measured (no loss over nothing sent).
-pub fn figure_in(aggregate: &serde_json::Value, name: &str) -> Option<f64> {
-    linerate_results::metrics::json_figure(aggregate, name)
 }

@@ -351,7 +351,7 @@ pub(super) const FIGURES: &[Figure] = &[
     both!("derived.us_per_message", "us", "Time per message: one over messages received per second; rr: transactions in flight over transactions per second (000's figures 7-10, the overhead fit)", |r| r.time_per_message_s().map(|t| t * 1e6), |r| r.time_per_message_s().map(|t| t * 1e6)),
     rr!("derived.rr_mb_s", "MB/s", "Requests and responses, 10^6 bytes per second (002's transfer rate)", |r| Some(r.mb_s())),
     // The window.
-    both!("window_s", "s", "Length of the measured window (two hosts: the sending host's)", |r| Some(r.window_s), |r| Some(r.window_s)),
+    both!("window_s", "s", "Length of the measured window (two hosts: the sending host's)", |r| Some(r.common.window_s), |r| Some(r.common.window_s)),
     stream!("receiver_window_s", "s", "Two hosts: the receiving host's window", |r| r.receiver_window_s),
     // Set-up as it happened.
     stream!("setup.payload_per_frame", "bytes", "UDP payload per frame", |r| Some(r.setup.payload_per_frame as f64)),

@@ -1,7 +1,7 @@
 //! Metric names: looked up, listed and refused with the names that exist.
 
 use super::super::run::RunResult;
-use crate::{system::Host, system::IfCounters};
+use crate::{fleet::Aggregate, parts::BAD_CHECKSUM, system::Host, system::IfCounters};
 /// A counter of a family: a field of its snapshot, declared with the
 /// worker counters in `datapath::stats` (that family is declared there).
 use linerate_counters::stats::Counter;
@@ -12,7 +12,31 @@ use super::lists::{
     figures, refused_counters, Figure, Read, SteeringAt, Tests, INTERFACE, STEERING,
     WORKER_COUNTERS, XSK_EVENTS,
 };
-use super::measured::{of_samples, Measured};
+use super::measured::{json_figure, of_samples, Measured};
+
+/// What a metric is read from, by the same names: a run's result, or a
+/// fleet's aggregate (a single result's field names; its figures only:
+/// the counters of a side's workers, sockets, steering programs and
+/// interfaces are per host, not summed there).
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// A local or two-host run's result.
+    Run(&'a RunResult),
+    /// A fleet run's aggregate.
+    Fleet(&'a Aggregate),
+}
+
+impl<'a> From<&'a RunResult> for Source<'a> {
+    fn from(r: &'a RunResult) -> Self {
+        Self::Run(r)
+    }
+}
+
+impl<'a> From<&'a Aggregate> for Source<'a> {
+    fn from(a: &'a Aggregate) -> Self {
+        Self::Fleet(a)
+    }
+}
 
 /// A metric of the list, found by its name.
 #[derive(Clone, Copy)]
@@ -55,7 +79,6 @@ pub enum Metric {
     },
 }
 
-#[cfg(test)]
 pub(super) fn side_name(h: Host) -> &'static str {
     match h {
         Host::Tx => "tx",
@@ -81,11 +104,12 @@ pub(super) fn over_workers(
     side: Host,
     read: impl Fn(&super::super::parts::WorkerReport) -> u64,
 ) -> Option<u64> {
-    let workers = match r {
-        RunResult::Stream(s) => &s.workers,
-        RunResult::Rr(s) => &s.workers,
-    };
-    let mine: Vec<_> = workers.iter().filter(|w| w.side() == side).collect();
+    let mine: Vec<_> = r
+        .common()
+        .workers
+        .iter()
+        .filter(|w| w.side() == side)
+        .collect();
     (!mine.is_empty()).then(|| mine.iter().map(|w| read(w)).sum())
 }
 
@@ -143,7 +167,6 @@ impl Metric {
     }
 
     /// Its name.
-    #[cfg(test)]
     pub fn name(&self) -> String {
         match self {
             Self::Figure(f) => f.name.to_string(),
@@ -193,10 +216,25 @@ impl Metric {
         }
     }
 
-    /// Its value in `r` (None: not measured there, such as a loss of a
-    /// run without a receiver of ours, or a latency of no sample: see
-    /// [`Measured`]).
-    pub fn value(&self, r: &RunResult) -> Option<f64> {
+    /// Its value in a result or a fleet's aggregate: the one lookup of a
+    /// metric (None: not measured there, such as a loss of a run without
+    /// a receiver of ours, or a latency of no sample: see [`Measured`]).
+    pub fn value<'a>(&self, from: impl Into<Source<'a>>) -> Option<f64> {
+        match from.into() {
+            Source::Run(r) => self.in_result(r),
+            // The aggregate's JSON at the figure's dotted path: its
+            // fields are a single result's (walked, not typed, until the
+            // aggregate is a result itself).
+            Source::Fleet(a) => match self {
+                Self::Figure(_) | Self::Refused(_) => {
+                    json_figure(&serde_json::to_value(a).ok()?, &self.name())
+                }
+                _ => None,
+            },
+        }
+    }
+
+    fn in_result(&self, r: &RunResult) -> Option<f64> {
         let samples = match r {
             RunResult::Stream(s) => s.latency.as_ref().map_or(0, |l| l.count),
             RunResult::Rr(r) => r.latency.count,
@@ -204,6 +242,12 @@ impl Metric {
         match (self, r) {
             (Self::Figure(f), _) if !of_samples(f.name, samples) => None,
             (_, RunResult::Stream(s)) if !self.measured_in(&Measured::of(s)) => None,
+            // Workers that verify no checksum count no bad one.
+            (Self::Worker { counter, side, .. }, _)
+                if counter.name == BAD_CHECKSUM && !r.checks_checksums(*side) =>
+            {
+                None
+            }
             _ => self.read(r),
         }
     }
@@ -248,16 +292,15 @@ impl Metric {
             ) => {
                 let window_s = match r {
                     RunResult::Stream(s) if *side == Host::Rx => {
-                        s.receiver_window_s.unwrap_or(s.window_s)
+                        s.receiver_window_s.unwrap_or(s.common.window_s)
                     }
-                    RunResult::Stream(s) => s.window_s,
-                    RunResult::Rr(s) => s.window_s,
+                    _ => r.common().window_s,
                 };
                 over_workers(r, *side, |w| (counter.read)(&w.window))
                     .map(|v| super::super::parts::per_second(v, window_s))
             }
             (Self::Refused(counter), RunResult::Stream(s)) => {
-                Some((counter.read)(&s.frames.refused) as f64)
+                s.frames.refused.get(counter).map(|v| v as f64)
             }
             (Self::Refused(_), RunResult::Rr(_)) => None,
             (Self::Xsk { counter, side }, _) => {
@@ -273,10 +316,7 @@ impl Metric {
                 Some((counter.read)(stats) as f64)
             }
             (Self::Interface { counter, side }, _) => {
-                let i = match r {
-                    RunResult::Stream(s) => &s.interfaces,
-                    RunResult::Rr(s) => &s.interfaces,
-                };
+                let i = &r.common().interfaces;
                 let c = match side {
                     Host::Tx => &i.tx,
                     Host::Rx => &i.rx,

@@ -116,7 +116,7 @@ pub fn of_samples(name: &str, samples: u64) -> bool {
 /// with a single result's field names (a fleet's aggregate, whose every
 /// pair had both sides), when measured: a loss over nothing sent, or what
 /// receivers count of nothing received, is none.
-pub fn json_figure(v: &serde_json::Value, name: &str) -> Option<f64> {
+pub(super) fn json_figure(v: &serde_json::Value, name: &str) -> Option<f64> {
     let at = |name: &str| {
         name.split('.')
             .try_fold(v, |v, key| v.get(key))

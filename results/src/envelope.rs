@@ -1,0 +1,37 @@
+//! What every result holds whatever its test: the host, the measured
+//! window, how the run ended, the workers, the interfaces' counters and,
+//! across two hosts, the agents. A [`crate::stream::StreamResult`] and a
+//! [`crate::rr::RrResult`] each embed one, flattened: their JSON is the
+//! same as before it was one struct (fields are looked up by name; only
+//! the order of the keys in an object moved).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    parts::{InterfaceCounters, WorkerReport},
+    system::Environment,
+    two_host::Agents,
+};
+
+/// The fields a result of either test shares, under the same JSON names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// linerate's version.
+    pub version: String,
+    /// The (sending, rr: client's) host.
+    pub environment: Environment,
+    /// Length of the measured window, seconds.
+    pub window_s: f64,
+    /// Whether Ctrl-C or SIGTERM cut the run short.
+    pub interrupted: bool,
+    /// What ended the run early (an interface gone, down, or its MTU
+    /// changed); the figures are those measured until then.
+    pub fault: Option<String>,
+    /// Per-worker detail.
+    pub workers: Vec<WorkerReport>,
+    /// The interfaces' own counters over the whole run (`ip -s link`).
+    pub interfaces: InterfaceCounters,
+    /// Two hosts: the agents that ran each side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Agents>,
+}

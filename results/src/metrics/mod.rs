@@ -235,7 +235,7 @@ mod tests {
         let got = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             got == want,
-            "docs/metrics.md is not the metric list's page: run `LINERATE_WRITE_DOCS=1 cargo test -p linerate metrics_page`"
+            "docs/metrics.md is not the metric list's page: run `LINERATE_WRITE_DOCS=1 cargo test -p linerate-results metrics_page`"
         );
         for m in all().iter().filter(|m| matches!(m, Metric::Figure(_))) {
             assert!(got.contains(&format!("`{}`", m.name())), "{}", m.name());

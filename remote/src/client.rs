@@ -89,6 +89,20 @@ pub struct Remote {
     pub monotonic_ns: Option<i64>,
 }
 
+/// Asks the agent at `url` its version with `token`, giving up after
+/// `timeout` (`fleet status`, `fleet up` waiting for its agents): no clock
+/// or version check, as [`Remote::connect`] makes.
+pub fn version(url: &str, token: &str, timeout: Duration) -> Result<api::Version> {
+    let http = ureq::AgentBuilder::new().timeout(timeout).build();
+    let v = http
+        .get(&format!("{}/v1/version", url.trim_end_matches('/')))
+        .set("Authorization", &format!("Bearer {token}"))
+        .call()
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .into_json()?;
+    Ok(v)
+}
+
 /// This host's wall clock, ns since the Unix epoch.
 pub fn unix_ns() -> u64 {
     SystemTime::now()

@@ -149,16 +149,7 @@ struct PairStatus {
 fn ask(side: &Side) -> AgentStatus {
     let answer = (|| -> Result<api::Version> {
         let token = token::read(Some(&side.token_file))?;
-        let http = ureq::AgentBuilder::new()
-            .timeout(Duration::from_secs(3))
-            .build();
-        let v = http
-            .get(&format!("{}/v1/version", side.agent.trim_end_matches('/')))
-            .set("Authorization", &format!("Bearer {token}"))
-            .call()
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .into_json()?;
-        Ok(v)
+        linerate_remote::client::version(&side.agent, &token, Duration::from_secs(3))
     })();
     let (up, version, error) = match answer {
         Ok(v) => (true, Some(format!("{} (API {})", v.version, v.api)), None),

@@ -319,19 +319,14 @@ fn start_agent(ns: &str, listen: &str, iface: &str, token_file: &Path) -> Result
 
 /// Waits until every agent answers its token (or one of them exits).
 pub fn wait_for_agents(made: &mut [Made]) -> Result<()> {
-    let http = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(2))
-        .build();
     let end = Instant::now() + AGENT_WAIT;
     for m in made.iter_mut() {
         for (side, child) in [&m.pair.tx, &m.pair.rx].into_iter().zip(&mut m.agents) {
             let token = linerate_remote::token::read(Some(&side.token_file))?;
             loop {
-                let ok = http
-                    .get(&format!("{}/v1/version", side.agent))
-                    .set("Authorization", &format!("Bearer {token}"))
-                    .call()
-                    .is_ok();
+                let ok =
+                    linerate_remote::client::version(&side.agent, &token, Duration::from_secs(2))
+                        .is_ok();
                 if ok {
                     break;
                 }

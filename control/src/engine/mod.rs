@@ -22,8 +22,8 @@
 //! Adding an engine touches four files: its own file here (capabilities
 //! and the spawn functions of the roles it plays), this file (its `mod`
 //! line, its arm in [`backend`], and in [`for_stream`] if it plays one
-//! end only), `cli.rs` (its name), and `README.md` (the options it
-//! takes).
+//! end only), `cli.rs` (its name), and `docs/guide.md` with README.md's
+//! table "What runs where" (the options it takes).
 
 mod af_xdp;
 mod contract;

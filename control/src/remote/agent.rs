@@ -65,14 +65,14 @@ impl Runs for CliRuns {
         })
     }
 
-    fn doctor(&self, iface: String, netns: Option<String>) -> Result<serde_json::Value> {
+    fn doctor(&self, iface: String, netns: Option<String>) -> Result<String> {
         let report = crate::doctor::run(&DoctorArgs {
             iface: Some(iface),
             netns,
             lab: LabName { name: "lr".into() },
             json: true,
         })?;
-        Ok(serde_json::to_value(report)?)
+        Ok(serde_json::to_string(&report)?)
     }
 }
 

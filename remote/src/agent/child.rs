@@ -23,6 +23,7 @@ pub trait Runs: Send + Sync + 'static {
     /// controller's options refused; Err is the 400's text.
     fn child(&self, req: &api::RunRequest) -> Result<Child, String>;
 
-    /// The doctor's report on `iface` (in `netns`), as JSON.
-    fn doctor(&self, iface: String, netns: Option<String>) -> anyhow::Result<serde_json::Value>;
+    /// The doctor's report on `iface` (in `netns`): its JSON text, as the
+    /// report serializes (the answer's body, byte for byte).
+    fn doctor(&self, iface: String, netns: Option<String>) -> anyhow::Result<String>;
 }

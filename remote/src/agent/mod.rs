@@ -148,7 +148,7 @@ mod tests {
         time::Duration,
     };
 
-    use super::{allow::*, child::*, runs::*, state::*};
+    use super::{allow::*, child::*, routes::router, runs::*, state::*};
     use crate::api::{self, RunRequest};
 
     /// A stand-in for the binary's command line: the child's argv is the
@@ -165,8 +165,11 @@ mod tests {
             })
         }
 
-        fn doctor(&self, _: String, _: Option<String>) -> anyhow::Result<serde_json::Value> {
-            anyhow::bail!("no doctor here")
+        fn doctor(&self, iface: String, netns: Option<String>) -> anyhow::Result<String> {
+            match netns {
+                None => Ok(format!("{{\"iface\":\"{iface}\",\"checks\":[]}}")),
+                Some(ns) => anyhow::bail!("no doctor in {ns}"),
+            }
         }
     }
 
@@ -360,5 +363,62 @@ mod tests {
         assert_eq!(quoted("lr-b0@lr-b"), "lr-b0@lr-b");
         assert_eq!(quoted("q;id>pw;#"), "'q;id>pw;#'");
         assert_eq!(quoted("a'b"), "'a'\\''b'");
+    }
+
+    /// GET `path` on the agent's routes with its token: the status, the
+    /// content type and the body.
+    fn get(s: Shared, path: &str) -> (u16, String, String) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut app = router(Arc::new(s));
+            let req = axum::http::Request::builder()
+                .uri(path)
+                .header("authorization", "Bearer 0123456789abcdef")
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let r = tower_service::Service::call(&mut app, req).await.unwrap();
+            let code = r.status().as_u16();
+            let kind = r.headers()["content-type"].to_str().unwrap().to_string();
+            let body = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+            (code, kind, String::from_utf8(body.to_vec()).unwrap())
+        })
+    }
+
+    /// The doctor's report is the binary's JSON text, answered as it is;
+    /// its error a 400; an interface not served a 403 before it runs.
+    #[test]
+    fn the_doctor_answers_the_binarys_report() {
+        let allow = vec![
+            AllowedIface {
+                iface: "x0".into(),
+                netns: None,
+            },
+            AllowedIface {
+                iface: "x0".into(),
+                netns: Some("n1".into()),
+            },
+        ];
+        assert_eq!(
+            get(agent(allow.clone(), false), "/v1/doctor?iface=x0"),
+            (
+                200,
+                "application/json".into(),
+                r#"{"iface":"x0","checks":[]}"#.into()
+            )
+        );
+        assert_eq!(
+            get(agent(allow.clone(), false), "/v1/doctor?iface=x0&netns=n1"),
+            (
+                400,
+                "application/json".into(),
+                r#"{"error":"no doctor in n1"}"#.into()
+            )
+        );
+        let (code, _, body) = get(agent(allow, false), "/v1/doctor?iface=y0");
+        assert_eq!(code, 403, "{body}");
+        assert!(body.contains("--allow-iface y0 "), "{body}");
     }
 }

@@ -112,7 +112,7 @@ pub(super) async fn doctor(State(s): State<Arc<Shared>>, Query(w): Query<Where>)
     let runs = s.runs.clone();
     let r = tokio::task::spawn_blocking(move || runs.doctor(iface, w.netns)).await;
     match r {
-        Ok(Ok(rep)) => Json(rep).into_response(),
+        Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Ok(Err(e)) => error(StatusCode::BAD_REQUEST, format!("{e:#}")),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }

@@ -98,8 +98,8 @@ pub struct AgentServeArgs {
     /// (<lab>-a0@<lab>-a and <lab>-b0@<lab>-b, which match <lab>-a0 named
     /// without a namespace when the agent itself runs in <lab>-a).
     /// Anything else is refused with 403.
-    #[arg(long = "allow-iface", value_name = "IF[@NS]", value_parser = parse_allowed_iface)]
-    pub allow_iface: Vec<AllowedIface>,
+    #[arg(long = "allow-iface", value_name = "IF[@NS]", value_parser = linerate_remote::agent::parse_allowed_iface)]
+    pub allow_iface: Vec<linerate_remote::agent::AllowedIface>,
     /// The lab whose interfaces are allowed when no --allow-iface is given.
     #[command(flatten)]
     pub lab: LabName,
@@ -119,40 +119,6 @@ pub struct AgentServeArgs {
     /// 408.
     #[arg(long, hide = true, default_value = "60s", value_parser = parse_positive_duration)]
     pub request_timeout: Duration,
-}
-
-/// One `--allow-iface`: an interface, in a namespace or in the agent's own.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowedIface {
-    /// Interface name.
-    pub iface: String,
-    /// Its namespace; None: the agent's own.
-    pub netns: Option<String>,
-}
-
-impl std::fmt::Display for AllowedIface {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.netns {
-            Some(ns) => write!(f, "{}@{ns}", self.iface),
-            None => write!(f, "{}", self.iface),
-        }
-    }
-}
-
-/// IF or IF@NS, both names checked as the kernel and `ip netns` check them.
-pub fn parse_allowed_iface(text: &str) -> Result<AllowedIface, String> {
-    let (iface, netns) = match text.rsplit_once('@') {
-        Some((name, ns)) => (name, Some(ns)),
-        None => (text, None),
-    };
-    parse_iface(iface)?;
-    if let Some(ns) = netns {
-        parse_netns(ns)?;
-    }
-    Ok(AllowedIface {
-        iface: iface.to_string(),
-        netns: netns.map(str::to_string),
-    })
 }
 
 fn parse_positive_duration(text: &str) -> Result<Duration, String> {

@@ -7,6 +7,10 @@ use linerate_results::run::RunResult;
 /// Version of the API; the controller refuses an agent with another.
 pub const API_VERSION: u32 = 1;
 
+/// What starts a live-counter line on an agent's child's stderr (the
+/// child writes them, the agent reads them for /metrics).
+pub const LIVE_PREFIX: &str = "LIVE ";
+
 /// `GET /v1/version`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Version {

@@ -189,7 +189,7 @@ pub fn load(path: &std::path::Path) -> Result<Inventory> {
 fn connect(req: &RunRequest, pair: &Pair) -> Result<PairRun> {
     let tx = token::read(Some(&pair.tx.token_file))?;
     let rx = token::read(Some(&pair.rx.token_file))?;
-    PairRun::connect(req, (&tx, &rx))
+    PairRun::connect(&controller::two_host(req), (&tx, &rx))
 }
 
 /// Runs `req` on every pair of `inventory` at one instant.
@@ -292,7 +292,7 @@ fn one_pair(
         Ok(pr) => pr,
         Err(e) => return failed(e),
     };
-    match pr.run(req, start_ns, name, interrupted) {
+    match pr.run(&controller::two_host(req), start_ns, name, interrupted) {
         Ok(o) => {
             let late_ns = o.armed_unix_ns.saturating_sub(start_ns);
             PairReport {

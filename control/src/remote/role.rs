@@ -23,8 +23,8 @@ use crate::{
     session::{Live, Peer},
 };
 
-/// What starts a live-counter line on stderr.
-pub const LIVE_PREFIX: &str = "LIVE ";
+use linerate_remote::api::LIVE_PREFIX;
+
 /// How often live counters are written.
 const LIVE_EVERY: Duration = Duration::from_millis(250);
 

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use super::side::Side;
-use crate::request;
-use linerate_remote::{
+use super::{request::Request, side::Side};
+use crate::{
     api::{self, Created, RunRequest},
     client::{unix_ns, Remote},
     token,
@@ -36,26 +35,24 @@ pub(super) struct Ends {
 }
 
 /// Connects to both agents the request names and reads both interfaces.
-pub(super) fn connect(req: &request::RunRequest) -> Result<Ends> {
-    let run = req.run();
-    if run.agents.tx_agent.is_none() || run.agents.rx_agent.is_none() {
+pub(super) fn connect(req: &Request) -> Result<Ends> {
+    let run = req;
+    if run.tx_agent.is_none() || run.rx_agent.is_none() {
         bail!("give both --tx-agent and --rx-agent");
     }
     if run.tx_iface.is_none() || run.rx_iface.is_none() {
         bail!("with --tx-agent and --rx-agent, give --tx-iface (an interface of the tx agent's host) and --rx-iface (one of the rx agent's host)");
     }
-    let token = token::read(run.agents.token_file.as_deref())?;
+    let token = token::read(run.token_file.as_deref())?;
     connect_with(req, (&token, &token))
 }
 
 /// [`connect`] with each agent's own token (tx, rx; `--reverse` swaps
 /// them with the agents), as a fleet's inventory gives them.
-pub(super) fn connect_with(req: &request::RunRequest, tokens: (&str, &str)) -> Result<Ends> {
-    let run = req.run();
-    let (Some(tx_agent), Some(rx_agent)) = (
-        run.agents.tx_agent.as_deref(),
-        run.agents.rx_agent.as_deref(),
-    ) else {
+pub(super) fn connect_with(req: &Request, tokens: (&str, &str)) -> Result<Ends> {
+    let run = req;
+    let (Some(tx_agent), Some(rx_agent)) = (run.tx_agent.as_deref(), run.rx_agent.as_deref())
+    else {
         bail!("give both --tx-agent and --rx-agent");
     };
     let (Some(tx_iface), Some(rx_iface)) = (run.tx_iface.as_deref(), run.rx_iface.as_deref())
@@ -101,7 +98,7 @@ impl End {
     /// receiver takes `clock_offset_ns` off its one-way latencies.
     fn request(
         &self,
-        req: &request::RunRequest,
+        req: &Request,
         role: &str,
         peer: &End,
         start_ns: u64,
@@ -109,16 +106,13 @@ impl End {
         pair: Option<&str>,
     ) -> RunRequest {
         RunRequest {
-            test: match req {
-                request::RunRequest::Stream(_) => api::Test::Stream,
-                request::RunRequest::Rr(_) => api::Test::Rr,
-            },
+            test: req.test,
             role: if role == "tx" {
                 api::Role::Tx
             } else {
                 api::Role::Rx
             },
-            args: req.for_agents(),
+            args: req.args.clone(),
             iface: self.iface.clone(),
             netns: self.netns.clone(),
             peer: api::Peer {
@@ -130,9 +124,7 @@ impl End {
             lease_ms: LEASE.as_millis() as u64,
             clock_offset_ns,
             // A fleet's pair, or the one `--pair` names.
-            pair: pair
-                .map(str::to_string)
-                .or_else(|| req.run().agents.pair.clone()),
+            pair: pair.map(str::to_string).or_else(|| req.pair.clone()),
         }
     }
 }
@@ -140,7 +132,7 @@ impl End {
 impl Ends {
     /// The receiving host's CLOCK_MONOTONIC minus the sending host's.
     pub(super) fn clock(&self) -> Option<ClockCorrection> {
-        linerate_remote::clock::monotonic_offset(
+        crate::clock::monotonic_offset(
             (self.tx.remote.monotonic_ns, self.tx.remote.rtt_ns),
             (self.rx.remote.monotonic_ns, self.rx.remote.rtt_ns),
         )
@@ -149,7 +141,7 @@ impl Ends {
     /// Creates both sides' runs (the receiver's first), to start at one
     /// instant; if the sender's cannot be created, the receiver's is
     /// stopped.
-    pub(super) fn start(&self, req: &request::RunRequest) -> Result<(Side<'_>, Side<'_>)> {
+    pub(super) fn start(&self, req: &Request) -> Result<(Side<'_>, Side<'_>)> {
         let start = unix_ns() + START_DELAY.as_nanos() as u64 + self.rtt_ns();
         self.start_at(req, start, None)
     }
@@ -163,7 +155,7 @@ impl Ends {
     /// clock), the runs labelled with their fleet `pair`.
     pub(super) fn start_at(
         &self,
-        req: &request::RunRequest,
+        req: &Request,
         start: u64,
         pair: Option<&str>,
     ) -> Result<(Side<'_>, Side<'_>)> {

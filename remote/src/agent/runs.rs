@@ -3,56 +3,33 @@
 //! (create, status, lease, stop).
 
 use super::{
+    child::{Child, Runs},
     server::{error, too_large},
     state::{Shared, Slot, KILL_AFTER, LEASE_MS, TAIL},
 };
-use crate::{cli::RoleArg, request};
-use anyhow::Result;
+use crate::api::{self, ApiError, Created, RunRequest};
 use axum::{
     extract::{rejection::JsonRejection, ConnectInfo, Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     Json,
 };
-use linerate_remote::api::{self, ApiError, Created, RunRequest};
 use nix::{sys::signal, unistd::Pid};
 use serde::Deserialize;
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::SocketAddr,
-    process::{Child, Command, Stdio},
+    process::{self, Command, Stdio},
     sync::{atomic::Ordering, Arc, MutexGuard},
     thread,
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-pub(super) fn unix_ns() -> u64 {
+/// This host's wall clock, ns since the Unix epoch.
+pub fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// The interfaces (and namespaces) a run would use: its --tx-iface and
-/// --rx-iface, or without them the lab's.
-pub(super) fn run_sides(req: &request::RunRequest) -> Vec<(String, Option<String>)> {
-    let run = req.run();
-    let mut sides = match (&run.tx_iface, &run.rx_iface) {
-        (Some(t), Some(r)) => vec![
-            (t.clone(), run.tx_netns.clone()),
-            (r.clone(), run.rx_netns.clone()),
-        ],
-        _ => ["a", "b"]
-            .iter()
-            .map(|side| {
-                (
-                    format!("{}-{side}0", run.lab.name),
-                    Some(format!("{}-{side}", run.lab.name)),
-                )
-            })
-            .collect(),
-    };
-    sides.dedup();
-    sides
 }
 
 /// The NAPI modes (`threaded`) of the interfaces a run uses, before it.
@@ -102,17 +79,13 @@ pub(super) fn busy(run: &Slot, msg: String) -> Response {
         .into_response()
 }
 
-/// The child's run for a request, parsed and checked with the CLI's own
-/// definitions (so that errors read as on the command line), and its
-/// command line, built from the parsed run.
-pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunRequest), String> {
+/// The child for a request: its pair's name and the options the agent
+/// owns checked here, the rest by the binary's command line (`runs`); Err
+/// is the 400's text.
+pub fn check_request(runs: &dyn Runs, req: &RunRequest) -> Result<Child, String> {
     if let Some(pair) = &req.pair {
         linerate_host::inventory::check_pair_name(pair).map_err(|e| format!("pair: {e}"))?;
     }
-    let role = match req.role {
-        api::Role::Tx => RoleArg::Tx,
-        api::Role::Rx => RoleArg::Rx,
-    };
     if let Some((option, why)) = req.args.iter().find_map(|a| {
         let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
         AGENT_OWNS.iter().find(|(o, _)| *o == name)
@@ -121,22 +94,7 @@ pub(super) fn child_args(req: &RunRequest) -> Result<(Vec<String>, request::RunR
             "args: {option} is not a run request's to give: {why}; remove it"
         ));
     }
-    let argv = request::side_argv(
-        req.test.as_str(),
-        &req.args,
-        &request::Side {
-            role: role.as_str(),
-            iface: &req.iface,
-            netns: req.netns.as_deref(),
-            peer_mac: &req.peer.mac.to_string(),
-            peer_ip: req.peer.ip.to_string(),
-            start_at_ns: req.start_at_ns,
-            clock_offset_ns: req.clock_offset_ns,
-        },
-    );
-    let run = request::RunRequest::parse(&argv)?;
-    no_agents(&run)?;
-    Ok((run.argv(), run))
+    runs.child(req)
 }
 
 /// Options the agent sets itself, refused in a request's `args`: (option,
@@ -163,7 +121,7 @@ const AGENT_OWNS: [(&str, &str); 7] = [
 const START_AHEAD: Duration = Duration::from_secs(60);
 
 /// The request's fields that no option checks: its lease and its start.
-pub(super) fn check_fields(req: &RunRequest) -> Result<(), String> {
+pub fn check_fields(req: &RunRequest) -> Result<(), String> {
     if !LEASE_MS.contains(&req.lease_ms) {
         return Err(format!(
             "lease_ms {} is out of range: use {} to {}",
@@ -181,36 +139,6 @@ pub(super) fn check_fields(req: &RunRequest) -> Result<(), String> {
             unix_ns(),
             START_AHEAD.as_secs()
         ));
-    }
-    Ok(())
-}
-
-/// Refuses the options of a controller, which the agent's child (one
-/// side of a run) would refuse or misread once started: agents, a fleet,
-/// --reverse, the gates (the controller holds them against both sides),
-/// a rate search (one host's). (--json-stream clap refuses beside the
-/// child's --json.)
-pub(super) fn no_agents(run: &request::RunRequest) -> Result<(), String> {
-    let a = run.run();
-    if a.agents.tx_agent.is_some() || a.agents.rx_agent.is_some() {
-        return Err("a run on an agent cannot name agents itself".into());
-    }
-    if a.agents.fleet.is_some() {
-        return Err("--fleet is the controller's: a run on an agent is one side of one pair; give --fleet to `linerate stream|rr` on the controller".into());
-    }
-    if a.reverse {
-        return Err("--reverse swaps hosts: swap --tx-agent and --rx-agent instead".into());
-    }
-    if !a.expect.is_empty() {
-        return Err("--expect is the controller's: it holds the gates against the merged result of both sides; give it to `linerate stream|rr` on the controller".into());
-    }
-    if let request::RunRequest::Stream(s) = run {
-        if s.search_rate.is_some() {
-            return Err(
-                "--search-rate runs on one host: search there, then run both sides at that rate"
-                    .into(),
-            );
-        }
     }
     Ok(())
 }
@@ -235,10 +163,10 @@ pub(super) async fn create(
     if let Err(e) = check_fields(&req) {
         return error(StatusCode::BAD_REQUEST, e);
     }
-    let (argv, napi) = match child_args(&req) {
-        Ok((argv, run)) => match s.run_refusal(&run) {
+    let (argv, napi) = match check_request(s.runs.as_ref(), &req) {
+        Ok(child) => match s.allow.run_refusal(&child) {
             Some(why) => return error(StatusCode::FORBIDDEN, why),
-            None => (argv, napi_modes(&run_sides(&run))),
+            None => (child.argv, napi_modes(&child.sides)),
         },
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
@@ -308,7 +236,7 @@ pub(super) async fn create(
 
 /// Follows a child to its end: its live counters and stderr, its lease,
 /// and its result.
-pub(super) fn watch(s: Arc<Shared>, mut child: Child, id: String, napi: NapiModes) {
+pub(super) fn watch(s: Arc<Shared>, mut child: process::Child, id: String, napi: NapiModes) {
     let mut stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let out = thread::spawn(move || {
@@ -325,7 +253,7 @@ pub(super) fn watch(s: Arc<Shared>, mut child: Child, id: String, napi: NapiMode
             let Some(slot) = g.as_mut().filter(|r| r.id == id2) else {
                 continue;
             };
-            match line.strip_prefix(crate::remote::role::LIVE_PREFIX) {
+            match line.strip_prefix(api::LIVE_PREFIX) {
                 Some(j) => slot.live = serde_json::from_str(j).ok(),
                 None => {
                     // The child echoes what the request gave it.

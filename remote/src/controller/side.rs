@@ -1,8 +1,8 @@
 //! One side's run on its agent: its lease renewed (the answer is its
 //! status), stopped when asked, and what went wrong with it.
 
-use linerate_remote::api::RunStatus;
-use linerate_remote::client::{AgentError, Remote};
+use crate::api::RunStatus;
+use crate::client::{AgentError, Remote};
 use linerate_results::run::RunResult;
 
 /// One side's run on its agent.

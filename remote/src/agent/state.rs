@@ -1,13 +1,13 @@
 //! The agent's state: the one run slot, its child and lease, and the
 //! limits every server of it keeps.
 
-use crate::cli::AllowedIface;
-use linerate_remote::api::{Holder, RunStatus};
+use super::{allow::Allow, child::Runs};
+use crate::api::{Holder, RunStatus};
 use std::{
     net::SocketAddr,
     path::PathBuf,
     process::ChildStdin,
-    sync::{atomic::AtomicU64, Mutex, MutexGuard},
+    sync::{atomic::AtomicU64, Arc, Mutex, MutexGuard},
     thread,
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
@@ -40,14 +40,12 @@ pub(super) struct Shared {
     pub(super) exe: PathBuf,
     pub(super) run: Mutex<Option<Slot>>,
     pub(super) seq: AtomicU64,
-    /// The interfaces requests may name.
-    pub(super) allow: Vec<AllowedIface>,
-    /// Whether run requests may pass --force.
-    pub(super) allow_force: bool,
-    /// The agent's own network namespace (device, inode).
-    pub(super) own_ns: Option<(u64, u64)>,
+    /// The interfaces requests may name, and whether --force.
+    pub(super) allow: Allow,
     /// A request's time limit (body and answer).
     pub(super) request_timeout: Duration,
+    /// What a run request's options mean (the binary's command line).
+    pub(super) runs: Arc<dyn Runs>,
 }
 
 /// A run, going or ended (kept until the next one replaces it).

@@ -10,27 +10,62 @@
 //! the lab's), and keeps answering under load: it drives its connections
 //! itself (hyper), with a cap, a timeout for a request head (which also
 //! closes idle keep-alive connections), one per request, and a body limit.
+//!
+//! What a run's options mean is the binary's (its command line): it gives
+//! the agent a [`Runs`], which turns a run request into the child's
+//! command line and runs the doctor.
 
 mod allow;
+mod child;
 mod routes;
 mod runs;
 mod server;
 mod state;
 
-use std::sync::{atomic::AtomicU64, Arc, Mutex};
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{atomic::AtomicU64, Arc, Mutex},
+    time::Duration,
+};
 
 use anyhow::{Context, Result};
 
+pub use self::{
+    allow::{default_allowed, parse_allowed_iface, quoted, Allow, AllowedIface},
+    child::{Child, Runs},
+    runs::{check_fields, check_request, unix_ns},
+    state::BODY_LIMIT,
+};
 use self::{
-    allow::{default_allowed, ns_id},
     routes::router,
     server::accept,
-    state::{Shared, BODY_LIMIT, FD_RESERVE},
+    state::{Shared, FD_RESERVE},
 };
 
-use linerate_remote::{api, token};
+use crate::{api, token};
 
-use crate::cli::AgentServeArgs;
+/// How the agent serves (`linerate agent`'s options).
+#[derive(Debug, Clone)]
+pub struct Serve {
+    /// Address and port to listen on.
+    pub listen: SocketAddr,
+    /// The shared token's file (None: LINERATE_TOKEN).
+    pub token_file: Option<PathBuf>,
+    /// The interfaces requests may name; empty: the lab's.
+    pub allow_iface: Vec<AllowedIface>,
+    /// The lab whose interfaces are served when `allow_iface` is empty.
+    pub lab: String,
+    /// Whether run requests may pass --force.
+    pub allow_force: bool,
+    /// Connections held at once.
+    pub max_connections: u32,
+    /// A connection sending no complete request head for this long is
+    /// closed.
+    pub header_timeout: Duration,
+    /// A request's time limit (body and answer).
+    pub request_timeout: Duration,
+}
 
 /// Raises the open-file limit to its hard limit; returns the limit now.
 fn raise_nofile() -> u64 {
@@ -48,19 +83,13 @@ fn raise_nofile() -> u64 {
     }
 }
 
-/// `linerate agent`: serves until Ctrl-C or SIGTERM.
-pub fn command(args: &AgentServeArgs) -> Result<std::process::ExitCode> {
-    serve(args)?;
-    Ok(std::process::ExitCode::SUCCESS)
-}
-
 /// Serves the API until Ctrl-C or SIGTERM; then ends any run.
-pub fn serve(a: &AgentServeArgs) -> Result<()> {
+pub fn serve(a: &Serve, runs: Arc<dyn Runs>) -> Result<()> {
     let token = token::read(a.token_file.as_deref())?;
     linerate_host::privilege::require_root("linerate agent")?;
     let exe = std::env::current_exe().context("finding linerate's own executable")?;
     let allow = if a.allow_iface.is_empty() {
-        default_allowed(&a.lab.name)
+        default_allowed(&a.lab)
     } else {
         a.allow_iface.clone()
     };
@@ -73,10 +102,9 @@ pub fn serve(a: &AgentServeArgs) -> Result<()> {
         exe,
         run: Mutex::new(None),
         seq: AtomicU64::new(1),
-        allow,
-        allow_force: a.allow_force,
-        own_ns: ns_id(std::path::Path::new("/proc/self/ns/net")),
+        allow: Allow::new(allow, a.allow_force),
         request_timeout: a.request_timeout,
+        runs,
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -92,13 +120,13 @@ pub fn serve(a: &AgentServeArgs) -> Result<()> {
                 )
             })?;
         let at = listener.local_addr().unwrap_or(a.listen);
-        let served: Vec<String> = shared.allow.iter().map(ToString::to_string).collect();
+        let served: Vec<String> = shared.allow.ifaces.iter().map(ToString::to_string).collect();
         eprintln!(
             "linerate: agent {} (API {}) listening on http://{at}; serving {}{}; up to {cap} connections (open files {nofile}), {:?} for a request head, {:?} per request, {BODY_LIMIT} bytes per body",
             env!("CARGO_PKG_VERSION"),
             api::API_VERSION,
             served.join(", "),
-            if shared.allow_force { ", --force allowed" } else { "" },
+            if shared.allow.force { ", --force allowed" } else { "" },
             a.header_timeout,
             a.request_timeout,
         );
@@ -116,14 +144,34 @@ pub fn serve(a: &AgentServeArgs) -> Result<()> {
 mod tests {
     use std::{
         path::PathBuf,
-        sync::{atomic::AtomicU64, Mutex},
+        sync::{atomic::AtomicU64, Arc, Mutex},
         time::Duration,
     };
 
-    use super::{allow::*, runs::*, state::*};
-    use crate::cli::AllowedIface;
-    use crate::request;
-    use linerate_remote::api::{self, RunRequest};
+    use super::{allow::*, child::*, routes::router, runs::*, state::*};
+    use crate::api::{self, RunRequest};
+
+    /// A stand-in for the binary's command line: the child's argv is the
+    /// request's args, its sides the request's interface; `--force` is
+    /// force.
+    struct Echo;
+
+    impl Runs for Echo {
+        fn child(&self, req: &RunRequest) -> Result<Child, String> {
+            Ok(Child {
+                argv: req.args.clone(),
+                sides: vec![(req.iface.clone(), req.netns.clone())],
+                force: req.args.iter().any(|a| a == "--force"),
+            })
+        }
+
+        fn doctor(&self, iface: String, netns: Option<String>) -> anyhow::Result<String> {
+            match netns {
+                None => Ok(format!("{{\"iface\":\"{iface}\",\"checks\":[]}}")),
+                Some(ns) => anyhow::bail!("no doctor in {ns}"),
+            }
+        }
+    }
 
     fn agent(allow: Vec<AllowedIface>, allow_force: bool) -> Shared {
         Shared {
@@ -131,10 +179,9 @@ mod tests {
             exe: PathBuf::from("/bin/false"),
             run: Mutex::new(None),
             seq: AtomicU64::new(1),
-            allow,
-            allow_force,
-            own_ns: ns_id(std::path::Path::new("/proc/self/ns/net")),
+            allow: Allow::new(allow, allow_force),
             request_timeout: Duration::from_secs(60),
+            runs: Arc::new(Echo),
         }
     }
 
@@ -158,7 +205,7 @@ mod tests {
 
     /// The refusal of a run request: Err(400 text) or Ok(403 text, if any).
     fn verdict(s: &Shared, r: &RunRequest) -> Result<Option<String>, String> {
-        child_args(r).map(|(_, run)| s.run_refusal(&run))
+        check_request(s.runs.as_ref(), r).map(|c| s.allow.run_refusal(&c))
     }
 
     #[test]
@@ -176,12 +223,14 @@ mod tests {
     fn the_lab_by_default() {
         let s = agent(default_allowed("lr"), false);
         assert_eq!(
-            s.allow.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            s.allow
+                .ifaces
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
             ["lr-a0@lr-a", "lr-b0@lr-b"]
         );
         assert_eq!(verdict(&s, &request("lr-b0", Some("lr-b"), &[])), Ok(None));
-        // eth0 here, lr-b0 in the wrong namespace or in the agent's own
-        // (which is not lr-b): refused, naming the flag that allows it.
         for (iface, ns, flag) in [
             ("eth0", None, "--allow-iface eth0 "),
             ("lr-b0", Some("lr-a"), "--allow-iface lr-b0@lr-a "),
@@ -190,32 +239,29 @@ mod tests {
             let why = verdict(&s, &request(iface, ns, &[])).unwrap().unwrap();
             assert!(why.contains(flag), "{why}");
         }
-        // The other side's namespace named among the options.
-        let why = verdict(&s, &request("lr-b0", None, &["--tx-netns", "lr-a"]))
-            .unwrap()
-            .unwrap();
-        assert!(why.contains("lr-b0@lr-a"), "{why}");
     }
 
     #[test]
-    fn own_namespace_and_hostile_names() {
-        let hostile = crate::cli::parse_allowed_iface("q;id>pw;#").unwrap();
+    fn hostile_names_allowed_and_refused() {
+        let hostile = parse_allowed_iface("q;id>pw;#").unwrap();
+        assert_eq!(hostile.to_string(), "q;id>pw;#");
         let s = agent(vec![hostile], false);
         assert_eq!(verdict(&s, &request("q;id>pw;#", None, &[])), Ok(None));
         let why = verdict(&s, &request("q;id>pw", None, &[]))
             .unwrap()
             .unwrap();
         assert!(why.contains("--allow-iface 'q;id>pw' "), "{why}");
-        for (iface, ns, args) in [
-            ("a/b", None, &[][..]),
-            ("", None, &[]),
-            ("eth0", Some("../netns/rp-a"), &[]),
-            ("eth0", Some("/run/netns/rp-a"), &[]),
-            ("eth0", None, &["--rx-netns", "../../proc/1/ns/net"]),
-        ] {
-            let e = verdict(&s, &request(iface, ns, args)).unwrap_err();
-            assert!(e.contains("is not a"), "{iface:?} {ns:?} {args:?}: {e}");
+        for bad in ["a/b", "", "eth0@../netns/rp-a", "eth0@/run/netns/rp-a"] {
+            let e = parse_allowed_iface(bad).unwrap_err();
+            assert!(e.contains("is not a"), "{bad:?}: {e}");
         }
+        assert_eq!(
+            parse_allowed_iface("x0@ns1").unwrap(),
+            AllowedIface {
+                iface: "x0".into(),
+                netns: Some("ns1".into())
+            }
+        );
     }
 
     #[test]
@@ -237,39 +283,10 @@ mod tests {
         );
     }
 
-    /// The child runs with the command line built from the typed request:
-    /// the side's options added, the request's own carried, nothing else.
+    /// The options the agent sets itself are refused before the binary
+    /// reads the request.
     #[test]
-    fn the_child_argv_is_built_from_the_typed_request() {
-        let (argv, run) = child_args(&request("lr-b0", Some("lr-b"), &["--size", "128"])).unwrap();
-        assert_eq!(
-            argv,
-            [
-                "stream",
-                "--size=128",
-                "--tx-iface=lr-b0",
-                "--rx-iface=lr-b0",
-                "--tx-netns=lr-b",
-                "--rx-netns=lr-b",
-                "--json",
-                "--role=rx",
-                "--peer-mac=02:00:c6:12:00:01",
-                "--peer-ip=198.18.0.1",
-                "--start-at=0",
-            ]
-            .map(String::from)
-        );
-        assert_eq!(
-            format!("{run:?}"),
-            format!("{:?}", request::RunRequest::parse(&argv).unwrap())
-        );
-        // An option the side sets is not the request's to give.
-        let e = child_args(&request("lr-b0", None, &["--tx-iface", "x"])).unwrap_err();
-        assert!(e.contains("--tx-iface"), "{e}");
-    }
-
-    #[test]
-    fn options_the_agent_owns_and_help_are_refused() {
+    fn options_the_agent_owns_are_refused() {
         for (args, says) in [
             (
                 &["--token-file", "/etc/shadow"][..],
@@ -278,6 +295,9 @@ mod tests {
             (&["--token-file=/x"], "args: --token-file is not"),
             (&["--lab", "x"], "args: --lab is not"),
             (&["--size", "64", "--lab=x"], "args: --lab is not"),
+            (&["--role=tx"], "args: --role is not"),
+            (&["--peer-ip", "198.18.0.9"], "args: --peer-ip is not"),
+            (&["--start-at", "0"], "args: --start-at is not"),
             (
                 &["--peer-mac", "02:00:00:00:00:02"],
                 "args: --peer-mac is not",
@@ -286,28 +306,30 @@ mod tests {
                 &["--clock-offset-ns", "1"],
                 "args: --clock-offset-ns is not",
             ),
-            (&["--help"], "--help is not a run option"),
-            (&["-h"], "--help is not a run option"),
-            // A controller's options, which the child would refuse or
-            // misread after the run was accepted.
-            (&["--fleet", "inv.toml"], "--fleet is the controller's"),
-            (&["--fleet=inv.toml"], "--fleet is the controller's"),
-            (
-                &["--expect", "frames.lost == 0"],
-                "--expect is the controller's",
-            ),
-            (&["--json-stream"], "cannot be used with '--json'"),
-            (&["--search-rate", "0.1"], "--search-rate runs on one host"),
-            (&["--reverse"], "--reverse swaps hosts"),
         ] {
-            let e = child_args(&request("lr-b0", Some("lr-b"), args)).unwrap_err();
+            let e = check_request(&Echo, &request("lr-b0", Some("lr-b"), args)).unwrap_err();
             assert!(e.contains(says), "{args:?}: {e}");
         }
+        assert_eq!(
+            check_request(&Echo, &request("lr-b0", Some("lr-b"), &["--size", "64"]))
+                .unwrap()
+                .argv,
+            ["--size", "64"]
+        );
+    }
+
+    #[test]
+    fn lease_and_start_are_checked() {
         let mut r = request("lr-b0", Some("lr-b"), &[]);
         r.start_at_ns = u64::MAX;
         assert!(check_fields(&r).unwrap_err().contains("start_at_ns"));
         r.start_at_ns = unix_ns() + 5_000_000_000;
         check_fields(&r).unwrap();
+        r.lease_ms = 1;
+        assert_eq!(
+            check_fields(&r).unwrap_err(),
+            "lease_ms 1 is out of range: use 500 to 120000"
+        );
     }
 
     #[test]
@@ -341,5 +363,62 @@ mod tests {
         assert_eq!(quoted("lr-b0@lr-b"), "lr-b0@lr-b");
         assert_eq!(quoted("q;id>pw;#"), "'q;id>pw;#'");
         assert_eq!(quoted("a'b"), "'a'\\''b'");
+    }
+
+    /// GET `path` on the agent's routes with its token: the status, the
+    /// content type and the body.
+    fn get(s: Shared, path: &str) -> (u16, String, String) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut app = router(Arc::new(s));
+            let req = axum::http::Request::builder()
+                .uri(path)
+                .header("authorization", "Bearer 0123456789abcdef")
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let r = tower_service::Service::call(&mut app, req).await.unwrap();
+            let code = r.status().as_u16();
+            let kind = r.headers()["content-type"].to_str().unwrap().to_string();
+            let body = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+            (code, kind, String::from_utf8(body.to_vec()).unwrap())
+        })
+    }
+
+    /// The doctor's report is the binary's JSON text, answered as it is;
+    /// its error a 400; an interface not served a 403 before it runs.
+    #[test]
+    fn the_doctor_answers_the_binarys_report() {
+        let allow = vec![
+            AllowedIface {
+                iface: "x0".into(),
+                netns: None,
+            },
+            AllowedIface {
+                iface: "x0".into(),
+                netns: Some("n1".into()),
+            },
+        ];
+        assert_eq!(
+            get(agent(allow.clone(), false), "/v1/doctor?iface=x0"),
+            (
+                200,
+                "application/json".into(),
+                r#"{"iface":"x0","checks":[]}"#.into()
+            )
+        );
+        assert_eq!(
+            get(agent(allow.clone(), false), "/v1/doctor?iface=x0&netns=n1"),
+            (
+                400,
+                "application/json".into(),
+                r#"{"error":"no doctor in n1"}"#.into()
+            )
+        );
+        let (code, _, body) = get(agent(allow, false), "/v1/doctor?iface=y0");
+        assert_eq!(code, 403, "{body}");
+        assert!(body.contains("--allow-iface y0 "), "{body}");
     }
 }

@@ -2,6 +2,7 @@
 //! 503), the request deadline, the body limit, JSON errors and the token.
 
 use super::state::{Shared, BODY_LIMIT, DRAIN_LIMIT, LINGERING};
+use crate::{api::ApiError, token};
 use axum::{
     body::Body,
     extract::{ConnectInfo, Request, State},
@@ -10,7 +11,6 @@ use axum::{
     response::{IntoResponse, Response},
     Json, Router,
 };
-use linerate_remote::{api::ApiError, token};
 use std::{sync::Arc, time::Duration};
 
 /// Accepts connections until Ctrl-C or SIGTERM: at most `cap` at once

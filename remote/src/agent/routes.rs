@@ -1,13 +1,14 @@
 //! The API's routes, and the endpoints that read this host (version,
-//! clock, interfaces, doctor, /metrics); the run endpoints are in `runs`.
+//! clock, interfaces, doctor, /metrics) and the names they are given;
+//! the run endpoints are in `runs`.
 
 use super::{
-    allow::refuse_where,
+    allow::{check_iface, check_netns},
     runs::{busy, create, lease, status, stop, unix_ns},
     server::{auth, deadline, error, json_errors, oversized},
     state::{Shared, BODY_LIMIT},
 };
-use crate::cli::{DoctorArgs, LabName};
+use crate::{api, metrics};
 use anyhow::Result;
 use axum::{
     extract::{DefaultBodyLimit, Path, Query, State},
@@ -17,7 +18,6 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
-use linerate_remote::{api, metrics};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -109,17 +109,10 @@ pub(super) async fn doctor(State(s): State<Arc<Shared>>, Query(w): Query<Where>)
     if let Some(r) = refuse_where(&s, &iface, w.netns.as_deref(), "?iface=") {
         return r;
     }
-    let r = tokio::task::spawn_blocking(move || {
-        crate::doctor::run(&DoctorArgs {
-            iface: Some(iface),
-            netns: w.netns,
-            lab: LabName { name: "lr".into() },
-            json: true,
-        })
-    })
-    .await;
+    let runs = s.runs.clone();
+    let r = tokio::task::spawn_blocking(move || runs.doctor(iface, w.netns)).await;
     match r {
-        Ok(Ok(rep)) => Json(rep).into_response(),
+        Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Ok(Err(e)) => error(StatusCode::BAD_REQUEST, format!("{e:#}")),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
@@ -150,4 +143,24 @@ pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
             .into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+/// Checks the names a request gives (400 with the command line's own
+/// message) and that the agent serves the interface (403): the refusal, if
+/// any.
+pub(super) fn refuse_where(
+    s: &Shared,
+    iface: &str,
+    netns: Option<&str>,
+    what: &str,
+) -> Option<Response> {
+    if let Err(e) = check_iface(iface) {
+        return Some(error(StatusCode::BAD_REQUEST, format!("{what}: {e}")));
+    }
+    if let Some(Err(e)) = netns.map(check_netns) {
+        return Some(error(StatusCode::BAD_REQUEST, format!("?netns=: {e}")));
+    }
+    s.allow
+        .refusal(iface, netns)
+        .map(|why| error(StatusCode::FORBIDDEN, why))
 }

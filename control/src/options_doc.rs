@@ -409,19 +409,23 @@ mod tests {
         }
     }
 
+    /// A page's lines outside its fenced code blocks.
+    fn unfenced(page: &str) -> impl Iterator<Item = &str> {
+        let mut fenced = false;
+        page.lines().filter(move |line| {
+            if line.starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+    }
+
     /// The anchors GitHub gives a page's headings (`## The lab` ->
     /// `the-lab`), outside code blocks.
     fn anchors(page: &str) -> Vec<String> {
-        let mut fenced = false;
         let mut out = Vec::new();
-        for line in page.lines() {
-            if line.starts_with("```") {
-                fenced = !fenced;
-                continue;
-            }
-            if fenced || !line.starts_with('#') {
-                continue;
-            }
+        for line in unfenced(page).filter(|l| l.starts_with('#')) {
             let text = line.trim_start_matches('#').trim().to_lowercase();
             let slug: String = text
                 .chars()
@@ -436,16 +440,8 @@ mod tests {
     /// The targets of a page's Markdown links (`[text](target)`), outside
     /// code blocks.
     fn links(page: &str) -> Vec<String> {
-        let mut fenced = false;
         let mut out = Vec::new();
-        for line in page.lines() {
-            if line.starts_with("```") {
-                fenced = !fenced;
-                continue;
-            }
-            if fenced {
-                continue;
-            }
+        for line in unfenced(page) {
             let mut rest = line;
             while let Some(at) = rest.find("](") {
                 rest = &rest[at + 2..];

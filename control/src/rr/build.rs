@@ -8,7 +8,6 @@ use crate::{
     plan::rr::RrPlan,
     session::{placement, Ends, Measured, WorkerNames},
 };
-use linerate_results::envelope::Envelope;
 use linerate_results::rr::{
     transaction_mb_s, Latency, RrCpu, RrParams, RrResult, RrSetup, SideCpu, Transactions,
     XdpCounters,
@@ -42,16 +41,7 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
     let client_wait = path.tx_wait(&plan.run.wait, true);
     Ok(RrResult {
         test: "rr",
-        common: Envelope {
-            version: env!("CARGO_PKG_VERSION").into(),
-            environment: measured.environment.clone(),
-            window_s: window.seconds,
-            interrupted: measured.interrupted,
-            fault: measured.fault.clone(),
-            workers,
-            interfaces: measured.interfaces.clone(),
-            agents: None,
-        },
+        common: measured.envelope(workers),
         params: params(plan, client_wait),
         setup: setup(plan, measured, client_wait),
         transactions: Transactions {

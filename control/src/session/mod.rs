@@ -68,7 +68,10 @@ use crate::{
     spec::{Napi, Timing, Wait},
 };
 use linerate_host::{environment::Environment, iface::IfCounters};
-use linerate_results::parts::{InterfaceCounters, WorkerReport};
+use linerate_results::{
+    envelope::Envelope,
+    parts::{InterfaceCounters, WorkerReport},
+};
 use system::{apply_napi, attach_steering, Restore};
 use watch::{counters_or_zero, PathWatch};
 use window::{counters, Snapshot};
@@ -181,6 +184,22 @@ impl<T, R> Measured<T, R> {
                 .reports(names.rx, totals_rx, &window.start.rx, &window.end.rx),
         );
         reports
+    }
+
+    /// What every result of this run shares: the host, the window, how the
+    /// run ended, `workers` (from [`Self::worker_reports`]) and the
+    /// interfaces' counters; no agents (a run on one host, or one side).
+    pub fn envelope(&self, workers: Vec<WorkerReport>) -> Envelope {
+        Envelope {
+            version: env!("CARGO_PKG_VERSION").into(),
+            environment: self.environment.clone(),
+            window_s: self.window.seconds,
+            interrupted: self.interrupted,
+            fault: self.fault.clone(),
+            workers,
+            interfaces: self.interfaces.clone(),
+            agents: None,
+        }
     }
 }
 

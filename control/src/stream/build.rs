@@ -12,7 +12,6 @@ use crate::{
     session::{placement, Ends, Measured, WorkerNames},
 };
 use linerate_results::{
-    envelope::Envelope,
     latency::Latency,
     stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
 };
@@ -63,16 +62,7 @@ pub fn result(
     let tx_wait = path.tx_wait(&plan.run.wait, measured.here.rx);
     StreamResult {
         test: "stream",
-        common: Envelope {
-            version: env!("CARGO_PKG_VERSION").into(),
-            environment: measured.environment.clone(),
-            window_s: window.seconds,
-            interrupted: measured.interrupted,
-            fault: measured.fault.clone(),
-            workers,
-            interfaces: measured.interfaces.clone(),
-            agents: None,
-        },
+        common: measured.envelope(workers),
         params: params(plan, tx_wait),
         setup: setup(plan, measured, credit_window, tx_wait),
         sender,

@@ -11,6 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use linerate_results::stats::median;
+
 use super::mlr::{Goal, Search, TrialResult};
 use linerate_results::stream::{FrameAccounting, StreamResult};
 
@@ -253,10 +255,6 @@ pub struct Found {
     /// ran out first).
     pub within_width: bool,
 }
-
-/// The median of `v` (the mean of the middle two of an even count; the
-/// one median of linerate, `linerate_results::stats::median`).
-pub use linerate_results::stats::median;
 
 /// A goal's rate from its full-length trials at `offered` (None: unpaced).
 pub fn found(

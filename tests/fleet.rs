@@ -186,7 +186,19 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
         "{agg_rate} {rate}"
     );
     assert_eq!(a["latency"]["count"], 3 * COUNT, "{:#}", a["latency"]);
-    assert_eq!(a["cpu"]["hosts"].as_array().unwrap().len(), 3);
+    assert_eq!(a["pair_cpu"].as_array().unwrap().len(), 3);
+    // The aggregate is a stream result: every pair's workers and cores.
+    assert_eq!(a["test"], "stream");
+    let all = |key: &str| {
+        r["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[key].as_array().map_or(0, Vec::len))
+            .sum::<usize>()
+    };
+    assert_eq!(a["workers"].as_array().unwrap().len(), all("workers"));
+    assert!(a["cpu"]["total"]["cpu_pct"].is_number(), "{:#}", a["cpu"]);
 
     // The text: the total line first, then a line per pair.
     let out = run(&[

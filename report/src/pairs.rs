@@ -164,7 +164,7 @@ pub(super) fn section(
         format!("a fleet of {} pair(s)", pairs.len())
     };
     let mut md = format!(
-        "## Per pair\n\nThe runs went to {fleet} ({}) at once: the tables and figures above are the fleet's aggregate (frames, bytes and rates summed, latency histograms merged; the figures the aggregate lacks, such as CPU, read n/a there). Here each pair's own, from its result. Medians per pair: [{CSV}]({CSV}).\n\n",
+        "## Per pair\n\nThe runs went to {fleet} ({}) at once: the tables and figures above are the fleet's aggregate (frames and rates summed, latency histograms merged, CPU over every core of every pair's hosts). Here each pair's own, from its result. Medians per pair: [{CSV}]({CSV}).\n\n",
         md::text(&pairs.join(", "))
     );
     let mut term = String::from("Per pair:\n");
@@ -334,10 +334,18 @@ mod tests {
                 Some(&Tv::String("p1".into()))
             );
         }
-        // The aggregate has no CPU of its own; each pair's result has.
+        // The aggregate's CPU is over every core of every pair's hosts:
+        // between the pairs' own.
         let cpu = "cpu.total.cpu_pct";
-        assert!(d.spread(&d.points[0][0], cpu).is_none());
-        assert!(pd.spread(&pd.points[0][0], cpu).is_some());
+        let fleet = d.spread(&d.points[0][0], cpu).unwrap().median;
+        let (p0, p1) = (
+            pd.spread(&pd.points[0][0], cpu).unwrap().median,
+            pd.spread(&pd.points[0][1], cpu).unwrap().median,
+        );
+        assert!(
+            fleet >= p0.min(p1) - 1e-9 && fleet <= p0.max(p1) + 1e-9,
+            "{fleet} {p0} {p1}"
+        );
         // A sweep not on a fleet has no per-pair view.
         let (spec, kept) = crate::fixture("");
         assert!(view(&spec, &kept).is_none());

@@ -14,7 +14,7 @@ use crate::{
 };
 
 /// The fields a result of either test shares, under the same JSON names.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
     /// linerate's version.
     pub version: String,

@@ -19,7 +19,7 @@ fn rr_test<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
 }
 
 /// Everything `linerate rr` reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RrResult {
     /// "rr".
     #[serde(deserialize_with = "rr_test")]
@@ -43,7 +43,7 @@ pub struct RrResult {
 }
 
 /// Parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RrParams {
     /// Request bytes.
     pub request: usize,
@@ -90,7 +90,7 @@ pub struct RrParams {
 }
 
 /// Set-up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RrSetup {
     /// Client sockets' bind mode.
     pub client_bind_mode: String,

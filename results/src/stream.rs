@@ -25,7 +25,7 @@ fn stream_test<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error
 }
 
 /// Everything `linerate stream` reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamResult {
     /// "stream".
     #[serde(deserialize_with = "stream_test")]
@@ -61,7 +61,7 @@ pub struct StreamResult {
 }
 
 /// Parameters, echoed as iperf3 does.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Params {
     /// Data path: "xdp", "udp" or "tcp".
     pub backend: String,
@@ -119,7 +119,7 @@ pub struct Params {
 }
 
 /// Data path set-up as it happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
     /// Bind mode of the senders' sockets.
     pub tx_bind_mode: String,

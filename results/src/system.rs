@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The host a result was measured on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Environment {
     /// `uname -r`.
     pub kernel: String,

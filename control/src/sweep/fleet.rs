@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn a_failed_pair_fails_the_run() {
         let e = of(
-            linerate_results::fleet::Aggregate::default(),
+            linerate_results::fleet::of("stream", &[], 1, 0.0),
             vec![report("p0", None), report("p1", Some("agent gone"))],
         )
         .unwrap_err()

@@ -12,12 +12,12 @@ use super::lists::{
     figures, refused_counters, Figure, Read, SteeringAt, Tests, INTERFACE, STEERING,
     WORKER_COUNTERS, XSK_EVENTS,
 };
-use super::measured::{json_figure, of_samples, Measured};
+use super::measured::{of_samples, Measured};
 
 /// What a metric is read from, by the same names: a run's result, or a
-/// fleet's aggregate (a single result's field names; its figures only:
-/// the counters of a side's workers, sockets, steering programs and
-/// interfaces are per host, not summed there).
+/// fleet's aggregate (a result of its test; its figures only: the
+/// counters of a side's workers, sockets, steering programs and
+/// interfaces are each pair's, not summed there).
 #[derive(Clone, Copy)]
 pub enum Source<'a> {
     /// A local or two-host run's result.
@@ -222,12 +222,12 @@ impl Metric {
     pub fn value<'a>(&self, from: impl Into<Source<'a>>) -> Option<f64> {
         match from.into() {
             Source::Run(r) => self.in_result(r),
-            // The aggregate's JSON at the figure's dotted path: its
-            // fields are a single result's (walked, not typed, until the
-            // aggregate is a result itself).
+            // A fleet's aggregate is a result of its test: its figures
+            // read as any result's; the counters of workers, sockets,
+            // steering programs and interfaces are each pair's own.
             Source::Fleet(a) => match self {
-                Self::Figure(_) | Self::Refused(_) => {
-                    json_figure(&serde_json::to_value(a).ok()?, &self.name())
+                Self::Figure(_) | Self::Refused(_) if a.holds(&self.name()) => {
+                    self.in_result(&a.result)
                 }
                 _ => None,
             },

@@ -112,29 +112,6 @@ pub fn of_samples(name: &str, samples: u64) -> bool {
         || name.starts_with("latency.clock.")
 }
 
-/// The value of figure `name` (a dotted path) in a result written as JSON
-/// with a single result's field names (a fleet's aggregate, whose every
-/// pair had both sides), when measured: a loss over nothing sent, or what
-/// receivers count of nothing received, is none.
-pub(super) fn json_figure(v: &serde_json::Value, name: &str) -> Option<f64> {
-    let at = |name: &str| {
-        name.split('.')
-            .try_fold(v, |v, key| v.get(key))
-            .and_then(serde_json::Value::as_f64)
-            .filter(|x| x.is_finite())
-    };
-    let count = |name: &str| at(name).map_or(0, |x| x as u64);
-    let measured = Measured {
-        senders: true,
-        receivers: true,
-        sent: count("frames.sent"),
-        received: count("frames.received"),
-        messages_sent: v.pointer("/frames/messages/sent").and_then(|m| m.as_u64()),
-    };
-    let samples = count("latency.count");
-    at(name).filter(|_| measured.has(name) && of_samples(name, samples))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,20 +185,5 @@ mod tests {
         assert!(!of_samples("latency.p99_us", 0) && !of_samples("latency.max_us", 0));
         assert!(of_samples("latency.count", 0) && of_samples("latency.clock.uncertainty_us", 0));
         assert!(of_samples("latency.p99_us", 1) && of_samples("frames.lost", 0));
-        let v = serde_json::json!({"latency": {"count": 0, "p99_us": 0.0}});
-        assert_eq!(json_figure(&v, "latency.p99_us"), None);
-        assert_eq!(json_figure(&v, "latency.count"), Some(0.0));
-    }
-
-    #[test]
-    fn an_aggregate_that_sent_nothing_measured_no_loss() {
-        let v =
-            serde_json::json!({"frames": {"sent": 0, "received": 0, "lost": 0, "loss_pct": 0.0}});
-        assert_eq!(json_figure(&v, "frames.loss_pct"), None);
-        assert_eq!(json_figure(&v, "frames.received"), Some(0.0));
-        let v =
-            serde_json::json!({"frames": {"sent": 10, "received": 9, "lost": 1, "loss_pct": 10.0}});
-        assert_eq!(json_figure(&v, "frames.loss_pct"), Some(10.0));
-        assert_eq!(json_figure(&v, "frames"), None);
     }
 }

@@ -29,6 +29,8 @@ pub use lists::{
     CPU_FAMILY, LATENCY_FAMILY, RUN_ACTIVE, STEERING, STEERING_FAMILY, WORKER_COUNTERS, XSK_EVENTS,
     XSK_FAMILY,
 };
+#[cfg(test)]
+pub(crate) use lookup::all;
 pub use lookup::{unknown, Metric, Source};
 
 #[cfg(test)]

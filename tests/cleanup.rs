@@ -120,6 +120,11 @@ fn sigkill_leaves_no_program_and_lab_down_recovers() {
     let out = run(&["lab", "down", "--lab", &name]);
     assert!(out.status.success());
     assert!(!netns_exists(&format!("{name}-a")) && !netns_exists(&format!("{name}-b")));
+    // Its lock files went with it (none piles up in /run/linerate).
+    for file in [format!("lab-{name}.lock"), format!("lab-{name}.run")] {
+        let p = std::path::Path::new("/run/linerate").join(&file);
+        assert!(!p.exists(), "{} outlived its lab", p.display());
+    }
     let out = run(&["lab", "status", "--lab", &name]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("down"));
 }

@@ -125,6 +125,36 @@ pub fn try_exclusive(
     bail!("could not lock {}: it keeps being replaced", p.display())
 }
 
+/// Opens lock file `name` and takes `how` on it: again on the new file
+/// when the name went meanwhile (a lab's lock files go with the lab:
+/// [`remove`]), so that no two holders hold two files of one name.
+pub fn take(name: &str, how: impl Fn(&File) -> Result<()>) -> Result<File> {
+    use std::os::unix::fs::MetadataExt;
+    let p = lock_path(name);
+    for _ in 0..100 {
+        let f = lock_file(name)?;
+        how(&f)?;
+        match (f.metadata(), std::fs::metadata(&p)) {
+            (Ok(a), Ok(b)) if a.dev() == b.dev() && a.ino() == b.ino() => return Ok(f),
+            _ => continue,
+        }
+    }
+    bail!("could not lock {}: it keeps being replaced", p.display())
+}
+
+/// Removes lock file `name`; its caller holds it exclusively, and whoever
+/// opened it meanwhile takes the new file of that name once it has the
+/// lock ([`take`], [`try_exclusive`]). Nothing to remove is no error.
+pub fn remove(name: &str) -> Result<()> {
+    let p = lock_path(name);
+    match std::fs::remove_file(&p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing the lock file {}", p.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Locks an interface for a run, by identity (its namespace's inode and
 /// its ifindex), so that two runs on one interface refuse before either
 /// changes anything.
@@ -167,5 +197,37 @@ mod tests {
         assert!(!path.exists(), "the lock file outlived its lock");
         drop(iface_lock(None, "hxu-a0", id).unwrap());
         assert!(!path.exists());
+    }
+
+    /// A lock taken on a file that was removed while it waited is taken
+    /// again on the file now of that name: never two holders of one name.
+    #[test]
+    fn a_lock_whose_file_went_is_taken_on_the_new_one() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("SKIP: {LOCK_DIR} needs root");
+            return;
+        }
+        let name = format!("test-take-{}.lock", std::process::id());
+        let first = take(&name, |f| Ok(f.lock()?)).unwrap();
+        let waiter = std::thread::spawn({
+            let name = name.clone();
+            move || take(&name, |f| Ok(f.lock()?)).unwrap()
+        });
+        // The waiter opened the first file (or will open the second):
+        // the file goes while the first holder has it, then the lock.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        remove(&name).unwrap();
+        drop(first);
+        let second = waiter.join().unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let now = std::fs::metadata(lock_path(&name)).unwrap();
+        assert_eq!(second.metadata().unwrap().ino(), now.ino());
+        // Exclusive on that file: a third cannot have it.
+        let third = lock_file(&name).unwrap();
+        assert!(third.try_lock().is_err());
+        drop(second);
+        remove(&name).unwrap();
+        remove(&name).unwrap();
+        assert!(!lock_path(&name).exists());
     }
 }

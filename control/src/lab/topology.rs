@@ -12,7 +12,7 @@ use serde::Serialize;
 use linerate_host::{
     iface,
     limits::{check_name, IPV6_MIN_MTU, MAX_MTU, MIN_MTU},
-    locks::{lock_file, try_exclusive, Held},
+    locks::{take, try_exclusive, Held},
     sh,
     sysfs::{self, Attr, Ipv6Conf, NetSysctl},
 };
@@ -123,7 +123,11 @@ impl Lab {
     pub fn down(&self) -> Result<()> {
         let _setup = self.setup_lock()?;
         let _change = self.change_lock("`lab down`")?;
-        self.remove()
+        self.remove()?;
+        // The lab's lock files go with it (held here, both exclusively:
+        // whoever waits for them takes the next files of those names).
+        linerate_host::locks::remove(&self.use_file())?;
+        linerate_host::locks::remove(&self.setup_file())
     }
 
     /// Creates the lab (removing a broken one first); the caller holds
@@ -293,10 +297,15 @@ impl Lab {
     /// `lab down`, a run that brings the lab up): a second waits for the
     /// first instead of racing it. Held briefly.
     pub fn setup_lock(&self) -> Result<Held> {
-        let f = lock_file(&format!("lab-{}.lock", self.name))?;
-        f.lock()
-            .with_context(|| format!("locking lab {}", self.name))?;
-        Ok(Held::kept(f, &format!("lab-{}.lock", self.name)))
+        let f = take(&self.setup_file(), |f| {
+            f.lock()
+                .with_context(|| format!("locking lab {}", self.name))
+        })?;
+        Ok(Held::kept(f, &self.setup_file()))
+    }
+
+    fn setup_file(&self) -> String {
+        format!("lab-{}.lock", self.name)
     }
 
     fn use_file(&self) -> String {
@@ -319,9 +328,10 @@ impl Lab {
     /// refuse to change the lab under it. Taken under [`Lab::setup_lock`];
     /// the run [`Held::mark`]s it once it is sure to run.
     pub fn use_lock(&self) -> Result<Held> {
-        let f = lock_file(&self.use_file())?;
-        f.try_lock_shared()
-            .map_err(|e| anyhow::anyhow!("lab {} is being changed ({e}); try again", self.name))?;
+        let f = take(&self.use_file(), |f| {
+            f.try_lock_shared()
+                .map_err(|e| anyhow::anyhow!("lab {} is being changed ({e}); try again", self.name))
+        })?;
         Ok(Held::kept(f, &self.use_file()))
     }
 

@@ -195,7 +195,7 @@ fn parse_mac(text: &str) -> Result<linerate_host::mac::Mac, String> {
 }
 
 /// Where the two sides of a run go when they run on two hosts.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone, Default, serde::Serialize)]
 pub struct AgentArgs {
     /// Run the sending side (rr: the client) on this agent, e.g.
     /// http://198.51.100.7:7480; --tx-iface names an interface of that host.
@@ -220,13 +220,14 @@ pub struct AgentArgs {
 
 /// One side of a two-host run, as an agent starts it (hidden: the agent's
 /// own interface to its child process).
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone, Default, serde::Serialize)]
 pub struct RoleArgs {
     /// Run only this side.
     #[arg(long, value_enum, hide = true)]
     pub role: Option<RoleArg>,
     /// MAC address of the other host's interface.
     #[arg(long, hide = true, requires = "role", value_parser = parse_mac)]
+    #[serde(serialize_with = "crate::request::opt_text")]
     pub peer_mac: Option<linerate_host::mac::Mac>,
     /// IPv4 address of the other host's interface.
     #[arg(long, hide = true, requires = "role")]
@@ -241,7 +242,7 @@ pub struct RoleArgs {
 }
 
 /// The side of a run one host plays.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
 pub enum RoleArg {
     /// The sender (rr: the client).
     #[value(alias = "client")]
@@ -379,7 +380,7 @@ fn parse_fleet_prefix(s: &str) -> Result<String, String> {
 }
 
 /// Which lab.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, serde::Serialize)]
 pub struct LabName {
     /// Name prefix of the lab's namespaces and interfaces.
     #[arg(long = "lab", default_value = "lr", value_name = "NAME", value_parser = parse_lab)]
@@ -458,7 +459,7 @@ pub struct SweepArgs {
 }
 
 /// XDP attach mode choice.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
 pub enum XdpModeArg {
     /// Native first, generic as fallback.
     Auto,
@@ -470,7 +471,7 @@ pub enum XdpModeArg {
 
 /// Data path choice: the names of the engines (`engine::backend` maps
 /// each to its engine, whose name in the results is the same).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
 pub enum BackendArg {
     /// AF_XDP sockets fed by the XDP program.
     Xdp,
@@ -481,7 +482,7 @@ pub enum BackendArg {
 }
 
 /// The rate search (`--search`).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default, serde::Serialize)]
 pub enum SearchArg {
     /// MLRsearch: NDR and PDR together, short trials then full-length ones.
     #[default]
@@ -492,7 +493,7 @@ pub enum SearchArg {
 }
 
 /// Who sends a stream's frames (`--tx-engine`).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default, serde::Serialize)]
 pub enum TxEngineArg {
     /// The engine --backend names (AF_XDP sockets with --backend xdp).
     #[value(alias = "af-xdp")]
@@ -508,7 +509,7 @@ pub enum TxEngineArg {
 }
 
 /// Who receives a stream's frames (`--rx-engine`).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default, serde::Serialize)]
 pub enum RxEngineArg {
     /// The engine --backend names (AF_XDP sockets with --backend xdp).
     #[default]
@@ -521,7 +522,7 @@ pub enum RxEngineArg {
 }
 
 /// NAPI mode on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
 pub enum NapiArg {
     /// Threaded for stream, softirq for rr, in the lab; otherwise keep.
     Auto,
@@ -538,7 +539,7 @@ pub enum NapiArg {
 }
 
 /// Wait mode on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
 pub enum WaitArg {
     /// Spin on the rings.
     Busy,
@@ -568,7 +569,7 @@ impl From<WaitArg> for WaitMode {
 }
 
 /// Options every run shares: where, on which cores, how long, how to wait.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, serde::Serialize)]
 pub struct RunArgs {
     /// MTU to run at, 576 to 65535; sets the lab's MTU (576 to 9000)
     /// [default: the interfaces' MTU].
@@ -642,18 +643,21 @@ pub struct RunArgs {
     /// receiver), `other[:NICE]` [default: as they are]. Needs threaded
     /// NAPI; put back after the run.
     #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
+    #[serde(serialize_with = "crate::request::opt_text")]
     pub napi_priority: Option<Priority>,
     /// Scheduling of the generator's runner threads (`--tx-engine
     /// generator`): `fifo:PRIO`, `rr:PRIO` or `other[:NICE]` [default: nice
     /// 19 beside AF_XDP receivers that wait on the same core, else as the
     /// sender's].
     #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
+    #[serde(serialize_with = "crate::request::opt_text")]
     pub gen_priority: Option<Priority>,
     /// Scheduling of the AF_XDP receivers (stream): `fifo:PRIO`, `rr:PRIO`
     /// or `other[:NICE]` [default: as the process's]. A real-time receiver
     /// that spins (`--rx-wait busy`) holds its core but for the kernel's
     /// real-time throttling (5 %): give it a core of its own.
     #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
+    #[serde(serialize_with = "crate::request::opt_text")]
     pub rx_priority: Option<Priority>,
     /// Data path: `xdp` (AF_XDP, kernel bypass), or the kernel stack
     /// measured by the same harness: `udp` (sendmmsg/recvmmsg) or `tcp`.
@@ -681,6 +685,7 @@ pub struct RunArgs {
     #[arg(short = 'r', long)]
     pub reverse: bool,
     #[command(flatten)]
+    #[serde(flatten)]
     pub lab: LabName,
     /// Require zero-copy; fail when the driver refuses it.
     #[arg(long)]
@@ -713,19 +718,22 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
     #[command(flatten)]
+    #[serde(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]
+    #[serde(flatten)]
     pub role: RoleArgs,
 }
 
 /// `linerate stream`.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, serde::Serialize)]
 pub struct StreamArgs {
     /// Frame size as RFC 2544 counts it, FCS included: 64 up to MTU+18
     /// [default: MTU+18, the largest frame]; or a traffic mix: `imix`
     /// (simple IMIX: 64:7,594:4,1518:1) or a list of SIZE:WEIGHT, sent
     /// interleaved in that proportion (AF_XDP senders).
     #[arg(long, value_name = "BYTES|imix|SIZE:WEIGHT,...", allow_negative_numbers = true, value_parser = parse_size)]
+    #[serde(serialize_with = "crate::request::opt_text")]
     pub size: Option<linerate_datapath::mix::SizeMix>,
     /// Send messages of this many bytes (0 to 256 MiB), each cut into as
     /// many MTU-sized frames as it needs; the receiver accounts whole
@@ -791,11 +799,12 @@ pub struct StreamArgs {
     #[arg(long, value_enum, default_value_t = RxEngineArg::AfXdp)]
     pub rx_engine: RxEngineArg,
     #[command(flatten)]
+    #[serde(flatten)]
     pub run: RunArgs,
 }
 
 /// `linerate rfc2544`.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, serde::Serialize)]
 pub struct Rfc2544Args {
     /// Short trials, a coarser throughput search and fewer bursts: under
     /// two minutes on the lab.
@@ -820,11 +829,12 @@ pub struct Rfc2544Args {
     /// The stream options of every trial (--size: that frame size only;
     /// --duration: each trial's length).
     #[command(flatten)]
+    #[serde(flatten)]
     pub stream: StreamArgs,
 }
 
 /// Who answers requests in `linerate rr`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
 pub enum ResponderArg {
     /// An AF_XDP worker in user space (the real case).
     AfXdp,
@@ -833,7 +843,7 @@ pub enum ResponderArg {
 }
 
 /// `linerate rr`.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, serde::Serialize)]
 pub struct RrArgs {
     /// Request message size in bytes (0: header only, the null RPC).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = parse_message)]
@@ -863,6 +873,7 @@ pub struct RrArgs {
     #[arg(long, value_enum, default_value_t = TxEngineArg::Auto)]
     pub tx_engine: TxEngineArg,
     #[command(flatten)]
+    #[serde(flatten)]
     pub run: RunArgs,
 }
 

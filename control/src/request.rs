@@ -2,20 +2,25 @@
 //! clap definitions, so every caller accepts exactly what the command line
 //! does) and as the command line of the `linerate` process that runs it.
 //!
-//! The one place that spells option names to build or edit a run's
-//! command line: a request's own ([`RunRequest::argv`], which parses back
-//! to the same request: a test walks every option), what each agent's
-//! child of a two-host run is given ([`RunRequest::for_agents`]), what an
-//! agent adds for the side its child runs ([`side_argv`]), the
-//! options that say where a sweep's points run ([`given_path`]). A test
-//! checks every name here against the CLI's definitions, and those the
-//! sweep model spells too (`linerate_report::sweep::saved::PATH_OPTIONS`,
-//! a quick sweep's durations `linerate_report::sweep::points::QUICK`).
-//! Option names elsewhere are in messages to the user only.
+//! A request's command line ([`RunRequest::argv`], and an rfc2544 run's,
+//! [`rfc2544_argv`]) is the typed options serialized (serde) and written
+//! by the command's own definitions, option by option as clap names them:
+//! an option added to the CLI is carried without a line here (a test
+//! walks every option there and back). The names this file still spells
+//! are those it edits: what each agent's child of a two-host run is given
+//! ([`RunRequest::for_agents`]), what an agent adds for the side its child
+//! runs ([`side_argv`]) and the options that say where a sweep's points
+//! run ([`given_path`]). A test checks each against the CLI's
+//! definitions, and those the sweep model spells too
+//! (`linerate_report::sweep::saved::PATH_OPTIONS`, a quick sweep's
+//! durations `linerate_report::sweep::points::QUICK`). Option names
+//! elsewhere are in messages to the user only.
 
 use std::{fmt::Display, time::Duration};
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::cli::{AgentArgs, Rfc2544Args, RrArgs, RunArgs, StreamArgs, SweepArgs};
 
@@ -123,41 +128,16 @@ impl RunRequest {
 
     /// The command line that parses back to this request: the command,
     /// then every option whose value differs from its default, each as
-    /// `--name=value` (so that no value reads as an option).
+    /// `--name=value` (so that no value reads as an option). Written from
+    /// the typed request and the command's own definitions ([`options`]):
+    /// no option is spelled here.
     pub fn argv(&self) -> Vec<String> {
-        let mut line = Line(vec![self.command().to_string()]);
-        match self {
-            Self::Stream(args) => {
-                let d = defaults::<StreamLine>().args;
-                line.some("--size", &args.size);
-                line.some("--message", &args.message);
-                line.some("--count", &args.count);
-                line.some("--rate", &args.rate);
-                line.flag("--rx-only", args.rx_only);
-                line.flag("--tx-only", args.tx_only);
-                let pcap = args.pcap.as_ref().map(|p| p.display());
-                line.some("--pcap", &pcap);
-                line.value("--pcap-count", &args.pcap_count, &d.pcap_count);
-                line.some("--search-rate", &args.search_rate);
-                line.named("--search", &args.search, &d.search);
-                line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
-                line.named("--rx-engine", &args.rx_engine, &d.rx_engine);
-                line.run(&args.run, &d.run);
-            }
-            Self::Rr(args) => {
-                let d = defaults::<RrLine>().args;
-                line.value("--request", &args.request, &d.request);
-                line.value("--response", &args.response, &d.response);
-                line.value("--concurrency", &args.concurrency, &d.concurrency);
-                line.value("--flows", &args.flows, &d.flows);
-                line.duration("--timeout", args.timeout, d.timeout);
-                line.some("--count", &args.count);
-                line.named("--responder", &args.responder, &d.responder);
-                line.named("--tx-engine", &args.tx_engine, &d.tx_engine);
-                line.run(&args.run, &d.run);
-            }
-        }
-        line.0
+        let mut line = vec![self.command().to_string()];
+        line.extend(match self {
+            Self::Stream(args) => options::<StreamLine>(args, &defaults::<StreamLine>().args),
+            Self::Rr(args) => options::<RrLine>(args, &defaults::<RrLine>().args),
+        });
+        line
     }
 
     /// What each agent's child of a two-host run is given: this request
@@ -194,125 +174,99 @@ impl RunRequest {
     }
 }
 
-/// A command's options with nothing given.
 /// The options of an rfc2544 run (after `rfc2544`) that parse back to
 /// `args`, as its directory keeps them for `--resume` (without --resume
 /// itself).
 pub fn rfc2544_argv(args: &Rfc2544Args) -> Vec<String> {
-    let mut line = Line(RunRequest::Stream(Box::new(args.stream.clone())).argv());
-    line.0.remove(0);
-    line.flag("--quick", args.quick);
-    let out = args.out.as_ref().map(|p| p.display());
-    line.some("--out", &out);
-    line.value("--loss", &args.loss, &0.0);
-    line.value("--pdr-loss", &args.pdr_loss, &0.5);
-    if let Some(trial) = args.trial {
-        line.duration("--trial", trial, Duration::ZERO);
-    }
-    line.0
+    let args = Rfc2544Args {
+        resume: None,
+        ..args.clone()
+    };
+    options::<Rfc2544Line>(&args, &defaults::<Rfc2544Line>().args)
 }
 
+#[derive(Debug, Parser)]
+#[command(name = "rfc2544", no_binary_name = true)]
+struct Rfc2544Line {
+    #[command(flatten)]
+    args: Rfc2544Args,
+}
+
+/// A command's options with nothing given.
 fn defaults<P: Parser>() -> P {
     P::try_parse_from(std::iter::empty::<String>()).expect("every run option has a default")
 }
 
-/// A command line being written.
-struct Line(Vec<String>);
-
-impl Line {
-    fn push(&mut self, name: &str, value: String) {
-        self.0.push(format!("{name}={value}"));
-    }
-
-    fn flag(&mut self, name: &str, on: bool) {
-        if on {
-            self.0.push(name.to_string());
+/// The options of `given` that differ from `default`, in the order
+/// command `C` defines them, as `--name=value` (a flag as `--name`, a
+/// repeated option once per value): each field of the typed options is
+/// the argument clap gave that id, written as its command line reads it
+/// (a value enum by its name on the command line, a duration as
+/// humantime's, a [`Display`] type by [`opt_text`]).
+fn options<C: clap::CommandFactory>(
+    given: &impl Serialize,
+    default: &impl Serialize,
+) -> Vec<String> {
+    let (given, default) = (fields(given), fields(default));
+    let mut line = Vec::new();
+    for arg in C::command().get_arguments() {
+        let (Some(long), Some(value)) = (arg.get_long(), given.get(arg.get_id().as_str())) else {
+            continue;
+        };
+        if default.get(arg.get_id().as_str()) == Some(value) {
+            continue;
+        }
+        match value {
+            Value::Null | Value::Bool(false) => {}
+            Value::Bool(true) => line.push(format!("--{long}")),
+            Value::Array(values) => {
+                line.extend(values.iter().map(|v| format!("--{long}={}", text(arg, v))));
+            }
+            v => line.push(format!("--{long}={}", text(arg, v))),
         }
     }
+    line
+}
 
-    fn some<T: Display>(&mut self, name: &str, value: &Option<T>) {
-        if let Some(v) = value {
-            self.push(name, v.to_string());
-        }
+/// The typed options as a map of clap's argument ids (the fields' names,
+/// flattened as clap flattens them).
+fn fields(args: &impl Serialize) -> Map<String, Value> {
+    match serde_json::to_value(args) {
+        Ok(Value::Object(o)) => o,
+        other => unreachable!("options serialize as an object, not {other:?}"),
     }
+}
 
-    fn value<T: Display + PartialEq>(&mut self, name: &str, value: &T, default: &T) {
-        if value != default {
-            self.push(name, value.to_string());
+/// One value as the command line gives it.
+fn text(arg: &clap::Arg, v: &Value) -> String {
+    let plain = |s: &str| s.replace(['-', '_'], "").to_ascii_lowercase();
+    match v {
+        // A value enum's variant: the name clap gives it.
+        Value::String(s) => arg
+            .get_possible_values()
+            .into_iter()
+            .find(|p| plain(p.get_name()) == plain(s))
+            .map_or_else(|| s.clone(), |p| p.get_name().to_string()),
+        // A std::time::Duration.
+        Value::Object(o) => {
+            let n = |k: &str| o.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let d = Duration::new(n("secs"), n("nanos") as u32);
+            humantime::format_duration(d).to_string()
         }
+        // A float as Rust writes it (10, not serde_json's 10.0).
+        Value::Number(n) if n.is_f64() => {
+            n.as_f64().map_or_else(|| n.to_string(), |x| x.to_string())
+        }
+        v => v.to_string(),
     }
+}
 
-    fn duration(&mut self, name: &str, value: Duration, default: Duration) {
-        if value != default {
-            self.push(name, humantime::format_duration(value).to_string());
-        }
-    }
-
-    /// A value-enum option, by the name the command line gives it.
-    fn named<T: ValueEnum + PartialEq>(&mut self, name: &str, value: &T, default: &T) {
-        if value != default {
-            self.some_named(name, &Some(value.clone()));
-        }
-    }
-
-    fn some_named<T: ValueEnum>(&mut self, name: &str, value: &Option<T>) {
-        if let Some(v) = value.as_ref().and_then(ValueEnum::to_possible_value) {
-            self.push(name, v.get_name().to_string());
-        }
-    }
-
-    /// The options every run shares.
-    fn run(&mut self, run: &RunArgs, d: &RunArgs) {
-        self.some("--mtu", &run.mtu);
-        self.duration("--duration", run.duration, d.duration);
-        self.duration("--warmup", run.warmup, d.warmup);
-        self.value("--queues", &run.queues, &d.queues);
-        self.some_named("--tx-wait", &run.tx_wait);
-        self.named("--rx-wait", &run.rx_wait, &d.rx_wait);
-        self.some("--tx-cores", &run.tx_cores);
-        self.some("--rx-cores", &run.rx_cores);
-        self.value("--batch", &run.batch, &d.batch);
-        self.value("--ring", &run.ring, &d.ring);
-        self.value("--rx-ring", &run.rx_ring, &d.rx_ring);
-        self.some("--umem-chunk", &run.umem_chunk);
-        self.value("--port", &run.port, &d.port);
-        self.some("--tx-iface", &run.tx_iface);
-        self.some("--rx-iface", &run.rx_iface);
-        self.some("--tx-netns", &run.tx_netns);
-        self.some("--rx-netns", &run.rx_netns);
-        self.named("--napi", &run.napi, &d.napi);
-        self.some("--napi-priority", &run.napi_priority);
-        self.some("--gen-priority", &run.gen_priority);
-        self.some("--rx-priority", &run.rx_priority);
-        self.named("--backend", &run.backend, &d.backend);
-        self.flag("--gso", run.gso);
-        self.flag("--gro", run.gro);
-        self.flag("--ipv6", run.ipv6);
-        self.value("--inject-loss", &run.inject_loss, &d.inject_loss);
-        self.flag("--reverse", run.reverse);
-        self.value("--lab", &run.lab.name, &d.lab.name);
-        self.flag("--zero-copy", run.zero_copy);
-        self.named("--xdp-mode", &run.xdp_mode, &d.xdp_mode);
-        self.flag("--force", run.force);
-        self.flag("--json", run.json);
-        self.flag("--quiet", run.quiet);
-        for e in &run.expect {
-            self.push("--expect", e.clone());
-        }
-        self.flag("--json-stream", run.json_stream);
-        self.duration("--interval", run.interval, d.interval);
-        self.some("--tx-agent", &run.agents.tx_agent);
-        self.some("--rx-agent", &run.agents.rx_agent);
-        self.some("--pair", &run.agents.pair);
-        let token = run.agents.token_file.as_ref().map(|p| p.display());
-        self.some("--token-file", &token);
-        let fleet = run.agents.fleet.as_ref().map(|p| p.display());
-        self.some("--fleet", &fleet);
-        self.some_named("--role", &run.role.role);
-        self.some("--peer-mac", &run.role.peer_mac);
-        self.some("--peer-ip", &run.role.peer_ip);
-        self.some("--start-at", &run.role.start_at);
-        self.some("--clock-offset-ns", &run.role.clock_offset_ns);
+/// Serializes an optional option of a [`Display`] type as the command line
+/// writes it.
+pub fn opt_text<T: Display, S: serde::Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&v.to_string()),
+        None => s.serialize_none(),
     }
 }
 
@@ -549,9 +503,9 @@ mod tests {
     }
 
     /// args -> argv -> clap gives the same args back, for every option of
-    /// both commands given alone: an option added to the CLI and not
-    /// carried by [`RunRequest::argv`] (or without a line in `SAMPLES`)
-    /// fails here.
+    /// both commands given alone: an option added to the CLI whose value
+    /// the serialization does not write as the command line reads it (or
+    /// without a line in `SAMPLES`) fails here.
     #[test]
     fn every_option_survives_the_round_trip() {
         let sampled: Vec<&str> = SAMPLES
@@ -566,7 +520,7 @@ mod tests {
             for option in all.iter().filter(|o| *o != "--help") {
                 assert!(
                     sampled.contains(&option.as_str()),
-                    "{command} {option} has no line in SAMPLES: add one, and carry the option in RunRequest::argv"
+                    "{command} {option} has no line in SAMPLES: add one"
                 );
             }
             let build = |line: &[String]| -> Result<RunRequest, String> {
@@ -625,6 +579,37 @@ mod tests {
         let back = RunRequest::parse(&given.argv()).unwrap();
         assert_eq!(format!("{given:?}"), format!("{back:?}"));
         assert_eq!(back.command(), "stream");
+    }
+
+    /// An rfc2544 run's record parses back to its options (but --resume).
+    #[test]
+    fn an_rfc2544_line_survives_the_round_trip() {
+        let line: Vec<String> = [
+            "--quick",
+            "--loss",
+            "0.25",
+            "--pdr-loss",
+            "1",
+            "--trial",
+            "1s 500ms",
+            "--out",
+            "/tmp/a b",
+            "--size",
+            "64:7,594:4,1518:1",
+            "--rx-wait",
+            "busy-poll",
+            "--tx-engine",
+            "af-xdp",
+        ]
+        .map(String::from)
+        .to_vec();
+        let given = parse::<Rfc2544Line>(&line).unwrap().args;
+        let argv = rfc2544_argv(&given);
+        assert!(argv.contains(&"--trial=1s 500ms".to_string()), "{argv:?}");
+        let back = parse::<Rfc2544Line>(&argv).unwrap().args;
+        assert_eq!(format!("{given:?}"), format!("{back:?}"));
+        let resumed = parse::<Rfc2544Line>(&["--resume".into(), "/tmp/d".into()]).unwrap();
+        assert!(rfc2544_argv(&resumed.args).is_empty());
     }
 
     #[test]

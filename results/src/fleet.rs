@@ -423,31 +423,44 @@ fn rr_of(results: &[(&str, &RrResult)]) -> RrResult {
 
 /// The aggregate of stream results (pair name, result).
 pub fn streams(results: &[(&str, &StreamResult)], failed: usize, skew_us: f64) -> Aggregate {
-    Aggregate {
-        result: RunResult::Stream(stream_of(results)),
-        pairs: results.len(),
-        pairs_failed: failed,
-        slowest_pair: slowest(results.iter().map(|(p, r)| (*p, r.receiver.frames_per_s))),
-        start_skew_us: skew_us,
-        pair_cpu: results
-            .iter()
-            .filter_map(|(p, r)| pair_cpu(p, &r.cpu.hosts))
-            .collect(),
-        earlier: false,
-    }
+    let pairs: Vec<_> = results
+        .iter()
+        .map(|(p, r)| (*p, r.receiver.frames_per_s, &r.cpu.hosts))
+        .collect();
+    aggregate(
+        RunResult::Stream(stream_of(results)),
+        &pairs,
+        failed,
+        skew_us,
+    )
 }
 
 /// The aggregate of rr results (pair name, result).
 pub fn rrs(results: &[(&str, &RrResult)], failed: usize, skew_us: f64) -> Aggregate {
+    let pairs: Vec<_> = results
+        .iter()
+        .map(|(p, r)| (*p, r.transactions.per_s, &r.cpu.hosts))
+        .collect();
+    aggregate(RunResult::Rr(rr_of(results)), &pairs, failed, skew_us)
+}
+
+/// The pairs' `result` with the fleet's own fields, from each pair's
+/// (name, rate, hosts' CPU).
+fn aggregate(
+    result: RunResult,
+    pairs: &[(&str, f64, &Option<HostsCpu>)],
+    failed: usize,
+    skew_us: f64,
+) -> Aggregate {
     Aggregate {
-        result: RunResult::Rr(rr_of(results)),
-        pairs: results.len(),
+        result,
+        pairs: pairs.len(),
         pairs_failed: failed,
-        slowest_pair: slowest(results.iter().map(|(p, r)| (*p, r.transactions.per_s))),
+        slowest_pair: slowest(pairs.iter().map(|(p, rate, _)| (*p, *rate))),
         start_skew_us: skew_us,
-        pair_cpu: results
+        pair_cpu: pairs
             .iter()
-            .filter_map(|(p, r)| pair_cpu(p, &r.cpu.hosts))
+            .filter_map(|(p, _, hosts)| pair_cpu(p, hosts))
             .collect(),
         earlier: false,
     }

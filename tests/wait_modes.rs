@@ -187,8 +187,8 @@ fn af_xdp_in_copy_mode_refuses_the_busy_poll_modes_with_the_reason() {
             for needle in [
                 named.as_str(),
                 "copy mode",
-                "NAPI ID at bind only in zero-copy mode",
-                "veth, which refuses zero-copy",
+                "reports no NAPI after bind",
+                "veth, which refuses zero-copy and links no NAPI to its queues",
                 "--backend udp",
             ] {
                 assert!(err.contains(needle), "{needle:?} in {err}");

@@ -546,7 +546,7 @@ pub enum WaitArg {
     /// Block in poll().
     Wait,
     /// Kernel busy polling: SO_BUSY_POLL, blocking receives (udp; AF_XDP
-    /// in zero-copy mode).
+    /// sockets with a NAPI).
     BusyPoll,
     /// Preferred busy polling: SO_PREFER_BUSY_POLL and a budget, the NAPI's
     /// defer-hard-irqs and gro-flush-timeout set for the run.

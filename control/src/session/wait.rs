@@ -8,6 +8,7 @@
 
 use anyhow::{bail, Context, Result};
 use linerate_datapath::{
+    binding::BindMode,
     netdev::{self, NapiConfig},
     worker::busy_poll::{self, BUSY_POLL_BUDGET},
     worker::WaitMode,
@@ -102,11 +103,15 @@ fn check(
             mode.name()
         );
     }
-    // veth has no AF_XDP zero-copy: refused here, before anything changes
-    // (on other drivers the socket refuses at bind if it lands in copy mode).
+    // veth refuses zero-copy and links none of its queues to a NAPI, so
+    // an AF_XDP socket on it never has one: refused here, before anything
+    // changes (on other drivers the worker asks the socket after bind).
     if sockets == Sockets::Xsk && end.info.kind.as_deref() == Some("veth") {
-        let why = format!("{} is veth, which refuses zero-copy", end.iface);
-        return Err(busy_poll::copy_mode_refusal(side, mode, &why).into());
+        let why = format!(
+            "{} is veth, which refuses zero-copy and links no NAPI to its queues",
+            end.iface
+        );
+        return Err(busy_poll::no_napi_refusal(side, mode, BindMode::Copy, &why).into());
     }
     Ok(())
 }

@@ -104,16 +104,19 @@ impl WaitMode {
 /// Why a busy-poll mode cannot run, or a call that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BusyPollError {
-    /// An AF_XDP socket bound in copy mode: the kernel never busy-polls it.
+    /// An AF_XDP socket that reports no NAPI after bind
+    /// (SO_INCOMING_NAPI_ID 0): the kernel never busy-polls it.
     #[error(
-        "--{side}-wait {mode}: an AF_XDP socket in copy mode cannot be busy-polled: since Linux 6.13 a socket takes its NAPI ID at bind only in zero-copy mode (SO_INCOMING_NAPI_ID stays 0), and this interface ({why}) has no zero-copy; use --backend udp for kernel busy polling, or a NIC whose driver has AF_XDP zero-copy"
+        "--{side}-wait {mode}: the AF_XDP socket reports no NAPI after bind (SO_INCOMING_NAPI_ID 0; it is bound in {bound} mode: {why}), so the kernel would never busy-poll it: a socket gets its NAPI at bind in zero-copy mode, and since Linux 6.15 in copy mode on drivers that link their queues to a NAPI (commit b95ed5517354); use --backend udp for kernel busy polling, or a driver that does"
     )]
-    CopyMode {
+    NoNapi {
         /// "rx" or "tx".
         side: &'static str,
         /// The mode asked for.
         mode: &'static str,
-        /// Why the socket is in copy mode.
+        /// "zero-copy" or "copy".
+        bound: &'static str,
+        /// Why the socket has no NAPI.
         why: String,
     },
     /// A socket option or ioctl failed.
@@ -130,12 +133,21 @@ fn io_err(what: &'static str) -> impl Fn(io::Error) -> BusyPollError {
     move |source| BusyPollError::Io { what, source }
 }
 
-/// The refusal of a busy-poll mode for an AF_XDP socket in copy mode;
-/// `why`: the reason zero-copy was not used.
-pub fn copy_mode_refusal(side: &'static str, wait: WaitMode, why: &str) -> BusyPollError {
-    BusyPollError::CopyMode {
+/// The refusal of a busy-poll mode for an AF_XDP socket with no NAPI,
+/// bound in `bound` mode; `why`: the reason it has none.
+pub fn no_napi_refusal(
+    side: &'static str,
+    wait: WaitMode,
+    bound: BindMode,
+    why: &str,
+) -> BusyPollError {
+    BusyPollError::NoNapi {
         side,
         mode: wait.name(),
+        bound: match bound {
+            BindMode::ZeroCopy => "zero-copy",
+            _ => "copy",
+        },
         why: why.to_string(),
     }
 }
@@ -161,10 +173,13 @@ fn preferred(fd: BorrowedFd<'_>, budget: u16) -> Result<(), BusyPollError> {
     sys::set_busy_poll_budget(fd, budget).map_err(io_err("SO_BUSY_POLL_BUDGET"))
 }
 
-/// An AF_XDP socket in a kernel busy-poll mode: refused in copy mode (the
-/// kernel would never poll it), else SO_PREFER_BUSY_POLL, SO_BUSY_POLL and
-/// SO_BUSY_POLL_BUDGET = `batch` on the socket, as xdpsock `-B` does; the
-/// worker then drives its rings with recvfrom/sendto(MSG_DONTWAIT).
+/// An AF_XDP socket in a kernel busy-poll mode: refused when the socket
+/// reports no NAPI after bind (the kernel would never poll it; decided by
+/// what the socket says, not by its bind mode: copy mode has a NAPI on
+/// drivers that link their queues to one, Linux 6.15+), else
+/// SO_PREFER_BUSY_POLL, SO_BUSY_POLL and SO_BUSY_POLL_BUDGET = `batch` on
+/// the socket, as xdpsock `-B` does; the worker then drives its rings
+/// with recvfrom/sendto(MSG_DONTWAIT). `why`: why it is in copy mode.
 pub fn setup_xsk(
     fd: RawFd,
     bound: BindMode,
@@ -176,12 +191,13 @@ pub fn setup_xsk(
     if !wait.kernel_polls() {
         return Ok(());
     }
-    if bound != BindMode::ZeroCopy {
-        return Err(copy_mode_refusal(
-            side,
-            wait,
-            why.unwrap_or("the socket was bound in copy mode"),
-        ));
+    let napi = sys::incoming_napi_id(sys::borrow(fd)).map_err(io_err("SO_INCOMING_NAPI_ID"))?;
+    if napi == 0 {
+        let why = why.unwrap_or(match bound {
+            BindMode::ZeroCopy => "its queue has no NAPI",
+            _ => "its driver links no NAPI to the queue in copy mode",
+        });
+        return Err(no_napi_refusal(side, wait, bound, why));
     }
     let budget = batch.clamp(1, usize::from(BUSY_POLL_BUDGET)) as u16;
     preferred(sys::borrow(fd), budget)

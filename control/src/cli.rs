@@ -640,20 +640,24 @@ pub struct RunArgs {
     pub napi: NapiArg,
     /// Scheduling of the NAPI threads linerate pins: `fifo:PRIO` or
     /// `rr:PRIO` (1-99; real-time, so never time-sliced behind a spinning
-    /// receiver), `other[:NICE]` [default: as they are]. Needs threaded
-    /// NAPI; put back after the run.
+    /// receiver), `other[:NICE]`, or `slice:US` (a slice of their own,
+    /// 100-100000 us, Linux 6.12+: they preempt sooner when they wake, with
+    /// no real-time priority) [default: as they are]. Needs threaded NAPI;
+    /// put back after the run.
     #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
     #[serde(serialize_with = "crate::request::opt_text")]
     pub napi_priority: Option<Priority>,
     /// Scheduling of the generator's runner threads (`--tx-engine
-    /// generator`): `fifo:PRIO`, `rr:PRIO` or `other[:NICE]` [default: nice
-    /// 19 beside AF_XDP receivers that wait on the same core, else as the
-    /// sender's].
+    /// generator`): `fifo:PRIO`, `rr:PRIO`, `other[:NICE]` or `slice:US`
+    /// [default: nice 19 beside AF_XDP receivers that wait on the same
+    /// core, else as the sender's].
     #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]
     #[serde(serialize_with = "crate::request::opt_text")]
     pub gen_priority: Option<Priority>,
-    /// Scheduling of the AF_XDP receivers (stream): `fifo:PRIO`, `rr:PRIO`
-    /// or `other[:NICE]` [default: as the process's]. A real-time receiver
+    /// Scheduling of the AF_XDP receivers (stream): `fifo:PRIO`, `rr:PRIO`,
+    /// `other[:NICE]` or `slice:US` (a slice of its own, Linux 6.12+: a
+    /// sleeping receiver that wakes preempts sooner) [default: as the
+    /// process's]. A real-time receiver
     /// that spins (`--rx-wait busy`) holds its core but for the kernel's
     /// real-time throttling (5 %): give it a core of its own.
     #[arg(long, value_name = "POLICY[:PRIO]", value_parser = parse_priority)]

@@ -1,7 +1,8 @@
-//! Scheduling policy and priority of a thread: what `--napi-priority` and
-//! `--gen-priority` ask for, set with `sched_setscheduler` (the `scheduler`
-//! crate) and `setpriority` (rustix), read back from `/proc/<tid>/stat`,
-//! and put back as it was.
+//! Scheduling policy and priority of a thread: what `--napi-priority`,
+//! `--gen-priority` and `--rx-priority` ask for, set with
+//! `sched_setscheduler` (the `scheduler` crate), `setpriority` (rustix) or
+//! `sched_setattr` (a slice of its own: [`crate::sys::set_fair_slice`]),
+//! read back from `/proc/<tid>/stat` (and `sched`), and put back as it was.
 
 use std::{fmt, io, str::FromStr};
 
@@ -18,7 +19,15 @@ pub enum Priority {
     Fifo(u8),
     /// SCHED_RR: as FIFO, time-sliced among its equals.
     Rr(u8),
+    /// SCHED_OTHER at nice 0 with a slice of its own, in us (100 to
+    /// 100,000; Linux 6.12+): a shorter slice than the default (some
+    /// 3 ms here) lets a thread that wakes preempt sooner, with no
+    /// real-time priority.
+    Slice(u32),
 }
+
+/// The slices a `slice:US` may ask for, us (EEVDF clamps to these).
+pub const SLICE_US: std::ops::RangeInclusive<u32> = 100..=100_000;
 
 impl fmt::Display for Priority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -26,6 +35,7 @@ impl fmt::Display for Priority {
             Priority::Other(n) => write!(f, "other:{n}"),
             Priority::Fifo(p) => write!(f, "fifo:{p}"),
             Priority::Rr(p) => write!(f, "rr:{p}"),
+            Priority::Slice(us) => write!(f, "slice:{us}"),
         }
     }
 }
@@ -33,7 +43,8 @@ impl fmt::Display for Priority {
 impl FromStr for Priority {
     type Err = String;
 
-    /// `fifo:N` or `rr:N` (N 1 to 99), `other` or `other:NICE` (-20 to 19).
+    /// `fifo:N` or `rr:N` (N 1 to 99), `other` or `other:NICE` (-20 to
+    /// 19), `slice:US` (100 to 100,000).
     fn from_str(s: &str) -> Result<Self, String> {
         let (policy, value) = match s.split_once(':') {
             Some((p, v)) => (p, Some(v)),
@@ -55,8 +66,14 @@ impl FromStr for Priority {
                 Some(Ok(n)) if (-20..=19).contains(&n) => Ok(Priority::Other(n)),
                 _ => Err(format!("{s:?}: a nice value is -20 to 19, e.g. other:-5")),
             },
+            "slice" => match value.map(str::parse::<u32>) {
+                Some(Ok(us)) if SLICE_US.contains(&us) => Ok(Priority::Slice(us)),
+                _ => Err(format!(
+                    "{s:?}: a slice is 100 to 100000 us (Linux clamps it to 0.1-100 ms), e.g. slice:200"
+                )),
+            },
             _ => Err(format!(
-                "{s:?}: give fifo:PRIO or rr:PRIO (PRIO 1 to 99), or other[:NICE] (NICE -20 to 19)"
+                "{s:?}: give fifo:PRIO or rr:PRIO (PRIO 1 to 99), other[:NICE] (NICE -20 to 19), or slice:US (US 100 to 100000)"
             )),
         }
     }
@@ -164,18 +181,55 @@ pub fn set(pid: i32, priority: Priority) -> Result<(), PriorityError> {
         },
         source,
     };
-    let (policy, rt) = match priority {
-        Priority::Other(_) => (scheduler::Policy::Other, 0),
-        Priority::Fifo(p) => (scheduler::Policy::Fifo, i32::from(p)),
-        Priority::Rr(p) => (scheduler::Policy::RoundRobin, i32::from(p)),
+    let rt = |policy, p: u8| {
+        scheduler::set_policy(pid, policy, i32::from(p)).map_err(|()| io::Error::last_os_error())
     };
-    scheduler::set_policy(pid, policy, rt).map_err(|()| failed(io::Error::last_os_error()))?;
-    if let Priority::Other(nice) = priority {
-        let who = Pid::from_raw(pid);
-        rustix::process::setpriority_process(who, nice)
-            .map_err(|e| failed(io::Error::from_raw_os_error(e.raw_os_error())))?;
+    match priority {
+        Priority::Slice(us) => set_slice(pid, us),
+        // sched_setattr, not sched_setscheduler: it also gives back the
+        // default slice of a thread that had one of its own.
+        Priority::Other(nice) => crate::sys::set_fair_slice(pid, nice, 0),
+        Priority::Fifo(p) => rt(scheduler::Policy::Fifo, p),
+        Priority::Rr(p) => rt(scheduler::Policy::RoundRobin, p),
     }
-    Ok(())
+    .map_err(failed)
+}
+
+/// Gives thread `pid` a slice of `us` and checks that the kernel kept it
+/// (`se.slice` of `/proc/<tid>/sched`): a kernel before 6.12 ignores
+/// sched_runtime for SCHED_OTHER.
+fn set_slice(pid: i32, us: u32) -> io::Result<()> {
+    crate::sys::set_fair_slice(pid, 0, u64::from(us) * 1000)?;
+    match slice_ns(pid) {
+        Some(ns) if ns == u64::from(us) * 1000 => Ok(()),
+        Some(ns) => Err(io::Error::other(format!(
+            "the kernel kept a slice of {} us (a slice of a thread's own needs Linux 6.12+)",
+            ns / 1000
+        ))),
+        None => Err(io::Error::other(
+            "no se.slice in /proc/<tid>/sched to check it (a slice of a thread's own needs Linux 6.12+)",
+        )),
+    }
+}
+
+/// The slice of thread `pid` (0: the calling thread), ns, as
+/// `/proc/<tid>/sched` reports it (`se.slice`).
+pub fn slice_ns(pid: i32) -> Option<u64> {
+    let path = if pid == 0 {
+        "/proc/thread-self/sched".to_string()
+    } else {
+        format!("/proc/{pid}/sched")
+    };
+    let text = std::fs::read_to_string(path).ok()?;
+    parse_slice(&text)
+}
+
+/// `se.slice` of a `/proc/<tid>/sched` text.
+fn parse_slice(sched: &str) -> Option<u64> {
+    sched.lines().find_map(|l| {
+        let (key, value) = l.split_once(':')?;
+        (key.trim() == "se.slice").then(|| value.trim().parse().ok())?
+    })
 }
 
 /// Puts thread `pid` back to `before`; a thread that is gone needs
@@ -196,11 +250,19 @@ pub fn restore(pid: i32, before: &Sched) -> Result<(), PriorityError> {
         hint: "",
         source,
     };
+    if before.policy == 0 {
+        // SCHED_OTHER at its nice, with the default slice again (a slice
+        // of its own given for the run goes).
+        return match crate::sys::set_fair_slice(pid, before.nice, 0) {
+            Err(e) if !gone(&e) => Err(failed(e)),
+            _ => Ok(()),
+        };
+    }
     if scheduler::set_policy(pid, policy, before.rt_priority as i32).is_err() {
         let e = io::Error::last_os_error();
         return if gone(&e) { Ok(()) } else { Err(failed(e)) };
     }
-    if matches!(before.policy, 0 | 3) {
+    if before.policy == 3 {
         let who = Pid::from_raw(pid);
         if let Err(e) = rustix::process::setpriority_process(who, before.nice) {
             let e = io::Error::from_raw_os_error(e.raw_os_error());
@@ -224,6 +286,8 @@ mod tests {
         assert_eq!("other:-5".parse(), Ok(Priority::Other(-5)));
         assert_eq!(Priority::Fifo(99).to_string(), "fifo:99");
         assert_eq!(Priority::Other(19).to_string(), "other:19");
+        assert_eq!("slice:200".parse(), Ok(Priority::Slice(200)));
+        assert_eq!(Priority::Slice(100).to_string(), "slice:100");
         for bad in ["fifo", "fifo:0", "fifo:100", "rr:x", "other:20", "idle", ""] {
             assert!(bad.parse::<Priority>().is_err(), "{bad}");
         }
@@ -249,6 +313,31 @@ mod tests {
         );
         assert_eq!(s.as_priority(), Some(Priority::Fifo(50)));
         assert_eq!(parse_stat("42 (x) S 1"), None);
+    }
+
+    #[test]
+    fn slices_parse_within_what_the_kernel_takes() {
+        for bad in ["slice", "slice:99", "slice:100001", "slice:-5", "slice:x"] {
+            assert!(bad.parse::<Priority>().is_err(), "{bad}");
+        }
+        let sched = "x (1, #threads: 1)\n---\nse.exec_start : 1.5\nse.slice                                     :              1400000\nse.nr_migrations : 3\n";
+        assert_eq!(parse_slice(sched), Some(1_400_000));
+        assert_eq!(parse_slice("se.vruntime : 5\n"), None);
+    }
+
+    /// A thread given a slice of its own has it (the kernel's own
+    /// report), and back to the default when set to `other` again.
+    #[test]
+    fn a_thread_given_a_slice_has_it() {
+        std::thread::spawn(|| {
+            let default = slice_ns(0).expect("Linux 6.12+ reports se.slice");
+            set(0, Priority::Slice(250)).unwrap();
+            assert_eq!(slice_ns(0), Some(250_000));
+            set(0, Priority::Other(0)).unwrap();
+            assert_eq!(slice_ns(0), Some(default));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

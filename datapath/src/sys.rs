@@ -1,7 +1,9 @@
-//! The raw system calls of busy polling that nix and rustix do not wrap:
-//! SO_BUSY_POLL, SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET,
-//! SO_INCOMING_NAPI_ID and the epoll ioctl EPIOCSPARAMS. Every unsafe
-//! block of the kernel backends' busy polling is here.
+//! The raw system calls that nix, rustix and the scheduler crate do not
+//! wrap: of busy polling SO_BUSY_POLL, SO_PREFER_BUSY_POLL,
+//! SO_BUSY_POLL_BUDGET, SO_INCOMING_NAPI_ID and the epoll ioctl
+//! EPIOCSPARAMS; of scheduling sched_setattr (a thread's own slice).
+//! Every unsafe block of the kernel backends' busy polling and of thread
+//! scheduling is here.
 
 use std::{
     io,
@@ -29,6 +31,50 @@ fn set_int(fd: BorrowedFd<'_>, option: libc::c_int, value: libc::c_int) -> io::R
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     })
+}
+
+/// `struct sched_attr` of sched_setattr(2) (SCHED_ATTR_SIZE_VER1).
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+    sched_util_min: u32,
+    sched_util_max: u32,
+}
+
+/// sched_setattr(2): thread `tid` (0: the calling thread) to SCHED_OTHER
+/// at `nice` with a slice of its own of `slice_ns` (`sched_runtime`; Linux
+/// 6.12+, EEVDF, which clamps it to 0.1-100 ms; earlier kernels ignore it).
+pub fn set_fair_slice(tid: i32, nice: i32, slice_ns: u64) -> io::Result<()> {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: libc::SCHED_OTHER as u32,
+        sched_flags: 0,
+        sched_nice: nice,
+        sched_priority: 0,
+        sched_runtime: slice_ns,
+        sched_deadline: 0,
+        sched_period: 0,
+        sched_util_min: 0,
+        sched_util_max: 0,
+    };
+    // SAFETY: `attr` is a sched_attr of the size its `size` field gives,
+    // alive across the call, which only reads it; flags 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            tid,
+            &attr as *const SchedAttr,
+            0 as libc::c_uint,
+        )
+    };
+    check(if rc == 0 { 0 } else { -1 })
 }
 
 /// SO_BUSY_POLL: a blocking receive on this socket busy-polls the device

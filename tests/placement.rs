@@ -72,6 +72,39 @@ fn the_napi_threads_priority_and_core_are_reported_and_put_back() {
         "{placement}"
     );
     assert_eq!(sched(pid), before, "the NAPI thread's scheduling was left");
+    // A slice of their own (Linux 6.12+) for the NAPI thread and the
+    // receiver: every frame, said in the result, and the NAPI thread's
+    // slice back to what it was.
+    let slice = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/sched"))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("se.slice"))
+            .map(|l| l.split(':').nth(1).unwrap().trim().to_string())
+    };
+    let slice_before = slice(pid);
+    assert!(slice_before.is_some(), "Linux 6.12+ reports se.slice");
+    let r = counted_stream(
+        &lab.name,
+        1000,
+        &[
+            "--napi",
+            "threaded",
+            "--napi-priority",
+            "slice:200",
+            "--rx-priority",
+            "slice:300",
+            "--rx-cores",
+            "1",
+            "--tx-cores",
+            "0",
+        ],
+    );
+    assert_eq!(r["frames"]["received"], 1000);
+    assert_eq!(r["setup"]["napi_priority"], "slice:200");
+    assert_eq!(r["setup"]["rx_priority"], "slice:300");
+    assert_eq!(slice(pid), slice_before, "the NAPI thread's slice was left");
+    assert_eq!(sched(pid), before, "the NAPI thread's scheduling was left");
     // On a core of its own: the workers on core 0, the thread on core 1.
     let r = counted_stream(
         &lab.name,

@@ -115,6 +115,10 @@ pub struct Sched {
     pub rt_priority: u32,
     /// Nice value.
     pub nice: i32,
+    /// Its slice, ns (`se.slice` of `/proc/<tid>/sched`; none where the
+    /// kernel does not report it, or as read from a journal written before
+    /// it was kept).
+    pub slice_ns: Option<u64>,
 }
 
 impl Sched {
@@ -133,8 +137,12 @@ impl Sched {
 impl fmt::Display for Sched {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.as_priority() {
-            Some(p) => p.fmt(f),
-            None => write!(f, "policy {} priority {}", self.policy, self.rt_priority),
+            Some(p) => p.fmt(f)?,
+            None => write!(f, "policy {} priority {}", self.policy, self.rt_priority)?,
+        }
+        match self.slice_ns {
+            Some(ns) => write!(f, " (slice {} us)", ns / 1000),
+            None => Ok(()),
         }
     }
 }
@@ -151,6 +159,7 @@ pub fn parse_stat(stat: &str) -> Option<Sched> {
         nice: field(19)?.parse().ok()?,
         rt_priority: field(40)?.parse().ok()?,
         policy: field(41)?.parse().ok()?,
+        slice_ns: None,
     })
 }
 
@@ -163,9 +172,13 @@ pub fn read(pid: i32) -> Result<Sched, PriorityError> {
     };
     let stat =
         std::fs::read_to_string(path).map_err(|source| PriorityError::Read { pid, source })?;
-    parse_stat(&stat).ok_or_else(|| PriorityError::Read {
+    let sched = parse_stat(&stat).ok_or_else(|| PriorityError::Read {
         pid,
         source: io::Error::new(io::ErrorKind::InvalidData, "unexpected stat format"),
+    })?;
+    Ok(Sched {
+        slice_ns: slice_ns(pid),
+        ..sched
     })
 }
 
@@ -251,9 +264,16 @@ pub fn restore(pid: i32, before: &Sched) -> Result<(), PriorityError> {
         source,
     };
     if before.policy == 0 {
-        // SCHED_OTHER at its nice, with the default slice again (a slice
-        // of its own given for the run goes).
-        return match crate::sys::set_fair_slice(pid, before.nice, 0) {
+        // SCHED_OTHER at its nice with the default slice (a slice of its
+        // own given for the run goes), or the slice it had if that was
+        // not the default.
+        let mut set = crate::sys::set_fair_slice(pid, before.nice, 0);
+        if let (Ok(()), Some(ns)) = (&set, before.slice_ns) {
+            if slice_ns(pid).is_some_and(|now| now != ns) {
+                set = crate::sys::set_fair_slice(pid, before.nice, ns);
+            }
+        }
+        return match set {
             Err(e) if !gone(&e) => Err(failed(e)),
             _ => Ok(()),
         };
@@ -308,7 +328,8 @@ mod tests {
             Sched {
                 policy: 1,
                 rt_priority: 50,
-                nice: 5
+                nice: 5,
+                slice_ns: None,
             }
         );
         assert_eq!(s.as_priority(), Some(Priority::Fifo(50)));

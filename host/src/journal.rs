@@ -122,8 +122,11 @@ impl Entry {
                     .map_or("-".to_string(), |t| t.to_string())
             ),
             Entry::Sched { id, pid, sched, .. } => format!(
-                "sched {ns} {iface} {id} {pid} {} {} {}",
-                sched.policy, sched.rt_priority, sched.nice
+                "sched {ns} {iface} {id} {pid} {} {} {} {}",
+                sched.policy,
+                sched.rt_priority,
+                sched.nice,
+                sched.slice_ns.map_or("-".to_string(), |s| s.to_string())
             ),
             Entry::Affinity { id, pid, cores, .. } => {
                 let cores: Vec<String> = cores.iter().map(usize::to_string).collect();
@@ -175,7 +178,10 @@ impl Entry {
                 })
             }
             "sched" => {
-                want(8)?;
+                // A line written before the slice was kept has 8 fields.
+                if f.len() != 8 {
+                    want(9)?;
+                }
                 let policy = number::<u32>(f[5], "policy", 0, 5)?;
                 if policy == 4 {
                     return Err("policy 4 does not exist".into());
@@ -196,6 +202,10 @@ impl Entry {
                         policy,
                         rt_priority: number(f[6], "real-time priority", rt_min, rt_max)?,
                         nice,
+                        slice_ns: match f.get(8).copied() {
+                            None | Some("-") => None,
+                            Some(v) => Some(number(v, "slice", 1, u64::MAX)?),
+                        },
                     },
                 })
             }
@@ -550,6 +560,7 @@ mod tests {
                     policy: 0,
                     rt_priority: 0,
                     nice: -5,
+                    slice_ns: Some(1_400_000),
                 },
             },
             Entry::Affinity {
@@ -579,6 +590,17 @@ mod tests {
             "the format is the documented one"
         );
         assert_eq!(entries()[4].line(), "affinity lr-b lr-b0 8193 4242 0,1");
+        assert_eq!(
+            entries()[3].line(),
+            "sched lr-b lr-b0 8193 4242 0 0 -5 1400000"
+        );
+        // A line written before the slice was kept: read, with no slice.
+        let Ok(Entry::Sched { sched, .. }) = Entry::parse("sched lr-b lr-b0 8193 4242 0 0 -5")
+        else {
+            panic!("an earlier sched line is refused")
+        };
+        assert_eq!((sched.nice, sched.slice_ns), (-5, None));
+        assert!(Entry::parse("sched lr-b lr-b0 8193 4242 0 0 -5 0").is_err());
     }
 
     #[test]

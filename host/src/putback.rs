@@ -212,8 +212,10 @@ pub fn put_back(entry: &Entry) -> Result<Option<String>, String> {
                 return Ok(None);
             }
             let now = priority::read(pid).map_err(|e| e.to_string())?;
+            let slice_as_was = sched.slice_ns.is_none() || now.slice_ns == sched.slice_ns;
             if (now.policy, now.rt_priority, now.nice)
                 == (sched.policy, sched.rt_priority, sched.nice)
+                && slice_as_was
             {
                 return Ok(None);
             }

@@ -589,9 +589,13 @@ pub struct RunArgs {
     /// core of their own, wait when they share one with receive work].
     #[arg(long, value_enum)]
     pub tx_wait: Option<WaitArg>,
-    /// How receivers (rr: responders) wait for frames.
-    #[arg(long, value_enum, default_value_t = WaitArg::Wait)]
-    pub rx_wait: WaitArg,
+    /// How receivers (rr: responders) wait for frames [default: stream:
+    /// wait; rr: busy on cores of their own, so that with the clients'
+    /// default both ends spin on a core each (the fastest transactions:
+    /// two cores at 100 %), wait when they share one; `--tx-wait wait
+    /// --rx-wait wait` sleeps on both ends].
+    #[arg(long, value_enum)]
+    pub rx_wait: Option<WaitArg>,
     /// Cores for the senders (rr: clients), one per queue, e.g. 0 or 0,2 or 0-3.
     #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
     pub tx_cores: Option<String>,

@@ -72,8 +72,12 @@ pub struct Wait {
     /// The tx end's, as given (None: chosen from the placement,
     /// `PathPlan::tx_wait`).
     pub tx: Option<WaitMode>,
-    /// The rx end's.
-    pub rx: WaitMode,
+    /// The rx end's, as given (None: chosen from the placement,
+    /// `PathPlan::rx_wait`).
+    pub rx: Option<WaitMode>,
+    /// The rx ends are rr's responders, which spin by default on cores of
+    /// their own (a stream's receivers wait).
+    pub responders: bool,
     /// Whether the backend's kernel sockets are TCP's (the kernel
     /// busy-poll modes are offered for UDP and AF_XDP only).
     pub tcp: bool,

@@ -77,10 +77,18 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
     Ok(())
 }
 
+/// What the options give an rr run: the shared spec, its responders
+/// spinning by default where they have cores of their own.
+fn spec(args: &RrArgs) -> RunSpec {
+    let mut run = super::run::spec(&args.run, super::run::path(&args.run));
+    run.wait.responders = true;
+    run
+}
+
 /// Checks everything and brings up the lab if needed.
 pub fn plan(args: &RrArgs) -> Result<RrPlan> {
     check_args(args)?;
-    let run = super::run::spec(&args.run, super::run::path(&args.run));
+    let run = spec(args);
     let path = crate::path::plan(&run.path, "linerate rr", |_| false)?;
     let ipv6 = args.run.ipv6;
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
@@ -150,7 +158,7 @@ impl RrPlan {
     pub fn for_test(args: &RrArgs) -> Self {
         let geometry = Geometry::for_mtu(1500);
         Self {
-            run: super::run::spec(&args.run, super::run::path(&args.run)),
+            run: spec(args),
             request_len: args.request,
             response_len: args.response,
             concurrency: args.concurrency,

@@ -130,7 +130,8 @@ pub fn spec(args: &RunArgs, path: PathSpec) -> RunSpec {
         },
         wait: Wait {
             tx: args.tx_wait.map(WaitMode::from),
-            rx: args.rx_wait.into(),
+            rx: args.rx_wait.map(WaitMode::from),
+            responders: false,
             tcp: args.backend == BackendArg::Tcp,
         },
         napi: Napi {

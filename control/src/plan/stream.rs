@@ -140,7 +140,7 @@ fn check_spinners(
         return Ok(());
     }
     let mut threads = Vec::new();
-    let rx_wait = WaitMode::from(run.rx_wait);
+    let rx_wait = run.rx_wait.map_or(WaitMode::Wait, WaitMode::from);
     if !args.tx_only && run.role.role != Some(RoleArg::Tx) && receiver.name() == "xdp" {
         threads.push(super::spinners::Threads {
             option: "--rx-priority",

@@ -96,7 +96,7 @@ fn params(plan: &RrPlan, client_wait: WaitMode) -> RrParams {
         duration_s: run.timing.duration.as_secs_f64(),
         mtu: path.mtu,
         client_wait: client_wait.name().into(),
-        responder_wait: run.wait.rx.name().into(),
+        responder_wait: path.rx_wait(&run.wait).name().into(),
         client_cores: path.tx_cores.clone(),
         responder_cores: path.rx_cores.clone(),
         client_iface: path.tx.iface.clone(),

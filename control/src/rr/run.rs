@@ -81,7 +81,7 @@ pub fn run_side(
         responder: SideWorkers {
             end: &path.rx,
             cores: &path.rx_cores,
-            wait: run.wait.rx,
+            wait: path.rx_wait(&run.wait),
             stop: stop.rx.clone(),
             steering: steering.rx.as_ref(),
         },

@@ -52,7 +52,7 @@ pub fn apply(
 ) -> Result<(WaitSetup, WaitRestore)> {
     let modes = Ends {
         tx: path.tx_wait(wait, here.rx),
-        rx: wait.rx,
+        rx: path.rx_wait(wait),
     };
     let mut setup = WaitSetup {
         tx: modes.tx.name().into(),
@@ -213,10 +213,10 @@ mod tests {
             ("irq-suspend", WaitMode::IrqSuspend),
         ] {
             let s = RunRequest::stream_args(&["--rx-wait", arg, "--tx-wait", arg]);
-            assert_eq!(WaitMode::from(s.run.rx_wait), mode);
+            assert_eq!(WaitMode::from(s.run.rx_wait.unwrap()), mode);
             assert_eq!(s.run.tx_wait.map(WaitMode::from), Some(mode));
             let r = RunRequest::rr_args(&["--rx-wait", arg, "--tx-wait", arg]);
-            assert_eq!(WaitMode::from(r.run.rx_wait), mode);
+            assert_eq!(WaitMode::from(r.run.rx_wait.unwrap()), mode);
             assert_eq!(mode.name(), arg);
         }
     }
@@ -237,7 +237,7 @@ mod tests {
             };
             seen.push((
                 WaitMode::from(rr.run.tx_wait.unwrap()).name(),
-                WaitMode::from(rr.run.rx_wait).name(),
+                WaitMode::from(rr.run.rx_wait.unwrap()).name(),
             ));
         }
         assert_eq!(

@@ -97,7 +97,7 @@ fn params(plan: &StreamPlan, tx_wait: WaitMode) -> Params {
         count: plan.count,
         rate_pps: plan.rate,
         tx_wait: tx_wait.name().into(),
-        rx_wait: run.wait.rx.name().into(),
+        rx_wait: path.rx_wait(&run.wait).name().into(),
         batch: run.rings.batch,
         ring: run.rings.tx_ring,
         rx_ring: run.rings.rx_ring,
@@ -269,7 +269,7 @@ fn gen_priority(plan: &StreamPlan, window: Option<u64>) -> Option<Priority> {
     (plan.sender.name() == "generator")
         .then(|| {
             run.priorities.generator.or((window.is_some()
-                && run.wait.rx == WaitMode::Wait
+                && plan.path.rx_wait(&run.wait) == WaitMode::Wait
                 && plan.path.shared_cores())
             .then_some(Priority::Other(19)))
         })

@@ -60,14 +60,14 @@ pub fn run_side(
             run.rings.rx_ring,
             session.napi() == Some("threaded"),
         ),
-        run.wait.rx == linerate_datapath::worker::WaitMode::Wait && path.shared_cores(),
+        path.rx_wait(&run.wait) == linerate_datapath::worker::WaitMode::Wait && path.shared_cores(),
     )?;
     let credit_window = credit.as_ref().map(|k| k.window);
     let receivers = ReceiverConfig {
         workers: SideWorkers {
             end: &path.rx,
             cores: &path.rx_cores,
-            wait: run.wait.rx,
+            wait: path.rx_wait(&run.wait),
             stop: stop.rx.clone(),
             steering: session.steering().rx.as_ref(),
         },

@@ -55,7 +55,15 @@ pub struct RunView {
 
 /// A worker as /metrics labels it: (role "tx" or "rx", queue), its
 /// counters, and its socket's statistics once it ended.
-type WorkerView = (&'static str, u32, CounterSnapshot, Option<XskStats>);
+/// A worker's side, queue, counters, socket statistics and whether it
+/// verifies checksums (none: not said).
+type WorkerView = (
+    &'static str,
+    u32,
+    CounterSnapshot,
+    Option<XskStats>,
+    Option<bool>,
+);
 
 fn side_label(role: &str) -> &'static str {
     match side_of(role) {
@@ -87,7 +95,16 @@ fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) 
                 .common()
                 .workers
                 .iter()
-                .map(|w| (side_label(w.role), w.queue, w.total, Some(w.xsk)))
+                .map(|w| {
+                    let checks = r.checks_checksums(side_of(w.role));
+                    (
+                        side_label(w.role),
+                        w.queue,
+                        w.total,
+                        Some(w.xsk),
+                        Some(checks),
+                    )
+                })
                 .collect();
             (w, Some(steer))
         }
@@ -95,7 +112,7 @@ fn workers_and_steering(run: &RunView) -> (Vec<WorkerView>, Option<SteerStats>) 
             let w = l
                 .workers
                 .iter()
-                .map(|w| (side_label(&w.role), w.queue, w.counters, None))
+                .map(|w| (side_label(&w.role), w.queue, w.counters, None, w.checksums))
                 .collect();
             (w, l.xdp)
         }
@@ -165,12 +182,12 @@ pub fn render(run: Option<&RunView>) -> Result<String, std::fmt::Error> {
             .get_or_create(&with(own.clone(), &[("test", run.test.clone())]))
             .set(i64::from(run.active));
         let (list, steer) = workers_and_steering(run);
-        for (role, queue, counters, sock) in list {
+        for (role, queue, counters, sock, checks) in list {
             let labels = with(base(role), &[("queue", queue.to_string())]);
             // Workers that verify no checksum counted no bad one: no
-            // series rather than a 0 (known once the run has its result).
-            let unchecked =
-                (run.result.as_ref()).is_some_and(|r| !r.checks_checksums(side_of(role)));
+            // series rather than a 0 (their side says so live, and the
+            // result at the end).
+            let unchecked = checks == Some(false);
             for (c, fam) in WORKER_COUNTERS.iter().zip(&workers) {
                 if unchecked && c.name == BAD_CHECKSUM {
                     continue;
@@ -414,6 +431,31 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("linerate_xsk_events_total{"), "{text}");
+        // A side that did not say whether it checks: its bad checksums
+        // as counted.
+        assert!(
+            text.contains("linerate_worker_bad_checksum_frames_total{"),
+            "{text}"
+        );
+    }
+
+    /// Live, a worker that says it verifies no checksum exports no bad
+    /// checksum series (not a 0); one that verifies them does.
+    #[test]
+    fn live_bad_checksums_only_where_checked() {
+        for (checks, exported) in [(false, false), (true, true)] {
+            let live: Live = serde_json::from_str(&format!(
+                r#"{{"workers":[{{"role":"rx","queue":0,"counters":{{"frames":5}},"checksums":{checks}}}]}}"#
+            ))
+            .unwrap();
+            let text = view("stream", "rx", Some(live), None);
+            assert_eq!(
+                text.contains("linerate_worker_bad_checksum_frames_total{"),
+                exported,
+                "{text}"
+            );
+            assert!(text.contains("linerate_worker_frames_total{"), "{text}");
+        }
     }
 
     /// The sample lines of an exposition: (name, labels as written).

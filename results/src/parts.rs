@@ -170,6 +170,11 @@ pub struct LiveWorker {
     pub queue: u32,
     /// Counters so far.
     pub counters: CounterSnapshot,
+    /// Whether it verifies the checksums of what it receives, so that its
+    /// bad_checksum is a measurement (none: a side of an earlier version
+    /// did not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksums: Option<bool>,
 }
 
 #[cfg(test)]

@@ -118,13 +118,14 @@ impl Peer for Role {
         }
         self.last_live.set(Instant::now());
         let live = read();
-        let group = |role: &'static str, counters: Vec<_>| {
-            counters
-                .into_iter()
-                .enumerate()
-                .map(move |(q, c)| json!({"role": role, "queue": q, "counters": c}))
+        let group = |role: &'static str, counters: Vec<_>, checksums: bool| {
+            counters.into_iter().enumerate().map(move |(q, c)| {
+                json!({"role": role, "queue": q, "counters": c, "checksums": checksums})
+            })
         };
-        let workers: Vec<_> = group("tx", live.tx).chain(group("rx", live.rx)).collect();
+        let workers: Vec<_> = group("tx", live.tx, live.checksums.tx)
+            .chain(group("rx", live.rx, live.checksums.rx))
+            .collect();
         // The agent reads these; if it is gone, the run ends on its own
         // (stdin closes), so a failed write is not worth a panic.
         let _ = writeln!(

@@ -64,6 +64,12 @@ pub fn run_side(
                 tx: crate::session::sockets(plan.engine.can().umem, true),
                 rx: crate::session::sockets(plan.engine.can().umem, !xdp_responder),
             },
+            // rr's AF_XDP clients and responders parse what they receive
+            // (the XDP responder counts nothing of its own).
+            checksums: Ends {
+                tx: plan.engine.can().umem,
+                rx: plan.engine.can().umem && !xdp_responder,
+            },
         },
         peer,
         interrupted,

@@ -105,6 +105,9 @@ pub struct Prepare<'a> {
     pub pin_napi: Ends<bool>,
     /// The sockets each end's workers wait on (for the wait modes).
     pub sockets: Ends<wait::Sockets>,
+    /// Whether each end's workers verify the checksums of the frames they
+    /// receive (their bad_checksum counts are measurements, live too).
+    pub checksums: Ends<bool>,
 }
 
 /// How the rx end finishes once the tx end has stopped.
@@ -221,6 +224,7 @@ pub struct Session<'a> {
     watch: PathWatch,
     wait: linerate_results::wait::WaitSetup,
     intervals: Option<interval::Intervals>,
+    checksums: Ends<bool>,
     // Puts back the NAPI settings of the wait modes.
     _wait_restore: wait::WaitRestore,
     // Dropped last: puts back what prepare changed.
@@ -315,6 +319,7 @@ impl<'a> Session<'a> {
             intervals: timing
                 .intervals
                 .map(|every| interval::Intervals::start(every, path.queues)),
+            checksums: asked.checksums,
             _wait_restore: wait_restore,
             _restore: restore,
         })
@@ -415,6 +420,7 @@ impl<'a> Session<'a> {
             tx: counters(&crew.tx),
             rx: counters(&crew.rx),
             xdp: program.and_then(|s| s.stats().ok()),
+            checksums: self.checksums,
         });
     }
 

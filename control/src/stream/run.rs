@@ -156,6 +156,11 @@ fn prepare<'a>(
                     plan.receiver.can().wait_modes,
                 ),
             },
+            // A stream's senders receive nothing.
+            checksums: Ends {
+                tx: false,
+                rx: plan.receiver.can().checksums,
+            },
         },
         peer,
         interrupted,

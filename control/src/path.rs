@@ -126,7 +126,8 @@ impl PathPlan {
     /// How receivers (rr: responders) wait: as given, else a stream's
     /// receivers block, and rr's responders spin on cores of their own
     /// (with the clients spinning too, rr's fastest settings: measured
-    /// 3.3x the transactions of sleeping responders) and block when they
+    /// 4.1x the transactions of sleeping responders, docs/benchmarks.md)
+    /// and block when they
     /// share a core with the clients.
     pub fn rx_wait(&self, wait: &Wait) -> WaitMode {
         match wait.rx {

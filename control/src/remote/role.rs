@@ -123,8 +123,8 @@ impl Peer for Role {
                 json!({"role": role, "queue": q, "counters": c, "checksums": checksums})
             })
         };
-        let workers: Vec<_> = group("tx", live.tx, live.checksums.tx)
-            .chain(group("rx", live.rx, live.checksums.rx))
+        let workers: Vec<_> = group("tx", live.tx, live.tx_checksums)
+            .chain(group("rx", live.rx, live.rx_checksums))
             .collect();
         // The agent reads these; if it is gone, the run ends on its own
         // (stdin closes), so a failed write is not worth a panic.

@@ -420,7 +420,8 @@ impl<'a> Session<'a> {
             tx: counters(&crew.tx),
             rx: counters(&crew.rx),
             xdp: program.and_then(|s| s.stats().ok()),
-            checksums: self.checksums,
+            tx_checksums: self.checksums.tx,
+            rx_checksums: self.checksums.rx,
         });
     }
 

@@ -8,8 +8,6 @@ use std::time::Instant;
 use linerate_datapath::stats::CounterSnapshot;
 use linerate_ebpf::SteerStats;
 
-use super::Ends;
-
 /// The other host of a two-host run, as the side running here sees it.
 pub trait Peer {
     /// Whether this host runs the path's tx end (stream: the senders, rr:
@@ -37,6 +35,9 @@ pub struct Live {
     pub rx: Vec<CounterSnapshot>,
     /// The steering program's counters, when one runs here.
     pub xdp: Option<SteerStats>,
-    /// Whether each end's workers verify checksums.
-    pub checksums: Ends<bool>,
+    /// Whether the tx end's workers verify the checksums of what they
+    /// receive.
+    pub tx_checksums: bool,
+    /// Whether the rx end's do.
+    pub rx_checksums: bool,
 }

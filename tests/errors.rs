@@ -322,10 +322,9 @@ fn every_out_of_range_value_exits_2_naming_option_and_value() {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn not_root() {
-    if !root_or_skip("not_root (drops to nobody)") {
-        return;
-    }
+    require_root("not_root (drops to nobody)");
     let out = Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -341,10 +340,9 @@ fn not_root() {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn unknown_interface_and_namespace() {
-    if !root_or_skip("unknown interface") {
-        return;
-    }
+    require_root("unknown interface");
     fails_with(
         &run(&["stream", "--tx-iface", "nope0", "--rx-iface", "nope1"]),
         &["interface \"nope0\" not found", "ip link"],
@@ -364,10 +362,9 @@ fn unknown_interface_and_namespace() {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn sizes_and_mtus_out_of_range() {
-    if !root_or_skip("sizes") {
-        return;
-    }
+    require_root("sizes");
     let _turn = serial();
     let lab = Lab::up("tesz", 1500);
     fails_with(
@@ -446,10 +443,9 @@ fn sizes_and_mtus_out_of_range() {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn zero_copy_refused_on_veth() {
-    if !root_or_skip("zero-copy refused") {
-        return;
-    }
+    require_root("zero-copy refused");
     let _turn = serial();
     let lab = Lab::up("tezc", 1500);
     fails_with(
@@ -500,10 +496,9 @@ fn foreign_program() -> std::path::PathBuf {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn foreign_xdp_program_is_not_replaced_without_force() {
-    if !root_or_skip("foreign XDP program") {
-        return;
-    }
+    require_root("foreign XDP program");
     let _turn = serial();
     let lab = Lab::up("tefx", 1500);
     let obj = foreign_program();
@@ -538,10 +533,9 @@ fn foreign_xdp_program_is_not_replaced_without_force() {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn second_run_on_the_same_interface_is_refused() {
-    if !root_or_skip("concurrent runs") {
-        return;
-    }
+    require_root("concurrent runs");
     let _turn = serial();
     let lab = Lab::up("tedup", 1500);
     let mut first = Command::new(linerate())
@@ -584,10 +578,9 @@ fn second_run_on_the_same_interface_is_refused() {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn a_sweep_refuses_a_bad_core_list_before_it_runs_anything() {
-    if !root_or_skip("sweep with a bad core list") {
-        return;
-    }
+    require_root("sweep with a bad core list");
     let dir = std::env::temp_dir().join(format!("linerate-hxsw-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -623,10 +616,9 @@ fn a_sweep_refuses_a_bad_core_list_before_it_runs_anything() {
 }
 
 #[test]
+#[ignore = "needs root: the error comes from a run on the veth lab"]
 fn message_frames_times_count_is_bounded() {
-    if !root_or_skip("count x message frames") {
-        return;
-    }
+    require_root("count x message frames");
     let _turn = serial();
     let lab = Lab::up("hxmc", 1500);
     // 2^48 messages of 69 frames each would wrap the senders' frame count.

@@ -73,10 +73,9 @@ fn report_renders_fixed_results_exactly() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn bad_sweep_files_are_refused_before_running() {
-    if !root_or_skip("sweep bad files") {
-        return;
-    }
+    require_root("sweep bad files");
     let spec = fs::read_to_string(fixture("small-sweep.toml")).unwrap();
     for (bad, needle) in [
         (
@@ -125,10 +124,9 @@ fn bad_sweep_files_are_refused_before_running() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn an_interrupted_sweep_resumes_without_rerunning() {
-    if !root_or_skip("sweep resume") {
-        return;
-    }
+    require_root("sweep resume");
     let _turn = serial();
     let _lab = Lab::up("tsw", 1500);
     let dir = tmp("resume");
@@ -188,10 +186,9 @@ fn an_interrupted_sweep_resumes_without_rerunning() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn quick_presets_produce_complete_reports() {
-    if !root_or_skip("sweep presets") {
-        return;
-    }
+    require_root("sweep presets");
     let _turn = serial();
     let _lab = Lab::up("tswp", 1500);
     // wait-modes (57 points; its real run is docs/wait-modes.md) with two
@@ -301,10 +298,9 @@ fn all_twelve() -> Vec<(u64, u64)> {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn a_full_disk_loses_no_result_and_resume_completes() {
-    if !root_or_skip("sweep on a full disk") {
-        return;
-    }
+    require_root("sweep on a full disk");
     let _turn = serial();
     let _lab = Lab::up("hr4", 1500);
     // 12 records of about 4 to 10 KB each do not fit in the 32 KB left.
@@ -357,10 +353,9 @@ fn a_full_disk_loses_no_result_and_resume_completes() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn a_torn_last_line_is_cut_and_its_point_runs_again() {
-    if !root_or_skip("sweep torn line") {
-        return;
-    }
+    require_root("sweep torn line");
     let _turn = serial();
     let _lab = Lab::up("hr5", 1500);
     // Should the saved lab ever be used, it goes away with the test.
@@ -414,10 +409,9 @@ fn a_torn_last_line_is_cut_and_its_point_runs_again() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn a_garbage_line_is_reported_not_skipped() {
-    if !root_or_skip("sweep garbage line") {
-        return;
-    }
+    require_root("sweep garbage line");
     let dir = fixture_copy("garbage");
     let results = dir.join("results.jsonl");
     let text = fs::read_to_string(&results).unwrap();
@@ -456,10 +450,9 @@ fn a_garbage_line_is_reported_not_skipped() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn resume_needs_the_saved_options_and_a_new_sweep_a_new_directory() {
-    if !root_or_skip("sweep resume options") {
-        return;
-    }
+    require_root("sweep resume options");
     let dir = fixture_copy("noopts");
     fs::remove_file(dir.join("options.json")).unwrap();
     let results = fs::read_to_string(dir.join("results.jsonl")).unwrap();
@@ -628,10 +621,9 @@ fn max_points_does_not_let_a_sweep_past_the_memory() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn sigterm_while_the_points_are_checked_exits_130() {
-    if !root_or_skip("sweep SIGTERM while checking") {
-        return;
-    }
+    require_root("sweep SIGTERM while checking");
     // 2,000 x 1,000 points: checking them takes minutes, and SIGTERM
     // ends it at once.
     let dir = tmp("expand-term");
@@ -718,10 +710,9 @@ fn queues_sweep(dir: &Path, queues: &str, duration: &str) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn a_sweep_with_failed_points_says_how_many_and_exits_4() {
-    if !root_or_skip("sweep failures") {
-        return;
-    }
+    require_root("sweep failures");
     let _turn = serial();
     let _lab = Lab::up("mz1", 1500);
     let dir = tmp("failures");
@@ -762,10 +753,9 @@ fn a_sweep_with_failed_points_says_how_many_and_exits_4() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn sigterm_during_the_runs_exits_130_and_counts_the_failures() {
-    if !root_or_skip("sweep SIGTERM while running") {
-        return;
-    }
+    require_root("sweep SIGTERM while running");
     let _turn = serial();
     let _lab = Lab::up("mz3", 1500);
     let dir = tmp("run-term");
@@ -818,10 +808,9 @@ fn sigterm_during_the_runs_exits_130_and_counts_the_failures() {
 }
 
 #[test]
+#[ignore = "needs root: sweeps run streams on the veth lab (namespaces, XDP, AF_XDP)"]
 fn records_of_another_sweep_or_not_measured_are_errors_naming_the_line() {
-    if !root_or_skip("sweep records") {
-        return;
-    }
+    require_root("sweep records");
     let text = fs::read_to_string(fixture("sweep-small/results.jsonl")).unwrap();
     let mut lines3: Vec<String> = text.lines().map(str::to_string).collect();
     // Line 3 (point 1: message 8192) as another sweep wrote it.

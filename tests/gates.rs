@@ -2,7 +2,7 @@
 //! (root): each expectation printed met or unmet with the value measured,
 //! exit 4 when any is unmet, 0 when all are met; a bad one refused before
 //! anything runs (exit 2). (`report --compare --fail-if-worse` is in
-//! tests/report.rs.)
+//! control/tests/report.rs.)
 
 mod common;
 

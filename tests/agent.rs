@@ -41,18 +41,16 @@ struct Hosts {
     _turn: std::sync::MutexGuard<'static, ()>,
 }
 
-fn hosts(test: &str) -> Option<Hosts> {
-    if !root_or_skip(test) {
-        return None;
-    }
+fn hosts(test: &str) -> Hosts {
+    require_root(test);
     let turn = serial();
     let lab = MgmtLab::up(LAB, TOKEN);
-    Some(Hosts {
+    Hosts {
         a: Agent::start(&format!("{LAB}-a"), A, LAB, &lab.token, TOKEN),
         b: Agent::start(&format!("{LAB}-b"), B, LAB, &lab.token, TOKEN),
         _lab: lab,
         _turn: turn,
-    })
+    }
 }
 
 /// One request: (status, JSON or text body).
@@ -204,10 +202,9 @@ fn run_request(args: &[&str]) -> Value {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn two_agents_stream_rr_metrics_and_api() {
-    let Some(h) = hosts("two agents") else {
-        return;
-    };
+    let h = hosts("two agents");
     let (a, b) = (&h.a, &h.b);
 
     // The API: version; no token or a wrong one is refused and starts nothing.
@@ -548,10 +545,9 @@ fn long_stream(a: &Agent, b: &Agent, duration: &str, out: Stdio, err: Stdio) -> 
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn killed_rx_agent_fails_the_run_quickly() {
-    let Some(mut h) = hosts("killed agent") else {
-        return;
-    };
+    let mut h = hosts("killed agent");
     // 120 s asked: a controller that missed the agent's death would still
     // be running (or measure all of it); the guard below is a hang's.
     let mut c = long_stream(&h.a, &h.b, "120s", Stdio::piped(), Stdio::piped());
@@ -581,10 +577,9 @@ fn killed_rx_agent_fails_the_run_quickly() {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn lease_ends_the_run_when_the_controller_dies() {
-    let Some(h) = hosts("lease") else {
-        return;
-    };
+    let h = hosts("lease");
     let (a, b) = (&h.a, &h.b);
     // 120 s asked: only the lease (5 s) can end it before the guard.
     let mut c = long_stream(a, b, "120s", Stdio::null(), Stdio::null());
@@ -623,10 +618,9 @@ fn lease_ends_the_run_when_the_controller_dies() {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn sweep_runs_every_point_on_the_agents() {
-    let Some(h) = hosts("sweep over agents") else {
-        return;
-    };
+    let h = hosts("sweep over agents");
     let (a, b) = (&h.a, &h.b);
     let dir = std::env::temp_dir().join(format!("lrag-sweep-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -692,10 +686,9 @@ metrics = ["receiver.message_mb_s"]
 /// Another token holder stops a run: the controller of that run says who
 /// did, instead of a bare failure.
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn a_run_stopped_by_someone_else_says_who() {
-    let Some(h) = hosts("stopped by someone else") else {
-        return;
-    };
+    let h = hosts("stopped by someone else");
     let (a, b) = (&h.a, &h.b);
     let c = long_stream(a, b, "120s", Stdio::piped(), Stdio::piped());
     wait_running(b);
@@ -746,10 +739,9 @@ fn napi_threaded(ns: &str, iface: &str) -> String {
 /// A run's process killed outright (no clean-up of its own): the agent
 /// puts the NAPI mode it changed back.
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn a_killed_run_leaves_napi_as_it_was() {
-    let Some(h) = hosts("killed run's NAPI") else {
-        return;
-    };
+    let h = hosts("killed run's NAPI");
     let b = &h.b;
     let (ns, iface) = (format!("{LAB}-b"), format!("{LAB}-b0"));
     // The lab's veths run NAPI threaded: the run switches to the other mode.

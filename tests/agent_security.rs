@@ -137,10 +137,9 @@ fn ip(args: &[&str]) {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn agent_serves_only_allowed_interfaces() {
-    if !root_or_skip("allowed interfaces") {
-        return;
-    }
+    require_root("allowed interfaces");
     let _turn = serial();
     let lab = Lab::up("ha1", 1500);
     // An interface with a name a shell would run, in the lab's A side (a
@@ -323,10 +322,9 @@ fn agent_serves_only_allowed_interfaces() {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn agent_errors_are_json() {
-    if !root_or_skip("JSON errors") {
-        return;
-    }
+    require_root("JSON errors");
     let agent = Agent::start("ha2", &[], &std::env::temp_dir());
     let u = &agent.url;
     let e = refused(u, "GET", "/nothing", None, 404);
@@ -416,10 +414,9 @@ fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn idle_connections_do_not_starve_the_agent() {
-    if !root_or_skip("idle connections") {
-        return;
-    }
+    require_root("idle connections");
     more_files();
     let agent = Agent::start("ha3", &["--header-timeout", "3s"], &std::env::temp_dir());
     // A thousand connections without a token: half idle, half with a
@@ -467,10 +464,9 @@ fn idle_connections_do_not_starve_the_agent() {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn connections_over_the_cap_are_refused_at_once() {
-    if !root_or_skip("connection cap") {
-        return;
-    }
+    require_root("connection cap");
     let agent = Agent::start(
         "ha4",
         &["--max-connections", "20", "--header-timeout", "60s"],
@@ -513,10 +509,9 @@ fn connections_over_the_cap_are_refused_at_once() {
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn a_body_sent_slowly_gets_408() {
-    if !root_or_skip("slow body") {
-        return;
-    }
+    require_root("slow body");
     let agent = Agent::start("ha5", &["--request-timeout", "2s"], &std::env::temp_dir());
     let mut s = TcpStream::connect(&agent.addr).unwrap();
     // The head in full, then 10 of the 1000 bytes it announces.
@@ -578,10 +573,9 @@ fn log_text(agent: &Agent) -> String {
 /// client sent is logged and echoed with its control and bidirectional
 /// characters escaped.
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces"]
 fn run_requests_are_checked_field_by_field_and_logged_escaped() {
-    if !root_or_skip("run request fields") {
-        return;
-    }
+    require_root("run request fields");
     let _turn = serial();
     // An interface name a terminal would turn around (U+202E), allowed so
     // that a run with it starts (and fails: there is no such interface).

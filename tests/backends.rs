@@ -19,10 +19,9 @@ fn stream(lab: &str, backend: &str, size: u64, count: u64, extra: &[&str]) -> Va
 }
 
 #[test]
+#[ignore = "needs root: kernel sockets between lab namespaces"]
 fn stream_messages_counted_by_every_backend() {
-    if !root_or_skip("backends stream") {
-        return;
-    }
+    require_root("backends stream");
     let _turn = serial();
     let lab = Lab::up("tbes", 1500);
     for size in SIZES {
@@ -59,10 +58,9 @@ fn stream_messages_counted_by_every_backend() {
 }
 
 #[test]
+#[ignore = "needs root: kernel sockets between lab namespaces"]
 fn udp_frames_match_the_interface() {
-    if !root_or_skip("udp frames") {
-        return;
-    }
+    require_root("udp frames");
     let _turn = serial();
     let lab = Lab::up("tbeu", 1500);
     // Without --message, UDP datagrams carry what an AF_XDP frame's UDP
@@ -123,10 +121,9 @@ fn rr(lab: &str, backend: &str, size: u64, count: u64, conc: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs root: kernel sockets between lab namespaces"]
 fn rr_transactions_counted_by_every_backend() {
-    if !root_or_skip("backends rr") {
-        return;
-    }
+    require_root("backends rr");
     let _turn = serial();
     let lab = Lab::up("tber", 1500);
     for size in SIZES {

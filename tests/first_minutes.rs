@@ -79,10 +79,9 @@ fn check_stream_summary(line: &str, r: &Value, count: u64) {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab"]
 fn the_summary_line_comes_first_and_alone_with_quiet() {
-    if !root_or_skip("summary line") {
-        return;
-    }
+    require_root("summary line");
     let _turn = serial();
     let lab = Lab::up("uxq", 1500);
     // Bare seconds (--warmup 0, --duration 30) are durations.
@@ -190,10 +189,9 @@ fn send_udp(ns: &str, to: &str, n: usize) {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab"]
 fn rx_only_takes_the_receiving_interface_alone() {
-    if !root_or_skip("--rx-only --rx-iface") {
-        return;
-    }
+    require_root("--rx-only --rx-iface");
     let _turn = serial();
     let lab = Lab::up("uxro", 1500);
     let (ns, iface) = (lab.ns_b(), lab.if_b());
@@ -226,10 +224,9 @@ fn rx_only_takes_the_receiving_interface_alone() {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab"]
 fn tx_only_sends_to_a_receiver_that_is_not_linerate() {
-    if !root_or_skip("--tx-only") {
-        return;
-    }
+    require_root("--tx-only");
     let _turn = serial();
     let lab = Lab::up("uxto", 1500);
     // A plain UDP socket on the B side, with room for every datagram.

@@ -120,10 +120,9 @@ fn generate(ns: &str, iface: &str, size: usize, repeat: u32) -> linerate_ebpf::G
 }
 
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn generated_frames_reach_the_peer_and_are_counted() {
-    if !root_or_skip("generator") {
-        return;
-    }
+    require_root("generator");
     let _g = serial();
     let lab = Lab::up("gen1", 1500);
     let (ns_a, if_a) = (lab.ns_a(), lab.if_a());
@@ -154,6 +153,7 @@ fn generated_frames_reach_the_peer_and_are_counted() {
 /// its IP checksum checked) receives every fragment, in order, with the
 /// fragment header and lengths a receiver expects.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn the_generator_worker_sends_whole_messages_a_kernel_socket_accepts() {
     use std::{
         net::UdpSocket,
@@ -167,9 +167,7 @@ fn the_generator_worker_sends_whole_messages_a_kernel_socket_accepts() {
         worker::{spawn_gen, GenWorkerConfig, Placement, StopSignal},
     };
 
-    if !root_or_skip("generator worker") {
-        return;
-    }
+    require_root("generator worker");
     let _g = serial();
     let lab = Lab::up("gen2", 1500);
     const MESSAGES: u64 = 2_000;
@@ -269,17 +267,15 @@ fn the_generator_worker_sends_whole_messages_a_kernel_socket_accepts() {
 }
 
 /// What one BPF_PROG_RUN call costs at each repeat count (run by hand:
-/// `cargo test --test generator call_cost -- --ignored --nocapture`).
+/// `cargo test --test generator by_hand_call_cost -- --ignored --nocapture`).
 /// Measured on kernel 6.18: ~30 us at repeat 1, ~21-29 ms at every repeat
 /// above 1, which the kernel spends in two RCU grace periods
 /// (bpf_dispatcher_change_prog adds the program to the XDP dispatcher for
 /// the call and removes it after); see worker/gen.rs.
 #[test]
 #[ignore = "a measurement, run by hand"]
-fn call_cost() {
-    if !root_or_skip("generator call cost") {
-        return;
-    }
+fn by_hand_call_cost() {
+    require_root("generator call cost");
     let _g = serial();
     let lab = Lab::up("gen3", 1500);
     let idx = ifindex(&lab.ns_a(), &lab.if_a());
@@ -323,10 +319,9 @@ fn call_cost() {
 /// what veth dropped at the sender is what the generator sent, and its
 /// sequence accounting finds exactly the frames dropped on the way.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn the_xdp_only_receiver_counts_generated_frames() {
-    if !root_or_skip("XDP-only receiver") {
-        return;
-    }
+    require_root("XDP-only receiver");
     let _g = serial();
     let lab = Lab::up("gen4", 1500);
     let steering = xdp_only_receiver(&lab);
@@ -372,11 +367,11 @@ fn the_xdp_only_receiver_counts_generated_frames() {
 
 /// The generator worker, unpaced, into the XDP-only receiver for a few
 /// seconds (run by hand: `cargo test --release --test generator
-/// measure_xdp_only -- --ignored --nocapture`; LINERATE_GEN_SIZE sets the
+/// by_hand_measure_xdp_only -- --ignored --nocapture`; LINERATE_GEN_SIZE sets the
 /// frame size, default 64).
 #[test]
 #[ignore = "a measurement, run by hand"]
-fn measure_xdp_only() {
+fn by_hand_measure_xdp_only() {
     use std::{
         sync::{atomic::AtomicBool, Arc},
         time::{Duration, Instant},
@@ -433,10 +428,9 @@ fn measure_xdp_only() {
 /// receivers count; every frame sent is received, as the interfaces count
 /// them, and what the generator cannot send is refused naming the fix.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn stream_with_the_generator_engine() {
-    if !root_or_skip("stream --tx-engine generator") {
-        return;
-    }
+    require_root("stream --tx-engine generator");
     let _g = serial();
     let lab = Lab::up("gen6", 1500);
     let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
@@ -557,10 +551,9 @@ fn handed_over(r: &serde_json::Value) -> u64 {
 /// equal the driver's own counters (`ethtool -S`, `ip -s link`), whatever
 /// the split.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn frames_dropped_at_the_sender_are_not_sent() {
-    if !root_or_skip("generator sender drops") {
-        return;
-    }
+    require_root("generator sender drops");
     let _g = serial();
     let lab = Lab::up("gn1", 1500);
     let (ns_a, if_a) = (lab.ns_a(), lab.if_a());
@@ -599,10 +592,9 @@ fn frames_dropped_at_the_sender_are_not_sent() {
 /// still let its 256-frame ring fill), and sent = received + lost, in
 /// frames and in messages.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn unpaced_messages_wait_for_the_receivers() {
-    if !root_or_skip("generator backpressure") {
-        return;
-    }
+    require_root("generator backpressure");
     let _g = serial();
     let lab = Lab::up("gn7", 1500);
     for wait in ["busy", "wait"] {
@@ -664,10 +656,9 @@ fn unpaced_messages_wait_for_the_receivers() {
 /// so a small window (`--rx-ring 64`) and 10 % loss still end the run, with
 /// every frame accounted.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn frames_never_acknowledged_do_not_stop_the_generator() {
-    if !root_or_skip("generator backpressure, lost frames") {
-        return;
-    }
+    require_root("generator backpressure, lost frames");
     let _g = serial();
     let lab = Lab::up("gn8", 1500);
     let r = run_json(&[
@@ -710,10 +701,9 @@ fn frames_never_acknowledged_do_not_stop_the_generator() {
 /// AF_XDP and from the generator, and unpaced from the generator (what
 /// veth dropped at the sender apart); what it cannot do is refused.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn stream_into_the_xdp_only_receiver() {
-    if !root_or_skip("stream --rx-engine xdp") {
-        return;
-    }
+    require_root("stream --rx-engine xdp");
     let _g = serial();
     let lab = Lab::up("gn2", 1500);
     for tx in ["backend", "generator"] {
@@ -784,10 +774,9 @@ fn stream_into_the_xdp_only_receiver() {
 /// why, and where the NAPI threads went; frames longer
 /// than live-frames mode takes go to AF_XDP, saying why.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn auto_chooses_the_sender_and_says_why() {
-    if !root_or_skip("stream --tx-engine auto") {
-        return;
-    }
+    require_root("stream --tx-engine auto");
     let _g = serial();
     let lab = Lab::up("gn3", 9000);
     let r = counted_stream(
@@ -844,10 +833,9 @@ fn auto_chooses_the_sender_and_says_why() {
 /// accounts every frame: sent + dropped at the sender = handed over,
 /// received + lost = sent, within the tolerance.
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn search_rate_with_the_generator() {
-    if !root_or_skip("search-rate with the generator") {
-        return;
-    }
+    require_root("search-rate with the generator");
     let _g = serial();
     let lab = Lab::up("gn4", 1500);
     let s = run_json(&[
@@ -906,10 +894,9 @@ fn search_rate_with_the_generator() {
 /// engine it names, records it in its result, and every frame is
 /// accounted (paced, counted).
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn a_sweep_over_the_tx_engine() {
-    if !root_or_skip("sweep over --tx-engine") {
-        return;
-    }
+    require_root("sweep over --tx-engine");
     let _g = serial();
     let lab = Lab::up("gn5", 1500);
     let dir = std::env::temp_dir().join(format!("linerate-gn5-{}", std::process::id()));
@@ -978,10 +965,9 @@ metrics = ["frames.received"]
 /// `stream --rx-only` needs only the receiving interface: given alone,
 /// the run counts what reaches it (here nothing is sent: 0 frames).
 #[test]
+#[ignore = "needs root: the in-kernel generator (BPF_PROG_RUN) on the veth lab"]
 fn rx_only_needs_only_the_receiving_interface() {
-    if !root_or_skip("stream --rx-only --rx-iface") {
-        return;
-    }
+    require_root("stream --rx-only --rx-iface");
     let _g = serial();
     let lab = Lab::up("gn6", 1500);
     let r = run_json(&[

@@ -43,10 +43,9 @@ fn two_host_generator(a: &Agent, b: &Agent, count: u64, extra: &[&str]) -> Value
 }
 
 #[test]
+#[ignore = "needs root: agents in the lab's namespaces, the in-kernel generator"]
 fn two_hosts_with_the_generator_account_every_frame() {
-    if !root_or_skip("two hosts with the generator") {
-        return;
-    }
+    require_root("two hosts with the generator");
     let _turn = serial();
     let lab = MgmtLab::up(LAB, TOKEN);
     let a = Agent::start(&format!("{LAB}-a"), A, LAB, &lab.token, TOKEN);

@@ -71,10 +71,9 @@ fn assert_imix_mean(r: &Value) {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab, counted against ip -s link"]
 fn imix_stream_counts_every_frame_and_byte() {
-    if !root_or_skip("imix stream") {
-        return;
-    }
+    require_root("imix stream");
     let _turn = serial();
     let lab = Lab::up("mximix", 1500);
     // 100 cycles of 12 frames: 7 x 60 + 4 x 590 + 1 x 1514 bytes each
@@ -122,10 +121,9 @@ fn imix_stream_counts_every_frame_and_byte() {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab, counted against ip -s link"]
 fn listed_mix_with_a_partial_cycle_and_jumbo_frames() {
-    if !root_or_skip("listed mix") {
-        return;
-    }
+    require_root("listed mix");
     // 128:3,9018:1 cycles 128, 128, 9018, 128 (interleaved); 1001 frames
     // are 250 cycles and one 128-byte frame: 124 + 124 + 9014 + 124 bytes
     // a cycle. 9018-byte frames span three UMEM chunks (multi-buffer).
@@ -143,10 +141,9 @@ fn listed_mix_with_a_partial_cycle_and_jumbo_frames() {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab, counted against ip -s link"]
 fn udp_backend_sends_each_datagram_at_its_size_in_the_mix() {
-    if !root_or_skip("imix over udp") {
-        return;
-    }
+    require_root("imix over udp");
     let _turn = serial();
     let lab = Lab::up("m2udp", 1500);
     // Each datagram's UDP payload is its frame's: 100 cycles of 7 x 18 +
@@ -168,10 +165,9 @@ fn udp_backend_sends_each_datagram_at_its_size_in_the_mix() {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab, counted against ip -s link"]
 fn generator_sends_each_frame_at_its_size_in_the_mix() {
-    if !root_or_skip("imix from the generator") {
-        return;
-    }
+    require_root("imix from the generator");
     let _turn = serial();
     let lab = Lab::up("gxmix", 1500);
     // The in-kernel generator sets each frame's length from the mix's

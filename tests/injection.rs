@@ -63,10 +63,9 @@ fn trap_path(dir: &Path, mark: &Path) -> String {
 }
 
 #[test]
+#[ignore = "needs root: interfaces and namespaces named like commands"]
 fn a_hostile_interface_name_is_only_a_name() {
-    if !root_or_skip("hostile interface name") {
-        return;
-    }
+    require_root("hostile interface name");
     let _turn = serial();
     let lab = Lab::up("hxi", 1500);
     // The hostile end in the lab's A namespace, its peer in B.
@@ -180,10 +179,9 @@ fn a_hostile_interface_name_is_only_a_name() {
 }
 
 #[test]
+#[ignore = "needs root: interfaces and namespaces named like commands"]
 fn lab_up_and_runs_start_no_shell() {
-    if !root_or_skip("no shell") {
-        return;
-    }
+    require_root("no shell");
     let _turn = serial();
     let dir = TempDir::new("hxsh");
     let mark = dir.0.join("shell-ran");

@@ -5,10 +5,9 @@ mod common;
 use common::*;
 
 #[test]
+#[ignore = "needs root: makes network namespaces and veth pairs"]
 fn lab_up_status_down() {
-    if !root_or_skip("lab") {
-        return;
-    }
+    require_root("lab");
     let out = run(&[
         "lab", "up", "--lab", "tlab", "--mtu", "9000", "--queues", "2",
     ]);
@@ -50,10 +49,9 @@ fn lab_up_status_down() {
 }
 
 #[test]
+#[ignore = "needs root: makes network namespaces and veth pairs"]
 fn doctor_probes_the_lab() {
-    if !root_or_skip("doctor") {
-        return;
-    }
+    require_root("doctor");
     let _turn = serial();
     let lab = Lab::up("tdoc", 1500);
     let r = json(&run(&["doctor", "--lab", &lab.name, "--json"]));
@@ -75,10 +73,9 @@ fn doctor_probes_the_lab() {
 }
 
 #[test]
+#[ignore = "needs root: makes network namespaces and veth pairs"]
 fn two_queues_two_flows_every_frame_counted() {
-    if !root_or_skip("two queues") {
-        return;
-    }
+    require_root("two queues");
     let _turn = serial();
     let out = run(&["lab", "up", "--lab", "tq2", "--queues", "2"]);
     assert!(out.status.success());
@@ -143,10 +140,9 @@ fn netns_ino(name: &str) -> u64 {
 }
 
 #[test]
+#[ignore = "needs root: makes network namespaces and veth pairs"]
 fn lab_up_leaves_a_healthy_lab_and_says_why_it_recreates() {
-    if !root_or_skip("lab up twice") {
-        return;
-    }
+    require_root("lab up twice");
     let lab = Lab::up("hxl1", 1500);
     let ino = netns_ino(&lab.ns_a());
     // Up as asked: left alone, and said so.
@@ -174,10 +170,9 @@ fn lab_up_leaves_a_healthy_lab_and_says_why_it_recreates() {
 }
 
 #[test]
+#[ignore = "needs root: makes network namespaces and veth pairs"]
 fn lab_ups_at_once_take_turns() {
-    if !root_or_skip("lab up at once") {
-        return;
-    }
+    require_root("lab up at once");
     let _ = run(&["lab", "down", "--lab", "hxl2"]);
     let lab = Lab {
         name: "hxl2".into(),
@@ -206,10 +201,9 @@ fn lab_ups_at_once_take_turns() {
 }
 
 #[test]
+#[ignore = "needs root: makes network namespaces and veth pairs"]
 fn lab_up_and_down_refuse_while_a_run_uses_the_lab() {
-    if !root_or_skip("lab up during a run") {
-        return;
-    }
+    require_root("lab up during a run");
     let _turn = serial();
     let lab = Lab::up("hxl3", 1500);
     let child = std::process::Command::new(linerate())

@@ -60,10 +60,9 @@ fn calm(lab: &str) -> serde_json::Value {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab"]
 fn every_frame_has_a_latency() {
-    if !root_or_skip("one-way latency") {
-        return;
-    }
+    require_root("one-way latency");
     let _turn = serial();
     let lab = Lab::up("lt-lat", 1500);
 
@@ -71,7 +70,7 @@ fn every_frame_has_a_latency() {
     // order. How high they are depends on the load of this shared VM
     // (p99 4.2 ms to 28 ms measured with other builds on both cores), so
     // no bound on them is asserted here; the starved receiver's rise is a
-    // measurement by hand (`starved_receiver_latency_rises`, below).
+    // measurement by hand (`by_hand_starved_receiver_latency_rises`, below).
     let calm = calm(&lab.name);
     assert_eq!(
         calm["latency"]["count"], calm["frames"]["received"],
@@ -112,10 +111,8 @@ fn every_frame_has_a_latency() {
 /// wake-up's (15 us-3.2 ms, the highest with other builds on both cores).
 #[test]
 #[ignore = "a measurement by hand: timing on a shared VM"]
-fn starved_receiver_latency_rises() {
-    if !root_or_skip("one-way latency") {
-        return;
-    }
+fn by_hand_starved_receiver_latency_rises() {
+    require_root("one-way latency");
     let _turn = serial();
     let lab = Lab::up("lt-lat", 1500);
     let calm = calm(&lab.name);

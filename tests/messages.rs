@@ -6,10 +6,9 @@ mod common;
 use common::*;
 
 #[test]
+#[ignore = "needs root: message streams between lab namespaces (XDP, AF_XDP)"]
 fn messages_65500_and_1mb_arrive_whole() {
-    if !root_or_skip("message stream") {
-        return;
-    }
+    require_root("message stream");
     let _turn = serial();
     let lab = Lab::up("tmsg", 1500);
     for (size, count, rate) in [(65_500u64, 300u64, "1000"), (1_048_576, 20, "50")] {
@@ -30,10 +29,9 @@ fn messages_65500_and_1mb_arrive_whole() {
 }
 
 #[test]
+#[ignore = "needs root: message streams between lab namespaces (XDP, AF_XDP)"]
 fn message_frames_at_mtu_9000_use_multibuffer() {
-    if !root_or_skip("jumbo messages") {
-        return;
-    }
+    require_root("jumbo messages");
     let _turn = serial();
     let lab = Lab::up("tmsgj", 9000);
     let r = counted_stream(&lab.name, 200, &["--message", "65500", "--rate", "5000"]);
@@ -44,10 +42,9 @@ fn message_frames_at_mtu_9000_use_multibuffer() {
 }
 
 #[test]
+#[ignore = "needs root: message streams between lab namespaces (XDP, AF_XDP)"]
 fn injected_loss_is_counted_exactly() {
-    if !root_or_skip("stream loss") {
-        return;
-    }
+    require_root("stream loss");
     let _turn = serial();
     let lab = Lab::up("tmsgl", 1500);
     let r = counted_stream(&lab.name, 20_000, &["--inject-loss", "1"]);

@@ -63,10 +63,9 @@ fn allowed(pid: i32) -> String {
 }
 
 #[test]
+#[ignore = "needs root: NAPI mode and threads of the veth lab"]
 fn a_refused_second_run_leaves_the_first_runs_napi_mode() {
-    if !root_or_skip("second run's NAPI") {
-        return;
-    }
+    require_root("second run's NAPI");
     let _turn = serial();
     let lab = Lab::up("hxn1", 1500);
     let first = long_stream(&lab, "threaded");
@@ -109,10 +108,9 @@ fn a_refused_second_run_leaves_the_first_runs_napi_mode() {
 }
 
 #[test]
+#[ignore = "needs root: NAPI mode and threads of the veth lab"]
 fn a_run_puts_the_napi_mode_and_threads_back() {
-    if !root_or_skip("NAPI restored") {
-        return;
-    }
+    require_root("NAPI restored");
     let _turn = serial();
     // `lab up` makes NAPI threaded.
     let lab = Lab::up("hxn2", 1500);
@@ -175,10 +173,9 @@ fn ip(args: &[&str]) {
 }
 
 #[test]
+#[ignore = "needs root: NAPI mode and threads of the veth lab"]
 fn an_interface_without_napi() {
-    if !root_or_skip("veth without NAPI") {
-        return;
-    }
+    require_root("veth without NAPI");
     let _turn = serial();
     // A plain veth pair: GRO off, so no NAPI until XDP is attached.
     let ns = Netns(vec!["hxn3-a".into(), "hxn3-b".into()]);
@@ -265,10 +262,9 @@ fn an_interface_without_napi() {
 /// An interface whose name a shell would read as commands (`q;id>p;#` is
 /// a name the kernel takes): the hint to paste quotes it.
 #[test]
+#[ignore = "needs root: NAPI mode and threads of the veth lab"]
 fn the_gro_hint_quotes_a_hostile_interface_name() {
-    if !root_or_skip("veth without NAPI") {
-        return;
-    }
+    require_root("veth without NAPI");
     let _turn = serial();
     let (a, b) = ("q;id>p;#", "q;id>p;#b");
     let ns = Netns(vec!["hxq-a".into(), "hxq-b".into()]);
@@ -363,10 +359,9 @@ fn kill_once(mut child: Child, what: &str, changed: impl Fn() -> bool) {
 }
 
 #[test]
+#[ignore = "needs root: NAPI mode and threads of the veth lab"]
 fn what_a_killed_run_changed_is_put_back_by_the_next_command() {
-    if !root_or_skip("a killed run's kernel state put back") {
-        return;
-    }
+    require_root("a killed run's kernel state put back");
     let _turn = serial();
     let lab = Lab::up("hxn5", 1500);
     let threads = napi_threads(&lab.if_b());

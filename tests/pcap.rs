@@ -61,10 +61,9 @@ fn read(file: &std::path::Path) -> (Vec<(String, u8)>, Vec<Packet>) {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab"]
 fn pcap_holds_the_frames_sent_and_received() {
-    if !root_or_skip("--pcap") {
-        return;
-    }
+    require_root("--pcap");
     let _turn = serial();
     let lab = Lab::up("uxpc", 1500);
     let file = std::env::temp_dir().join(format!("ux-pcap-{}.pcapng", std::process::id()));
@@ -165,10 +164,9 @@ fn pcap_holds_the_frames_sent_and_received() {
 }
 
 #[test]
+#[ignore = "needs root: streams on the veth lab"]
 fn pcap_refuses_a_file_it_cannot_write_before_the_run() {
-    if !root_or_skip("--pcap unwritable") {
-        return;
-    }
+    require_root("--pcap unwritable");
     let _turn = serial();
     let lab = Lab::up("uxpe", 1500);
     let out = run(&[

@@ -32,10 +32,9 @@ fn sched(pid: i32) -> (String, String, String, String) {
 }
 
 #[test]
+#[ignore = "needs root: NAPI threads and priorities of the veth lab"]
 fn the_napi_threads_priority_and_core_are_reported_and_put_back() {
-    if !root_or_skip("NAPI priority") {
-        return;
-    }
+    require_root("NAPI priority");
     let _turn = serial();
     // `lab up` makes NAPI threaded.
     let lab = Lab::up("plc1", 1500);
@@ -171,10 +170,9 @@ fn the_napi_threads_priority_and_core_are_reported_and_put_back() {
 }
 
 #[test]
+#[ignore = "needs root: NAPI threads and priorities of the veth lab"]
 fn placements_that_cannot_be_are_refused_before_the_run() {
-    if !root_or_skip("NAPI placement refused") {
-        return;
-    }
+    require_root("NAPI placement refused");
     let _turn = serial();
     let lab = Lab::up("plc2", 1500);
     let pid = napi_threads(&lab.if_b())[0];
@@ -232,10 +230,9 @@ fn placements_that_cannot_be_are_refused_before_the_run() {
 /// The generator's runners and the receivers at a given priority: the
 /// result says so.
 #[test]
+#[ignore = "needs root: NAPI threads and priorities of the veth lab"]
 fn the_generator_runners_and_receivers_priority_is_reported() {
-    if !root_or_skip("generator priority") {
-        return;
-    }
+    require_root("generator priority");
     let _turn = serial();
     let lab = Lab::up("plc3", 1500);
     let r = counted_stream(

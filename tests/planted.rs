@@ -110,10 +110,9 @@ fn is_regular(p: &Path) -> bool {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn links_planted_at_the_temporary_names_are_not_followed() {
-    if !root_or_skip("planted temporary names") {
-        return;
-    }
+    require_root("planted temporary names");
     let d = fresh("tmpnames");
     let v = victim(&d, "root's file");
     let plant = |dir: &Path, names: &[&str]| {
@@ -187,10 +186,9 @@ fn links_planted_at_the_temporary_names_are_not_followed() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn a_dangling_results_link_is_a_run_there() {
-    if !root_or_skip("dangling results.jsonl") {
-        return;
-    }
+    require_root("dangling results.jsonl");
     let d = fresh("dangling");
     let file = sweep_file(&d, "");
     for (cmd, holds) in [
@@ -224,10 +222,9 @@ fn a_dangling_results_link_is_a_run_there() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn resume_takes_no_file_through_a_link_or_of_another_user() {
-    if !root_or_skip("--resume of a prepared directory") {
-        return;
-    }
+    require_root("--resume of a prepared directory");
     let d = fresh("resume");
     let out = d.join("out");
     let o = sweep(&sweep_file(&d, ""), &out);
@@ -280,10 +277,9 @@ fn resume_takes_no_file_through_a_link_or_of_another_user() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn output_directories_others_can_write_are_refused() {
-    if !root_or_skip("output directory modes") {
-        return;
-    }
+    require_root("output directory modes");
     let d = fresh("dirmodes");
     let file = sweep_file(&d, "");
     let open = d.join("open");
@@ -313,10 +309,9 @@ fn output_directories_others_can_write_are_refused() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn report_reads_regular_files_only() {
-    if !root_or_skip("report of a FIFO") {
-        return;
-    }
+    require_root("report of a FIFO");
     let d = fresh("report");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweep-small");
     for f in ["spec.toml", "options.json"] {
@@ -350,10 +345,9 @@ fn report_reads_regular_files_only() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn a_sweep_file_cannot_capture_outside_its_directory() {
-    if !root_or_skip("pcap in a sweep file") {
-        return;
-    }
+    require_root("pcap in a sweep file");
     let d = fresh("sweeppcap");
     let target = d.join("elsewhere.pcapng");
     let file = d.join("sweep.toml");
@@ -399,10 +393,9 @@ fn a_sweep_file_cannot_capture_outside_its_directory() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn a_file_size_limit_is_an_error_naming_the_file() {
-    if !root_or_skip("ulimit -f 0") {
-        return;
-    }
+    require_root("ulimit -f 0");
     let d = fresh("fsize");
     let bin = linerate();
     let bin = bin.to_str().unwrap();
@@ -451,10 +444,9 @@ fn a_file_size_limit_is_an_error_naming_the_file() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn pcap_writes_a_new_regular_file_or_dev_null_only() {
-    if !root_or_skip("--pcap planted") {
-        return;
-    }
+    require_root("--pcap planted");
     let _turn = serial();
     let lab = Lab::up("sfw1", 1500);
     let d = fresh("pcap");
@@ -503,10 +495,9 @@ fn pcap_writes_a_new_regular_file_or_dev_null_only() {
 }
 
 #[test]
+#[ignore = "needs root: what linerate does as root with planted links"]
 fn a_sweep_captures_each_point_and_repeat_in_its_directory() {
-    if !root_or_skip("sweep captures") {
-        return;
-    }
+    require_root("sweep captures");
     let _turn = serial();
     let lab = Lab::up("sfw2", 1500);
     let d = fresh("captures");

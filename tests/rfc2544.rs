@@ -76,10 +76,9 @@ fn tmpdir(name: &str) -> std::path::PathBuf {
 }
 
 #[test]
+#[ignore = "needs root: RFC 2544 runs on the veth lab"]
 fn quick_run_reports_all_four_tests_for_every_frame_size() {
-    if !root_or_skip("rfc2544 --quick") {
-        return;
-    }
+    require_root("rfc2544 --quick");
     let _turn = serial();
     let lab = Lab::up("lt-rfc", 1500);
     let dir = tmpdir("rfc2544-quick");
@@ -305,10 +304,9 @@ fn quick_run_reports_all_four_tests_for_every_frame_size() {
 }
 
 #[test]
+#[ignore = "needs root: RFC 2544 runs on the veth lab"]
 fn throughput_and_search_rate_find_a_rate_and_a_resumed_run_skips_finished_tests() {
-    if !root_or_skip("rfc2544 --resume") {
-        return;
-    }
+    require_root("rfc2544 --resume");
     let _turn = serial();
     let lab = Lab::up("lt-rfr", 1500);
     let dir = tmpdir("rfc2544-resume");
@@ -386,10 +384,9 @@ fn throughput_and_search_rate_find_a_rate_and_a_resumed_run_skips_finished_tests
 }
 
 #[test]
+#[ignore = "needs root: RFC 2544 runs on the veth lab"]
 fn a_run_whose_tests_fail_says_how_many_and_exits_4() {
-    if !root_or_skip("rfc2544 failures") {
-        return;
-    }
+    require_root("rfc2544 failures");
     let _turn = serial();
     let lab = Lab::up("mz2", 1500);
     let dir = tmpdir("rfc2544-failed");

@@ -49,10 +49,9 @@ fn send_garbage(ns: &str, to: &str, n: usize) {
 }
 
 #[test]
+#[ignore = "needs root: foreign traffic and interrupted runs on the veth lab"]
 fn foreign_frames_on_the_test_port_are_counted_bad() {
-    if !root_or_skip("foreign frames") {
-        return;
-    }
+    require_root("foreign frames");
     let _turn = serial();
     let lab = Lab::up("trob", 1500);
     let name = lab.name.clone();
@@ -74,10 +73,9 @@ fn foreign_frames_on_the_test_port_are_counted_bad() {
 }
 
 #[test]
+#[ignore = "needs root: foreign traffic and interrupted runs on the veth lab"]
 fn rx_only_counts_every_frame_another_tool_sends() {
-    if !root_or_skip("--rx-only") {
-        return;
-    }
+    require_root("--rx-only");
     let _turn = serial();
     let lab = Lab::up("trxo", 1500);
     let name = lab.name.clone();
@@ -130,10 +128,9 @@ fn interrupt_after(mut cmd: Command, wait: Duration) -> std::process::Output {
 }
 
 #[test]
+#[ignore = "needs root: foreign traffic and interrupted runs on the veth lab"]
 fn rr_interrupted_prints_figures_and_detaches() {
-    if !root_or_skip("rr SIGINT") {
-        return;
-    }
+    require_root("rr SIGINT");
     let _turn = serial();
     let lab = Lab::up("trint", 1500);
     let mut cmd = Command::new(linerate());
@@ -161,10 +158,9 @@ fn rr_interrupted_prints_figures_and_detaches() {
 }
 
 #[test]
+#[ignore = "needs root: foreign traffic and interrupted runs on the veth lab"]
 fn sweep_interrupted_leaves_a_valid_partial_report() {
-    if !root_or_skip("sweep SIGINT") {
-        return;
-    }
+    require_root("sweep SIGINT");
     let _turn = serial();
     let lab = Lab::up("tswint", 1500);
     let dir = std::env::temp_dir().join(format!("linerate-swint-{}", std::process::id()));
@@ -228,10 +224,9 @@ fn sweep_interrupted_leaves_a_valid_partial_report() {
 }
 
 #[test]
+#[ignore = "needs root: foreign traffic and interrupted runs on the veth lab"]
 fn a_reader_that_goes_away_is_no_panic() {
-    if !root_or_skip("closed stdout") {
-        return;
-    }
+    require_root("closed stdout");
     let _turn = serial();
     let lab = Lab::up("tpip", 1500);
     let mut child = Command::new(linerate())

@@ -42,10 +42,9 @@ fn exact(r: &Value, transactions: u64) {
 }
 
 #[test]
+#[ignore = "needs root: request/response between lab namespaces"]
 fn every_size_synchronous() {
-    if !root_or_skip("rr sizes") {
-        return;
-    }
+    require_root("rr sizes");
     let _turn = serial();
     let lab = Lab::up("trr1", 1500);
     for (size, count) in [
@@ -77,10 +76,9 @@ fn every_size_synchronous() {
 }
 
 #[test]
+#[ignore = "needs root: request/response between lab namespaces"]
 fn sixteen_in_flight_and_sixteen_flows() {
-    if !root_or_skip("rr concurrency") {
-        return;
-    }
+    require_root("rr concurrency");
     let _turn = serial();
     let lab = Lab::up("trr16", 1500);
     let r = rr(
@@ -107,10 +105,9 @@ fn sixteen_in_flight_and_sixteen_flows() {
 }
 
 #[test]
+#[ignore = "needs root: request/response between lab namespaces"]
 fn xdp_responder_answers_the_null_rpc() {
-    if !root_or_skip("xdp responder") {
-        return;
-    }
+    require_root("xdp responder");
     let _turn = serial();
     let lab = Lab::up("trrx", 1500);
     let r = rr(
@@ -135,10 +132,9 @@ fn xdp_responder_answers_the_null_rpc() {
 }
 
 #[test]
+#[ignore = "needs root: request/response between lab namespaces"]
 fn injected_loss_is_counted_exactly() {
-    if !root_or_skip("rr loss") {
-        return;
-    }
+    require_root("rr loss");
     let _turn = serial();
     let lab = Lab::up("trrl", 1500);
     let r = rr(
@@ -174,10 +170,9 @@ fn injected_loss_is_counted_exactly() {
 }
 
 #[test]
+#[ignore = "needs root: request/response between lab namespaces"]
 fn reverse_swaps_the_roles() {
-    if !root_or_skip("rr reverse") {
-        return;
-    }
+    require_root("rr reverse");
     let _turn = serial();
     let lab = Lab::up("trrr", 1500);
     let r = rr(&lab.name, &["-r", "--count", "500", "--timeout", "1s"]);
@@ -187,6 +182,7 @@ fn reverse_swaps_the_roles() {
 }
 
 #[test]
+#[ignore = "needs root: request/response between lab namespaces"]
 fn bad_rr_input() {
     let check = |args: &[&str], needle: &str| {
         let out = run(args);
@@ -209,9 +205,7 @@ fn bad_rr_input() {
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains(needle), "{needle:?} missing from {err}");
     }
-    if !root_or_skip("rr ring check") {
-        return;
-    }
+    require_root("rr ring check");
     let _turn = serial();
     let lab = Lab::up("trrb", 1500);
     check(
@@ -243,10 +237,9 @@ fn bad_rr_input() {
 }
 
 #[test]
+#[ignore = "needs root: request/response between lab namespaces"]
 fn a_responder_that_never_answers_ends_in_bounded_time() {
-    if !root_or_skip("rr silent responder") {
-        return;
-    }
+    require_root("rr silent responder");
     let _turn = serial();
     let lab = Lab::up("trrs", 1500);
     // Every request is dropped before the responder sees it: as if it died.

@@ -12,9 +12,7 @@ const COUNT: u64 = 20_000;
 const RATE: &str = "50000";
 
 fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
-    if !root_or_skip(&format!("stream {size} B, MTU {mtu}, {wait}")) {
-        return;
-    }
+    require_root(&format!("stream {size} B, MTU {mtu}, {wait}"));
     let _turn = serial();
     let lab = Lab::up(lab, mtu);
     let (rx0, _) = packets(&lab.ns_b(), &lab.if_b());
@@ -93,40 +91,45 @@ fn stream_is_exact(lab: &str, mtu: u32, size: usize, wait: &str) {
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn frames_64_mtu1500_busy() {
     stream_is_exact("ts64b", 1500, 64, "busy");
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn frames_64_mtu1500_wait() {
     stream_is_exact("ts64w", 1500, 64, "wait");
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn frames_1518_mtu1500_busy() {
     stream_is_exact("ts1518b", 1500, 1518, "busy");
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn frames_1518_mtu1500_wait() {
     stream_is_exact("ts1518w", 1500, 1518, "wait");
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn jumbo_9018_mtu9000_multibuffer_busy() {
     stream_is_exact("ts9018b", 9000, 9018, "busy");
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn jumbo_9018_mtu9000_multibuffer_wait() {
     stream_is_exact("ts9018w", 9000, 9018, "wait");
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn timed_run_reports_rates_and_cpu() {
-    if !root_or_skip("timed run") {
-        return;
-    }
+    require_root("timed run");
     let _turn = serial();
     let lab = Lab::up("tstime", 1500);
     let out = run(&[
@@ -218,10 +221,9 @@ impl Drop for HugePages {
 }
 
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn umem_on_huge_pages_when_the_system_has_them() {
-    if !root_or_skip("huge pages") {
-        return;
-    }
+    require_root("huge pages");
     let _turn = serial();
     let lab = Lab::up("tshuge", 1500);
     let _pages = HugePages::reserve(64);
@@ -245,10 +247,9 @@ fn umem_on_huge_pages_when_the_system_has_them() {
 /// checksum too), and `bad_checksum` is reported as 0 in the JSON (whole
 /// run and per worker) and in the table's whole-run line.
 #[test]
+#[ignore = "needs root: real frames between lab namespaces, counted against ip -s link"]
 fn checksums_verified_and_reported() {
-    if !root_or_skip("checksums verified") {
-        return;
-    }
+    require_root("checksums verified");
     let _turn = serial();
     let lab = Lab::up("tcsum", 1500);
     let r = counted_stream(&lab.name, 2000, &[]);

@@ -39,10 +39,9 @@ const BASELINE: NapiConfig = NapiConfig {
 };
 
 #[test]
+#[ignore = "needs root: kernel busy-poll modes and NAPI settings of the veth lab"]
 fn every_mode_moves_a_udp_stream_and_rr_with_exact_accounting() {
-    if !root_or_skip("wait modes") {
-        return;
-    }
+    require_root("wait modes");
     let _turn = serial();
     let lab = Lab::up("wmacc", 1500);
     for mode in MODES {
@@ -99,10 +98,9 @@ fn every_mode_moves_a_udp_stream_and_rr_with_exact_accounting() {
 }
 
 #[test]
+#[ignore = "needs root: kernel busy-poll modes and NAPI settings of the veth lab"]
 fn napi_settings_are_put_back_after_a_run_and_after_ctrl_c() {
-    if !root_or_skip("NAPI settings put back") {
-        return;
-    }
+    require_root("NAPI settings put back");
     let _turn = serial();
     let lab = Lab::up("wmnapi", 1500);
     let (ns, iface) = (lab.ns_b(), lab.if_b());
@@ -160,10 +158,9 @@ fn napi_settings_are_put_back_after_a_run_and_after_ctrl_c() {
 }
 
 #[test]
+#[ignore = "needs root: kernel busy-poll modes and NAPI settings of the veth lab"]
 fn af_xdp_in_copy_mode_refuses_the_busy_poll_modes_with_the_reason() {
-    if !root_or_skip("copy-mode refusal") {
-        return;
-    }
+    require_root("copy-mode refusal");
     let _turn = serial();
     let lab = Lab::up("wmxsk", 1500);
     for (cmd, opt) in [("stream", "--rx-wait"), ("rr", "--tx-wait")] {

@@ -21,6 +21,9 @@ pub enum BindMode {
     /// Not a socket: the XDP-only receiver (frames counted and dropped in
     /// the XDP program, no copy to user space).
     XdpOnly,
+    /// Not a socket: an in-memory port ([`crate::port::loopback`]), for
+    /// tests and demonstrations (no interface, no root).
+    Loopback,
 }
 
 impl BindMode {
@@ -32,6 +35,7 @@ impl BindMode {
             Self::Kernel => "kernel socket",
             Self::Generator => "in-kernel generator",
             Self::XdpOnly => "xdp-only (counted in the program)",
+            Self::Loopback => "in-memory loopback",
         }
     }
 }

@@ -28,17 +28,16 @@ pub fn linerate() -> PathBuf {
     .clone()
 }
 
-/// Whether the test can run: root is needed for namespaces, XDP and
-/// AF_XDP. Outside CI a non-root run skips with a message; in CI it fails.
-pub fn root_or_skip(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test} needs root (network namespaces, XDP, AF_XDP) and CI must run it");
-    }
-    eprintln!("SKIP {test}: needs root (network namespaces, XDP, AF_XDP); run `sudo scripts/test`");
-    false
+/// Fails the test at once without root (network namespaces, XDP, AF_XDP).
+/// Every test that calls it is `#[ignore = "needs root: ..."]`: a plain
+/// `cargo test` without root counts it as ignored, never as passed;
+/// `scripts/test` (as root) runs it (`--include-ignored`), and so does
+/// `cargo test -- --ignored` by hand.
+pub fn require_root(test: &str) {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "{test} needs root (network namespaces, XDP, AF_XDP): run it as root (`sudo scripts/test`, or `cargo test -- --include-ignored` as root)"
+    );
 }
 
 /// Runs `linerate args...`.

@@ -4,7 +4,7 @@
 //! the sending interface's ndo_xdp_xmit: no skb, no copy, no UMEM.
 //!
 //! One BPF_PROG_RUN call costs two RCU grace periods (~27 ms on kernel
-//! 6.18, measured: tests/generator.rs `call_cost`), in which the calling
+//! 6.18, measured: tests/generator.rs `by_hand_call_cost`), in which the calling
 //! thread sleeps. So each flow has two runner threads on its core, each
 //! with its own instance of the program over the same maps
 //! ([`Generator::twin`]): while one waits out its grace periods, the other

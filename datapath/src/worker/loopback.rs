@@ -150,6 +150,70 @@ fn loopback_stream_drop_every_10th_is_lost_exactly() {
     assert_eq!((r.reordered, r.duplicates, r.bad), (0, 0, 0));
 }
 
+/// The public entry points ([`super::spawn_tx_on`], [`super::spawn_rx_on`])
+/// run the same loops in threads of their own over the port they are
+/// given: a loopback whose receiving end drops every 10th frame.
+#[test]
+fn spawned_workers_on_a_faulty_loopback_account_exactly() {
+    let frame = spec(64, Kind::Stream, 1, 2);
+    let template = frame.template().unwrap();
+    let (ltx, lrx) = loopback::link(&template, template.len(), 256, 32);
+    let rx_stop = stop();
+    let lrx = lrx.stop_when_drained(rx_stop.flag.clone());
+    let faulty = Faults::new(lrx, Fault::Drop, 10, 5);
+    let injected = faulty.injected();
+    let receiver = super::spawn_rx_on(
+        "lr-test-rx".into(),
+        super::RxWorkerConfig {
+            socket: socket(),
+            batch: 32,
+            wait: WaitMode::Wait,
+            yield_when_idle: false,
+            priority: None,
+            placement: Placement::default(),
+            stop: rx_stop,
+            on_bound: Box::new(|_| Ok(())),
+            count_foreign: false,
+            capture: None,
+            credits: None,
+        },
+        move || Ok((faulty, crate::binding::BindMode::Loopback, None, false)),
+    )
+    .unwrap();
+    let sender = super::spawn_tx_on(
+        "lr-test-tx".into(),
+        TxWorkerConfig {
+            socket: socket(),
+            frame,
+            message: None,
+            mix: None,
+            batch: 32,
+            wait: WaitMode::Wait,
+            rate: None,
+            count: Some(1000),
+            placement: Placement::default(),
+            stop: stop(),
+            capture: None,
+        },
+        move |t| {
+            assert_eq!(
+                t,
+                &template[..],
+                "the port is made from the frame's template"
+            );
+            Ok((ltx, crate::binding::BindMode::Loopback, None, false))
+        },
+    )
+    .unwrap();
+    assert_eq!(sender.ready.mode, crate::binding::BindMode::Loopback);
+    let t = sender.join().unwrap().counters;
+    let r = receiver.join().unwrap().counters;
+    assert_eq!(injected.load(Ordering::Relaxed), 100);
+    assert_eq!((t.queued, t.frames), (1000, 1000));
+    assert_eq!((r.frames, r.lost), (900, 100));
+    assert_eq!((r.reordered, r.duplicates, r.bad), (0, 0, 0));
+}
+
 #[test]
 fn loopback_stream_duplicates_are_counted_not_lost() {
     let (t, r, injected) = frames64(1000, Some((Fault::Duplicate, 10, 3)));

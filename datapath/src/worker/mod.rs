@@ -24,11 +24,11 @@ pub use error::WorkerError;
 pub use flows::{FlowAccounting, FlowTable, RxSummary, MAX_FLOWS};
 pub use gen::{spawn_gen, GenCredit, GenWorkerConfig};
 pub use rr::{spawn_client, spawn_responder, RrSummary, RrWorkerConfig};
-pub use rx::{spawn_rx, OnBound, RxWorkerConfig};
+pub use rx::{spawn_rx, spawn_rx_on, OnBound, RxWorkerConfig};
 pub(crate) use spawn::spawn_with;
-pub use spawn::{Placement, Ready, StopSignal, Worker};
+pub use spawn::{Placement, Ready, Setup, StopSignal, Worker};
 pub use transactions::ClientConfig;
-pub use tx::{spawn_tx, TxSummary, TxWorkerConfig};
+pub use tx::{spawn_tx, spawn_tx_on, TxSummary, TxWorkerConfig};
 pub use wait::WaitMode;
 
 pub use crate::latency::MAX_LATENCY_NS;

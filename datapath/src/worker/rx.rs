@@ -63,20 +63,56 @@ impl std::fmt::Debug for RxWorkerConfig {
     }
 }
 
-/// Starts a receiver; returns once its socket is bound and registered.
-pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, WorkerError> {
+/// Starts a receiver on an AF_XDP socket; returns once its socket is
+/// bound and registered.
+pub fn spawn_rx(name: String, mut cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, WorkerError> {
+    let socket = cfg.socket.clone();
+    let (batch, wait) = (cfg.batch, cfg.wait);
+    let on_bound = std::mem::replace(&mut cfg.on_bound, Box::new(|_| Ok(())));
+    spawn_rx_on(name, cfg, move || {
+        let port = RxPort::new(&socket, batch)?;
+        on_bound(port.fd()).map_err(WorkerError::Hook)?;
+        super::busy_poll::setup_xsk(
+            std::os::fd::AsRawFd::as_raw_fd(&port.fd()),
+            port.mode(),
+            port.fallback_reason(),
+            "rx",
+            wait,
+            batch,
+        )
+        .map_err(|e| WorkerError::Hook(e.to_string()))?;
+        let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
+        let huge = port.huge_pages();
+        Ok((port, mode, why, huge))
+    })
+}
+
+/// Starts a receiver on the port `make_port` makes, in the worker's thread
+/// once it is placed and its priority set (`cfg.socket` and
+/// `cfg.on_bound` are then unused unless `make_port` takes them): the
+/// AF_XDP port in [`spawn_rx`], an in-memory
+/// [`crate::port::loopback`] (perhaps behind
+/// [`crate::port::faults::Faults`]) in tests and the loopback engine.
+/// Returns once the port is made.
+pub fn spawn_rx_on<P, F>(
+    name: String,
+    cfg: RxWorkerConfig,
+    make_port: F,
+) -> Result<Worker<RxSummary>, WorkerError>
+where
+    P: Receive + 'static,
+    F: FnOnce() -> Result<super::spawn::Setup<P>, WorkerError> + Send + 'static,
+{
     let RxWorkerConfig {
-        socket,
-        batch,
         wait,
         yield_when_idle,
         priority,
         placement,
         stop,
-        on_bound,
         count_foreign,
         capture,
         credits,
+        ..
     } = cfg;
     spawn_with(
         name,
@@ -87,20 +123,7 @@ pub fn spawn_rx(name: String, cfg: RxWorkerConfig) -> Result<Worker<RxSummary>, 
                 crate::priority::set(0, p)
                     .map_err(|e| WorkerError::Hook(format!("the receiver's priority: {e}")))?;
             }
-            let port = RxPort::new(&socket, batch)?;
-            on_bound(port.fd()).map_err(WorkerError::Hook)?;
-            super::busy_poll::setup_xsk(
-                std::os::fd::AsRawFd::as_raw_fd(&port.fd()),
-                port.mode(),
-                port.fallback_reason(),
-                "rx",
-                wait,
-                batch,
-            )
-            .map_err(|e| WorkerError::Hook(e.to_string()))?;
-            let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
-            let huge = port.huge_pages();
-            Ok((port, mode, why, huge))
+            make_port()
         },
         move |port, counters| {
             // The first chunk of each frame: every header, and all of a

@@ -92,9 +92,9 @@ pub(crate) fn place(p: &Placement) -> Result<Option<usize>, WorkerError> {
     }
 }
 
-/// What a worker's set-up yields: its state, the bind mode, why zero-copy
-/// was not used, and whether its UMEM is on huge pages.
-pub(crate) type Setup<St> = (St, BindMode, Option<String>, bool);
+/// What a worker's set-up yields: its state (its port), the bind mode, why
+/// zero-copy was not used, and whether its UMEM is on huge pages.
+pub type Setup<St> = (St, BindMode, Option<String>, bool);
 
 /// Spawns a worker: `setup` runs in the new thread after placement and
 /// returns the bound state and its `Ready`; `run` then loops. Returns once

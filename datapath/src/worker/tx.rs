@@ -76,28 +76,47 @@ impl TxSummary {
     }
 }
 
-/// Starts a sender; returns once its socket is bound.
+/// Starts a sender on an AF_XDP socket; returns once its socket is bound.
 pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, WorkerError> {
-    let setup_cfg = cfg.clone();
+    let socket = cfg.socket.clone();
+    let (wait, batch) = (cfg.wait, cfg.batch);
+    spawn_tx_on(name, cfg, move |template| {
+        let port = TxPort::new(&socket, template, template.len())?;
+        super::busy_poll::setup_xsk(
+            port.raw_fd(),
+            port.mode(),
+            port.fallback_reason(),
+            "tx",
+            wait,
+            batch,
+        )
+        .map_err(|e| WorkerError::Hook(e.to_string()))?;
+        let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
+        let huge = port.huge_pages();
+        Ok((port, mode, why, huge))
+    })
+}
+
+/// Starts a sender on the port `make_port` makes, in the worker's thread
+/// once it is placed, from the frame template (`cfg.socket` is then
+/// unused unless `make_port` reads it): the AF_XDP port in
+/// [`spawn_tx`], an in-memory [`crate::port::loopback`] (perhaps behind
+/// [`crate::port::faults::Faults`]) in tests and the loopback engine.
+/// Returns once the port is made.
+pub fn spawn_tx_on<P, F>(
+    name: String,
+    cfg: TxWorkerConfig,
+    make_port: F,
+) -> Result<Worker<TxSummary>, WorkerError>
+where
+    P: Transmit + 'static,
+    F: FnOnce(&[u8]) -> Result<super::spawn::Setup<P>, WorkerError> + Send + 'static,
+{
+    let frame = cfg.frame;
     spawn_with(
         name,
         cfg.placement.clone(),
-        move || {
-            let template = setup_cfg.frame.template()?;
-            let port = TxPort::new(&setup_cfg.socket, &template, template.len())?;
-            super::busy_poll::setup_xsk(
-                port.raw_fd(),
-                port.mode(),
-                port.fallback_reason(),
-                "tx",
-                setup_cfg.wait,
-                setup_cfg.batch,
-            )
-            .map_err(|e| WorkerError::Hook(e.to_string()))?;
-            let (mode, why) = (port.mode(), port.fallback_reason().map(str::to_string));
-            let huge = port.huge_pages();
-            Ok((port, mode, why, huge))
-        },
+        move || make_port(&frame.template()?),
         move |port, counters| run(port, &cfg, counters),
     )
 }

@@ -571,7 +571,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root: another user's file is made by chown"]
     fn a_torn_tail_is_kept_for_its_owner_only_and_links_are_refused() {
+        assert!(nix::unistd::geteuid().is_root(), "a_torn_tail_is_kept_for_its_owner_only_and_links_are_refused needs root: another user's file is made by chown");
         use std::os::unix::fs::{symlink, PermissionsExt};
         let d = tmp("private");
         let p = d.join("results.jsonl");

@@ -17,7 +17,9 @@ use common::*;
 use serde_json::Value;
 
 /// The fixture sweep: 6 points x 2 repeats of a small stream sweep.
-const SWEEP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sweep-small");
+fn sweep() -> PathBuf {
+    fixture("sweep-small")
+}
 
 /// A copy of the fixture sweep (6 points x 2 repeats), its sweep file
 /// with `extra` added.
@@ -26,9 +28,9 @@ fn sweep_copy(name: &str, extra: &str) -> PathBuf {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     for f in ["results.jsonl", "options.json"] {
-        fs::copy(Path::new(SWEEP).join(f), dir.join(f)).unwrap();
+        fs::copy(sweep().join(f), dir.join(f)).unwrap();
     }
-    let spec = fs::read_to_string(Path::new(SWEEP).join("spec.toml")).unwrap();
+    let spec = fs::read_to_string(sweep().join("spec.toml")).unwrap();
     fs::write(dir.join("spec.toml"), spec + extra).unwrap();
     dir
 }

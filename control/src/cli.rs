@@ -479,6 +479,9 @@ pub enum BackendArg {
     Udp,
     /// Kernel TCP connections.
     Tcp,
+    /// A test and demo engine: the AF_XDP engine's sender and receiver
+    /// loops joined in memory, no interface and no root (stream only).
+    Loopback,
 }
 
 /// The rate search (`--search`).

@@ -101,6 +101,9 @@ pub struct PathPlan {
     /// held as long as the plan lives.
     #[allow(dead_code)] // held for what dropping it does
     pub locks: std::sync::Arc<Vec<linerate_host::locks::Held>>,
+    /// Both ends in this process's memory (the loopback engine): no
+    /// interface, namespace, steering, NAPI or lock to touch.
+    pub in_memory: bool,
 }
 
 impl PathPlan {
@@ -207,6 +210,53 @@ pub fn plan(spec: &PathSpec, what: &str, may_cross: impl Fn(u32) -> bool) -> Res
         rx_cores,
         crossed,
         locks: std::sync::Arc::new(locks),
+        in_memory: false,
+    })
+}
+
+/// The path of an engine that runs both ends in memory (the loopback):
+/// two ends that are names and addresses only (198.18.0.1 to 198.18.0.2),
+/// at `--mtu` (1500 by default), the cores as for any path; no root, no
+/// system access but the number of cores.
+pub fn in_memory(spec: &PathSpec) -> Result<PathPlan> {
+    let mtu = spec.mtu.unwrap_or(1500);
+    let end = |name: &str, last: u8| PathEnd {
+        iface: name.into(),
+        netns: None,
+        info: IfaceInfo {
+            name: name.into(),
+            ifindex: 0,
+            mtu,
+            max_mtu: None,
+            mac: [2, 0, 0, 0, 0x10, last],
+            rx_queues: spec.queues,
+            tx_queues: spec.queues,
+            kind: Some("loopback".into()),
+            xdp_prog_id: None,
+            counters: Default::default(),
+            up: true,
+        },
+        ip: Ipv4Addr::new(198, 18, 0, last),
+        ip6: None,
+        ns_id: (0, 0),
+    };
+    let ncpu = cores::online();
+    let queues = spec.queues as usize;
+    let tx_cores = cores::for_queues(spec.tx_cores.as_deref(), queues, ncpu, 0, false)
+        .context("--tx-cores")?;
+    let rx_cores = cores::for_queues(spec.rx_cores.as_deref(), queues, ncpu, 1, false)
+        .context("--rx-cores")?;
+    Ok(PathPlan {
+        tx: end("mem-tx", 1),
+        rx: end("mem-rx", 2),
+        lab: None,
+        mtu,
+        queues: spec.queues,
+        tx_cores,
+        rx_cores,
+        crossed: false,
+        locks: std::sync::Arc::new(Vec::new()),
+        in_memory: true,
     })
 }
 
@@ -373,6 +423,7 @@ impl PathPlan {
             rx_cores: vec![1],
             crossed: false,
             locks: std::sync::Arc::new(Vec::new()),
+            in_memory: false,
         }
     }
 }

@@ -360,6 +360,10 @@ fn stream_of(results: &[(&str, &StreamResult)]) -> StreamResult {
             .map(|(_, r)| r.frames.dropped_at_sender)
             .sum(),
     );
+    m.frames.injected = results
+        .iter()
+        .filter_map(|(_, r)| r.frames.injected)
+        .reduce(|a, b| a + b);
     m.cpu.per_core = all_cores(results.iter().map(|(_, r)| r.cpu.per_core.as_slice()));
     m.cpu.total = figures(&m.cpu.per_core, &[], m.counted_mb_s());
     m.cpu.total.cores.clear();

@@ -66,6 +66,7 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
         rx.frames.refused.checksums,
     )
     .with_sender_drops(tx.frames.dropped_at_sender);
+    m.frames.injected = rx.frames.injected;
     let s = &mut m.setup;
     s.rx_bind_mode = rx.setup.rx_bind_mode.clone();
     s.rx_engine = rx.setup.rx_engine.clone();

@@ -250,6 +250,11 @@ pub struct FrameAccounting {
     /// before it was counted).
     #[serde(default)]
     pub dropped_at_sender: u64,
+    /// Frames dropped on purpose on the way (`--inject-loss`): by the XDP
+    /// steering program (its `dropped`), or on the loopback engine's link;
+    /// counted in `lost`. None without `--inject-loss`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injected: Option<u64>,
 }
 
 /// The receivers' counters of refused frames, summed, and whether they
@@ -420,6 +425,7 @@ impl FrameAccounting {
                 }
             }),
             dropped_at_sender: 0,
+            injected: None,
         }
     }
 

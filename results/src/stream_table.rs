@@ -159,7 +159,10 @@ pub fn print_table(r: &StreamResult) -> String {
     }
     cpu_lines(r, &mut o);
     port_lines(r, &mut o);
-    link_lines(r, &mut o);
+    // The loopback engine's link is memory: no interface counted.
+    if r.params.backend != "loopback" {
+        link_lines(r, &mut o);
+    }
     o
 }
 
@@ -280,8 +283,16 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
         o.push_str(&row("received", &r.receiver));
         let _ = write!(
             o,
-            "  whole run: sent {}, received {}, lost {} ({:.4} %), reordered {}, duplicates {}",
-            f.sent, f.received, f.lost, f.loss_pct, f.reordered, f.duplicates
+            "  whole run: sent {}, received {}, lost {} ({:.4} %{}), reordered {}, duplicates {}",
+            f.sent,
+            f.received,
+            f.lost,
+            f.loss_pct,
+            f.injected
+                .map(|n| format!("; {n} dropped on purpose, --inject-loss"))
+                .unwrap_or_default(),
+            f.reordered,
+            f.duplicates
         );
         for c in CounterSnapshot::FIELDS.iter().filter(|c| c.refused) {
             match f.refused.get(c) {
@@ -402,7 +413,7 @@ fn cpu_lines(r: &StreamResult, o: &mut String) {
 /// The XDP program's counters and each worker's port.
 fn port_lines(r: &StreamResult, o: &mut String) {
     let x = &r.xdp;
-    if receivers_ran(r) {
+    if receivers_ran(r) && r.params.backend != "loopback" {
         let _ = writeln!(
             o,
             "  XDP program: seen {}, redirected {}, redirect failed {}, passed {}, malformed {}, dropped on purpose {}",

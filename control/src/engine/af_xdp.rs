@@ -43,6 +43,8 @@ const CAN: Capabilities = Capabilities {
     size_mix: true,
     ipv6: true,
     checksums: true,
+    injects_loss: true,
+    in_memory: false,
 };
 
 impl Engine for AfXdp {

@@ -72,6 +72,12 @@ pub struct Capabilities {
     /// socket gets only what the kernel passed; the XDP-only receiver
     /// counts without checking), `bad_checksum` is not measured: null.
     pub checksums: bool,
+    /// Drops frames on purpose (`--inject-loss`): in the steering program,
+    /// or on the loopback's link.
+    pub injects_loss: bool,
+    /// Runs both ends in memory, in this process: no interface, no root
+    /// (the loopback engine).
+    pub in_memory: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses
@@ -212,6 +218,10 @@ pub struct ReceiverConfig<'a> {
     pub yield_to_napi: bool,
     /// AF_XDP receivers' scheduling (`--rx-priority`).
     pub rx_priority: Option<linerate_datapath::priority::Priority>,
+    /// Frames to drop on purpose, percent (`--inject-loss`), for an engine
+    /// that drops them itself (the loopback; AF_XDP's steering program is
+    /// given it when attached).
+    pub inject_loss_pct: f64,
 }
 
 /// Both sides of an rr run.

@@ -83,6 +83,8 @@ const CAN: Capabilities = Capabilities {
     size_mix: true,
     ipv6: false,
     checksums: false,
+    injects_loss: false,
+    in_memory: false,
 };
 
 impl Engine for Generator {

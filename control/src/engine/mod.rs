@@ -7,6 +7,7 @@
 //! | AF_XDP sockets fed by the steering program | `xdp` | `af_xdp.rs` |
 //! | kernel UDP sockets (sendmmsg/recvmmsg) | `udp` | `udp.rs` |
 //! | kernel TCP connections | `tcp` | `tcp.rs` |
+//! | sender and receiver joined in memory (a test and demo engine) | `loopback` | `loopback.rs` |
 //! | the in-kernel frame generator (stream senders) | `--tx-engine generator` | `generator.rs` |
 //! | the XDP-only receiver (stream receivers) | `--rx-engine xdp` | `xdp_only.rs` |
 //!
@@ -29,6 +30,7 @@ mod af_xdp;
 mod contract;
 mod generator;
 mod kernel;
+mod loopback;
 mod tcp;
 mod udp;
 mod xdp_only;
@@ -49,7 +51,14 @@ pub fn backend(arg: BackendArg) -> &'static dyn Engine {
         BackendArg::Xdp => &af_xdp::AfXdp,
         BackendArg::Udp => &udp::UDP,
         BackendArg::Tcp => &tcp::TCP,
+        BackendArg::Loopback => &loopback::Loopback,
     }
+}
+
+/// Frames the loopback engine's links on `port` dropped on purpose
+/// (`--inject-loss`), for the result; each link is counted once.
+pub fn loopback_injected(port: u16) -> u64 {
+    loopback::injected(port)
 }
 
 /// The engines of a stream's senders and of its receivers.
@@ -227,11 +236,15 @@ pub fn credit(
 mod tests {
     use super::*;
 
-    /// Only AF_XDP receivers parse frames and verify their checksums:
-    /// the others' `bad_checksum` is not measured.
+    /// Only AF_XDP receivers (and the loopback's, the same loop) parse
+    /// frames and verify their checksums: the others' `bad_checksum` is
+    /// not measured.
     #[test]
     fn only_af_xdp_receivers_verify_checksums() {
-        assert_eq!(names_that(|c| c.stream_receiver && c.checksums), "xdp");
+        assert_eq!(
+            names_that(|c| c.stream_receiver && c.checksums),
+            "xdp or loopback"
+        );
         assert!(!xdp_only::XdpOnly.can().checksums);
         assert!(!generator::Generator.can().checksums);
     }
@@ -351,10 +364,15 @@ mod tests {
         assert_eq!(tcp.rr_responder, Some("tcp socket"));
         let udp = backend(BackendArg::Udp).can();
         assert!(udp.udp_offloads && udp.frames && !udp.counts_foreign);
-        for engine in all() {
+        for engine in all().filter(|e| !e.can().in_memory) {
             let can = engine.can();
             assert!(can.stream_sender && can.stream_receiver && can.rr_responder.is_some());
             assert!(can.pacing && can.wait_modes && can.multi_buffer && can.max_frame.is_none());
         }
+        // The loopback: streams only, one chunk a frame, no system.
+        let lo = backend(BackendArg::Loopback).can();
+        assert!(lo.in_memory && lo.stream_sender && lo.stream_receiver && lo.injects_loss);
+        assert!(lo.rr_responder.is_none() && !lo.steering && !lo.umem && !lo.multi_buffer);
+        assert_eq!(names_that(|c| c.in_memory), "loopback");
     }
 }

@@ -27,6 +27,8 @@ pub(super) const TCP: KernelEngine = KernelEngine {
         size_mix: false,
         ipv6: false,
         checksums: false,
+        injects_loss: false,
+        in_memory: false,
     },
     sender: spawn_tcp_tx,
     receiver: spawn_tcp_rx,

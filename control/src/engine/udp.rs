@@ -27,6 +27,8 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         size_mix: true,
         ipv6: false,
         checksums: false,
+        injects_loss: false,
+        in_memory: false,
     },
     sender: spawn_udp_tx,
     receiver: spawn_udp_rx,

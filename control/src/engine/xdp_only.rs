@@ -33,6 +33,8 @@ const CAN: Capabilities = Capabilities {
     counts_foreign: false,
     backpressure: true,
     checksums: false,
+    injects_loss: false,
+    in_memory: false,
 };
 
 impl Engine for XdpOnly {

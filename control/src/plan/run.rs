@@ -68,10 +68,10 @@ fn check_engine(args: &RunArgs) -> Result<()> {
             names_that(|c| c.udp_offloads)
         );
     }
-    if args.inject_loss > 0.0 && !can.steering {
+    if args.inject_loss > 0.0 && !can.injects_loss {
         bail!(
-            "--inject-loss works in the XDP program: use it with --backend {}",
-            names_that(|can| can.steering)
+            "--inject-loss works in the XDP program (or on the loopback's link): use it with --backend {}",
+            names_that(|can| can.injects_loss)
         );
     }
     if args.ipv6 && !can.ipv6 {

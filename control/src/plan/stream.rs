@@ -170,7 +170,39 @@ pub fn check_args(args: &StreamArgs) -> Result<()> {
     if args.search_rate.is_some() && args.run.agents.tx_agent.is_some() {
         bail!("--search-rate runs on one host for now: drop --tx-agent/--rx-agent, or search with repeated paced runs");
     }
+    check_in_memory(args)?;
     check_engines(args)
+}
+
+/// An engine that runs both ends in memory (the loopback) has no
+/// interface, no other host and no other tool at either end.
+fn check_in_memory(args: &StreamArgs) -> Result<()> {
+    let engine = engine::backend(args.run.backend);
+    if !engine.can().in_memory {
+        return Ok(());
+    }
+    let run = &args.run;
+    let given = [
+        ("--rx-only", args.rx_only),
+        ("--tx-only", args.tx_only),
+        ("--tx-iface", run.tx_iface.is_some()),
+        ("--rx-iface", run.rx_iface.is_some()),
+        ("--tx-agent", run.agents.tx_agent.is_some()),
+        ("--fleet", run.agents.fleet.is_some()),
+        ("--role", run.role.role.is_some()),
+        (
+            "--tx-engine generator",
+            args.tx_engine == TxEngineArg::Generator,
+        ),
+        ("--rx-engine xdp", args.rx_engine == RxEngineArg::Xdp),
+    ];
+    if let Some((option, _)) = given.iter().find(|(_, on)| *on) {
+        bail!(
+            "{option}: the {} engine runs both ends of the stream in this process's memory, with no interface, other host or other tool; drop {option}, or use --backend xdp on the lab",
+            engine.name()
+        );
+    }
+    Ok(())
 }
 
 /// Checks what the run asks of its engines against what they can do.
@@ -237,7 +269,7 @@ fn check_engines(args: &StreamArgs) -> Result<()> {
         bail!(
             "--tx-only sends frames to a receiver that is not linerate; the {} engine sends a byte stream: use --backend {}",
             sender.name(),
-            names_that(|c| c.frames && c.stream_sender)
+            names_that(|c| c.frames && c.stream_sender && !c.in_memory)
         );
     }
     if args.tx_only && two_hosts {
@@ -321,9 +353,13 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     };
     let ipv6 = args.run.ipv6;
     let run = super::run::spec(&args.run, path_spec(args));
-    let path = crate::path::plan(&run.path, "linerate stream", |mtu| {
-        frame_size(mtu) >= CROSS_MIN_FRAME
-    })?;
+    let path = if engine::backend(args.run.backend).can().in_memory {
+        crate::path::in_memory(&run.path)?
+    } else {
+        crate::path::plan(&run.path, "linerate stream", |mtu| {
+            frame_size(mtu) >= CROSS_MIN_FRAME
+        })?
+    };
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let frame_size = frame_size(path.mtu);
     let (mut sender, receiver) = engines(args);

@@ -255,8 +255,11 @@ impl<'a> Session<'a> {
     ) -> Result<Self> {
         let (timing, path, here) = (asked.timing, asked.path, asked.here);
         // What a run killed before it could clean up left (its journal),
-        // put back before this one measures, and said.
-        linerate_host::putback::replay_all().warn();
+        // put back before this one measures, and said (a path in memory
+        // changes nothing of the system, and may run without root).
+        if !path.in_memory {
+            linerate_host::putback::replay_all().warn();
+        }
         // The wait modes first: a mode the kernel would not honour is
         // refused before anything changes.
         let (wait, wait_restore) = wait::apply(asked.wait, path, here, asked.sockets)?;
@@ -271,17 +274,26 @@ impl<'a> Session<'a> {
         let steering = Ends { tx, rx };
         // Check, then change: only now the NAPI mode and pinning.
         let mut restore = Restore::default();
-        let own = receive_work::check(asked.napi, path, asked.threaded_by_default)?;
-        let napi = apply_napi(asked.napi, path, asked.threaded_by_default, &mut restore)?;
-        let napi_threads = receive_work::place_napi(
-            (asked.napi, path),
-            own.as_deref(),
-            here,
-            asked.pin_napi,
-            &mut restore,
-        )?;
-        let info = |end: &PathEnd| {
-            linerate_host::iface::info(end.netns.as_deref(), &end.iface).map(|i| i.counters)
+        let (napi, napi_threads) = if path.in_memory {
+            // No interface: no NAPI to set or place.
+            (None, Vec::new())
+        } else {
+            let own = receive_work::check(asked.napi, path, asked.threaded_by_default)?;
+            let napi = apply_napi(asked.napi, path, asked.threaded_by_default, &mut restore)?;
+            let threads = receive_work::place_napi(
+                (asked.napi, path),
+                own.as_deref(),
+                here,
+                asked.pin_napi,
+                &mut restore,
+            )?;
+            (napi, threads)
+        };
+        let info = |end: &PathEnd| -> Result<IfCounters> {
+            if path.in_memory {
+                return Ok(IfCounters::default());
+            }
+            Ok(linerate_host::iface::info(end.netns.as_deref(), &end.iface)?.counters)
         };
         let interfaces_at_start = Ends {
             tx: info(&path.tx)?,

@@ -20,7 +20,12 @@ impl PathWatch {
     /// Watches both ends of `path`.
     pub fn new(path: &PathPlan) -> Self {
         Self {
-            sides: vec![path.tx.clone(), path.rx.clone()],
+            // A path in memory has no interface to watch.
+            sides: if path.in_memory {
+                Vec::new()
+            } else {
+                vec![path.tx.clone(), path.rx.clone()]
+            },
             mtu: path.mtu,
             last: std::cell::Cell::new(Instant::now()),
             fault: std::cell::RefCell::new(None),

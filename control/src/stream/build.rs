@@ -52,7 +52,14 @@ pub fn result(
     };
     let total_cpu = linerate_results::parts::figures(&window.cpu, &[], counted_mb_s);
 
-    let frames = frame_accounting(plan, measured);
+    let mut frames = frame_accounting(plan, measured);
+    if plan.run.xdp.inject_loss > 0.0 {
+        frames.injected = Some(if plan.receiver.can().in_memory {
+            crate::engine::loopback_injected(plan.run.sockets.port)
+        } else {
+            measured.steering.rx.dropped
+        });
+    }
 
     let workers = measured.worker_reports(
         Ends { tx: "tx", rx: "rx" },

@@ -78,6 +78,7 @@ pub fn run_side(
         credits: credit.as_ref().map(|k| k.credits.clone()),
         yield_to_napi: crate::session::napi_beside_receivers(&run.napi, session.napi()),
         rx_priority: run.priorities.receivers,
+        inject_loss_pct: run.xdp.inject_loss,
     };
     let senders = SenderConfig {
         workers: SideWorkers {

@@ -98,6 +98,20 @@ pub fn link(template: &[u8], max_len: usize, capacity: usize, batch: usize) -> (
     (tx, rx)
 }
 
+impl LoopTx {
+    /// The same sending end with its slots holding `template` (frames up
+    /// to `max_len` bytes, at least the template's): for a link made
+    /// before the sender knew its frames (the receiver's end first).
+    pub fn with_template(mut self, template: &[u8], max_len: usize) -> Self {
+        for slot in &mut self.slots {
+            slot.clear();
+            slot.extend_from_slice(template);
+        }
+        self.max_len = max_len.max(template.len());
+        self
+    }
+}
+
 impl LoopRx {
     /// Sets `flag` once the sending end is gone and every frame it sent
     /// has been received: a worker's stop flag, so its loop ends when the

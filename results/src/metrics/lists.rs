@@ -308,6 +308,7 @@ pub(super) const FIGURES: &[Figure] = &[
     stream!("frames.seq_gaps", "frames", "Sequence gaps the receivers saw", |r| Some(r.frames.seq_gaps as f64)),
     stream!("frames.reordered", "frames", "Frames that came after a later one", |r| Some(r.frames.reordered as f64)),
     stream!("frames.duplicates", "frames", "Frames received twice", |r| Some(r.frames.duplicates as f64)),
+    stream!("frames.injected", "frames", "Frames dropped on purpose on the way (--inject-loss: by the XDP steering program, or on the loopback engine's link), counted in frames.lost; none without --inject-loss", |r| r.frames.injected.map(|n| n as f64)),
     stream!("frames.dropped_at_sender", "frames", "Frames a sender without backpressure (the generator) handed to its link that the link dropped (the peer's ring full): neither sent nor lost", |r| Some(r.frames.dropped_at_sender as f64)),
     stream!("frames.unfinished", "frames", "Frames still in the senders' kernel queue when they gave up", |r| Some(r.frames.unfinished as f64)),
     stream!("frames.messages.message_bytes", "bytes", "Bytes per message (message streams)", |r| r.frames.messages.as_ref().map(|m| m.message_bytes as f64)),

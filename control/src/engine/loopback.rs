@@ -1,0 +1,213 @@
+//! The loopback engine (`--backend loopback`), a test and demo engine:
+//! the AF_XDP engine's sender and receiver loops joined by an in-memory
+//! link (`linerate_datapath::port::loopback`) instead of sockets, so a
+//! stream runs with no interface, no steering program, no NAPI and no
+//! root. `--inject-loss` drops frames on the link
+//! (`linerate_datapath::port::faults`), as the steering program does on a
+//! real interface. What it measures is linerate's own per-frame work and
+//! a memory queue, never a network.
+//!
+//! The receivers start first (as on every path), so each makes its link
+//! and leaves the sending end here, under its port and queue, for the
+//! sender of that queue to take with its frame template.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex, OnceLock,
+    },
+};
+
+use linerate_datapath::{
+    binding::BindMode,
+    port::{
+        faults::{Fault, Faults},
+        loopback::{self, LoopTx},
+    },
+    worker::{
+        spawn_rx_on, spawn_tx_on, RxSummary, RxWorkerConfig, TxSummary, TxWorkerConfig, Worker,
+        WorkerError,
+    },
+    xsk::SocketOptions,
+};
+
+use super::contract::{Capabilities, Engine, Io, ReceiverConfig, SenderConfig};
+
+/// The loopback engine.
+pub(super) struct Loopback;
+
+const CAN: Capabilities = Capabilities {
+    stream_sender: true,
+    stream_receiver: true,
+    rr_responder: None,
+    frames: true,
+    messages: true,
+    max_frame: None,
+    multi_buffer: false,
+    pacing: true,
+    wait_modes: true,
+    steering: false,
+    umem: false,
+    udp_offloads: false,
+    counts_foreign: false,
+    backpressure: true,
+    size_mix: true,
+    ipv6: false,
+    checksums: true,
+    injects_loss: true,
+    in_memory: true,
+};
+
+/// The sending ends of the links the receivers made, by (port, queue).
+fn links() -> &'static ByQueue<LoopTx> {
+    static LINKS: OnceLock<ByQueue<LoopTx>> = OnceLock::new();
+    LINKS.get_or_init(Mutex::default)
+}
+
+/// Per (port, queue) of the receivers: what each holds.
+type ByQueue<T> = Mutex<HashMap<(u16, u32), T>>;
+
+/// What each receiver's link dropped on purpose, by (port, queue).
+fn dropped() -> &'static ByQueue<Arc<AtomicU64>> {
+    static DROPPED: OnceLock<ByQueue<Arc<AtomicU64>>> = OnceLock::new();
+    DROPPED.get_or_init(Mutex::default)
+}
+
+/// Frames the links of the receivers on `port` dropped on purpose, read
+/// once (the counters are then forgotten).
+pub fn injected(port: u16) -> u64 {
+    let mut all = dropped().lock().unwrap_or_else(|e| e.into_inner());
+    let mine: Vec<_> = all.keys().filter(|(p, _)| *p == port).copied().collect();
+    mine.iter()
+        .filter_map(|k| all.remove(k))
+        .map(|n| n.load(Ordering::Relaxed))
+        .sum()
+}
+
+/// Frames the link of one queue holds (as a ring would).
+fn capacity(io: &Io) -> usize {
+    io.rx_ring.max(64) as usize
+}
+
+/// The sockets' options, unused by the loopback's ports (the worker
+/// configs carry them).
+fn no_socket(queue: u32, io: &Io) -> SocketOptions {
+    SocketOptions {
+        iface: "loopback".into(),
+        queue,
+        ring_size: io.rx_ring,
+        zero_copy: io.zero_copy,
+        multi_buffer: false,
+        chunk_size: io.umem_chunk,
+    }
+}
+
+/// `--inject-loss PCT` as one frame dropped every N (None: no loss).
+pub fn drop_every(loss_pct: f64) -> Option<u64> {
+    (loss_pct > 0.0).then(|| (100.0 / loss_pct).round().max(1.0) as u64)
+}
+
+impl Engine for Loopback {
+    fn name(&self) -> &'static str {
+        "loopback"
+    }
+
+    fn can(&self) -> &Capabilities {
+        &CAN
+    }
+
+    fn spawn_sender(
+        &self,
+        cfg: &SenderConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<TxSummary>, WorkerError> {
+        let key = (cfg.port, queue);
+        let tx = links()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key)
+            .ok_or_else(|| {
+                WorkerError::Hook(format!(
+                    "no loopback receiver listens on port {} queue {queue}: the loopback engine runs both ends in this process",
+                    cfg.port
+                ))
+            })?;
+        let frame_size = cfg.frame_size;
+        spawn_tx_on(
+            format!("lr-tx{queue}"),
+            TxWorkerConfig {
+                socket: no_socket(queue, &cfg.io),
+                frame: cfg.frame(queue),
+                message: cfg.message,
+                mix: cfg.mix.cloned(),
+                batch: cfg.io.batch,
+                wait: cfg.workers.wait,
+                rate: cfg.rate,
+                count: cfg.count,
+                placement: cfg.workers.placement(queue),
+                stop: cfg.workers.stop.clone(),
+                capture: cfg.io.capture,
+            },
+            move |template| {
+                let port = tx.with_template(template, frame_size);
+                Ok((port, BindMode::Loopback, None, false))
+            },
+        )
+    }
+
+    fn spawn_receiver(
+        &self,
+        cfg: &ReceiverConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<RxSummary>, WorkerError> {
+        let (tx, rx) = loopback::link(&[], 0, capacity(&cfg.io), cfg.io.batch);
+        links()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((cfg.port, queue), tx);
+        let every = drop_every(cfg.inject_loss_pct);
+        let key = (cfg.port, queue);
+        spawn_rx_on(
+            format!("lr-rx{queue}"),
+            RxWorkerConfig {
+                socket: no_socket(queue, &cfg.io),
+                batch: cfg.io.batch,
+                wait: cfg.workers.wait,
+                yield_when_idle: false,
+                priority: cfg.rx_priority,
+                placement: cfg.workers.placement(queue),
+                stop: cfg.workers.stop.clone(),
+                on_bound: Box::new(|_| Ok(())),
+                count_foreign: false,
+                capture: cfg.io.capture,
+                credits: None,
+            },
+            move || {
+                // One port type whether or not frames are dropped: frames
+                // N-1, 2N-1, ... of every N (none without loss).
+                let n = every.unwrap_or(u64::MAX);
+                let port = Faults::new(rx, Fault::Drop, n, n - 1);
+                dropped()
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key, port.injected());
+                Ok((port, BindMode::Loopback, None, false))
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loss_percentage_is_one_frame_in_n() {
+        assert_eq!(drop_every(0.0), None);
+        assert_eq!(drop_every(1.0), Some(100));
+        assert_eq!(drop_every(0.5), Some(200));
+        assert_eq!(drop_every(100.0), Some(1));
+        assert_eq!(drop_every(30.0), Some(3));
+    }
+}

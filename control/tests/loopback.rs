@@ -1,0 +1,172 @@
+//! The loopback engine (`--backend loopback`) through the binary, with
+//! no root and no network: a stream's frames accounted exactly, loss
+//! injected on the link counted as such, messages and mixes whole, the
+//! gates' exit status, and what the engine cannot do refused before
+//! anything runs.
+
+mod common;
+
+use common::{json, run};
+
+/// Every frame the senders completed is received or was dropped on
+/// purpose: `sent = received + injected`, exactly, and the run exits 0.
+#[test]
+fn a_counted_stream_with_injected_loss_accounts_for_every_frame() {
+    let out = run(&[
+        "stream",
+        "--backend",
+        "loopback",
+        "--count",
+        "100000",
+        "--inject-loss",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    let f = &r["frames"];
+    assert_eq!(f["sent"], 100_000, "{f:#}");
+    // Every 100th frame of what the link carried.
+    assert_eq!(f["injected"], 1000, "{f:#}");
+    assert_eq!(f["received"], 99_000, "{f:#}");
+    assert_eq!(f["lost"], 1000, "{f:#}");
+    // Gaps the receiver saw: the last frame dropped (the 100,000th) has
+    // none after it.
+    assert_eq!(f["seq_gaps"], 999, "{f:#}");
+    // The receivers check checksums: none bad, a measurement.
+    assert_eq!(f["bad_checksum"], 0, "{f:#}");
+    assert_eq!(r["params"]["backend"], "loopback");
+    assert_eq!(r["setup"]["rx_bind_mode"], "in-memory loopback");
+    // The workers' own counts agree with the accounting.
+    let total = |role: &str| -> u64 {
+        r["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["role"] == role)
+            .map(|w| w["total"]["frames"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!((total("tx"), total("rx")), (100_000, 99_000));
+}
+
+/// Without injected loss nothing is lost, over two queues, for frames,
+/// messages and a mix alike; no `injected` where none was asked for.
+#[test]
+fn streams_of_frames_messages_and_mixes_lose_nothing() {
+    for shape in [
+        &["--size", "64"][..],
+        &["--message", "9000"][..],
+        &["--size", "imix"][..],
+    ] {
+        let mut args = vec![
+            "stream",
+            "--backend",
+            "loopback",
+            "--queues",
+            "2",
+            "--count",
+            "20000",
+            "--json",
+        ];
+        args.extend_from_slice(shape);
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{shape:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = json(&out);
+        let f = &r["frames"];
+        assert_eq!(f["sent"], f["received"], "{shape:?}: {f:#}");
+        assert_eq!(f["lost"], 0, "{shape:?}: {f:#}");
+        assert!(f.get("injected").is_none(), "{shape:?}: {f:#}");
+        if shape[0] == "--message" {
+            let m = &f["messages"];
+            // 20000 messages a queue, each cut into frames.
+            assert_eq!(m["sent"], 40_000, "{m:#}");
+            assert_eq!(m["received"], 40_000, "{m:#}");
+        } else {
+            assert_eq!(f["sent"], 40_000, "{shape:?}: {f:#}");
+        }
+    }
+}
+
+/// A gate that holds exits 0, one that fails exits 4, on the loopback as
+/// on any path.
+#[test]
+fn gates_hold_against_a_loopback_run() {
+    let base = [
+        "stream",
+        "--backend",
+        "loopback",
+        "--count",
+        "10000",
+        "--inject-loss",
+        "10",
+        "-q",
+    ];
+    let mut met = base.to_vec();
+    met.extend(["--expect", "frames.injected == 1000"]);
+    let out = run(&met);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut unmet = base.to_vec();
+    unmet.extend(["--expect", "frames.loss_pct == 0"]);
+    let out = run(&unmet);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What the loopback cannot do is refused before anything runs, naming
+/// why: kernel busy polling (no NAPI), rr, XDP options.
+#[test]
+fn what_the_loopback_cannot_do_is_refused() {
+    for (args, says) in [
+        (
+            &["stream", "--backend", "loopback", "--rx-wait", "busy-poll"][..],
+            "no NAPI for the kernel to busy-poll",
+        ),
+        (
+            &["rr", "--backend", "loopback"][..],
+            "runs no request/response",
+        ),
+        (
+            &["stream", "--backend", "loopback", "--ipv6"][..],
+            "IPv4 test traffic only",
+        ),
+        (
+            &["stream", "--backend", "loopback", "--tx-only"][..],
+            "--tx-only: the loopback engine runs both ends of the stream in this process's memory",
+        ),
+        (
+            &[
+                "stream",
+                "--backend",
+                "loopback",
+                "--tx-iface",
+                "a0",
+                "--rx-iface",
+                "b0",
+            ][..],
+            "--tx-iface: the loopback engine",
+        ),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} ran");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

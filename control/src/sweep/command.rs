@@ -18,6 +18,20 @@ use linerate_report::sweep::{
 };
 use linerate_results::expect;
 
+/// Whether every point of `spec` runs both ends in memory (the loopback
+/// engine), so that the sweep needs no root.
+fn all_in_memory(spec: &SweepSpec, opts: &SweepOptions) -> bool {
+    use linerate_report::sweep::points::{argv, points};
+    spec.parts.iter().enumerate().all(|(i, part)| {
+        points(i, part).iter().all(|p| {
+            argv(part, p, &opts.extra, opts.quick)
+                .ok()
+                .and_then(|a| super::expand::parse(part.kind, &a).ok())
+                .is_some_and(|r| crate::engine::backend(r.run().backend).can().in_memory)
+        })
+    })
+}
+
 /// `linerate sweep`.
 pub fn command(args: SweepArgs) -> Result<ExitCode> {
     if args.list {
@@ -50,8 +64,9 @@ pub fn command(args: SweepArgs) -> Result<ExitCode> {
     if let Some(path) = &args.agents.fleet {
         crate::fleet::run::load(path)?;
     }
-    // A controller of agents needs no privileges of its own.
-    if !request::names_agents(&opts.extra) {
+    // A controller of agents needs no privileges of its own, nor does a
+    // sweep whose every point runs in memory (the loopback engine).
+    if !request::names_agents(&opts.extra) && !all_in_memory(&spec, &opts) {
         privilege::require_root("linerate sweep")?;
     }
     // Ctrl-C and SIGTERM are answered from here on, the points' checks

@@ -1,0 +1,162 @@
+//! Sweeps on the loopback engine (`backend = "loopback"` in the sweep
+//! file), with no root and no network: a sweep whose every point runs in
+//! memory needs no privilege, records each run whole, exits 130 when
+//! stopped (the cut-short run not recorded) and finishes on `--resume`
+//! with every point recorded once; a gate that fails exits 4.
+
+mod common;
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::{linerate, run};
+use serde_json::Value;
+
+/// A directory of this test's own under the system's temporary one.
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lr-swlo-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A sweep file of paced loopback streams over `sizes`, `duration` each.
+fn sweep_file(dir: &Path, sizes: &str, duration: &str) -> PathBuf {
+    let file = dir.join("lo.toml");
+    fs::write(
+        &file,
+        format!(
+            "name = \"lo\"\nkind = \"stream\"\n[fixed]\nbackend = \"loopback\"\nrate = 20000\nwarmup = \"100ms\"\nduration = \"{duration}\"\n[[axis]]\nname = \"size\"\nvalues = [{sizes}]\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// The records of results.jsonl.
+fn records(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_loopback_sweep_needs_no_root_and_records_every_run_whole() {
+    let dir = tmp("whole");
+    let file = sweep_file(&dir, "64, 1518", "500ms");
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--expect",
+        "frames.loss_pct == 0",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let recs = records(&out_dir.join("results.jsonl"));
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    for r in &recs {
+        let f = &r["result"]["frames"];
+        assert!(f["sent"].as_u64().unwrap() > 0, "{f:#}");
+        assert_eq!(f["sent"], f["received"], "{f:#}");
+        assert_eq!(r["result"]["params"]["backend"], "loopback");
+    }
+    assert!(out_dir.join("report.md").exists());
+    // A gate that cannot hold: exit 4, the runs recorded all the same.
+    let again = dir.join("again");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+        "--expect",
+        "receiver.frames_per_s > 1e12",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(records(&again.join("results.jsonl")).len(), 2);
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_stopped_loopback_sweep_exits_130_and_resumes_to_the_end() {
+    let dir = tmp("stop");
+    // The first point is short, the second longer: stopped in its run.
+    let file = dir.join("lo.toml");
+    fs::write(
+        &file,
+        "name = \"lo\"\nkind = \"stream\"\n[fixed]\nbackend = \"loopback\"\nrate = 20000\nwarmup = \"100ms\"\n[[axis]]\nname = \"duration\"\nvalues = [\"300ms\", \"3s\"]\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let results = out_dir.join("results.jsonl");
+    let mut child = Command::new(linerate())
+        .args(["sweep", file.to_str().unwrap(), "--out"])
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(60);
+    while records(&results).is_empty() {
+        assert!(Instant::now() < end, "the sweep made no progress");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Into the second point's run, then SIGTERM.
+    thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let end = Instant::now() + Duration::from_secs(45);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("the sweep did not end within 45 s of SIGTERM");
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("resume with `linerate sweep --resume"),
+        "{err}"
+    );
+    assert_eq!(
+        records(&results).len(),
+        1,
+        "the cut-short run is not recorded"
+    );
+    // --resume runs what is missing, and only that.
+    let out = run(&["sweep", "--resume", out_dir.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recs = records(&results);
+    let mut points: Vec<u64> = recs.iter().map(|r| r["point"].as_u64().unwrap()).collect();
+    points.sort_unstable();
+    assert_eq!(points, [0, 1], "every point once");
+    for r in &recs {
+        let f = &r["result"]["frames"];
+        assert_eq!(f["sent"], f["received"], "{f:#}");
+    }
+    let _ = fs::remove_dir_all(dir);
+}

@@ -14,12 +14,6 @@ use std::{
 
 use common::*;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("linerate-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    d
-}
-
 #[test]
 fn report_renders_fixed_results_exactly() {
     // No root needed: rendering only reads files.

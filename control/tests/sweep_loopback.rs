@@ -17,10 +17,9 @@ use std::{
 use common::{linerate, run};
 use serde_json::Value;
 
-/// A directory of this test's own under the system's temporary one.
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lr-swlo-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
+/// An empty directory of this test's own.
+fn scratch(name: &str) -> PathBuf {
+    let d = common::tmp(&format!("swlo-{name}"));
     fs::create_dir_all(&d).unwrap();
     d
 }
@@ -49,7 +48,7 @@ fn records(path: &Path) -> Vec<Value> {
 
 #[test]
 fn a_loopback_sweep_needs_no_root_and_records_every_run_whole() {
-    let dir = tmp("whole");
+    let dir = scratch("whole");
     let file = sweep_file(&dir, "64, 1518", "500ms");
     let out_dir = dir.join("out");
     let out = run(&[
@@ -93,7 +92,7 @@ fn a_loopback_sweep_needs_no_root_and_records_every_run_whole() {
 
 #[test]
 fn a_stopped_loopback_sweep_exits_130_and_resumes_to_the_end() {
-    let dir = tmp("stop");
+    let dir = scratch("stop");
     // The first point is short, the second longer: stopped in its run.
     let file = dir.join("lo.toml");
     fs::write(

@@ -23,6 +23,14 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A path of this test process's own under the system's temporary
+/// directory, emptied (not created).
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("linerate-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
 /// Runs `linerate args...`.
 pub fn run(args: &[&str]) -> Output {
     Command::new(linerate())

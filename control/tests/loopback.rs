@@ -170,3 +170,53 @@ fn what_the_loopback_cannot_do_is_refused() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `--json-stream` on the loopback: a start event, interval events whose
+/// receivers' frames add up to no more than the window's, and the result
+/// last, with every frame accounted.
+#[test]
+fn json_stream_reports_intervals_then_the_result() {
+    let out = run(&[
+        "stream",
+        "--backend",
+        "loopback",
+        "--rate",
+        "10000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+        "--json-stream",
+        "--interval",
+        "250ms",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["event"], "start");
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "end", "{last:#}");
+    let intervals: Vec<_> = events.iter().filter(|e| e["event"] == "interval").collect();
+    assert!(intervals.len() >= 2, "{} intervals", intervals.len());
+    let rx: u64 = intervals
+        .iter()
+        .map(|e| e["data"]["rx"]["counters"]["frames"].as_u64().unwrap())
+        .sum();
+    let r = &last["data"];
+    assert!(
+        rx <= r["receiver"]["frames"].as_u64().unwrap(),
+        "{rx} {r:#}"
+    );
+    assert_eq!(
+        r["frames"]["sent"], r["frames"]["received"],
+        "{:#}",
+        r["frames"]
+    );
+    assert_eq!(r["frames"]["lost"], 0);
+}

@@ -28,7 +28,7 @@ pub use rx::{spawn_rx, OnBound, RxWorkerConfig};
 pub(crate) use spawn::spawn_with;
 pub use spawn::{Placement, Ready, StopSignal, Worker};
 pub use transactions::ClientConfig;
-pub use tx::{spawn_tx, TxSummary, TxWorkerConfig};
+pub use tx::{spawn_tx, Stamper, TxSummary, TxWorkerConfig};
 pub use wait::WaitMode;
 
 pub use crate::latency::MAX_LATENCY_NS;

@@ -104,7 +104,8 @@ pub fn spawn_tx(name: String, cfg: TxWorkerConfig) -> Result<Worker<TxSummary>, 
 
 /// Writes one frame's header: sequence and time, and for messages the
 /// fragment header and the frame's length (for mixes, the frame's length).
-struct Stamper {
+/// Public for benches/frame.rs, which drives it over an in-memory UMEM.
+pub struct Stamper {
     message: Option<Fragmentation>,
     /// The mix, and how to stamp each frame of its pattern.
     mix: Option<(SizeMix, Vec<Stamp>)>,
@@ -114,9 +115,19 @@ struct Stamper {
 }
 
 impl Stamper {
-    /// Whether frames differ in length (their bytes are counted per batch).
+    /// The stamper of a sender's configuration.
     fn new(cfg: &TxWorkerConfig) -> Result<Self, WorkerError> {
-        let mix = match &cfg.mix {
+        Self::from_parts(&cfg.frame, cfg.message, cfg.mix.as_ref())
+    }
+
+    /// The stamper of frames like `frame`, cut from messages or sized by a
+    /// mix when one is given.
+    pub fn from_parts(
+        frame: &FrameSpec,
+        message: Option<Fragmentation>,
+        mix: Option<&SizeMix>,
+    ) -> Result<Self, WorkerError> {
+        let mix = match mix {
             Some(mix) => {
                 let stamps = mix
                     .pattern()
@@ -124,7 +135,7 @@ impl Stamper {
                     .map(|&frame_size| {
                         let t = FrameSpec {
                             frame_size,
-                            ..cfg.frame
+                            ..*frame
                         }
                         .template()?;
                         Ok(Stamp::for_template(&t))
@@ -135,13 +146,14 @@ impl Stamper {
             None => None,
         };
         Ok(Self {
-            message: cfg.message,
+            message,
             mix,
-            stamp: Stamp::for_template(&cfg.frame.template()?),
-            frags: cfg.message.map_or(1, |m| m.count as u64),
+            stamp: Stamp::for_template(&frame.template()?),
+            frags: message.map_or(1, |m| m.count as u64),
         })
     }
 
+    /// Whether frames differ in length (their bytes are counted per batch).
     fn varies(&self) -> bool {
         self.message.is_some() || self.mix.is_some()
     }
@@ -149,7 +161,7 @@ impl Stamper {
     /// Stamps frame `seq`; returns its bytes and UDP payload bytes when
     /// frames differ in length.
     #[inline]
-    fn stamp(&self, f: &mut impl FrameMut, seq: u64, ts: u64) -> (u64, u64) {
+    pub fn stamp(&self, f: &mut impl FrameMut, seq: u64, ts: u64) -> (u64, u64) {
         if let Some((mix, stamps)) = &self.mix {
             let i = (seq % stamps.len() as u64) as usize;
             let len = Geometry::descriptor_len(mix.pattern()[i]);

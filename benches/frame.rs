@@ -19,7 +19,7 @@ use linerate_datapath::{
     port::FrameMut,
     sequence::SequenceTracker,
     stats::CounterSnapshot,
-    worker::{FlowTable, Stamper},
+    worker::{FlowTable, Stamper, Stamping},
 };
 
 fn spec(size: usize, kind: Kind) -> FrameSpec {
@@ -136,35 +136,43 @@ fn tx_rows() -> Vec<Row> {
         .map(|(what, size, message, mix)| {
             let frame = spec(size, Kind::Stream);
             let template = frame.template().unwrap();
-            let stamper = Stamper::from_parts(&frame, message, mix).unwrap();
-            let mut umem = vec![0u8; SLOTS * CHUNK];
-            for s in 0..SLOTS {
-                umem[s * CHUNK..s * CHUNK + template.len()].copy_from_slice(&template);
-            }
-            let mut lens = vec![template.len(); SLOTS];
-            let (mut next, mut seq) = (0usize, 0u64);
-            let run: Box<dyn FnMut()> = Box::new(move || {
-                let ts = monotonic_ns();
-                let mut wire = 0;
-                for _ in 0..BATCH {
-                    let buf = &mut umem[next * CHUNK..(next + 1) * CHUNK];
-                    let mut f = Slot {
-                        buf,
-                        len: lens[next],
-                    };
-                    wire += stamper.stamp(&mut f, seq, ts).0;
-                    lens[next] = f.len;
-                    seq += 1;
-                    next += 1;
-                    if next == SLOTS {
-                        next = 0;
-                    }
-                }
-                black_box((&umem, wire));
-            });
+            let run = match Stamper::from_parts(&frame, message, mix).unwrap() {
+                Stamper::Plain(s) => stamp_batches(s, &template),
+                Stamper::Mix(s) => stamp_batches(s, &template),
+                Stamper::Message(s) => stamp_batches(s, &template),
+            };
             (format!("tx: stamp 64 frames, {what}"), run)
         })
         .collect()
+}
+
+/// A sender loop's batches, compiled for its stamper as `worker::tx` is.
+fn stamp_batches<S: Stamping + 'static>(mut stamper: S, template: &[u8]) -> Box<dyn FnMut()> {
+    let mut umem = vec![0u8; SLOTS * CHUNK];
+    for s in 0..SLOTS {
+        umem[s * CHUNK..s * CHUNK + template.len()].copy_from_slice(template);
+    }
+    let mut lens = vec![template.len(); SLOTS];
+    let (mut next, mut seq) = (0usize, 0u64);
+    Box::new(move || {
+        let ts = monotonic_ns();
+        let mut wire = 0;
+        for _ in 0..BATCH {
+            let buf = &mut umem[next * CHUNK..(next + 1) * CHUNK];
+            let mut f = Slot {
+                buf,
+                len: lens[next],
+            };
+            wire += stamper.stamp(&mut f, seq, ts).0;
+            lens[next] = f.len;
+            seq += 1;
+            next += 1;
+            if next == SLOTS {
+                next = 0;
+            }
+        }
+        black_box((&umem, wire));
+    })
 }
 
 /// The receiver's work on a batch of [`BATCH`] frames of one flow in
@@ -191,6 +199,7 @@ fn rx_rows() -> Vec<Row> {
                     Header::patch(&mut f[HEADER_OFFSET..], seq, ts);
                     seq += 1;
                 }
+                table.start_batch();
                 for s in 0..BATCH {
                     let f = &frames[s * CHUNK..s * CHUNK + len];
                     table.account_frame(&mut c, black_box(f), len as u64);

@@ -97,6 +97,13 @@ pub struct FlowTable {
 }
 
 impl FlowTable {
+    /// Begins a receive batch: its frames share one receive time (one
+    /// clock read, at the first frame accounted).
+    #[inline]
+    pub fn start_batch(&mut self) {
+        self.latency.start_batch();
+    }
+
     /// Accounts one received frame (or datagram): `bytes` as the frame
     /// counts them, `payload` its UDP payload. A frame without a fragment
     /// header is a whole message of `message_len` bytes when that is given.

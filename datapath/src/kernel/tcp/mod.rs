@@ -182,6 +182,7 @@ fn receive(
     let mut buf = vec![0u8; CHUNK];
     let mut c = CounterSnapshot::default();
     while !cfg.stop.should_stop(Instant::now()) {
+        flows.start_batch();
         if conns.len() < cfg.flows {
             match l.accept() {
                 Ok((s, _)) => {

@@ -12,7 +12,7 @@ use criterion::{criterion_group, Criterion, Throughput};
 use hdrhistogram::Histogram;
 use linerate_datapath::{
     clock::monotonic_ns,
-    frame::{parse, Endpoint, FrameSpec, HEADER_OFFSET},
+    frame::{parse, verify, Endpoint, FrameSpec, Stamp, HEADER_OFFSET},
     header::{Fragment, Header, Kind},
     message::{Fragmentation, MessageTracker},
     mix::SizeMix,
@@ -176,39 +176,72 @@ fn stamp_batches<S: Stamping + 'static>(mut stamper: S, template: &[u8]) -> Box<
 }
 
 /// The receiver's work on a batch of [`BATCH`] frames of one flow in
-/// order (`FlowTable::account_frame`: parse, checks, sequence, latency,
-/// counters), at 64 B and 1518 B. Each frame's sequence number and send
-/// time are written first (the "patch header" row's cost), so the flow
-/// runs forward as on the wire.
+/// order (`FlowTable::account_frame_verified`: parse, checksums as `V`
+/// asks, sequence, latency, counters). Each frame's sequence number and
+/// send time are written first (the "patch header" row's cost), so the
+/// flow runs forward as on the wire; the clock is read once per batch.
+fn account_batches<const V: u8>(template: Vec<u8>) -> Box<dyn FnMut()> {
+    let len = template.len();
+    let mut frames = vec![0u8; BATCH * CHUNK];
+    for s in 0..BATCH {
+        frames[s * CHUNK..s * CHUNK + len].copy_from_slice(&template);
+    }
+    let stamp = Stamp::for_template(&template);
+    let (mut table, mut c, mut seq) = (FlowTable::default(), CounterSnapshot::default(), 0u64);
+    Box::new(move || {
+        let ts = monotonic_ns();
+        for s in 0..BATCH {
+            let f = &mut frames[s * CHUNK..s * CHUNK + len];
+            stamp.apply(f, seq, ts);
+            seq += 1;
+        }
+        table.start_batch();
+        for s in 0..BATCH {
+            let f = &frames[s * CHUNK..s * CHUNK + len];
+            table.account_frame_verified::<V>(&mut c, black_box(f), len as u64);
+        }
+        assert_eq!((c.frames, c.bad), (seq, 0), "every frame accounted");
+    })
+}
+
+/// The receiver's rows: 64 B IPv4 at each verify level, 1518 B IPv4
+/// (linerate's: no UDP checksum) and 1518 B IPv6 (a UDP checksum over the
+/// whole datagram) at `header` and `full`.
 fn rx_rows() -> Vec<Row> {
-    [64, 1518]
-        .into_iter()
-        .map(|size| {
-            let template = spec(size, Kind::Stream).template().unwrap();
-            let len = template.len();
-            let mut frames = vec![0u8; BATCH * CHUNK];
-            for s in 0..BATCH {
-                frames[s * CHUNK..s * CHUNK + len].copy_from_slice(&template);
-            }
-            let (mut table, mut c, mut seq) =
-                (FlowTable::default(), CounterSnapshot::default(), 0u64);
-            let run: Box<dyn FnMut()> = Box::new(move || {
-                let ts = monotonic_ns();
-                for s in 0..BATCH {
-                    let f = &mut frames[s * CHUNK..s * CHUNK + len];
-                    Header::patch(&mut f[HEADER_OFFSET..], seq, ts);
-                    seq += 1;
-                }
-                table.start_batch();
-                for s in 0..BATCH {
-                    let f = &frames[s * CHUNK..s * CHUNK + len];
-                    table.account_frame(&mut c, black_box(f), len as u64);
-                }
-                assert_eq!(c.frames, seq, "every frame accounted");
-            });
-            (format!("rx: parse and account 64 frames at {size} B"), run)
-        })
-        .collect()
+    let v4_64 = spec(64, Kind::Stream).template().unwrap();
+    let v4_1518 = spec(1518, Kind::Stream).template().unwrap();
+    let v6_1518 = checked_frame(1518, true);
+    let name = |what: &str| format!("rx: parse and account 64 frames at {what}");
+    vec![
+        (
+            name("64 B, verify off"),
+            account_batches::<{ verify::OFF }>(v4_64.clone()),
+        ),
+        (
+            name("64 B, verify header"),
+            account_batches::<{ verify::HEADER }>(v4_64.clone()),
+        ),
+        (
+            name("64 B, verify full"),
+            account_batches::<{ verify::FULL }>(v4_64),
+        ),
+        (
+            name("1518 B, verify header"),
+            account_batches::<{ verify::HEADER }>(v4_1518.clone()),
+        ),
+        (
+            name("1518 B, verify full"),
+            account_batches::<{ verify::FULL }>(v4_1518),
+        ),
+        (
+            name("1518 B IPv6, verify header"),
+            account_batches::<{ verify::HEADER }>(v6_1518.clone()),
+        ),
+        (
+            name("1518 B IPv6, verify full"),
+            account_batches::<{ verify::FULL }>(v6_1518),
+        ),
+    ]
 }
 
 fn batch_rows() -> Vec<Row> {

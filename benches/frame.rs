@@ -5,18 +5,29 @@
 //!
 //! `cargo bench --bench frame`; CI runs `cargo bench --bench frame -- --test`
 //! (each once) to keep them compiling and running.
+//!
+//! Instruction counts, which the load of a shared machine does not change:
+//! `LINERATE_FRAME_BATCHES=20` and `=220` with `LINERATE_FRAME_ROW=<part of
+//! a batch row's name>`, each under `valgrind --tool=callgrind`; the
+//! difference of the two totals over 200 x 64 frames is the row's count per
+//! frame. Valgrind hides the vDSO, so a clock read is a syscall there and
+//! not counted: what one clock read per batch instead of per frame saves
+//! shows in the wall-clock rows only.
 
 use std::{hint::black_box, net::Ipv4Addr};
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use hdrhistogram::Histogram;
 use linerate_datapath::{
-    frame::{parse, Endpoint, FrameSpec, HEADER_OFFSET},
+    clock::monotonic_ns,
+    frame::{parse, verify, Endpoint, FrameSpec, Stamp, HEADER_OFFSET},
     header::{Fragment, Header, Kind},
     message::{Fragmentation, MessageTracker},
+    mix::SizeMix,
+    port::FrameMut,
     sequence::SequenceTracker,
     stats::CounterSnapshot,
-    worker::FlowTable,
+    worker::{FlowTable, Stamper, Stamping},
 };
 
 fn spec(size: usize, kind: Kind) -> FrameSpec {
@@ -95,48 +106,165 @@ fn reassembly(c: &mut Criterion) {
     g.finish();
 }
 
-/// The sender's batch loop over a 512-slot in-memory UMEM: pick the next
-/// slot, stamp sequence and time into its header.
-fn tx_batch(c: &mut Criterion) {
-    let template = spec(1518, Kind::Stream).template().unwrap();
+/// One batch of a row: the work of [`BATCH`] frames.
+type Row = (String, Box<dyn FnMut()>);
+
+/// A slot of the in-memory UMEM, as the sender's port hands it out.
+struct Slot<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl FrameMut for Slot<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn set_len(&mut self, len: usize) {
+        self.len = len.min(self.buf.len());
+    }
+    fn head(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+}
+
+/// The sender loops (`worker::Stamper`, as `worker::tx` runs it) over a
+/// 512-slot in-memory UMEM: plain frames of 64 B, an IMIX, and 64 KB
+/// messages cut into 1518-byte frames; one clock read per batch, as the
+/// sender does.
+fn tx_rows() -> Vec<Row> {
+    let imix = SizeMix::imix();
+    let cut = Fragmentation::new(65536, 1438).unwrap();
+    let cases: [(&str, usize, Option<Fragmentation>, Option<&SizeMix>); 3] = [
+        ("plain 64 B", 64, None, None),
+        ("mix (IMIX)", 1518, None, Some(&imix)),
+        ("message (64 KB)", 1518, Some(cut), None),
+    ];
+    cases
+        .into_iter()
+        .map(|(what, size, message, mix)| {
+            let frame = spec(size, Kind::Stream);
+            let template = frame.template().unwrap();
+            let run = match Stamper::from_parts(&frame, message, mix).unwrap() {
+                Stamper::Plain(s) => stamp_batches(s, &template),
+                Stamper::Mix(s) => stamp_batches(s, &template),
+                Stamper::Message(s) => stamp_batches(s, &template),
+            };
+            (format!("tx: stamp 64 frames, {what}"), run)
+        })
+        .collect()
+}
+
+/// A sender loop's batches, compiled for its stamper as `worker::tx` is.
+fn stamp_batches<S: Stamping + 'static>(mut stamper: S, template: &[u8]) -> Box<dyn FnMut()> {
     let mut umem = vec![0u8; SLOTS * CHUNK];
     for s in 0..SLOTS {
-        umem[s * CHUNK..s * CHUNK + template.len()].copy_from_slice(&template);
+        umem[s * CHUNK..s * CHUNK + template.len()].copy_from_slice(template);
     }
+    let mut lens = vec![template.len(); SLOTS];
+    let (mut next, mut seq) = (0usize, 0u64);
+    Box::new(move || {
+        let ts = monotonic_ns();
+        let mut wire = 0;
+        for _ in 0..BATCH {
+            let buf = &mut umem[next * CHUNK..(next + 1) * CHUNK];
+            let mut f = Slot {
+                buf,
+                len: lens[next],
+            };
+            wire += stamper.stamp(&mut f, seq, ts).0;
+            lens[next] = f.len;
+            seq += 1;
+            next += 1;
+            if next == SLOTS {
+                next = 0;
+            }
+        }
+        black_box((&umem, wire));
+    })
+}
+
+/// The receiver's work on a batch of [`BATCH`] frames of one flow in
+/// order (`FlowTable::account_frame_verified`: parse, checksums as `V`
+/// asks, sequence, latency, counters). Each frame's sequence number and
+/// send time are written first (the "patch header" row's cost), so the
+/// flow runs forward as on the wire; the clock is read once per batch.
+fn account_batches<const V: u8>(template: Vec<u8>) -> Box<dyn FnMut()> {
+    let len = template.len();
+    let mut frames = vec![0u8; BATCH * CHUNK];
+    for s in 0..BATCH {
+        frames[s * CHUNK..s * CHUNK + len].copy_from_slice(&template);
+    }
+    let stamp = Stamp::for_template(&template);
+    let (mut table, mut c, mut seq) = (FlowTable::default(), CounterSnapshot::default(), 0u64);
+    Box::new(move || {
+        let ts = monotonic_ns();
+        for s in 0..BATCH {
+            let f = &mut frames[s * CHUNK..s * CHUNK + len];
+            stamp.apply(f, seq, ts);
+            seq += 1;
+        }
+        table.start_batch();
+        for s in 0..BATCH {
+            let f = &frames[s * CHUNK..s * CHUNK + len];
+            table.account_frame_verified::<V>(&mut c, black_box(f), len as u64);
+        }
+        assert_eq!((c.frames, c.bad), (seq, 0), "every frame accounted");
+    })
+}
+
+/// The receiver's rows: 64 B IPv4 at each verify level, 1518 B IPv4
+/// (linerate's: no UDP checksum) and 1518 B IPv6 (a UDP checksum over the
+/// whole datagram) at `header` and `full`.
+fn rx_rows() -> Vec<Row> {
+    let v4_64 = spec(64, Kind::Stream).template().unwrap();
+    let v4_1518 = spec(1518, Kind::Stream).template().unwrap();
+    let v6_1518 = checked_frame(1518, true);
+    let name = |what: &str| format!("rx: parse and account 64 frames at {what}");
+    vec![
+        (
+            name("64 B, verify off"),
+            account_batches::<{ verify::OFF }>(v4_64.clone()),
+        ),
+        (
+            name("64 B, verify header"),
+            account_batches::<{ verify::HEADER }>(v4_64.clone()),
+        ),
+        (
+            name("64 B, verify full"),
+            account_batches::<{ verify::FULL }>(v4_64),
+        ),
+        (
+            name("1518 B, verify header"),
+            account_batches::<{ verify::HEADER }>(v4_1518.clone()),
+        ),
+        (
+            name("1518 B, verify full"),
+            account_batches::<{ verify::FULL }>(v4_1518),
+        ),
+        (
+            name("1518 B IPv6, verify header"),
+            account_batches::<{ verify::HEADER }>(v6_1518.clone()),
+        ),
+        (
+            name("1518 B IPv6, verify full"),
+            account_batches::<{ verify::FULL }>(v6_1518),
+        ),
+    ]
+}
+
+fn batch_rows() -> Vec<Row> {
+    let mut rows = tx_rows();
+    rows.extend(rx_rows());
+    rows
+}
+
+/// The sender's and receiver's batch loops, per frame.
+fn batches(c: &mut Criterion) {
     let mut g = c.benchmark_group("batch");
     g.throughput(Throughput::Elements(BATCH as u64));
-    let (mut next, mut seq) = (0usize, 0u64);
-    g.bench_function("tx: stamp 64 frames in a 512-slot UMEM", |b| {
-        b.iter(|| {
-            for _ in 0..BATCH {
-                let off = next * CHUNK + HEADER_OFFSET;
-                Header::patch(&mut umem[off..off + 18], seq, seq);
-                seq += 1;
-                next = (next + 1) % SLOTS;
-            }
-            black_box(&umem);
-        })
-    });
-
-    // The receiver's: parse and account 64 frames of one flow.
-    let mut frames = vec![0u8; SLOTS * CHUNK];
-    for s in 0..SLOTS {
-        let f = &mut frames[s * CHUNK..s * CHUNK + template.len()];
-        f.copy_from_slice(&template);
-        Header::patch(&mut f[HEADER_OFFSET..], s as u64, 0);
+    for (name, mut run) in batch_rows() {
+        g.bench_function(name, |b| b.iter(&mut run));
     }
-    g.bench_function("rx: parse and account 64 frames", |b| {
-        b.iter_batched_ref(
-            || (FlowTable::default(), CounterSnapshot::default()),
-            |(table, cnt)| {
-                for s in 0..BATCH {
-                    let off = s * CHUNK;
-                    table.account_frame(cnt, &frames[off..off + template.len()], 1514);
-                }
-            },
-            BatchSize::SmallInput,
-        )
-    });
     g.finish();
 }
 
@@ -192,7 +320,29 @@ criterion_group!(
     frame_benches,
     per_frame,
     reassembly,
-    tx_batch,
+    batches,
     checksum_check
 );
-criterion_main!(frame_benches);
+
+/// `LINERATE_FRAME_BATCHES=N LINERATE_FRAME_ROW=text`: runs the batch rows
+/// whose name holds `text` N times each and nothing else, for instruction
+/// counts that the load of a shared machine does not change:
+/// `valgrind --tool=callgrind` at two values of N, the difference in
+/// instructions over the difference in frames (N x 64) is the row's count
+/// per frame (set-up cancels out).
+fn main() {
+    if let Ok(n) = std::env::var("LINERATE_FRAME_BATCHES") {
+        let n: usize = n.parse().expect("LINERATE_FRAME_BATCHES: a number");
+        let want = std::env::var("LINERATE_FRAME_ROW").unwrap_or_default();
+        for (name, mut run) in batch_rows() {
+            if name.contains(&want) {
+                for _ in 0..n {
+                    run();
+                }
+            }
+        }
+        return;
+    }
+    frame_benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -78,6 +78,11 @@ fn every_frame_has_a_latency() {
         calm["latency"]
     );
     assert!(calm["frames"]["received"].as_u64().unwrap() > 0);
+    assert_eq!(
+        calm["latency"]["receive_time"], "per-batch",
+        "the result says how receive times were taken: {}",
+        calm["latency"]
+    );
     let (p50, p99) = (us(&calm, "p50_us"), us(&calm, "p99_us"));
     assert!(p50 > 0.0 && p50 <= p99, "{}", calm["latency"]);
     assert!(us(&calm, "min_us") <= p50 && p99 <= us(&calm, "max_us"));

@@ -45,6 +45,20 @@ pub struct Latency {
     /// One-way latency across two hosts: how the clocks were corrected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockCorrection>,
+    /// One-way latency: how the receive time of each frame was taken
+    /// (absent in results written before it: per frame).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_time: Option<ReceiveTime>,
+}
+
+/// How a receiver took the receive time of the frames it accounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReceiveTime {
+    /// One clock read per receive batch, at its first frame, shared by
+    /// the batch's frames (a frame's latency includes the accounting of
+    /// the frames before it in the batch only up to that read).
+    PerBatch,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -81,6 +95,7 @@ impl Latency {
             histogram_ns: Vec::new(),
             out_of_range: 0,
             clock: None,
+            receive_time: None,
         }
     }
 
@@ -166,5 +181,19 @@ mod tests {
         let h = l.histogram().unwrap();
         assert_eq!((h.len(), h.max()), (1, 1000));
         assert!(!serde_json::to_string(&l).unwrap().contains("clock"));
+        assert_eq!(l.receive_time, None);
+        assert!(!serde_json::to_string(&l).unwrap().contains("receive_time"));
+    }
+
+    #[test]
+    fn the_receive_time_is_named_in_the_json() {
+        let l = Latency {
+            receive_time: Some(ReceiveTime::PerBatch),
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&l).unwrap();
+        assert!(json.contains(r#""receive_time":"per-batch""#), "{json}");
+        let back: Latency = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.receive_time, Some(ReceiveTime::PerBatch));
     }
 }

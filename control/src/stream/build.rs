@@ -12,7 +12,7 @@ use crate::{
     session::{placement, Ends, Measured, WorkerNames},
 };
 use linerate_results::{
-    latency::Latency,
+    latency::{Latency, ReceiveTime},
     stream::{CpuReport, FrameAccounting, Params, Setup, SideFigures, StreamResult},
 };
 
@@ -30,6 +30,8 @@ fn one_way(rx_only: bool, receivers: &[RxSummary]) -> Option<Latency> {
     }
     let mut l = Latency::merged(receivers.iter().map(|s| s.latency.histogram()))?;
     l.out_of_range = receivers.iter().map(|s| s.latency.out_of_range()).sum();
+    // Every receiver reads its clock once per batch (datapath's latency.rs).
+    l.receive_time = Some(ReceiveTime::PerBatch);
     Some(l)
 }
 

@@ -49,10 +49,26 @@ pub(super) fn nerr(what: &'static str) -> impl Fn(Errno) -> WorkerError {
     move |e| WorkerError::Hook(format!("{what}: {e}"))
 }
 
+/// Sockets [`wait_any`] polls without allocating (more: a Vec per call).
+const POLL_ON_STACK: usize = 16;
+
 /// Waits for any of `fds` to become ready (POLLIN or POLLOUT), at most `ms`.
+/// Up to [`POLL_ON_STACK`] sockets (every responder, and clients of up to
+/// 16 flows) nothing is allocated: it is called on every idle turn.
 pub(super) fn wait_any(fds: &[BorrowedFd<'_>], flags: PollFlags, ms: u16) {
-    let mut p: Vec<PollFd<'_>> = fds.iter().map(|fd| PollFd::new(*fd, flags)).collect();
-    let _ = poll(&mut p, PollTimeout::from(ms));
+    let Some(&first) = fds.first() else {
+        return;
+    };
+    if fds.len() > POLL_ON_STACK {
+        let mut p: Vec<PollFd<'_>> = fds.iter().map(|fd| PollFd::new(*fd, flags)).collect();
+        let _ = poll(&mut p, PollTimeout::from(ms));
+        return;
+    }
+    let mut p = [PollFd::new(first, flags); POLL_ON_STACK];
+    for (slot, fd) in p.iter_mut().zip(fds) {
+        *slot = PollFd::new(*fd, flags);
+    }
+    let _ = poll(&mut p[..fds.len()], PollTimeout::from(ms));
 }
 
 /// A responder's latency histogram: empty (the client measures).

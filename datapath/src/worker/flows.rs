@@ -4,7 +4,7 @@
 
 use crate::{
     binding::XskStats,
-    frame::parse,
+    frame::{parse_verified, verify},
     header::{Fragment, Header},
     latency::OneWay,
     message::{MessageTracker, Outcome},
@@ -97,6 +97,13 @@ pub struct FlowTable {
 }
 
 impl FlowTable {
+    /// Begins a receive batch: its frames share one receive time (one
+    /// clock read, at the first frame accounted).
+    #[inline]
+    pub fn start_batch(&mut self) {
+        self.latency.start_batch();
+    }
+
     /// Accounts one received frame (or datagram): `bytes` as the frame
     /// counts them, `payload` its UDP payload. A frame without a fragment
     /// header is a whole message of `message_len` bytes when that is given.
@@ -106,7 +113,7 @@ impl FlowTable {
     /// accounted: a forged or corrupt header must not wreck the flow's loss
     /// figures. Loss, reordering and duplicate totals are kept up to date
     /// here, so no per-batch pass over the flows is needed.
-    #[inline]
+    #[inline(always)]
     pub fn record(
         &mut self,
         c: &mut CounterSnapshot,
@@ -162,7 +169,19 @@ impl FlowTable {
     /// header names, if it has one.
     #[inline]
     pub fn account_frame(&mut self, c: &mut CounterSnapshot, head: &[u8], len: u64) -> Option<u16> {
-        match parse(head) {
+        self.account_frame_verified::<{ verify::FULL }>(c, head, len)
+    }
+
+    /// [`Self::account_frame`], verifying the checksums level `V` asks for
+    /// ([`crate::frame::verify`]).
+    #[inline]
+    pub fn account_frame_verified<const V: u8>(
+        &mut self,
+        c: &mut CounterSnapshot,
+        head: &[u8],
+        len: u64,
+    ) -> Option<u16> {
+        match parse_verified::<V>(head) {
             Ok(p) => {
                 self.record(
                     c,

@@ -28,7 +28,22 @@ pub use rx::{spawn_rx, spawn_rx_on, OnBound, RxWorkerConfig};
 pub(crate) use spawn::spawn_with;
 pub use spawn::{Placement, Ready, Setup, StopSignal, Worker};
 pub use transactions::ClientConfig;
-pub use tx::{spawn_tx, spawn_tx_on, TxSummary, TxWorkerConfig};
+pub use tx::{
+    spawn_tx, spawn_tx_on, MessageStamper, MixStamper, PlainStamper, Stamper, Stamping, TxSummary,
+    TxWorkerConfig,
+};
 pub use wait::WaitMode;
 
 pub use crate::latency::MAX_LATENCY_NS;
+
+/// Publishes what a turn that moved no frame changed: the idle turns and
+/// syscalls (two stores, not one per counter).
+#[inline]
+pub(crate) fn publish_idle(
+    counters: &linerate_counters::stats::WorkerCounters,
+    c: &linerate_counters::stats::CounterSnapshot,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    counters.idle_loops.store(c.idle_loops, Relaxed);
+    counters.syscalls.store(c.syscalls, Relaxed);
+}

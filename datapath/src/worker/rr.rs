@@ -298,7 +298,16 @@ pub(crate) fn run_client<P: Transmit + Receive>(
                 c.bad += 1;
                 return;
             };
-            if let Some(msg_id) = trackers[fi].on_fragment(&frag, &[]).count(&mut c) {
+            let t = &mut trackers[fi];
+            let lost_before = t.lost();
+            let done = t.on_fragment(&frag, &[]).count(&mut c);
+            // The losses kept up to date by what this fragment changed (a
+            // loss can be taken back when a late fragment arrives), not
+            // summed over every flow each turn.
+            c.messages_lost = c
+                .messages_lost
+                .wrapping_add(t.lost().wrapping_sub(lost_before));
+            if let Some(msg_id) = done {
                 tx.on_response(fi, msg_id, now, measuring, &mut c, &mut |f, id| {
                     push(&mut out, f, id)
                 });
@@ -308,7 +317,10 @@ pub(crate) fn run_client<P: Transmit + Receive>(
         if !send_then_idle(&mut port, &mut out, &mut c, cfg, now, got > 0, 1)? {
             break;
         }
-        c.messages_lost = trackers.iter().map(MessageTracker::lost).sum();
+        debug_assert_eq!(
+            c.messages_lost,
+            trackers.iter().map(MessageTracker::lost).sum::<u64>()
+        );
         counters.publish(&c);
     }
     counters.publish(&c);

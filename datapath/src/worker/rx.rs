@@ -190,6 +190,7 @@ pub(crate) fn run<P: Receive>(
     let mut c = CounterSnapshot::default();
     let mut flows = FlowTable::default();
     while !stop.should_stop(Instant::now()) {
+        flows.start_batch();
         let n = if count_foreign {
             port.recv(|f| {
                 keep(&mut capture, &f);
@@ -238,8 +239,10 @@ pub(crate) fn run<P: Receive>(
                     }
                 }
             }
+            super::publish_idle(counters, &c);
+        } else {
+            counters.publish(&c);
         }
-        counters.publish(&c);
     }
     c.bad += port.overlong();
     let mut summary = flows.finish(c, port.stats().unwrap_or_default());

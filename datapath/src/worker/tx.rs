@@ -121,71 +121,85 @@ where
     )
 }
 
-/// Writes one frame's header: sequence and time, and for messages the
-/// fragment header and the frame's length (for mixes, the frame's length).
-struct Stamper {
-    message: Option<Fragmentation>,
-    /// The mix, and how to stamp each frame of its pattern.
-    mix: Option<(SizeMix, Vec<Stamp>)>,
-    /// How to stamp frames of the template's size.
-    stamp: Stamp,
-    frags: u64,
-}
-
-impl Stamper {
+/// How a sender writes each frame's header: sequence and time, and for
+/// messages the fragment header and the frame's length (for mixes, the
+/// frame's length). One type per kind of stream, so that each sender loop
+/// is compiled for one and nothing is decided per frame. Frames must be
+/// stamped in sequence order from 0 (the mix's place and the fragment's
+/// index are kept as counters, not divided out of the sequence number).
+pub trait Stamping {
     /// Whether frames differ in length (their bytes are counted per batch).
-    fn new(cfg: &TxWorkerConfig) -> Result<Self, WorkerError> {
-        let mix = match &cfg.mix {
-            Some(mix) => {
-                let stamps = mix
-                    .pattern()
-                    .iter()
-                    .map(|&frame_size| {
-                        let t = FrameSpec {
-                            frame_size,
-                            ..cfg.frame
-                        }
-                        .template()?;
-                        Ok(Stamp::for_template(&t))
-                    })
-                    .collect::<Result<Vec<_>, WorkerError>>()?;
-                Some((mix.clone(), stamps))
-            }
-            None => None,
-        };
-        Ok(Self {
-            message: cfg.message,
-            mix,
-            stamp: Stamp::for_template(&cfg.frame.template()?),
-            frags: cfg.message.map_or(1, |m| m.count as u64),
-        })
-    }
-
-    fn varies(&self) -> bool {
-        self.message.is_some() || self.mix.is_some()
-    }
-
+    const VARIES: bool;
     /// Stamps frame `seq`; returns its bytes and UDP payload bytes when
     /// frames differ in length.
+    fn stamp<F: FrameMut>(&mut self, f: &mut F, seq: u64, ts: u64) -> (u64, u64);
+    /// The messages the frames are cut from, if any.
+    fn message(&self) -> Option<Fragmentation> {
+        None
+    }
+}
+
+/// Frames of the template's size: sequence and time only.
+#[derive(Debug)]
+pub struct PlainStamper {
+    stamp: Stamp,
+}
+
+impl Stamping for PlainStamper {
+    const VARIES: bool = false;
     #[inline]
-    fn stamp(&self, f: &mut impl FrameMut, seq: u64, ts: u64) -> (u64, u64) {
-        if let Some((mix, stamps)) = &self.mix {
-            let i = (seq % stamps.len() as u64) as usize;
-            let len = Geometry::descriptor_len(mix.pattern()[i]);
-            if f.len() != len {
-                f.set_len(len);
-            }
-            let h = f.head();
-            set_lengths(h, len);
-            stamps[i].apply(h, seq, ts);
-            return (len as u64, (len - stamps[i].offset()) as u64);
+    fn stamp<F: FrameMut>(&mut self, f: &mut F, seq: u64, ts: u64) -> (u64, u64) {
+        self.stamp.apply(f.head(), seq, ts);
+        (0, 0)
+    }
+}
+
+/// Frames sized by a mix, in the mix's order.
+#[derive(Debug)]
+pub struct MixStamper {
+    /// Each frame of the pattern: its descriptor length and its stamp.
+    pattern: Vec<(usize, Stamp)>,
+    /// The next frame's place in the pattern.
+    i: usize,
+}
+
+impl Stamping for MixStamper {
+    const VARIES: bool = true;
+    #[inline]
+    fn stamp<F: FrameMut>(&mut self, f: &mut F, seq: u64, ts: u64) -> (u64, u64) {
+        let (len, stamp) = &self.pattern[self.i];
+        self.i += 1;
+        if self.i == self.pattern.len() {
+            self.i = 0;
         }
-        let Some(m) = &self.message else {
-            self.stamp.apply(f.head(), seq, ts);
-            return (0, 0);
-        };
-        let k = seq % self.frags;
-        let (_, piece) = m.piece(k as usize);
+        let len = *len;
+        if f.len() != len {
+            f.set_len(len);
+        }
+        let h = f.head();
+        set_lengths(h, len);
+        stamp.apply(h, seq, ts);
+        (len as u64, (len - stamp.offset()) as u64)
+    }
+}
+
+/// Frames cut from messages: each carries a fragment header.
+#[derive(Debug)]
+pub struct MessageStamper {
+    message: Fragmentation,
+    stamp: Stamp,
+    /// The next frame's fragment index and message id.
+    k: usize,
+    msg_id: u32,
+}
+
+impl Stamping for MessageStamper {
+    const VARIES: bool = true;
+    #[inline]
+    fn stamp<F: FrameMut>(&mut self, f: &mut F, seq: u64, ts: u64) -> (u64, u64) {
+        let m = &self.message;
+        let k = self.k;
+        let (_, piece) = m.piece(k);
         // IPv6 headers are 20 bytes longer than IPv4's.
         let lr = self.stamp.offset();
         let len = Geometry::fragment_len(piece) + lr - HEADER_OFFSET;
@@ -197,31 +211,103 @@ impl Stamper {
         set_lengths(h, len);
         Header::patch(&mut h[lr..], seq, ts);
         Fragment {
-            msg_id: (seq / self.frags) as u32,
+            msg_id: self.msg_id,
             index: k as u32,
-            count: self.frags as u32,
+            count: m.count as u32,
             msg_len: m.msg_len as u32,
         }
         .write(&mut h[lr + HEADER_LEN..]);
         // IPv6: the fragment's checksum, summed whole (its frames fit one
         // UMEM chunk: the plan checks it).
         set_udp6_checksum(h, len);
+        self.k += 1;
+        if self.k == m.count {
+            self.k = 0;
+            self.msg_id = self.msg_id.wrapping_add(1);
+        }
         (wire as u64, (len - lr) as u64)
+    }
+
+    fn message(&self) -> Option<Fragmentation> {
+        Some(self.message)
     }
 }
 
-/// The sending loop, over any port.
+/// The stamper a sender's stream needs, chosen once before its loop.
+#[derive(Debug)]
+pub enum Stamper {
+    /// Every frame the template's size.
+    Plain(PlainStamper),
+    /// Frames of a size mix.
+    Mix(MixStamper),
+    /// Frames cut from messages.
+    Message(MessageStamper),
+}
+
+impl Stamper {
+    /// The stamper of frames like `frame`, cut from messages or sized by a
+    /// mix when one is given (a mix before messages, as before).
+    pub fn from_parts(
+        frame: &FrameSpec,
+        message: Option<Fragmentation>,
+        mix: Option<&SizeMix>,
+    ) -> Result<Self, WorkerError> {
+        let stamp = Stamp::for_template(&frame.template()?);
+        let Some(mix) = mix else {
+            return Ok(match message {
+                Some(message) => Self::Message(MessageStamper {
+                    message,
+                    stamp,
+                    k: 0,
+                    msg_id: 0,
+                }),
+                None => Self::Plain(PlainStamper { stamp }),
+            });
+        };
+        let pattern = mix
+            .pattern()
+            .iter()
+            .map(|&frame_size| {
+                let t = FrameSpec {
+                    frame_size,
+                    ..*frame
+                }
+                .template()?;
+                Ok((
+                    Geometry::descriptor_len(frame_size),
+                    Stamp::for_template(&t),
+                ))
+            })
+            .collect::<Result<Vec<_>, WorkerError>>()?;
+        Ok(Self::Mix(MixStamper { pattern, i: 0 }))
+    }
+}
+
+/// The sending loop, over any port: the loop compiled for the stream's
+/// kind of frames.
 pub(crate) fn run<P: Transmit>(
+    port: P,
+    cfg: &TxWorkerConfig,
+    counters: &WorkerCounters,
+) -> Result<TxSummary, WorkerError> {
+    match Stamper::from_parts(&cfg.frame, cfg.message, cfg.mix.as_ref())? {
+        Stamper::Plain(s) => run_with(port, cfg, counters, s),
+        Stamper::Mix(s) => run_with(port, cfg, counters, s),
+        Stamper::Message(s) => run_with(port, cfg, counters, s),
+    }
+}
+
+fn run_with<P: Transmit, S: Stamping>(
     mut port: P,
     cfg: &TxWorkerConfig,
     counters: &WorkerCounters,
+    mut stamper: S,
 ) -> Result<TxSummary, WorkerError> {
     let frags = cfg.message.map_or(1, |m| m.count as u64);
     let pacer = Pacer::new(
         cfg.rate.map(|r| r * frags as f64),
         cfg.count.map(|c| c * frags),
     );
-    let stamper = Stamper::new(cfg)?;
     let batch = cfg.batch.max(1);
     // The first chunk of each frame: every header, and all of a frame
     // that fits one chunk.
@@ -229,7 +315,7 @@ pub(crate) fn run<P: Transmit>(
         .capture
         .map(|n| Capture::new(n, cfg.frame.len().min(CHUNK_DATA)));
     let mut c = CounterSnapshot::default();
-    let mut book = Completions::new(cfg, &stamper, frags);
+    let mut book = Completions::new(cfg, S::VARIES, stamper.message(), frags);
     let mut seq: u64 = 0;
     let start = Instant::now();
     loop {
@@ -257,8 +343,10 @@ pub(crate) fn run<P: Transmit>(
                     Some(nap) => nap_or_spin(nap),
                     None => idle(&pacer, seq, now - start, cfg.wait),
                 }
+                super::publish_idle(counters, &c);
+            } else {
+                counters.publish(&c);
             }
-            counters.publish(&c);
             continue;
         }
         let ts = monotonic_ns();
@@ -307,8 +395,9 @@ pub(crate) fn run<P: Transmit>(
 /// Completion bookkeeping: counts the frames the port completed, and their
 /// bytes (for streams whose frames differ in length, from the batches
 /// queued and not yet completed).
-struct Completions<'a> {
-    stamper: &'a Stamper,
+struct Completions {
+    varies: bool,
+    message: Option<Fragmentation>,
     frags: u64,
     frame_len: u64,
     payload_len: u64,
@@ -317,10 +406,11 @@ struct Completions<'a> {
     queued: VecDeque<(u64, u64, u64)>,
 }
 
-impl<'a> Completions<'a> {
-    fn new(cfg: &TxWorkerConfig, stamper: &'a Stamper, frags: u64) -> Self {
+impl Completions {
+    fn new(cfg: &TxWorkerConfig, varies: bool, message: Option<Fragmentation>, frags: u64) -> Self {
         Completions {
-            stamper,
+            varies,
+            message,
             frags,
             frame_len: cfg.frame.len() as u64,
             payload_len: cfg.frame.payload_len() as u64,
@@ -332,7 +422,7 @@ impl<'a> Completions<'a> {
     /// bytes of payload (kept only when frames differ in length).
     #[inline]
     fn queued(&mut self, frames: usize, wire: u64, payload: u64) {
-        if frames > 0 && self.stamper.varies() {
+        if frames > 0 && self.varies {
             self.queued.push_back((frames as u64, wire, payload));
         }
     }
@@ -341,7 +431,7 @@ impl<'a> Completions<'a> {
     #[inline]
     fn complete(&mut self, c: &mut CounterSnapshot, done: u64) {
         c.frames += done;
-        if !self.stamper.varies() {
+        if !self.varies {
             c.bytes = c.frames * self.frame_len;
             c.payload_bytes = c.frames * self.payload_len;
             return;
@@ -365,7 +455,7 @@ impl<'a> Completions<'a> {
             }
             left -= take;
         }
-        if let Some(m) = &self.stamper.message {
+        if let Some(m) = &self.message {
             c.messages = c.frames / self.frags;
             c.message_bytes = c.messages * m.msg_len as u64;
         }
@@ -412,5 +502,84 @@ fn nap_or_spin(nap: Duration) {
         std::thread::sleep(nap);
     } else {
         std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{frame::parse, header::Kind};
+
+    struct Buf(Vec<u8>, usize);
+
+    impl FrameMut for Buf {
+        fn len(&self) -> usize {
+            self.1
+        }
+        fn set_len(&mut self, len: usize) {
+            self.1 = len.min(self.0.len());
+        }
+        fn head(&mut self) -> &mut [u8] {
+            &mut self.0[..self.1]
+        }
+    }
+
+    fn frame(size: usize) -> FrameSpec {
+        FrameSpec {
+            src: crate::frame::Endpoint {
+                mac: [2, 0, 0, 0, 0, 1],
+                ip: std::net::Ipv4Addr::new(198, 18, 0, 1).into(),
+                port: 7472,
+            },
+            dst: crate::frame::Endpoint {
+                mac: [2, 0, 0, 0, 0, 2],
+                ip: std::net::Ipv4Addr::new(198, 18, 0, 2).into(),
+                port: 7471,
+            },
+            frame_size: size,
+            flow: 0,
+            kind: Kind::Stream,
+        }
+    }
+
+    /// Stamps frames 0..n in order into one buffer, calling `check` with
+    /// each frame's sequence number and bytes.
+    fn stamp_all<S: Stamping>(mut s: S, f: &FrameSpec, n: u64, mut check: impl FnMut(u64, &[u8])) {
+        let t = f.template().unwrap();
+        let mut b = Buf(vec![0; 4096], t.len());
+        b.0[..t.len()].copy_from_slice(&t);
+        for seq in 0..n {
+            s.stamp(&mut b, seq, 7);
+            check(seq, &b.0[..b.1]);
+        }
+    }
+
+    #[test]
+    fn counters_follow_the_sequence_as_division_did() {
+        let mix = SizeMix::new(vec![(64, 3), (512, 2), (1518, 1)]).unwrap();
+        let f = frame(1518);
+        let Stamper::Mix(s) = Stamper::from_parts(&f, None, Some(&mix)).unwrap() else {
+            panic!("a mix stamper")
+        };
+        stamp_all(s, &f, 100, |seq, b| {
+            assert_eq!(b.len(), Geometry::descriptor_len(mix.size_of(seq)), "{seq}");
+            assert_eq!(parse(b).unwrap().header.seq, seq);
+        });
+        let m = Fragmentation::new(10_000, 1438).unwrap();
+        let f = FrameSpec {
+            kind: Kind::Message,
+            ..f
+        };
+        let Stamper::Message(s) = Stamper::from_parts(&f, Some(m), None).unwrap() else {
+            panic!("a message stamper")
+        };
+        stamp_all(s, &f, 100, |seq, b| {
+            let frag = parse(b).unwrap().fragment.unwrap();
+            let k = seq % m.count as u64;
+            assert_eq!(
+                (frag.index, frag.msg_id),
+                (k as u32, (seq / m.count as u64) as u32)
+            );
+        });
     }
 }

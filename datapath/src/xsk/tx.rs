@@ -6,6 +6,16 @@
 //! Slots are used in a cycle and the kernel completes TX descriptors in
 //! the order they were queued, so counting completed descriptors is enough
 //! to know which slots are free again; no completion address is looked up.
+//! When every slot is one chunk (frames up to a chunk's data), a completed
+//! descriptor is a completed frame and nothing is kept per frame in flight;
+//! only multi-buffer slots keep each in-flight frame's descriptor count.
+//!
+//! Descriptors are copied once, from the slot table into the TX ring, by
+//! xsk-rs's `TxQueue::produce` (a slice of `FrameDesc`): xsk-rs 0.11 hands
+//! out no slice of the ring itself (its `XskRingProd` and the reserve /
+//! submit calls are private to the crate), so the slot's descriptors are
+//! passed straight to `produce` (one call per run of consecutive slots)
+//! rather than gathered into a scratch buffer first.
 
 use std::{collections::VecDeque, io::Write, os::fd::AsRawFd};
 
@@ -95,8 +105,11 @@ pub(super) struct TxSlots {
     next: usize,
     /// Descriptors in use by each slot's current frame.
     used: Vec<u16>,
-    /// Descriptors of each in-flight frame, oldest first.
+    /// Descriptors of each in-flight frame, oldest first (multi-buffer
+    /// slots only: with one chunk a slot, a descriptor is a frame).
     pending: VecDeque<u16>,
+    /// Frames queued and not completed.
+    frames_in_flight: usize,
     /// Completed descriptors not yet adding up to a whole frame.
     completed: usize,
     /// Descriptors handed to the kernel and not completed.
@@ -145,18 +158,19 @@ impl TxSlots {
             slots,
             next: 0,
             used: vec![used as u16; slots],
-            pending: VecDeque::with_capacity(slots),
+            pending: VecDeque::with_capacity(if frags > 1 { slots } else { 0 }),
+            frames_in_flight: 0,
             completed: 0,
             in_flight: 0,
         })
     }
 
     pub(super) fn free_frames(&self) -> usize {
-        self.slots - self.pending.len()
+        self.slots - self.frames_in_flight
     }
 
     pub(super) fn in_flight_frames(&self) -> usize {
-        self.pending.len()
+        self.frames_in_flight
     }
 
     pub(super) fn max_frags(&self) -> usize {
@@ -170,6 +184,10 @@ impl TxSlots {
         // SAFETY: the scratch descriptors are only written by the call.
         let n = unsafe { comp.consume(&mut self.scratch[..want]) };
         self.in_flight -= n;
+        if self.frags == 1 {
+            self.frames_in_flight -= n;
+            return n;
+        }
         self.completed += n;
         let mut frames = 0;
         while let Some(&d) = self.pending.front() {
@@ -180,6 +198,7 @@ impl TxSlots {
             self.pending.pop_front();
             frames += 1;
         }
+        self.frames_in_flight -= frames;
         frames
     }
 
@@ -191,9 +210,73 @@ impl TxSlots {
         tx: &mut TxQueue,
         umem: &Umem,
         n: usize,
-        mut fill: impl FnMut(&mut TxFrame<'_>),
+        fill: impl FnMut(&mut TxFrame<'_>),
     ) -> usize {
         let n = n.min(self.free_frames());
+        if n == 0 {
+            return 0;
+        }
+        let queued = if self.frags == 1 {
+            self.send_single(tx, umem, n, fill)
+        } else {
+            self.send_multi(tx, umem, n, fill)
+        };
+        self.in_flight += queued;
+        self.frames_in_flight += n;
+        n
+    }
+
+    /// One chunk a slot: the slots' descriptors go to the ring from the
+    /// slot table itself (one `produce` per run of slots before the table
+    /// wraps), with no copy in between; returns the descriptors queued.
+    #[inline]
+    fn send_single(
+        &mut self,
+        tx: &mut TxQueue,
+        umem: &Umem,
+        n: usize,
+        mut fill: impl FnMut(&mut TxFrame<'_>),
+    ) -> usize {
+        let mut queued = 0;
+        let mut left = n;
+        while left > 0 {
+            let start = self.next;
+            let run = left.min(self.slots - start);
+            for desc in &mut self.frames[start..start + run] {
+                let mut frame = TxFrame {
+                    umem,
+                    descs: std::slice::from_mut(desc),
+                    used: 1,
+                };
+                fill(&mut frame);
+            }
+            // SAFETY: the descriptors name frames of this socket's UMEM,
+            // and the TX ring is as large as the UMEM's TX chunks, so it
+            // has room.
+            let q = unsafe { tx.produce(&self.frames[start..start + run]) };
+            debug_assert_eq!(q, run, "TX ring smaller than the slots");
+            queued += q;
+            left -= run;
+            self.next = if start + run == self.slots {
+                0
+            } else {
+                start + run
+            };
+        }
+        queued
+    }
+
+    /// Slots of several chunks: each frame's descriptors in use are
+    /// gathered (a frame may use fewer than its slot holds) and queued
+    /// once per batch; returns the descriptors queued.
+    #[inline]
+    fn send_multi(
+        &mut self,
+        tx: &mut TxQueue,
+        umem: &Umem,
+        n: usize,
+        mut fill: impl FnMut(&mut TxFrame<'_>),
+    ) -> usize {
         let mut m = 0;
         for _ in 0..n {
             let slot = self.next;
@@ -209,17 +292,13 @@ impl TxSlots {
             self.scratch[m..m + used].copy_from_slice(&frame.descs[..used]);
             m += used;
             self.pending.push_back(used as u16);
-            self.next = (slot + 1) % self.slots;
-        }
-        if m == 0 {
-            return 0;
+            self.next = if slot + 1 == self.slots { 0 } else { slot + 1 };
         }
         // SAFETY: the descriptors name frames of this socket's UMEM, and the
         // TX ring is as large as the UMEM's TX chunks, so it has room.
         let queued = unsafe { tx.produce(&self.scratch[..m]) };
         debug_assert_eq!(queued, m, "TX ring smaller than the slots");
-        self.in_flight += queued;
-        n
+        queued
     }
 }
 

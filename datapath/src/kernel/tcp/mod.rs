@@ -10,7 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use nix::sys::socket::{setsockopt, sockopt};
+use nix::sys::{
+    epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout},
+    socket::{setsockopt, sockopt},
+};
 
 use crate::kernel::{
     pace_idle, received, records::RecordCutter, sent, spawn_socket, KernelReceiverConfig,
@@ -172,6 +175,14 @@ pub fn spawn_tcp_rx(
     )
 }
 
+/// The listener's token in the receiver's epoll set (connections are
+/// their index).
+const LISTENER: u64 = u64::MAX;
+
+/// The receiver, as netperf's TCP_STREAM receiver: it waits in epoll_wait
+/// for a connection with data (or a new one, up to `flows`) and reads only
+/// those; `busy` polls the same set without sleeping (timeout 0, yielding
+/// between empty turns). Nothing is allocated per turn.
 fn receive(
     l: TcpListener,
     cfg: &KernelReceiverConfig,
@@ -181,22 +192,31 @@ fn receive(
     let mut flows = FlowTable::default();
     let mut buf = vec![0u8; CHUNK];
     let mut c = CounterSnapshot::default();
+    let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(nix_io("epoll_create"))?;
+    epoll
+        .add(&l, EpollEvent::new(EpollFlags::EPOLLIN, LISTENER))
+        .map_err(nix_io("epoll_ctl"))?;
+    let mut events = vec![EpollEvent::empty(); 64];
+    let timeout = match cfg.wait {
+        WaitMode::Busy => EpollTimeout::ZERO,
+        _ => EpollTimeout::from(BLOCK_SLICE.as_millis() as u16),
+    };
     while !cfg.stop.should_stop(Instant::now()) {
-        if conns.len() < cfg.flows {
-            match l.accept() {
-                Ok((s, _)) => {
-                    let _ = setsockopt(&s, sockopt::RcvBufForce, &SOCKET_BUFFER);
-                    s.set_nonblocking(true).map_err(io("nonblocking"))?;
-                    conns.push((s, RecordParser::default()));
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => return Err(io("accept")(e)),
-            }
-        }
+        flows.start_batch();
+        c.syscalls += 1;
+        let ready = epoll.wait(&mut events, timeout).unwrap_or(0);
         let mut got = 0;
-        for (s, parser) in conns.iter_mut() {
+        for ev in &events[..ready] {
+            if ev.data() == LISTENER {
+                accept_flows(&l, &epoll, &mut conns, cfg.flows)?;
+                continue;
+            }
+            let (s, parser) = &mut conns[ev.data() as usize];
+            c.syscalls += 1;
             match s.read(&mut buf) {
-                Ok(0) => {}
+                Ok(0) => {
+                    let _ = epoll.delete(&*s);
+                }
                 Ok(n) => {
                     got += n;
                     c.payload_bytes += n as u64;
@@ -213,28 +233,46 @@ fn receive(
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                 Err(e) => return Err(io("read")(e)),
             }
-            c.syscalls += 1;
         }
         if got == 0 {
             c.idle_loops += 1;
-            match cfg.wait {
-                WaitMode::Busy => std::thread::yield_now(),
-                _ => wait_readable(&l, &conns),
+            if cfg.wait == WaitMode::Busy {
+                std::thread::yield_now();
             }
+            crate::worker::publish_idle(counters, &c);
+        } else {
+            counters.publish(&c);
         }
-        counters.publish(&c);
     }
     Ok(received(flows, c, counters))
 }
 
-/// Blocks in poll() on the listener and every connection, for a slice.
-fn wait_readable(l: &TcpListener, conns: &[(TcpStream, RecordParser)]) {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let mut fds: Vec<PollFd<'_>> = conns
-        .iter()
-        .map(|(s, _)| PollFd::new(s.as_fd(), PollFlags::POLLIN))
-        .collect();
-    fds.push(PollFd::new(l.as_fd(), PollFlags::POLLIN));
-    let _ = poll(&mut fds, PollTimeout::from(BLOCK_SLICE.as_millis() as u16));
+/// Accepts waiting connections while fewer than `flows` are open, each
+/// into the epoll set; once all are in, the listener leaves the set.
+fn accept_flows(
+    l: &TcpListener,
+    epoll: &Epoll,
+    conns: &mut Vec<(TcpStream, RecordParser)>,
+    flows: usize,
+) -> Result<(), WorkerError> {
+    while conns.len() < flows {
+        match l.accept() {
+            Ok((s, _)) => {
+                let _ = setsockopt(&s, sockopt::RcvBufForce, &SOCKET_BUFFER);
+                s.set_nonblocking(true).map_err(io("nonblocking"))?;
+                epoll
+                    .add(&s, EpollEvent::new(EpollFlags::EPOLLIN, conns.len() as u64))
+                    .map_err(nix_io("epoll_ctl"))?;
+                conns.push((s, RecordParser::default()));
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(io("accept")(e)),
+        }
+    }
+    let _ = epoll.delete(l);
+    Ok(())
+}
+
+fn nix_io(what: &'static str) -> impl Fn(nix::errno::Errno) -> WorkerError {
+    move |e| WorkerError::Hook(format!("TCP {what}: {e}"))
 }

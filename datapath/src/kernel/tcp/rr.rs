@@ -11,18 +11,22 @@ use std::{
 
 use nix::{
     poll::PollFlags,
-    sys::socket::{setsockopt, sockopt},
+    sys::{
+        epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout},
+        socket::{setsockopt, sockopt},
+    },
 };
 
 use crate::{
     clock::monotonic_ns,
     header::{Fragment, Header, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
     kernel::{
-        rr::{answered, err, idle, responded, spawn_client_with, wait_any, KernelRrConfig},
-        spawn_socket, RecordParser, SOCKET_BUFFER,
+        rr::{answered, err, idle, nerr, responded, spawn_client_with, wait_any, KernelRrConfig},
+        spawn_socket, RecordParser, BLOCK_SLICE, SOCKET_BUFFER,
     },
     worker::{
-        transactions::Transactions, ClientConfig, RrSummary, StopSignal, Worker, WorkerError,
+        transactions::Transactions, ClientConfig, RrSummary, StopSignal, WaitMode, Worker,
+        WorkerError,
     },
 };
 use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
@@ -119,71 +123,142 @@ pub fn spawn_responder(
     )
 }
 
+/// The listener's token in the responder's epoll set (connections are
+/// their index).
+const LISTENER: u64 = u64::MAX;
+/// Connections accepted per turn at most (the loop stays bounded).
+const ACCEPTS_PER_TURN: usize = 64;
+
+/// One connection of the responder.
+struct Conn {
+    s: TcpStream,
+    parser: RecordParser,
+    seq: u64,
+}
+
+/// The responder, as netperf's TCP_RR server: it waits in epoll_wait for
+/// a connection with a request (or a new connection) and reads only those;
+/// `busy` polls the same set without sleeping (`epoll_wait` with timeout
+/// 0, yielding between empty turns). Nothing is allocated per turn: the
+/// event list is made once, the answer list reused.
 fn respond(
     l: TcpListener,
     cfg: &KernelRrConfig,
     counters: &WorkerCounters,
 ) -> Result<RrSummary, WorkerError> {
     let pattern: Vec<u8> = (0..256 << 10).map(|i| i as u8).collect();
-    let mut conns: Vec<(TcpStream, RecordParser, u64)> = Vec::new();
+    let mut conns: Vec<Conn> = Vec::new();
     let mut buf = vec![0u8; 256 << 10];
     let mut todo: Vec<(u16, u32)> = Vec::new();
     let mut c = CounterSnapshot::default();
+    let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(nerr("epoll_create"))?;
+    epoll
+        .add(&l, EpollEvent::new(EpollFlags::EPOLLIN, LISTENER))
+        .map_err(nerr("epoll_ctl"))?;
+    let mut events = vec![EpollEvent::empty(); 64];
+    let timeout = match cfg.wait {
+        WaitMode::Busy => EpollTimeout::ZERO,
+        _ => EpollTimeout::from(BLOCK_SLICE.as_millis() as u16),
+    };
     while !cfg.stop.should_stop(Instant::now()) {
-        match l.accept() {
-            Ok((s, _)) => {
-                tcp_setup(&s)?;
-                conns.push((s, RecordParser::default(), 0));
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => return Err(err("TCP accept")(e)),
-        }
+        c.syscalls += 1;
+        let ready = epoll.wait(&mut events, timeout).unwrap_or(0);
         let mut got = 0;
-        for (s, parser, seq) in conns.iter_mut() {
-            match s.read(&mut buf) {
-                Ok(n) if n > 0 => {
-                    got += n;
-                    c.bytes += n as u64;
-                    parser.feed(&buf[..n], |r| match (r.header.kind, r.fragment) {
-                        (Kind::Request, Some(f)) => {
-                            c.frames += 1;
-                            c.messages += 1;
-                            c.message_bytes += u64::from(f.msg_len);
-                            todo.push((r.header.flow, f.msg_id));
-                        }
-                        _ => c.bad += 1,
-                    });
-                    for (flow, id) in todo.drain(..) {
-                        write_record(
-                            s,
-                            Kind::Response,
-                            flow,
-                            *seq,
-                            id,
-                            cfg.response.msg_len,
-                            &pattern,
-                            &cfg.stop,
-                        )?;
-                        *seq += 1;
-                        c.queued += 1;
-                    }
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e)
-                    if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {}
-                Err(e) => return Err(err("TCP read")(e)),
+        for ev in &events[..ready] {
+            if ev.data() == LISTENER {
+                accept_some(&l, &epoll, &mut conns)?;
+                continue;
             }
+            let conn = &mut conns[ev.data() as usize];
+            got += answer(conn, &mut buf, &mut todo, &pattern, cfg, &mut c, &epoll)?;
         }
         if got == 0 {
             c.idle_loops += 1;
-            let mut fds: Vec<BorrowedFd<'_>> = conns.iter().map(|(s, _, _)| s.as_fd()).collect();
-            fds.push(l.as_fd());
-            idle(cfg.wait, &fds);
+            if cfg.wait == WaitMode::Busy {
+                std::thread::yield_now();
+            }
+            crate::worker::publish_idle(counters, &c);
+        } else {
+            counters.publish(&c);
         }
-        counters.publish(&c);
     }
     Ok(responded(c, counters))
+}
+
+/// Accepts the connections waiting (at most [`ACCEPTS_PER_TURN`]) and adds
+/// each to the epoll set.
+fn accept_some(l: &TcpListener, epoll: &Epoll, conns: &mut Vec<Conn>) -> Result<(), WorkerError> {
+    for _ in 0..ACCEPTS_PER_TURN {
+        match l.accept() {
+            Ok((s, _)) => {
+                tcp_setup(&s)?;
+                epoll
+                    .add(&s, EpollEvent::new(EpollFlags::EPOLLIN, conns.len() as u64))
+                    .map_err(nerr("epoll_ctl"))?;
+                conns.push(Conn {
+                    s,
+                    parser: RecordParser::default(),
+                    seq: 0,
+                });
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) => return Err(err("TCP accept")(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Reads what a ready connection has and answers every whole request in
+/// it; returns the bytes read. A connection the peer closed leaves the
+/// epoll set.
+fn answer(
+    conn: &mut Conn,
+    buf: &mut [u8],
+    todo: &mut Vec<(u16, u32)>,
+    pattern: &[u8],
+    cfg: &KernelRrConfig,
+    c: &mut CounterSnapshot,
+    epoll: &Epoll,
+) -> Result<usize, WorkerError> {
+    let n = match conn.s.read(buf) {
+        Ok(0) => {
+            let _ = epoll.delete(&conn.s);
+            return Ok(0);
+        }
+        Ok(n) => n,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(0),
+        Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {
+            let _ = epoll.delete(&conn.s);
+            return Ok(0);
+        }
+        Err(e) => return Err(err("TCP read")(e)),
+    };
+    c.bytes += n as u64;
+    conn.parser
+        .feed(&buf[..n], |r| match (r.header.kind, r.fragment) {
+            (Kind::Request, Some(f)) => {
+                c.frames += 1;
+                c.messages += 1;
+                c.message_bytes += u64::from(f.msg_len);
+                todo.push((r.header.flow, f.msg_id));
+            }
+            _ => c.bad += 1,
+        });
+    for (flow, id) in todo.drain(..) {
+        write_record(
+            &mut conn.s,
+            Kind::Response,
+            flow,
+            conn.seq,
+            id,
+            cfg.response.msg_len,
+            pattern,
+            &cfg.stop,
+        )?;
+        conn.seq += 1;
+        c.queued += 1;
+    }
+    Ok(n)
 }
 
 /// Starts a TCP rr client: a connection per flow.

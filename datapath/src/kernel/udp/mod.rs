@@ -284,6 +284,7 @@ fn receive(
         _ => None,
     };
     while !cfg.stop.should_stop(Instant::now()) {
+        flows.start_batch();
         let got = if cfg.gro {
             let mut iov = [IoSliceMut::new(&mut bufs[0])];
             match recvmsg::<SockaddrIn>(sock.as_raw_fd(), &mut iov, Some(&mut cmsg), flags) {

@@ -809,6 +809,15 @@ pub struct StreamArgs {
     /// them, with no copy to user space; the in-kernel limit of receiving).
     #[arg(long, value_enum, default_value_t = RxEngineArg::AfXdp)]
     pub rx_engine: RxEngineArg,
+    /// How much of each received frame the receivers verify: `off`
+    /// (headers parsed only; bad_checksum not measured), `header` (the
+    /// IPv4 header's checksum: what linerate's own IPv4 frames, which
+    /// carry no UDP checksum, can get wrong), `full` (the IPv4 header's and
+    /// the UDP checksum, in a frame's first buffer) [default: header over
+    /// IPv4, full over IPv6, whose UDP checksum is its only one]. Chosen
+    /// before the loop (one loop per level); the result says which.
+    #[arg(long, value_enum)]
+    pub verify: Option<VerifyArg>,
     #[command(flatten)]
     #[serde(flatten)]
     pub run: RunArgs,
@@ -842,6 +851,17 @@ pub struct Rfc2544Args {
     #[command(flatten)]
     #[serde(flatten)]
     pub stream: StreamArgs,
+}
+
+/// `--verify`: how much of each received frame is verified.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
+pub enum VerifyArg {
+    /// No checksum.
+    Off,
+    /// The IPv4 header's checksum.
+    Header,
+    /// The IPv4 header's and the UDP checksum.
+    Full,
 }
 
 /// Who answers requests in `linerate rr`.

@@ -488,6 +488,7 @@ mod tests {
         &["--search", "binary"],
         &["--tx-engine", "generator"],
         &["--rx-engine", "xdp"],
+        &["--verify", "off"],
         // rr
         &["--request", "100"],
         &["--response", "200"],

@@ -220,3 +220,42 @@ fn json_stream_reports_intervals_then_the_result() {
     );
     assert_eq!(r["frames"]["lost"], 0);
 }
+
+/// `--verify` chooses the receivers' loop: the result says which level
+/// ran, and `bad_checksum` is a measurement (0) unless nothing was
+/// checked (absent); the default is `header` over IPv4.
+#[test]
+fn the_verify_level_is_chosen_and_said() {
+    for (given, level) in [
+        (None, "header"),
+        (Some("off"), "off"),
+        (Some("header"), "header"),
+        (Some("full"), "full"),
+    ] {
+        let mut args = vec![
+            "stream",
+            "--backend",
+            "loopback",
+            "--count",
+            "5000",
+            "--json",
+        ];
+        if let Some(v) = given {
+            args.extend(["--verify", v]);
+        }
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{given:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = json(&out);
+        assert_eq!(r["setup"]["verify"], level, "{given:?}");
+        let f = &r["frames"];
+        assert_eq!(f["received"], 5000, "{f:#}");
+        match level {
+            "off" => assert!(f.get("bad_checksum").is_none(), "{f:#}"),
+            _ => assert_eq!(f["bad_checksum"], 0, "{f:#}"),
+        }
+    }
+}

@@ -395,6 +395,37 @@ const ETHERTYPE_VLAN: u16 = 0x8100;
 const ETHERTYPE_QINQ: u16 = 0x88a8;
 const IPPROTO_UDP: u8 = 17;
 
+/// How much of each received frame a receiver verifies (`--verify`),
+/// chosen before its loop starts: one monomorphic loop per level
+/// ([`verify`]'s constants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Verify {
+    /// No checksum: headers parsed only.
+    Off,
+    /// The IPv4 header's checksum.
+    Header,
+    /// The IPv4 header's and the UDP checksum (in the first buffer).
+    #[default]
+    Full,
+}
+
+impl Verify {
+    /// Its name on the command line and in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Header => "header",
+            Self::Full => "full",
+        }
+    }
+
+    /// Whether any checksum is verified (so that `bad_checksum` is a
+    /// measurement).
+    pub fn checks(self) -> bool {
+        self != Self::Off
+    }
+}
+
 /// How much of a received frame's checksums a receiver verifies, chosen
 /// before its loop: the loop is compiled for one level (a const generic of
 /// [`parse_verified`]), so no level is decided per frame.

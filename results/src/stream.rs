@@ -183,6 +183,11 @@ pub struct Setup {
     /// written before they were reported).
     #[serde(default, skip_serializing_if = "crate::wait::WaitSetup::is_unset")]
     pub wait: crate::wait::WaitSetup,
+    /// How much of each received frame the receivers verified
+    /// (`--verify`: "off", "header", "full"); none where no receiver of
+    /// ours parses frames, and in results written before it was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
 }
 
 /// Rates and CPU of one side over the window.

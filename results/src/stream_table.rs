@@ -242,8 +242,14 @@ fn setup_lines(r: &StreamResult, o: &mut String) {
     if !r.setup.tx_engine.is_empty() {
         let _ = writeln!(
             o,
-            "  engines: sent by {}, received by {}",
-            r.setup.tx_engine, r.setup.rx_engine
+            "  engines: sent by {}, received by {}{}",
+            r.setup.tx_engine,
+            r.setup.rx_engine,
+            r.setup
+                .verify
+                .as_ref()
+                .map(|v| format!(" (verifying checksums: {v})"))
+                .unwrap_or_default()
         );
     }
     let _ = writeln!(o, "  placement: {}", r.setup.placement);

@@ -90,6 +90,7 @@ impl Engine for AfXdp {
                 socket: socket(cfg.workers.end, queue, cfg.io.rx_ring, &cfg.io),
                 batch: cfg.io.batch,
                 wait: cfg.workers.wait,
+                verify: cfg.verify,
                 yield_when_idle: cfg.yield_to_napi,
                 priority: cfg.rx_priority,
                 placement: cfg.workers.placement(queue),

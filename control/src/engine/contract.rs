@@ -222,6 +222,8 @@ pub struct ReceiverConfig<'a> {
     /// that drops them itself (the loopback; AF_XDP's steering program is
     /// given it when attached).
     pub inject_loss_pct: f64,
+    /// How much of each frame they verify (receivers that parse frames).
+    pub verify: linerate_datapath::frame::Verify,
 }
 
 /// Both sides of an rr run.

@@ -174,6 +174,7 @@ impl Engine for Loopback {
                 socket: no_socket(queue, &cfg.io),
                 batch: cfg.io.batch,
                 wait: cfg.workers.wait,
+                verify: cfg.verify,
                 yield_when_idle: false,
                 priority: cfg.rx_priority,
                 placement: cfg.workers.placement(queue),

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use linerate_datapath::{geometry::Geometry, message::Fragmentation, mix::SizeMix};
+use linerate_datapath::{frame::Verify, geometry::Geometry, message::Fragmentation, mix::SizeMix};
 
 use crate::{
-    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg},
+    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg, VerifyArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
     spec::{Iface, Ifaces, PathSpec, RunSpec},
@@ -22,6 +22,8 @@ pub const CROSS_MIN_FRAME: usize = 1024;
 pub struct StreamPlan {
     /// What every run is given.
     pub run: RunSpec,
+    /// How much of each frame the receivers verify (`--verify`).
+    pub verify: Verify,
     /// Frames (or messages) each sender sends, then stops (`--count`).
     pub count: Option<u64>,
     /// Frames (or messages) per second each sender sends (`--rate`).
@@ -431,6 +433,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     }
     Ok(StreamPlan {
         tx_engine_reason,
+        verify: verify(args),
         run,
         count: args.count,
         rate: args.rate,
@@ -449,6 +452,19 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     })
 }
 
+/// `--verify`, or the cheapest level that still catches what linerate's
+/// own frames can get wrong: the IPv4 header's checksum (its IPv4 frames
+/// carry no UDP checksum), over IPv6 the UDP checksum (its only one).
+fn verify(args: &StreamArgs) -> Verify {
+    match args.verify {
+        Some(VerifyArg::Off) => Verify::Off,
+        Some(VerifyArg::Header) => Verify::Header,
+        Some(VerifyArg::Full) => Verify::Full,
+        None if args.run.ipv6 => Verify::Full,
+        None => Verify::Header,
+    }
+}
+
 #[cfg(test)]
 impl StreamPlan {
     /// The plan of `args` at MTU 1500 on the lab's path as
@@ -458,6 +474,7 @@ impl StreamPlan {
         let geometry = Geometry::for_mtu(1500);
         Self {
             run: super::run::spec(&args.run, path_spec(args)),
+            verify: verify(args),
             count: args.count,
             rate: args.rate,
             rx_only: args.rx_only,

@@ -195,6 +195,8 @@ fn setup(
         tx_window: credit_window,
         rx_engine: plan.receiver.name().into(),
         wait: measured.wait.clone(),
+        verify: (plan.receiver.can().checksums && !plan.tx_only)
+            .then(|| plan.verify.name().to_string()),
     }
 }
 
@@ -253,7 +255,7 @@ fn frame_accounting(
         &received,
         measured.tx.summaries.iter().map(|s| s.unfinished).sum(),
         plan.message.map(|cut| (cut.msg_len, cut.count)),
-        !plan.tx_only && plan.receiver.can().checksums,
+        !plan.tx_only && plan.receiver.can().checksums && plan.verify.checks(),
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
     if plan.tx_only {

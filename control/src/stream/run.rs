@@ -79,6 +79,7 @@ pub fn run_side(
         yield_to_napi: crate::session::napi_beside_receivers(&run.napi, session.napi()),
         rx_priority: run.priorities.receivers,
         inject_loss_pct: run.xdp.inject_loss,
+        verify: plan.verify,
     };
     let senders = SenderConfig {
         workers: SideWorkers {
@@ -160,7 +161,7 @@ fn prepare<'a>(
             // A stream's senders receive nothing.
             checksums: Ends {
                 tx: false,
-                rx: plan.receiver.can().checksums,
+                rx: plan.receiver.can().checksums && plan.verify.checks(),
             },
         },
         peer,

@@ -110,13 +110,21 @@ fn stream(
     let (tc, rc) = (WorkerCounters::default(), WorkerCounters::default());
     thread::scope(|s| {
         let sender = s.spawn(|| tx::run(ltx, &cfg, &tc).unwrap());
-        let receive = |p| rx::run(p, WaitMode::Wait.into(), &rx_stop, false, None, None, &rc);
+        let receive = |p| {
+            rx::run::<_, { crate::frame::verify::FULL }>(
+                p,
+                (WaitMode::Wait.into(), &rx_stop, false, None, None, &rc),
+            )
+        };
         let (got, injected) = match plan {
             None => (receive(lrx), 0),
             Some((fault, every, first)) => {
                 let p = Faults::new(lrx, fault, every, first);
                 let injected = p.injected();
-                let got = rx::run(p, WaitMode::Wait.into(), &rx_stop, false, None, None, &rc);
+                let got = rx::run::<_, { crate::frame::verify::FULL }>(
+                    p,
+                    (WaitMode::Wait.into(), &rx_stop, false, None, None, &rc),
+                );
                 (got, injected.load(Ordering::Relaxed))
             }
         };
@@ -168,6 +176,7 @@ fn spawned_workers_on_a_faulty_loopback_account_exactly() {
             socket: socket(),
             batch: 32,
             wait: WaitMode::Wait,
+            verify: crate::frame::Verify::Full,
             yield_when_idle: false,
             priority: None,
             placement: Placement::default(),

@@ -29,6 +29,8 @@ pub struct RxWorkerConfig {
     pub batch: usize,
     /// Busy or wait when the RX ring is empty.
     pub wait: WaitMode,
+    /// How much of each frame it verifies (`--verify`).
+    pub verify: crate::frame::Verify,
     /// A busy receiver yields its core when its ring is empty, for a NAPI
     /// thread of equal policy pinned beside it (it fills the ring). False:
     /// it only spins, as a yield on a core shared with other work gives the
@@ -105,6 +107,7 @@ where
 {
     let RxWorkerConfig {
         wait,
+        verify,
         yield_when_idle,
         priority,
         placement,
@@ -134,7 +137,13 @@ where
                 wait,
                 yield_now: yield_when_idle,
             };
-            run(port, idle, &stop, count_foreign, capture, acks, counters)
+            use crate::frame::{verify as level, Verify};
+            let args = (idle, &stop, count_foreign, capture, acks, counters);
+            match verify {
+                Verify::Off => run::<_, { level::OFF }>(port, args),
+                Verify::Header => run::<_, { level::HEADER }>(port, args),
+                Verify::Full => run::<_, { level::FULL }>(port, args),
+            }
         },
     )
 }
@@ -177,15 +186,23 @@ impl From<WaitMode> for Idle {
     }
 }
 
-/// The receiving loop, over any port.
-pub(crate) fn run<P: Receive>(
+/// What the receiving loop is given besides its port: how it idles, when
+/// it stops, whether it counts other tools' frames, its capture, its
+/// acknowledgements and its counters.
+pub(crate) type LoopArgs<'a> = (
+    Idle,
+    &'a StopSignal,
+    bool,
+    Option<Capture>,
+    Option<Acks>,
+    &'a WorkerCounters,
+);
+
+/// The receiving loop, over any port, verifying checksums at level `V`
+/// ([`crate::frame::verify`]).
+pub(crate) fn run<P: Receive, const V: u8>(
     mut port: P,
-    idle: Idle,
-    stop: &StopSignal,
-    count_foreign: bool,
-    mut capture: Option<Capture>,
-    mut acks: Option<Acks>,
-    counters: &WorkerCounters,
+    (idle, stop, count_foreign, mut capture, mut acks, counters): LoopArgs<'_>,
 ) -> Result<RxSummary, WorkerError> {
     let mut c = CounterSnapshot::default();
     let mut flows = FlowTable::default();
@@ -199,7 +216,7 @@ pub(crate) fn run<P: Receive>(
         } else {
             let n = port.recv(|f| {
                 keep(&mut capture, &f);
-                let flow = flows.account_frame(&mut c, f.head, f.len as u64);
+                let flow = flows.account_frame_verified::<V>(&mut c, f.head, f.len as u64);
                 if let (Some(a), Some(flow)) = (&mut acks, flow) {
                     a.note(flow);
                 }

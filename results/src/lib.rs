@@ -14,6 +14,8 @@
 //! - [`run`]: a result of either test, as `--json` prints it, an agent
 //!   returns it and a sweep stores it; its table comes from
 //!   [`stream_table`] or [`rr_table`];
+//! - [`threads`]: linerate's own threads' CPU over a window (the
+//!   kernel's schedstat of each), the arithmetic only;
 //! - [`latency`]: latency statistics of a histogram (rr's response
 //!   times, a stream's one-way latencies);
 //! - [`metrics`]: the one list of metric names (sweep files, the report,
@@ -35,5 +37,6 @@ pub mod stats;
 pub mod stream;
 pub mod stream_table;
 pub mod system;
+pub mod threads;
 pub mod two_host;
 pub mod wait;

@@ -54,13 +54,24 @@ fn sample_of(dir: &Path) -> Result<Vec<ThreadTimes>, ThreadsError> {
         };
         match read_task(&entry.path(), tid) {
             Ok(t) => out.push(t),
-            Err(ThreadsError::Read { error, .. }) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(e) if !entry.path().exists() => drop(e),
+            // The thread ended since the listing.
+            Err(_) if !entry.path().exists() => {}
             Err(e) => return Err(e),
         }
     }
     out.sort_by_key(|t| t.tid);
     Ok(out)
+}
+
+/// Thread `pid` of another process (a NAPI kernel thread), or none when
+/// it is gone.
+pub fn sample_kernel_thread(pid: i32) -> Result<Option<ThreadTimes>, ThreadsError> {
+    let dir = Path::new("/proc").join(pid.to_string());
+    match read_task(&dir, pid) {
+        Ok(t) => Ok(Some(t)),
+        Err(_) if !dir.exists() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// One thread's figures from its directory under /proc/PID/task.

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     parts::{InterfaceCounters, WorkerReport},
     system::Environment,
+    threads::ThreadUse,
     two_host::Agents,
 };
 
@@ -29,6 +30,11 @@ pub struct Envelope {
     pub fault: Option<String>,
     /// Per-worker detail.
     pub workers: Vec<WorkerReport>,
+    /// Every thread of the run (linerate's own and the NAPI threads it
+    /// pinned) over the window, from the kernel's accounting of each
+    /// (none in results from before it was measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadUse>,
     /// The interfaces' own counters over the whole run (`ip -s link`).
     pub interfaces: InterfaceCounters,
     /// Two hosts: the agents that ran each side.

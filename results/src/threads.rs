@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::system::Host;
+
 /// One thread's cumulative counters at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ThreadTimes {
@@ -50,6 +52,9 @@ pub struct ThreadUse {
     /// The cores it was seen on at the window's edges, in order, without
     /// repeats.
     pub cores: Vec<usize>,
+    /// Its host, in a two-host result (none on one host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
 }
 
 /// Every thread's use between `start` and `end`, a window of `seconds`,
@@ -86,6 +91,7 @@ pub fn since(start: &[ThreadTimes], end: &[ThreadTimes], seconds: f64) -> Vec<Th
                     _ => None,
                 },
                 cores,
+                host: None,
             }
         })
         .collect()

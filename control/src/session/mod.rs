@@ -197,6 +197,7 @@ impl<T, R> Measured<T, R> {
             interrupted: self.interrupted,
             fault: self.fault.clone(),
             workers,
+            threads: self.window.threads.clone(),
             interfaces: self.interfaces.clone(),
             agents: None,
         }
@@ -462,11 +463,12 @@ impl<'a> Session<'a> {
             }
         };
         let link_start = link();
-        let start = Snapshot::take(&crew.tx, &crew.rx)?;
+        let napi: Vec<i32> = self.napi_threads.iter().map(|(pid, _)| *pid).collect();
+        let start = Snapshot::take(&crew.tx, &crew.rx, &napi)?;
         self.in_window.store(true, Ordering::Relaxed);
         wait_until(start.at + self.timing.duration, &end_early);
         self.in_window.store(false, Ordering::Relaxed);
-        let end = Snapshot::take(&crew.tx, &crew.rx)?;
+        let end = Snapshot::take(&crew.tx, &crew.rx, &napi)?;
         // A worker that ended because its interface went away ended the
         // window early: look now.
         self.watch.check_now();

@@ -380,6 +380,14 @@ mod tests {
                 rx: vec![frames(end.1, 1)],
             },
             link: Ends::default(),
+            threads: vec![linerate_results::threads::ThreadUse {
+                tid: 4242,
+                name: "lr-rx0".into(),
+                run_ms: 250.0,
+                run_pct: 50.0,
+                cores: vec![1],
+                ..Default::default()
+            }],
         };
         let tx = Finished {
             ready: vec![ready(0)],
@@ -431,6 +439,14 @@ mod tests {
             .map(|w| (w.role, w.window.frames))
             .collect();
         assert_eq!(roles, [("tx", 400_000), ("rx", 400_000)]);
+        // Every thread of the window, as measured.
+        let threads: Vec<_> = out
+            .common
+            .threads
+            .iter()
+            .map(|t| (t.tid, t.run_pct))
+            .collect();
+        assert_eq!(threads, [(4242, 50.0)]);
         assert_eq!(out.params.frame_size, 1518);
         assert_eq!(out.params.backend, "xdp");
         assert_eq!(out.setup.payload_per_frame, 1472);

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     parts::{InterfaceCounters, WorkerReport},
+    softirq::SoftirqUse,
     system::Environment,
     threads::ThreadUse,
     two_host::Agents,
@@ -35,6 +36,11 @@ pub struct Envelope {
     /// (none in results from before it was measured).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadUse>,
+    /// Each core's softirq time over the window, from the softirq
+    /// tracepoints (none when the clock could not be attached, and in
+    /// results from before it was measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub softirq: Vec<SoftirqUse>,
     /// The interfaces' own counters over the whole run (`ip -s link`).
     pub interfaces: InterfaceCounters,
     /// Two hosts: the agents that ran each side.

@@ -15,7 +15,8 @@
 //!   returns it and a sweep stores it; its table comes from
 //!   [`stream_table`] or [`rr_table`];
 //! - [`threads`]: linerate's own threads' CPU over a window (the
-//!   kernel's schedstat of each), the arithmetic only;
+//!   kernel's schedstat of each), and [`softirq`]: the network softirq
+//!   time of each core over a window; the arithmetic only;
 //! - [`latency`]: latency statistics of a histogram (rr's response
 //!   times, a stream's one-way latencies);
 //! - [`metrics`]: the one list of metric names (sweep files, the report,
@@ -33,6 +34,7 @@ pub mod parts;
 pub mod rr;
 pub mod rr_table;
 pub mod run;
+pub mod softirq;
 pub mod stats;
 pub mod stream;
 pub mod stream_table;

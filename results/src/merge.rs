@@ -9,6 +9,7 @@ use crate::{
     envelope::Envelope,
     parts::{InterfaceCounters, WorkerReport},
     rr::{transaction_mb_s, RrResult, SideCpu},
+    softirq::SoftirqUse,
     stream::{FrameAccounting, StreamResult},
     threads::ThreadUse,
     two_host::{self, Agents},
@@ -24,6 +25,14 @@ fn threads(list: &[ThreadUse], side: Host) -> impl Iterator<Item = ThreadUse> + 
     list.iter().cloned().map(move |t| ThreadUse {
         host: Some(side),
         ..t
+    })
+}
+
+/// One host's softirq time per core, tagged with it.
+fn softirq(list: &[SoftirqUse], side: Host) -> impl Iterator<Item = SoftirqUse> + '_ {
+    list.iter().map(move |u| SoftirqUse {
+        host: Some(side),
+        ..*u
     })
 }
 
@@ -54,6 +63,9 @@ fn common(tx: &Envelope, rx: &Envelope, agents: Agents) -> Envelope {
             .collect(),
         threads: threads(&tx.threads, Host::Tx)
             .chain(threads(&rx.threads, Host::Rx))
+            .collect(),
+        softirq: softirq(&tx.softirq, Host::Tx)
+            .chain(softirq(&rx.softirq, Host::Rx))
             .collect(),
         interfaces: InterfaceCounters {
             tx: tx.interfaces.tx,

@@ -228,6 +228,7 @@ mod tests {
             },
             link: Ends::default(),
             threads: Vec::new(),
+            softirq: Vec::new(),
         };
         let tx = Finished {
             ready: vec![ready(), ready()],

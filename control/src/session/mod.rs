@@ -198,6 +198,7 @@ impl<T, R> Measured<T, R> {
             fault: self.fault.clone(),
             workers,
             threads: self.window.threads.clone(),
+            softirq: self.window.softirq.clone(),
             interfaces: self.interfaces.clone(),
             agents: None,
         }
@@ -222,6 +223,9 @@ pub struct Session<'a> {
     watch: PathWatch,
     wait: linerate_results::wait::WaitSetup,
     intervals: Option<interval::Intervals>,
+    // Counts each core's softirq time while the run lasts (none when it
+    // could not be attached: said on stderr).
+    softirq: Option<linerate_ebpf::SoftirqClock>,
     // Puts back the NAPI settings of the wait modes.
     _wait_restore: wait::WaitRestore,
     // Dropped last: puts back what prepare changed.
@@ -288,6 +292,9 @@ impl<'a> Session<'a> {
             tx: steer_stats(&steering.tx)?,
             rx: steer_stats(&steering.rx)?,
         };
+        let softirq = linerate_ebpf::SoftirqClock::attach()
+            .map_err(|e| eprintln!("linerate: softirq time per core not measured: {e}"))
+            .ok();
         let started = Instant::now();
         let planned = timing.warmup + timing.duration;
         let stop = |extra_s| StopSignal {
@@ -316,6 +323,7 @@ impl<'a> Session<'a> {
             intervals: timing
                 .intervals
                 .map(|every| interval::Intervals::start(every, path.queues)),
+            softirq,
             _wait_restore: wait_restore,
             _restore: restore,
         })
@@ -464,11 +472,11 @@ impl<'a> Session<'a> {
         };
         let link_start = link();
         let napi: Vec<i32> = self.napi_threads.iter().map(|(pid, _)| *pid).collect();
-        let start = Snapshot::take(&crew.tx, &crew.rx, &napi)?;
+        let start = Snapshot::take(&crew.tx, &crew.rx, &napi, self.softirq.as_ref())?;
         self.in_window.store(true, Ordering::Relaxed);
         wait_until(start.at + self.timing.duration, &end_early);
         self.in_window.store(false, Ordering::Relaxed);
-        let end = Snapshot::take(&crew.tx, &crew.rx, &napi)?;
+        let end = Snapshot::take(&crew.tx, &crew.rx, &napi, self.softirq.as_ref())?;
         // A worker that ended because its interface went away ended the
         // window early: look now.
         self.watch.check_now();

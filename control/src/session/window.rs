@@ -12,12 +12,13 @@ use linerate_datapath::{
 };
 
 use super::ends::Ends;
+use linerate_ebpf::{SoftirqClock, SoftirqSample};
 use linerate_host::{
     cpu::{CoreUse, CpuSample},
     iface::IfCounters,
     threads::{ThreadTimes, ThreadUse},
 };
-use linerate_results::parts::WorkerReport;
+use linerate_results::{parts::WorkerReport, softirq::SoftirqUse};
 
 /// Every worker's counters, every core's CPU and every thread's run time
 /// at one instant.
@@ -30,11 +31,23 @@ pub struct Snapshot {
     pub cpu: CpuSample,
     /// This process's threads, then the NAPI threads the run pinned.
     pub threads: Vec<ThreadTimes>,
+    /// Each core's softirq time (none when not counted).
+    pub softirq: Option<SoftirqSample>,
 }
 
 impl Snapshot {
-    /// Takes one; `napi` are the NAPI threads the run pinned (pids).
-    pub fn take<T, R>(tx: &[Worker<T>], rx: &[Worker<R>], napi: &[i32]) -> Result<Self> {
+    /// Takes one; `napi` are the NAPI threads the run pinned (pids),
+    /// `softirq` the run's softirq clock.
+    pub fn take<T, R>(
+        tx: &[Worker<T>],
+        rx: &[Worker<R>],
+        napi: &[i32],
+        softirq: Option<&SoftirqClock>,
+    ) -> Result<Self> {
+        let softirq = softirq
+            .map(SoftirqClock::read)
+            .transpose()
+            .context("reading the softirq clock")?;
         let mut threads =
             linerate_host::threads::sample().context("reading this process's threads")?;
         for &pid in napi {
@@ -54,6 +67,7 @@ impl Snapshot {
             },
             cpu: CpuSample::read()?,
             threads,
+            softirq,
         })
     }
 }
@@ -72,6 +86,8 @@ pub struct Window {
     pub cpu: Vec<CoreUse>,
     /// Every thread's use over it (linerate's own, then the NAPI threads).
     pub threads: Vec<ThreadUse>,
+    /// Every core's softirq time over it (empty when not counted).
+    pub softirq: Vec<SoftirqUse>,
     /// Each worker's counters at its start, by end.
     pub start: Ends<Vec<CounterSnapshot>>,
     /// Each worker's counters at its end, by end.
@@ -89,6 +105,10 @@ impl Window {
             seconds,
             cpu: end.cpu.since(&start.cpu),
             threads: linerate_results::threads::since(&start.threads, &end.threads, seconds),
+            softirq: match (&start.softirq, &end.softirq) {
+                (Some(a), Some(b)) => b.since(a, seconds),
+                _ => Vec::new(),
+            },
             start: start.workers,
             end: end.workers,
             link,

@@ -388,6 +388,7 @@ mod tests {
                 cores: vec![1],
                 ..Default::default()
             }],
+            softirq: Vec::new(),
         };
         let tx = Finished {
             ready: vec![ready(0)],

@@ -57,8 +57,12 @@ fn softirq_time_agrees_with_proc_stat() {
         (clock - proc_stat).abs() <= 0.10 * proc_stat,
         "the softirq clock ({clock:.2} %) is not within 10 % of /proc/stat ({proc_stat:.2} %)"
     );
-    // NET_RX is within the whole.
+    // NET_RX, and the part spent interrupting linerate's own threads,
+    // are within the whole.
     assert!(sum(&r["softirq"], "net_rx_pct") <= clock);
+    let in_own = sum(&r["softirq"], "in_own_threads_pct");
+    eprintln!("of which interrupting linerate's threads: {in_own:.2}");
+    assert!(in_own <= clock);
     // The workers are among the threads recorded, by their tids.
     let threads = r["threads"].as_array().expect("threads recorded");
     for w in r["workers"].as_array().unwrap() {

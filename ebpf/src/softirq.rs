@@ -12,9 +12,10 @@ pub(crate) static SOFTIRQ_OBJECT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/softirq.bpf.o"));
 
 /// `struct softirq_time` in softirq.bpf.c: (field, offset, size).
-pub(crate) const TIME_LAYOUT: [(&str, usize, usize); 2] = [("ns", 0, 8), ("count", 8, 8)];
+pub(crate) const TIME_LAYOUT: [(&str, usize, usize); 3] =
+    [("ns", 0, 8), ("count", 8, 8), ("owner_ns", 16, 8)];
 /// Size of `struct softirq_time`.
-pub(crate) const TIME_SIZE: usize = 16;
+pub(crate) const TIME_SIZE: usize = 24;
 
 /// The softirq clock, attached: counting while it lives, detached when
 /// dropped (or when the process dies).
@@ -27,14 +28,19 @@ pub struct SoftirqClock {
 }
 
 impl SoftirqClock {
-    /// Loads the program and attaches it to both tracepoints. Needs
+    /// Loads the program and attaches it to both tracepoints; the time of
+    /// softirqs that interrupt a task of process `owner` (a tgid as the
+    /// initial pid namespace sees it) is also counted apart. Needs
     /// CAP_BPF and CAP_PERFMON (root).
-    pub fn attach() -> Result<Self, EbpfError> {
+    pub fn attach(owner: u32) -> Result<Self, EbpfError> {
         let object = ObjectBuilder::default()
             .open_memory(SOFTIRQ_OBJECT)
             .and_then(|open| open.load())
             .map_err(|e| EbpfError::Load(e.to_string()))?;
         let times = values::map(&object, "softirq_time")?;
+        values::map(&object, "owner")?
+            .update(&0u32.to_ne_bytes(), &owner.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| EbpfError::map("owner", e))?;
         let mut links = Vec::with_capacity(2);
         for (prog, tracepoint) in [
             ("linerate_softirq_entry", "softirq_entry"),
@@ -85,6 +91,7 @@ fn decode(bytes: &[u8]) -> VectorTime {
         VectorTime {
             ns: v[0],
             count: v[1],
+            owner_ns: v[2],
         }
     })
 }
@@ -97,14 +104,16 @@ mod tests {
     fn a_cpu_value() {
         let mut b = [0u8; TIME_SIZE];
         b[..8].copy_from_slice(&5_000u64.to_ne_bytes());
-        b[8..].copy_from_slice(&3u64.to_ne_bytes());
+        b[8..16].copy_from_slice(&3u64.to_ne_bytes());
+        b[16..].copy_from_slice(&2_000u64.to_ne_bytes());
         assert_eq!(
             decode(&b),
             VectorTime {
                 ns: 5_000,
-                count: 3
+                count: 3,
+                owner_ns: 2_000
             }
         );
-        assert_eq!(decode(&b[..8]), VectorTime::default());
+        assert_eq!(decode(&b[..16]), VectorTime::default());
     }
 }

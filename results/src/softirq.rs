@@ -22,6 +22,10 @@ pub struct VectorTime {
     pub ns: u64,
     /// Times it ran.
     pub count: u64,
+    /// Time in it while it interrupted a task of the process it was
+    /// measured for, ns: on kernels without CONFIG_IRQ_TIME_ACCOUNTING
+    /// that time is in the task's run time too.
+    pub owner_ns: u64,
 }
 
 /// Every core's vectors at one instant, by core number.
@@ -42,6 +46,10 @@ pub struct SoftirqUse {
     pub net_tx_pct: f64,
     /// Every vector's time together, percent of the window.
     pub all_pct: f64,
+    /// The part of `all_pct` spent interrupting linerate's own threads
+    /// (without CONFIG_IRQ_TIME_ACCOUNTING, also in their run time).
+    #[serde(default)]
+    pub in_own_threads_pct: f64,
     /// NET_RX runs.
     pub net_rx_runs: u64,
     /// NET_TX runs.
@@ -64,11 +72,15 @@ impl SoftirqSample {
                 let ns = |v: usize| now[v].ns.saturating_sub(then[v].ns);
                 let runs = |v: usize| now[v].count.saturating_sub(then[v].count);
                 let all: u64 = (0..VECTORS).map(ns).sum();
+                let owner: u64 = (0..VECTORS)
+                    .map(|v| now[v].owner_ns.saturating_sub(then[v].owner_ns))
+                    .sum();
                 SoftirqUse {
                     core,
                     net_rx_pct: pct(ns(NET_RX), seconds),
                     net_tx_pct: pct(ns(NET_TX), seconds),
                     all_pct: pct(all, seconds),
+                    in_own_threads_pct: pct(owner, seconds),
                     net_rx_runs: runs(NET_RX),
                     net_tx_runs: runs(NET_TX),
                     host: None,
@@ -106,14 +118,17 @@ mod tests {
         c[NET_RX] = VectorTime {
             ns: rx_ns,
             count: rx_ns / 1000,
+            owner_ns: 0,
         };
         c[NET_TX] = VectorTime {
             ns: tx_ns,
             count: tx_ns / 1000,
+            owner_ns: tx_ns,
         };
         c[1] = VectorTime {
             ns: timer_ns,
             count: 1,
+            owner_ns: timer_ns / 2,
         };
         c
     }
@@ -132,6 +147,8 @@ mod tests {
         assert_eq!(u[0].net_rx_pct, 15.0);
         assert_eq!(u[0].net_tx_pct, 5.0);
         assert_eq!(u[0].all_pct, 22.5);
+        // NET_TX whole and half the timer's, in linerate's threads.
+        assert_eq!(u[0].in_own_threads_pct, 6.25);
         assert_eq!(u[0].net_rx_runs, 300_000);
         assert_eq!(u[0].net_tx_runs, 100_000);
         assert_eq!(
@@ -161,11 +178,12 @@ mod tests {
                     .map(|((r, t, o), (dr, dt, d_o))| core(r + dr, t + dt, o + d_o)).collect(),
             };
             let u = b.since(&a, 1.0);
-            for (use_, (dr, dt, d_o)) in u.iter().zip(&add) {
+            for (use_, ((_, _, o), (dr, dt, d_o))) in u.iter().zip(start.iter().zip(&add)) {
                 prop_assert_eq!(use_.net_rx_pct, pct(*dr, 1.0));
                 prop_assert_eq!(use_.net_tx_pct, pct(*dt, 1.0));
                 prop_assert_eq!(use_.all_pct, pct(dr + dt + d_o, 1.0));
                 prop_assert!(use_.net_rx_pct + use_.net_tx_pct <= use_.all_pct * (1.0 + 1e-12));
+                prop_assert_eq!(use_.in_own_threads_pct, pct(dt + (o + d_o) / 2 - o / 2, 1.0));
             }
         }
     }

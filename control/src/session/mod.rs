@@ -292,7 +292,7 @@ impl<'a> Session<'a> {
             tx: steer_stats(&steering.tx)?,
             rx: steer_stats(&steering.rx)?,
         };
-        let softirq = linerate_ebpf::SoftirqClock::attach()
+        let softirq = linerate_ebpf::SoftirqClock::attach(std::process::id())
             .map_err(|e| eprintln!("linerate: softirq time per core not measured: {e}"))
             .ok();
         let started = Instant::now();

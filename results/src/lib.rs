@@ -16,7 +16,9 @@
 //!   [`stream_table`] or [`rr_table`];
 //! - [`threads`]: linerate's own threads' CPU over a window (the
 //!   kernel's schedstat of each), and [`softirq`]: the network softirq
-//!   time of each core over a window; the arithmetic only;
+//!   time of each core over a window; the arithmetic only; [`own`]:
+//!   linerate's own CPU on a set of cores from those two, beside the
+//!   interference and steal there;
 //! - [`latency`]: latency statistics of a histogram (rr's response
 //!   times, a stream's one-way latencies);
 //! - [`metrics`]: the one list of metric names (sweep files, the report,
@@ -30,6 +32,7 @@ pub mod fleet;
 pub mod latency;
 pub mod merge;
 pub mod metrics;
+pub mod own;
 pub mod parts;
 pub mod rr;
 pub mod rr_table;

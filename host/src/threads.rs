@@ -74,6 +74,21 @@ pub fn sample_kernel_thread(pid: i32) -> Result<Option<ThreadTimes>, ThreadsErro
     }
 }
 
+/// Whether this kernel keeps softirq time out of the interrupted task's
+/// run time (CONFIG_IRQ_TIME_ACCOUNTING), from /boot/config-RELEASE;
+/// none when that file cannot be read.
+pub fn irq_time_accounted() -> Option<bool> {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let config = fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()?;
+    Some(config_says_irq_time(&config))
+}
+
+fn config_says_irq_time(config: &str) -> bool {
+    config
+        .lines()
+        .any(|l| l.trim() == "CONFIG_IRQ_TIME_ACCOUNTING=y")
+}
+
 /// One thread's figures from its directory under /proc/PID/task.
 pub fn read_task(dir: &Path, tid: i32) -> Result<ThreadTimes, ThreadsError> {
     let read = |name: &str| {
@@ -165,6 +180,14 @@ mod tests {
             se.nr_migrations                             :                    9\n";
         assert_eq!(field(sched, "se.nr_migrations"), Some(9));
         assert_eq!(field(sched, "nr_switches"), None);
+    }
+
+    #[test]
+    fn the_kernel_config_line() {
+        assert!(config_says_irq_time("# x\nCONFIG_IRQ_TIME_ACCOUNTING=y\n"));
+        assert!(!config_says_irq_time(
+            "# CONFIG_IRQ_TIME_ACCOUNTING is not set\n"
+        ));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Compiles the XDP programs with clang through libbpf-cargo's skeleton
+//! Compiles the XDP programs and the softirq clock with clang through libbpf-cargo's skeleton
 //! builder; the objects are embedded in the library.
 
 use std::{env, path::PathBuf};
@@ -6,9 +6,10 @@ use std::{env, path::PathBuf};
 use libbpf_cargo::SkeletonBuilder;
 
 /// (source, object): the steering program and the frame generator.
-const PROGRAMS: [(&str, &str); 2] = [
+const PROGRAMS: [(&str, &str); 3] = [
     ("src/bpf/steer.bpf.c", "steer.bpf.o"),
     ("src/bpf/gen.bpf.c", "gen.bpf.o"),
+    ("src/bpf/softirq.bpf.c", "softirq.bpf.o"),
 ];
 
 fn main() {

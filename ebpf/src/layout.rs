@@ -103,3 +103,9 @@ fn generator_layouts_match_the_program() {
 fn rx_flow_layout_matches_the_program() {
     check(OBJECT, "rx_flow", RX_FLOW_SIZE, &RX_FLOW_LAYOUT);
 }
+
+#[test]
+fn softirq_time_layout_matches_the_program() {
+    use crate::softirq::{SOFTIRQ_OBJECT, TIME_LAYOUT, TIME_SIZE};
+    check(SOFTIRQ_OBJECT, "softirq_time", TIME_SIZE, &TIME_LAYOUT);
+}

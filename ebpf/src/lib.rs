@@ -7,6 +7,10 @@
 //!
 //! [`Generator`] loads the in-kernel frame generator, which `BPF_PROG_RUN`
 //! runs in live-frames mode to send frames without an skb or a copy.
+//!
+//! [`SoftirqClock`] counts each core's time in each softirq vector
+//! (NET_RX, NET_TX: network work done outside any thread) from the
+//! softirq tracepoints.
 
 #![warn(missing_docs, unreachable_pub)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -17,6 +21,7 @@ mod generator;
 #[cfg(test)]
 mod layout;
 mod program;
+mod softirq;
 mod stats;
 mod values;
 
@@ -27,4 +32,5 @@ pub use generator::{
     MAX_LIVE_FRAME,
 };
 pub use program::{RxFlowCounters, Steering, SteeringConfig, MAX_QUEUES, RX_MAX_FLOWS};
+pub use softirq::{SoftirqClock, SoftirqSample, VectorTime, VECTORS};
 pub use stats::SteerStats;

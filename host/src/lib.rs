@@ -1,6 +1,7 @@
 //! What linerate knows of the host it runs on, and how it touches it: the
 //! interfaces (`iface`, their own counters), the cores (`cores`, `cpu`:
-//! /proc/stat), NAPI (`napi`), sysfs and procfs files (`sysfs`), the files
+//! /proc/stat), this process's threads as the kernel accounts them
+//! (`threads`: /proc/self/task), NAPI (`napi`), sysfs and procfs files (`sysfs`), the files
 //! it reads and writes as root (`files`), the host locks of labs and
 //! interfaces (`locks`), a fleet's inventory (`inventory`), what a run
 //! changes in the kernel written down first (`journal`) and put back
@@ -26,3 +27,4 @@ pub mod putback;
 pub mod sh;
 pub mod shown;
 pub mod sysfs;
+pub mod threads;

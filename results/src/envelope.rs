@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     parts::{InterfaceCounters, WorkerReport},
+    softirq::SoftirqUse,
     system::Environment,
+    threads::ThreadUse,
     two_host::Agents,
 };
 
@@ -29,6 +31,16 @@ pub struct Envelope {
     pub fault: Option<String>,
     /// Per-worker detail.
     pub workers: Vec<WorkerReport>,
+    /// Every thread of the run (linerate's own and the NAPI threads it
+    /// pinned) over the window, from the kernel's accounting of each
+    /// (none in results from before it was measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadUse>,
+    /// Each core's softirq time over the window, from the softirq
+    /// tracepoints (none when the clock could not be attached, and in
+    /// results from before it was measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub softirq: Vec<SoftirqUse>,
     /// The interfaces' own counters over the whole run (`ip -s link`).
     pub interfaces: InterfaceCounters,
     /// Two hosts: the agents that ran each side.

@@ -248,17 +248,28 @@ fn merged<'a>(all: impl Iterator<Item = &'a Latency>) -> Option<Latency> {
 /// Several hosts' CPU of one side as one: the core-weighted mean busy
 /// share and the service demand of all those cores at `mb_s` (no core
 /// list: core numbers repeat across hosts), with the number of cores.
-fn combined<'a>(parts: impl Iterator<Item = &'a CpuFigures>, mb_s: f64) -> (CpuFigures, usize) {
-    let (mut busy, mut n) = (0.0, 0);
-    for p in parts {
-        busy += p.cpu_pct * p.cores.len() as f64;
-        n += p.cores.len();
-    }
-    let cpu_pct = if n > 0 { busy / n as f64 } else { 0.0 };
+fn combined<'a>(
+    parts: impl Iterator<Item = &'a CpuFigures> + Clone,
+    mb_s: f64,
+) -> (CpuFigures, usize) {
+    let n: usize = parts.clone().map(|p| p.cores.len()).sum();
+    // The core-weighted mean of a figure every part has (none when one
+    // lacks it).
+    let mean = |read: fn(&CpuFigures) -> Option<f64>| -> Option<f64> {
+        let sum = parts
+            .clone()
+            .map(|p| read(p).map(|x| x * p.cores.len() as f64))
+            .sum::<Option<f64>>()?;
+        (n > 0).then(|| sum / n as f64)
+    };
+    let cpu_pct = mean(|p| Some(p.cpu_pct)).unwrap_or(0.0);
     let f = CpuFigures {
         cores: Vec::new(),
         cpu_pct,
         service_demand_ms_per_mb: service_demand(cpu_pct, n, mb_s),
+        own_pct: mean(|p| p.own_pct),
+        interference_pct: mean(|p| p.interference_pct),
+        steal_pct: mean(|p| p.steal_pct),
     };
     (f, n)
 }

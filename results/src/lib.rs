@@ -14,6 +14,11 @@
 //! - [`run`]: a result of either test, as `--json` prints it, an agent
 //!   returns it and a sweep stores it; its table comes from
 //!   [`stream_table`] or [`rr_table`];
+//! - [`threads`]: linerate's own threads' CPU over a window (the
+//!   kernel's schedstat of each), and [`softirq`]: the network softirq
+//!   time of each core over a window; the arithmetic only; [`own`]:
+//!   linerate's own CPU on a set of cores from those two, beside the
+//!   interference and steal there;
 //! - [`latency`]: latency statistics of a histogram (rr's response
 //!   times, a stream's one-way latencies);
 //! - [`metrics`]: the one list of metric names (sweep files, the report,
@@ -27,13 +32,16 @@ pub mod fleet;
 pub mod latency;
 pub mod merge;
 pub mod metrics;
+pub mod own;
 pub mod parts;
 pub mod rr;
 pub mod rr_table;
 pub mod run;
+pub mod softirq;
 pub mod stats;
 pub mod stream;
 pub mod stream_table;
 pub mod system;
+pub mod threads;
 pub mod two_host;
 pub mod wait;

@@ -9,13 +9,31 @@ use crate::{
     envelope::Envelope,
     parts::{InterfaceCounters, WorkerReport},
     rr::{transaction_mb_s, RrResult, SideCpu},
+    softirq::SoftirqUse,
     stream::{FrameAccounting, StreamResult},
+    threads::ThreadUse,
     two_host::{self, Agents},
 };
 
 /// The workers of `side` in a side's result.
 fn workers(r: &[WorkerReport], side: Host) -> impl Iterator<Item = WorkerReport> + '_ {
     r.iter().filter(move |w| w.side() == side).cloned()
+}
+
+/// One host's threads, tagged with it.
+fn threads(list: &[ThreadUse], side: Host) -> impl Iterator<Item = ThreadUse> + '_ {
+    list.iter().cloned().map(move |t| ThreadUse {
+        host: Some(side),
+        ..t
+    })
+}
+
+/// One host's softirq time per core, tagged with it.
+fn softirq(list: &[SoftirqUse], side: Host) -> impl Iterator<Item = SoftirqUse> + '_ {
+    list.iter().map(move |u| SoftirqUse {
+        host: Some(side),
+        ..*u
+    })
 }
 
 /// Both sides' NAPI threads, the tx host's first.
@@ -42,6 +60,12 @@ fn common(tx: &Envelope, rx: &Envelope, agents: Agents) -> Envelope {
     Envelope {
         workers: workers(&tx.workers, Host::Tx)
             .chain(workers(&rx.workers, Host::Rx))
+            .collect(),
+        threads: threads(&tx.threads, Host::Tx)
+            .chain(threads(&rx.threads, Host::Rx))
+            .collect(),
+        softirq: softirq(&tx.softirq, Host::Tx)
+            .chain(softirq(&rx.softirq, Host::Rx))
             .collect(),
         interfaces: InterfaceCounters {
             tx: tx.interfaces.tx,

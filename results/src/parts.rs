@@ -101,6 +101,27 @@ pub struct CpuFigures {
     /// Milliseconds of CPU per MB (10^6 B) moved:
     /// `CPU% x nCPU x 10 / (MB/s)`, as in 001.
     pub service_demand_ms_per_mb: Option<f64>,
+    /// linerate's own time on those cores, mean percent per core
+    /// (`own::own_on`; absent where not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_pct: Option<f64>,
+    /// Other tasks' time on those cores, mean percent per core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference_pct: Option<f64>,
+    /// Time stolen by the hypervisor on those cores, mean percent per core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_pct: Option<f64>,
+}
+
+impl CpuFigures {
+    /// Adds linerate's own time, the interference and the steal on these
+    /// figures' cores.
+    pub fn with_own(mut self, own: crate::own::OwnCpu) -> Self {
+        self.own_pct = Some(own.own_pct);
+        self.interference_pct = Some(own.interference_pct);
+        self.steal_pct = Some(own.steal_pct);
+        self
+    }
 }
 
 /// Figures for `cores` (all cores when empty) at `mb_per_s`.
@@ -119,6 +140,7 @@ pub fn figures(uses: &[CoreUse], cores: &[usize], mb_per_s: f64) -> CpuFigures {
         cores: chosen.iter().map(|u| u.core).collect(),
         cpu_pct,
         service_demand_ms_per_mb: service_demand(cpu_pct, n, mb_per_s),
+        ..Default::default()
     }
 }
 

@@ -353,6 +353,28 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
     }
 }
 
+/// One line per side of linerate's own CPU on its cores beside what
+/// else ran there (when measured).
+fn own_lines(r: &StreamResult, o: &mut String) {
+    for (name, side, ran) in [
+        ("sender", &r.sender, senders_ran(r)),
+        ("receiver", &r.receiver, receivers_ran(r)),
+    ] {
+        let c = &side.cpu;
+        let (Some(own), Some(other), Some(steal)) = (c.own_pct, c.interference_pct, c.steal_pct)
+        else {
+            continue;
+        };
+        if ran {
+            let _ = writeln!(
+                o,
+                "  {name} cores {:?}: linerate {own:.1} %, other tasks {other:.1} %, steal {steal:.1} % (mean per core)",
+                c.cores
+            );
+        }
+    }
+}
+
 /// The CPU per core and in total, with the service demand.
 fn cpu_lines(r: &StreamResult, o: &mut String) {
     let p = &r.params;
@@ -386,6 +408,7 @@ fn cpu_lines(r: &StreamResult, o: &mut String) {
             core, role, u.user, u.system, u.softirq, u.irq, u.busy
         );
     }
+    own_lines(r, o);
     let shared = r.cpu.hosts.is_none() && crate::system::cores_shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,
@@ -500,6 +523,30 @@ mod tests {
             text.contains(", duplicates 0, bad 5, bad_checksum not checked\n"),
             "{text}"
         );
+    }
+
+    /// A side's own CPU, when measured, on a line of its own.
+    #[test]
+    fn own_cpu_beside_interference() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        let crate::run::RunResult::Stream(mut r) =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        else {
+            panic!("stream.json is not a stream")
+        };
+        assert!(!print_table(&r).contains("other tasks"));
+        r.receiver.cpu = r.receiver.cpu.clone().with_own(crate::own::OwnCpu {
+            own_pct: 43.2,
+            interference_pct: 56.3,
+            steal_pct: 0.5,
+            busy_pct: 100.0,
+        });
+        let line = format!(
+            "  receiver cores {:?}: linerate 43.2 %, other tasks 56.3 %, steal 0.5 % (mean per core)\n",
+            r.receiver.cpu.cores
+        );
+        assert!(print_table(&r).contains(&line), "{}", print_table(&r));
     }
 
     #[test]

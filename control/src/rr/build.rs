@@ -227,6 +227,8 @@ mod tests {
                 rx: vec![transactions(203_000)],
             },
             link: Ends::default(),
+            threads: Vec::new(),
+            softirq: Vec::new(),
         };
         let tx = Finished {
             ready: vec![ready(), ready()],

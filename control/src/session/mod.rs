@@ -200,6 +200,8 @@ impl<T, R> Measured<T, R> {
             interrupted: self.interrupted,
             fault: self.fault.clone(),
             workers,
+            threads: self.window.threads.clone(),
+            softirq: self.window.softirq.clone(),
             interfaces: self.interfaces.clone(),
             agents: None,
         }
@@ -225,6 +227,9 @@ pub struct Session<'a> {
     wait: linerate_results::wait::WaitSetup,
     intervals: Option<interval::Intervals>,
     checksums: Ends<bool>,
+    // Counts each core's softirq time while the run lasts (none when it
+    // could not be attached: said on stderr).
+    softirq: Option<linerate_ebpf::SoftirqClock>,
     // Puts back the NAPI settings of the wait modes.
     _wait_restore: wait::WaitRestore,
     // Dropped last: puts back what prepare changed.
@@ -303,6 +308,14 @@ impl<'a> Session<'a> {
             tx: steer_stats(&steering.tx)?,
             rx: steer_stats(&steering.rx)?,
         };
+        // No softirq of a path in memory to count (and no BPF without root).
+        let softirq = (!path.in_memory)
+            .then(|| {
+                linerate_ebpf::SoftirqClock::attach(std::process::id())
+                    .map_err(|e| eprintln!("linerate: softirq time per core not measured: {e}"))
+                    .ok()
+            })
+            .flatten();
         let started = Instant::now();
         let planned = timing.warmup + timing.duration;
         let stop = |extra_s| StopSignal {
@@ -332,6 +345,7 @@ impl<'a> Session<'a> {
                 .intervals
                 .map(|every| interval::Intervals::start(every, path.queues)),
             checksums: asked.checksums,
+            softirq,
             _wait_restore: wait_restore,
             _restore: restore,
         })
@@ -481,11 +495,12 @@ impl<'a> Session<'a> {
             }
         };
         let link_start = link();
-        let start = Snapshot::take(&crew.tx, &crew.rx)?;
+        let napi: Vec<i32> = self.napi_threads.iter().map(|(pid, _)| *pid).collect();
+        let start = Snapshot::take(&crew.tx, &crew.rx, &napi, self.softirq.as_ref())?;
         self.in_window.store(true, Ordering::Relaxed);
         wait_until(start.at + self.timing.duration, &end_early);
         self.in_window.store(false, Ordering::Relaxed);
-        let end = Snapshot::take(&crew.tx, &crew.rx)?;
+        let end = Snapshot::take(&crew.tx, &crew.rx, &napi, self.softirq.as_ref())?;
         // A worker that ended because its interface went away ended the
         // window early: look now.
         self.watch.check_now();

@@ -1,9 +1,10 @@
-//! The measured window: every worker's counters and every core's CPU at
-//! its two edges, and what is read from them without I/O.
+//! The measured window: every worker's counters, every core's CPU and
+//! every thread's run time at its two edges, and what is read from them
+//! without I/O.
 
 use std::time::Instant;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use linerate_datapath::{
     stats::CounterSnapshot,
     worker::{Ready, Worker},
@@ -11,13 +12,16 @@ use linerate_datapath::{
 };
 
 use super::ends::Ends;
+use linerate_ebpf::{SoftirqClock, SoftirqSample};
 use linerate_host::{
     cpu::{CoreUse, CpuSample},
     iface::IfCounters,
+    threads::{ThreadTimes, ThreadUse},
 };
-use linerate_results::parts::WorkerReport;
+use linerate_results::{parts::WorkerReport, softirq::SoftirqUse};
 
-/// Every worker's counters and every core's CPU at one instant.
+/// Every worker's counters, every core's CPU and every thread's run time
+/// at one instant.
 pub struct Snapshot {
     /// When.
     pub at: Instant,
@@ -25,11 +29,36 @@ pub struct Snapshot {
     pub workers: Ends<Vec<CounterSnapshot>>,
     /// CPU.
     pub cpu: CpuSample,
+    /// This process's threads, then the NAPI threads the run pinned.
+    pub threads: Vec<ThreadTimes>,
+    /// Each core's softirq time (none when not counted).
+    pub softirq: Option<SoftirqSample>,
 }
 
 impl Snapshot {
-    /// Takes one.
-    pub fn take<T, R>(tx: &[Worker<T>], rx: &[Worker<R>]) -> Result<Self> {
+    /// Takes one; `napi` are the NAPI threads the run pinned (pids),
+    /// `softirq` the run's softirq clock.
+    pub fn take<T, R>(
+        tx: &[Worker<T>],
+        rx: &[Worker<R>],
+        napi: &[i32],
+        softirq: Option<&SoftirqClock>,
+    ) -> Result<Self> {
+        let softirq = softirq
+            .map(SoftirqClock::read)
+            .transpose()
+            .context("reading the softirq clock")?;
+        let mut threads =
+            linerate_host::threads::sample().context("reading this process's threads")?;
+        for &pid in napi {
+            // A NAPI thread gone (its interface reset) is no error: it
+            // is left out of the window.
+            if let Some(t) = linerate_host::threads::sample_kernel_thread(pid)
+                .with_context(|| format!("reading NAPI thread {pid}"))?
+            {
+                threads.push(t);
+            }
+        }
         Ok(Self {
             at: Instant::now(),
             workers: Ends {
@@ -37,6 +66,8 @@ impl Snapshot {
                 rx: counters(rx),
             },
             cpu: CpuSample::read()?,
+            threads,
+            softirq,
         })
     }
 }
@@ -53,6 +84,10 @@ pub struct Window {
     pub seconds: f64,
     /// Every core's use over it.
     pub cpu: Vec<CoreUse>,
+    /// Every thread's use over it (linerate's own, then the NAPI threads).
+    pub threads: Vec<ThreadUse>,
+    /// Every core's softirq time over it (empty when not counted).
+    pub softirq: Vec<SoftirqUse>,
     /// Each worker's counters at its start, by end.
     pub start: Ends<Vec<CounterSnapshot>>,
     /// Each worker's counters at its end, by end.
@@ -65,9 +100,15 @@ pub struct Window {
 impl Window {
     /// The window between two snapshots.
     pub fn between(start: Snapshot, end: Snapshot, link: Ends<IfCounters>) -> Self {
+        let seconds = (end.at - start.at).as_secs_f64();
         Self {
-            seconds: (end.at - start.at).as_secs_f64(),
+            seconds,
             cpu: end.cpu.since(&start.cpu),
+            threads: linerate_results::threads::since(&start.threads, &end.threads, seconds),
+            softirq: match (&start.softirq, &end.softirq) {
+                (Some(a), Some(b)) => b.since(a, seconds),
+                _ => Vec::new(),
+            },
             start: start.workers,
             end: end.workers,
             link,

@@ -238,6 +238,20 @@ fn side_figures(
     );
     sender.link_packets_per_s = window.per_s(window.link.tx.tx_packets);
     receiver.link_packets_per_s = window.per_s(window.link.rx.rx_packets);
+    if !window.threads.is_empty() {
+        let irq_time = linerate_host::threads::irq_time_accounted().unwrap_or(false);
+        let own = |cores: &[usize]| {
+            linerate_results::own::own_on(
+                cores,
+                &window.cpu,
+                &window.threads,
+                &window.softirq,
+                irq_time,
+            )
+        };
+        sender.cpu = sender.cpu.with_own(own(&path.tx_cores));
+        receiver.cpu = receiver.cpu.with_own(own(&path.rx_cores));
+    }
     (sender, receiver)
 }
 
@@ -391,6 +405,15 @@ mod tests {
                 rx: vec![frames(end.1, 1)],
             },
             link: Ends::default(),
+            threads: vec![linerate_results::threads::ThreadUse {
+                tid: 4242,
+                name: "lr-rx0".into(),
+                run_ms: 250.0,
+                run_pct: 50.0,
+                cores: vec![1],
+                ..Default::default()
+            }],
+            softirq: Vec::new(),
         };
         let tx = Finished {
             ready: vec![ready(0)],
@@ -434,6 +457,11 @@ mod tests {
         // CPU: the receiver's core, and both.
         assert_eq!(out.receiver.cpu.cpu_pct, 50.0);
         assert_eq!(out.cpu.total.cpu_pct, 75.0);
+        // linerate's own: the one thread, on the receiver's core 1.
+        assert_eq!(out.receiver.cpu.own_pct, Some(50.0));
+        assert_eq!(out.receiver.cpu.interference_pct, Some(0.0));
+        assert_eq!(out.sender.cpu.own_pct, Some(0.0));
+        assert_eq!(out.sender.cpu.interference_pct, Some(100.0));
         // One report per worker, its window from the two snapshots.
         let roles: Vec<_> = out
             .common
@@ -442,6 +470,14 @@ mod tests {
             .map(|w| (w.role, w.window.frames))
             .collect();
         assert_eq!(roles, [("tx", 400_000), ("rx", 400_000)]);
+        // Every thread of the window, as measured.
+        let threads: Vec<_> = out
+            .common
+            .threads
+            .iter()
+            .map(|t| (t.tid, t.run_pct))
+            .collect();
+        assert_eq!(threads, [(4242, 50.0)]);
         assert_eq!(out.params.frame_size, 1518);
         assert_eq!(out.params.backend, "xdp");
         assert_eq!(out.setup.payload_per_frame, 1472);

@@ -1,0 +1,224 @@
+//! CPU of linerate's own threads over a window, from the kernel's own
+//! accounting of each thread (schedstat: time on a core, time waiting in a
+//! run queue, timeslices; the core it was last on; involuntary context
+//! switches; migrations). The types and the arithmetic only:
+//! `linerate-host` reads the samples from /proc/self/task.
+
+use serde::{Deserialize, Serialize};
+
+use crate::system::Host;
+
+/// One thread's cumulative counters at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadTimes {
+    /// The thread's id.
+    pub tid: i32,
+    /// Its name (comm).
+    pub name: String,
+    /// Time run on a core, ns (schedstat's first field).
+    pub run_ns: u64,
+    /// Time waited in a run queue, ns (schedstat's second field).
+    pub wait_ns: u64,
+    /// Timeslices run (schedstat's third field).
+    pub slices: u64,
+    /// The core it last ran on (stat's `processor`).
+    pub core: usize,
+    /// Involuntary context switches (status's `nonvoluntary_ctxt_switches`).
+    pub nonvoluntary: u64,
+    /// Migrations between cores (sched's `se.nr_migrations`), when readable.
+    pub migrations: Option<u64>,
+}
+
+/// What one thread did over a window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadUse {
+    /// The thread's id.
+    pub tid: i32,
+    /// Its name.
+    pub name: String,
+    /// Time it ran, ms.
+    pub run_ms: f64,
+    /// Time it ran, percent of the window (of one core).
+    pub run_pct: f64,
+    /// Time it waited in a run queue, percent of the window.
+    pub wait_pct: f64,
+    /// Timeslices it ran.
+    pub slices: u64,
+    /// Involuntary context switches.
+    pub nonvoluntary: u64,
+    /// Migrations between cores (absent when the kernel does not show them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
+    /// The cores it was seen on at the window's edges, in order, without
+    /// repeats.
+    pub cores: Vec<usize>,
+    /// Its host, in a two-host result (none on one host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
+}
+
+/// Every thread's use between `start` and `end`, a window of `seconds`,
+/// in `end`'s order. A thread born inside the window (absent from
+/// `start`) counts from zero: all its time is in the window. A thread
+/// that ended inside the window is absent from `end` and so from the
+/// answer (the kernel no longer shows its time).
+pub fn since(start: &[ThreadTimes], end: &[ThreadTimes], seconds: f64) -> Vec<ThreadUse> {
+    end.iter()
+        .map(|now| {
+            let then = start.iter().find(|t| t.tid == now.tid);
+            let zero = ThreadTimes::default();
+            let was = then.unwrap_or(&zero);
+            let run_ns = now.run_ns.saturating_sub(was.run_ns);
+            let wait_ns = now.wait_ns.saturating_sub(was.wait_ns);
+            let mut cores = Vec::with_capacity(2);
+            if let Some(t) = then {
+                cores.push(t.core);
+            }
+            if !cores.contains(&now.core) {
+                cores.push(now.core);
+            }
+            ThreadUse {
+                tid: now.tid,
+                name: now.name.clone(),
+                run_ms: run_ns as f64 / 1e6,
+                run_pct: pct(run_ns, seconds),
+                wait_pct: pct(wait_ns, seconds),
+                slices: now.slices.saturating_sub(was.slices),
+                nonvoluntary: now.nonvoluntary.saturating_sub(was.nonvoluntary),
+                migrations: match (then.map(|t| t.migrations), now.migrations) {
+                    (Some(Some(a)), Some(b)) => Some(b.saturating_sub(a)),
+                    (None, Some(b)) => Some(b),
+                    _ => None,
+                },
+                cores,
+                host: None,
+            }
+        })
+        .collect()
+}
+
+/// `ns` in percent of a window of `seconds` (0 for an empty window).
+fn pct(ns: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        100.0 * ns as f64 / (seconds * 1e9)
+    } else {
+        0.0
+    }
+}
+
+/// The threads' run time together, ms.
+pub fn run_ms(threads: &[ThreadUse]) -> f64 {
+    threads.iter().map(|t| t.run_ms).sum()
+}
+
+/// The threads' run time together, percent of one core over the window
+/// (200 for two threads each on a core the whole window).
+pub fn run_pct(threads: &[ThreadUse]) -> f64 {
+    threads.iter().map(|t| t.run_pct).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn at(tid: i32, run_ns: u64, wait_ns: u64, core: usize) -> ThreadTimes {
+        ThreadTimes {
+            tid,
+            name: format!("lr-rx{tid}"),
+            run_ns,
+            wait_ns,
+            slices: run_ns / 1000,
+            core,
+            nonvoluntary: wait_ns / 1000,
+            migrations: Some(core as u64),
+        }
+    }
+
+    #[test]
+    fn a_thread_over_a_window() {
+        let mut start = [at(7, 1_000_000, 0, 1), at(8, 0, 0, 0)];
+        let mut end = [at(7, 251_000_000, 50_000_000, 0), at(8, 0, 0, 0)];
+        start[0].migrations = Some(3);
+        end[0].migrations = Some(5);
+        let u = since(&start, &end, 0.5);
+        assert_eq!(u.len(), 2);
+        assert_eq!(u[0].tid, 7);
+        assert_eq!(u[0].name, "lr-rx7");
+        assert_eq!(u[0].run_ms, 250.0);
+        assert_eq!(u[0].run_pct, 50.0);
+        assert_eq!(u[0].wait_pct, 10.0);
+        assert_eq!(u[0].slices, 251_000 - 1000);
+        assert_eq!(u[0].nonvoluntary, 50_000);
+        assert_eq!(u[0].migrations, Some(2));
+        assert_eq!(u[0].cores, vec![1, 0]);
+        assert_eq!(u[1].run_pct, 0.0);
+        assert_eq!(u[1].cores, vec![0]);
+        assert_eq!(run_ms(&u), 250.0);
+        assert_eq!(run_pct(&u), 50.0);
+    }
+
+    #[test]
+    fn a_thread_born_in_the_window_counts_from_zero() {
+        let u = since(&[], &[at(9, 2_000_000, 0, 1)], 1.0);
+        assert_eq!(u[0].run_ms, 2.0);
+        assert_eq!(u[0].migrations, Some(1));
+        assert_eq!(u[0].cores, vec![1]);
+    }
+
+    #[test]
+    fn migrations_unreadable_at_either_edge_are_absent() {
+        let mut a = at(7, 0, 0, 0);
+        a.migrations = None;
+        let b = at(7, 10, 0, 0);
+        assert_eq!(
+            since(std::slice::from_ref(&a), std::slice::from_ref(&b), 1.0)[0].migrations,
+            None
+        );
+        assert_eq!(since(&[b], &[a], 1.0)[0].migrations, None);
+    }
+
+    #[test]
+    fn an_empty_window_is_zero_percent() {
+        let u = since(&[at(7, 0, 0, 0)], &[at(7, 5, 5, 0)], 0.0);
+        assert_eq!(u[0].run_pct, 0.0);
+        assert_eq!(u[0].wait_pct, 0.0);
+        assert_eq!(u[0].run_ms, 5e-6);
+    }
+
+    proptest! {
+        /// The run time over the window is the difference of the edges,
+        /// its percent that difference over the window, and the sum over
+        /// threads is the sum of each.
+        #[test]
+        fn accounting_is_exact(
+            runs in proptest::collection::vec((0u64..1u64 << 40, 0u64..1u64 << 40), 1..8),
+            ms in 1u64..100_000,
+        ) {
+            let seconds = ms as f64 / 1000.0;
+            let start: Vec<_> = runs.iter().enumerate()
+                .map(|(i, (a, _))| at(i as i32, *a, 0, 0)).collect();
+            let end: Vec<_> = runs.iter().enumerate()
+                .map(|(i, (a, d))| at(i as i32, a + d, *d, 0)).collect();
+            let u = since(&start, &end, seconds);
+            prop_assert_eq!(u.len(), runs.len());
+            let mut total_ns = 0u64;
+            for (t, (_, d)) in u.iter().zip(&runs) {
+                prop_assert_eq!(t.run_ms, *d as f64 / 1e6);
+                prop_assert_eq!(t.run_pct, 100.0 * *d as f64 / (seconds * 1e9));
+                prop_assert_eq!(t.wait_pct, t.run_pct);
+                total_ns += d;
+            }
+            let sum = run_ms(&u);
+            prop_assert!((sum - total_ns as f64 / 1e6).abs() <= 1e-9 * sum.max(1.0));
+        }
+
+        /// Counters that go backwards (a reused tid) never give a
+        /// negative figure.
+        #[test]
+        fn never_negative(a in any::<u32>(), b in any::<u32>()) {
+            let u = since(&[at(1, a.into(), a.into(), 0)], &[at(1, b.into(), b.into(), 0)], 1.0);
+            prop_assert!(u[0].run_ms >= 0.0 && u[0].wait_pct >= 0.0);
+        }
+    }
+}

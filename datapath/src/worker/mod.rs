@@ -25,7 +25,7 @@ pub use flows::{FlowAccounting, FlowTable, RxSummary, MAX_FLOWS};
 pub use gen::{spawn_gen, GenCredit, GenWorkerConfig};
 pub use rr::{spawn_client, spawn_responder, RrSummary, RrWorkerConfig};
 pub use rx::{spawn_rx, spawn_rx_on, OnBound, RxWorkerConfig};
-pub(crate) use spawn::spawn_with;
+pub(crate) use spawn::{publish_idle, spawn_with};
 pub use spawn::{Placement, Ready, Setup, StopSignal, Worker};
 pub use transactions::ClientConfig;
 pub use tx::{
@@ -35,15 +35,3 @@ pub use tx::{
 pub use wait::WaitMode;
 
 pub use crate::latency::MAX_LATENCY_NS;
-
-/// Publishes what a turn that moved no frame changed: the idle turns and
-/// syscalls (two stores, not one per counter).
-#[inline]
-pub(crate) fn publish_idle(
-    counters: &linerate_counters::stats::WorkerCounters,
-    c: &linerate_counters::stats::CounterSnapshot,
-) {
-    use std::sync::atomic::Ordering::Relaxed;
-    counters.idle_loops.store(c.idle_loops, Relaxed);
-    counters.syscalls.store(c.syscalls, Relaxed);
-}

@@ -256,7 +256,7 @@ pub(crate) fn run<P: Receive, const V: u8>(
                     }
                 }
             }
-            super::publish_idle(counters, &c);
+            super::spawn::publish_idle(counters, &c);
         } else {
             counters.publish(&c);
         }

@@ -152,3 +152,15 @@ where
         }
     }
 }
+
+/// Publishes what a turn that moved no frame changed: the idle turns and
+/// syscalls (two stores, not one per counter).
+#[inline]
+pub(crate) fn publish_idle(
+    counters: &linerate_counters::stats::WorkerCounters,
+    c: &linerate_counters::stats::CounterSnapshot,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    counters.idle_loops.store(c.idle_loops, Relaxed);
+    counters.syscalls.store(c.syscalls, Relaxed);
+}

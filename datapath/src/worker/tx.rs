@@ -343,7 +343,7 @@ fn run_with<P: Transmit, S: Stamping>(
                     Some(nap) => nap_or_spin(nap),
                     None => idle(&pacer, seq, now - start, cfg.wait),
                 }
-                super::publish_idle(counters, &c);
+                super::spawn::publish_idle(counters, &c);
             } else {
                 counters.publish(&c);
             }

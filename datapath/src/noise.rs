@@ -72,7 +72,7 @@ pub enum FloorError {
 }
 
 /// One hand-off's one-way latency, in microseconds, and its accounting.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
 pub struct HandOff {
     /// Stamps the writer sent.
     pub sent: u64,
@@ -110,7 +110,7 @@ impl HandOff {
 }
 
 /// Time a spinning loop lost in gaps over [`GAP_THRESHOLD_NS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Gaps {
     /// Nanoseconds from the first to the last read of the clock.
     pub span_ns: u64,
@@ -150,7 +150,7 @@ impl Gaps {
 }
 
 /// The floor between two cores.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
 pub struct Floor {
     /// Both threads spinning on shared memory.
     pub spin: HandOff,

@@ -225,7 +225,9 @@ pub struct FrameAccounting {
     pub received: u64,
     /// sent - received.
     pub lost: u64,
-    /// lost / sent, percent.
+    /// lost / sent, percent; in a counted run (`--count`), what did not
+    /// arrive of what was handed over: (lost + dropped_at_sender) / (sent
+    /// + dropped_at_sender).
     pub loss_pct: f64,
     /// Sequence gaps seen by the receivers (end of run).
     pub seq_gaps: u64,

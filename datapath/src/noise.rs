@@ -21,7 +21,7 @@ use crate::clock::monotonic_ns;
 /// spinning loop is time the loop lost (sysjitter's default threshold).
 pub const GAP_THRESHOLD_NS: u64 = 1_000;
 
-/// How long past its deadline the sleeping reader waits for a writer that
+/// How long past its deadline a reader waits for a writer that
 /// has not finished (only a hung writer makes it wait that long).
 const WAKE_GRACE: Duration = Duration::from_secs(1);
 
@@ -222,17 +222,25 @@ fn spin_until(until: Instant, deadline: Instant) -> bool {
     }
 }
 
-/// The writer stores a stamp into one slot when the reader has emptied it;
-/// the reader spins on the slot, records now - stamp and empties it.
+/// Slots of the spinning hand-off's ring (as floor.c's).
+const SLOTS: usize = 1 << 16;
+
+/// The writer stores a stamp on schedule into the next slot of a ring
+/// (waiting only when the reader is a whole ring behind); the reader spins
+/// on its next slot, records now - stamp and empties it. A reader that
+/// lost its core finds the stamps queued: their latency counts the wait,
+/// as floor.c's does. The reader takes every stamp written (until the
+/// writer is done, or [`WAKE_GRACE`] after the deadline).
 fn spin_hand_off(plan: &FloorPlan, time: Duration) -> Result<HandOff, FloorError> {
-    let slot = Arc::new(AtomicU64::new(0));
+    let ring: Arc<Vec<AtomicU64>> = Arc::new((0..SLOTS).map(|_| AtomicU64::new(0)).collect());
     let ready = Arc::new(AtomicBool::new(false));
-    let start = Instant::now();
-    let deadline = start + time;
+    // The writer's count of stamps plus one once it is done; 0 before.
+    let done = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + time;
+    let hard = deadline + WAKE_GRACE;
     let to_core = plan.to_core;
     let reader = {
-        let slot = Arc::clone(&slot);
-        let ready = Arc::clone(&ready);
+        let (ring, ready, done) = (Arc::clone(&ring), Arc::clone(&ready), Arc::clone(&done));
         thread::Builder::new()
             .name("noise-spin-rx".into())
             .spawn(move || -> Result<Histogram<u64>, FloorError> {
@@ -240,17 +248,23 @@ fn spin_hand_off(plan: &FloorPlan, time: Duration) -> Result<HandOff, FloorError
                 ready.store(true, Ordering::Release);
                 pinned?;
                 let mut hist = histogram()?;
-                while Instant::now() < deadline {
+                let mut next = 0u64;
+                loop {
+                    let slot = &ring[(next as usize) % SLOTS];
                     let stamp = slot.load(Ordering::Acquire);
-                    if stamp == 0 {
-                        std::hint::spin_loop();
+                    if stamp != 0 {
+                        let now = monotonic_ns();
+                        slot.store(0, Ordering::Release);
+                        hist.saturating_record(now.saturating_sub(stamp).max(1));
+                        next += 1;
                         continue;
                     }
-                    let now = monotonic_ns();
-                    slot.store(0, Ordering::Release);
-                    hist.saturating_record(now.saturating_sub(stamp).max(1));
+                    let d = done.load(Ordering::Acquire);
+                    if (d != 0 && next + 1 >= d) || Instant::now() >= hard {
+                        return Ok(hist);
+                    }
+                    std::hint::spin_loop();
                 }
-                Ok(hist)
             })
             .map_err(|_| FloorError::Panicked)?
     };
@@ -259,7 +273,12 @@ fn spin_hand_off(plan: &FloorPlan, time: Duration) -> Result<HandOff, FloorError
         let plan = *plan;
         thread::Builder::new()
             .name("noise-spin-tx".into())
-            .spawn(move || spin_writer(&plan, &slot, &ready, deadline))
+            .spawn(move || {
+                let sent = spin_writer(&plan, &ring, &ready, deadline);
+                let n = sent.as_ref().map_or(0, |n| *n);
+                done.store(n + 1, Ordering::Release);
+                sent
+            })
             .map_err(|_| FloorError::Panicked)?
     };
     let sent = writer.join().map_err(|_| FloorError::Panicked)?;
@@ -269,13 +288,13 @@ fn spin_hand_off(plan: &FloorPlan, time: Duration) -> Result<HandOff, FloorError
 
 fn spin_writer(
     plan: &FloorPlan,
-    slot: &AtomicU64,
+    ring: &[AtomicU64],
     ready: &AtomicBool,
     deadline: Instant,
 ) -> Result<u64, FloorError> {
     pin(plan.from_core)?;
     let step = interval(plan);
-    let mut sent = 0;
+    let mut sent = 0u64;
     while !ready.load(Ordering::Acquire) {
         if !spin_until(Instant::now(), deadline) {
             return Ok(0);
@@ -286,7 +305,8 @@ fn spin_writer(
         if !spin_until(next, deadline) {
             return Ok(sent);
         }
-        // Only into an empty slot: the reader has taken the previous stamp.
+        let slot = &ring[(sent as usize) % SLOTS];
+        // Only when the reader is a whole ring behind.
         while slot.load(Ordering::Acquire) != 0 {
             if Instant::now() >= deadline {
                 return Ok(sent);
@@ -454,11 +474,8 @@ mod tests {
         assert!(matches!(measure(&plan), Err(FloorError::ZeroRate)));
     }
 
-    /// Every stamp received was sent, and each hand-off's spin reader takes
-    /// every stamp the writer placed (the writer waits for an empty slot):
-    /// received is sent or one less (the last, left in the slot at the
-    /// deadline); the sleeping reader takes all. Needs two cores; skipped
-    /// on one.
+    /// Both readers take every stamp their writer placed, exactly. Needs
+    /// two cores; skipped on one.
     #[test]
     fn the_hand_offs_account_for_every_stamp() {
         if core_affinity::get_core_ids().map_or(0, |c| c.len()) < 2 {
@@ -466,7 +483,7 @@ mod tests {
         }
         let floor = measure(&FloorPlan::new(0, 1, Duration::from_millis(100))).unwrap();
         let s = floor.spin;
-        assert!(s.received == s.sent || s.received + 1 == s.sent, "{s:?}");
+        assert_eq!(s.received, s.sent, "{s:?}");
         let w = floor.wake;
         assert_eq!(w.received, w.sent, "{w:?}");
         assert!(floor.from_gaps.lost_ns <= floor.from_gaps.span_ns);

@@ -29,13 +29,23 @@ pub struct Frames {
     pub received: u64,
     /// Lost, all pairs.
     pub lost: u64,
-    /// lost / sent, percent.
+    /// Dropped at the senders' links, all pairs (`frames.dropped_at_sender`;
+    /// absent when none, as in results before it was summed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_at_sender: u64,
+    /// lost / sent, percent; when the pairs' runs were counted (`--count`),
+    /// (lost + dropped_at_sender) / (sent + dropped_at_sender), as each
+    /// pair's.
     pub loss_pct: f64,
     /// Frames whose checksum was wrong, summed over the pairs whose
     /// receivers verified checksums; absent when none did (not measured,
     /// never 0 for "not checked").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bad_checksum: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Frame bytes (no FCS) of all pairs.
@@ -170,6 +180,7 @@ pub fn streams(results: &[(&str, &StreamResult)], failed: usize, skew_us: f64) -
         frames.sent += r.frames.sent;
         frames.received += r.frames.received;
         frames.lost += r.frames.lost;
+        frames.dropped_at_sender += r.frames.dropped_at_sender;
         if let Some(n) = r.frames.refused.get(bad_checksum()) {
             *frames.bad_checksum.get_or_insert(0) += n;
         }
@@ -179,9 +190,15 @@ pub fn streams(results: &[(&str, &StreamResult)], failed: usize, skew_us: f64) -
         add_rates(&mut receiver, &r.receiver);
         cpu.hosts.extend(hosts(pair, &r.cpu.hosts));
     }
-    if frames.sent > 0 {
-        frames.loss_pct = 100.0 * frames.lost as f64 / frames.sent as f64;
-    }
+    let counted = results.iter().any(|(_, r)| r.params.count.is_some());
+    frames.loss_pct = if counted {
+        crate::parts::percent(
+            frames.lost + frames.dropped_at_sender,
+            frames.sent + frames.dropped_at_sender,
+        )
+    } else {
+        crate::parts::percent(frames.lost, frames.sent)
+    };
     Aggregate {
         test: "stream".into(),
         pairs: results.len(),
@@ -306,6 +323,34 @@ mod tests {
             .join("../tests/fixtures/results")
             .join(name);
         serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    /// Three counted pairs of 30,000 (issue 34's fleet): one pair's
+    /// generator dropped 221 at its link; the aggregate's loss says so.
+    #[test]
+    fn a_counted_fleet_counts_what_its_senders_dropped() {
+        let RunResult::Stream(mut a) = fixture("stream-message.json") else {
+            panic!()
+        };
+        a.params.count = Some(30_000);
+        a.frames.sent = 30_000;
+        a.frames.received = 30_000;
+        a.frames.lost = 0;
+        a.frames.dropped_at_sender = 0;
+        let mut b = a.clone();
+        b.frames.sent = 29_779;
+        b.frames.received = 29_779;
+        b.frames.dropped_at_sender = 221;
+        let agg = streams(&[("p0", &a), ("p1", &b), ("p2", &a)], 0, 0.0);
+        let f = agg.frames.as_ref().unwrap();
+        assert_eq!((f.sent, f.received, f.lost), (89_779, 89_779, 0));
+        assert_eq!(f.dropped_at_sender, 221);
+        assert_eq!(f.loss_pct, crate::parts::percent(221, 90_000));
+        // Not counted: the loss is of what left the links, as before.
+        a.params.count = None;
+        b.params.count = None;
+        let agg = streams(&[("p0", &a), ("p1", &b)], 0, 0.0);
+        assert_eq!(agg.frames.as_ref().unwrap().loss_pct, 0.0);
     }
 
     /// Two pairs: frames, bytes and rates summed, the histograms merged

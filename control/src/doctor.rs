@@ -59,6 +59,73 @@ pub struct Report {
     pub put_back: Vec<String>,
     /// Journals or entries of them not replayed, and why.
     pub journal_problems: Vec<String>,
+    /// The noise floor between the cores a default run would use (its
+    /// sender's and its receiver's), or why it was not measured.
+    pub noise_floor: Result<NoiseFloor, String>,
+}
+
+/// The noise floor of the cores a run would use.
+#[derive(Debug, Serialize)]
+pub struct NoiseFloor {
+    /// The sender's core.
+    pub from_core: usize,
+    /// The receiver's core.
+    pub to_core: usize,
+    /// What was measured.
+    pub floor: linerate_datapath::noise::Floor,
+    /// The larger of the two cores' shares lost in gaps over 1 us, %.
+    pub gap_pct: f64,
+}
+
+/// How long doctor measures the noise floor.
+const FLOOR_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The floor between a default single-queue run's sender and receiver
+/// cores (host::cores::for_queues).
+fn noise_floor(ncpu: usize) -> Result<NoiseFloor, String> {
+    let core = |offset| {
+        linerate_host::cores::for_queues(None, 1, ncpu, offset, false)
+            .map_err(|e| e.to_string())
+            .map(|c| c[0])
+    };
+    let (from_core, to_core) = (core(0)?, core(1)?);
+    let plan = linerate_datapath::noise::FloorPlan::new(from_core, to_core, FLOOR_BUDGET);
+    let floor = linerate_datapath::noise::measure(&plan).map_err(|e| e.to_string())?;
+    Ok(NoiseFloor {
+        from_core,
+        to_core,
+        gap_pct: floor.gap_pct(),
+        floor,
+    })
+}
+
+/// The floor's lines for the terminal.
+fn render_floor(f: &Result<NoiseFloor, String>) -> String {
+    let n = match f {
+        Ok(n) => n,
+        Err(why) => return format!("noise floor  not measured: {why}\n"),
+    };
+    let h = |name: &str, x: &linerate_datapath::noise::HandOff| {
+        format!(
+            "noise floor  {name} core {} -> {}: one-way p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.1} us ({} stamps)\n",
+            n.from_core, n.to_core, x.p50_us, x.p99_us, x.p999_us, x.max_us, x.received
+        )
+    };
+    let g = |core: usize, x: &linerate_datapath::noise::Gaps| {
+        format!(
+            "noise floor  gaps core {core}: {:.3} % of the time in gaps over 1 us, {} over 1 ms, max {:.1} us\n",
+            x.pct(),
+            x.over_1ms,
+            x.max_ns as f64 / 1e3
+        )
+    };
+    [
+        h("spin", &n.floor.spin),
+        h("wake", &n.floor.wake),
+        g(n.from_core, &n.floor.from_gaps),
+        g(n.to_core, &n.floor.to_gaps),
+    ]
+    .concat()
 }
 
 /// A probe's outcome.
@@ -210,6 +277,7 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
             run_would_use,
             put_back: replayed.restored.clone(),
             journal_problems: replayed.problems.clone(),
+            noise_floor: noise_floor(env.cpus),
         })
     })();
     if let Some(l) = temp_lab {
@@ -261,7 +329,7 @@ pub fn render(r: &Report) -> String {
         ));
     }
     format!(
-        "kernel        {}\ncpus          {}\nroot          {}\ncapabilities  {}\ninterface     {}{} (driver {}, MTU {}, {} queues)\nXDP native    {}\nXDP generic   {}\nzero-copy     {}\ncopy mode     {}\nmulti-buffer  {}\nhuge pages    {}\n{left}a run would use: {}\n",
+        "kernel        {}\ncpus          {}\nroot          {}\ncapabilities  {}\ninterface     {}{} (driver {}, MTU {}, {} queues)\nXDP native    {}\nXDP generic   {}\nzero-copy     {}\ncopy mode     {}\nmulti-buffer  {}\nhuge pages    {}\n{left}{}a run would use: {}\n",
         r.kernel,
         r.cpus,
         if r.root { "yes" } else { "no (run with sudo)" },
@@ -277,6 +345,7 @@ pub fn render(r: &Report) -> String {
         p(&r.copy_mode),
         p(&r.multi_buffer),
         huge,
+        render_floor(&r.noise_floor),
         r.run_would_use,
     )
 }
@@ -290,4 +359,52 @@ pub fn command(args: &DoctorArgs) -> Result<ExitCode> {
         output::emit(&render(&report))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::*;
+    use linerate_datapath::noise::{Floor, Gaps, HandOff};
+
+    #[test]
+    fn the_floor_prints_what_was_measured_or_why_not() {
+        assert_eq!(
+            render_floor(&Err("the noise floor needs two different cores".into())),
+            "noise floor  not measured: the noise floor needs two different cores\n"
+        );
+        let spin = HandOff {
+            sent: 10,
+            received: 10,
+            p50_us: 0.07,
+            p99_us: 7.5,
+            p999_us: 2000.0,
+            max_us: 6500.0,
+        };
+        let gaps = Gaps {
+            span_ns: 1_000_000,
+            lost_ns: 15_000,
+            count: 3,
+            over_1ms: 0,
+            max_ns: 9_000,
+        };
+        let n = NoiseFloor {
+            from_core: 0,
+            to_core: 1,
+            floor: Floor {
+                spin,
+                wake: spin,
+                from_gaps: gaps,
+                to_gaps: gaps,
+            },
+            gap_pct: 1.5,
+        };
+        let text = render_floor(&Ok(n));
+        assert!(text.contains(
+            "spin core 0 -> 1: one-way p50 0.07 us, p99 7.50 us, p99.9 2000.00 us, max 6500.0 us (10 stamps)"
+        ));
+        assert!(text.contains(
+            "gaps core 1: 1.500 % of the time in gaps over 1 us, 0 over 1 ms, max 9.0 us"
+        ));
+        assert_eq!(text.lines().count(), 4);
+    }
 }

@@ -22,6 +22,7 @@ pub mod mix;
 pub mod names;
 pub mod netdev;
 pub mod netns;
+pub mod noise;
 pub mod pacing;
 pub mod port;
 pub mod priority;

@@ -371,6 +371,9 @@ fn stream_of(results: &[(&str, &StreamResult)]) -> StreamResult {
             .map(|(_, r)| r.frames.dropped_at_sender)
             .sum(),
     );
+    if first.params.count.is_some() {
+        m.frames = m.frames.counted();
+    }
     m.frames.injected = results
         .iter()
         .filter_map(|(_, r)| r.frames.injected)
@@ -798,6 +801,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The fleet of 3 pairs, each counted to 30,000 frames, whose
+    /// senders' links dropped 221 in all: those did not arrive, and the
+    /// aggregate's headline loss says so (it read 0.0).
+    #[test]
+    fn a_counted_fleet_loses_what_its_senders_dropped() {
+        let RunResult::Stream(base) = fixture("stream.json") else {
+            panic!()
+        };
+        let pair = |dropped: u64| {
+            let mut r = base.clone();
+            r.params.count = Some(30_000);
+            let mut tx = base
+                .common
+                .workers
+                .iter()
+                .find(|w| w.side() == Host::Tx)
+                .unwrap()
+                .clone();
+            let mut rx = base
+                .common
+                .workers
+                .iter()
+                .find(|w| w.side() == Host::Rx)
+                .unwrap()
+                .clone();
+            tx.total.frames = 30_000;
+            rx.total.frames = 30_000 - dropped;
+            (rx.total.lost, rx.total.reordered, rx.total.duplicates) = (0, 0, 0);
+            r.common.workers = vec![tx, rx];
+            r.frames.dropped_at_sender = dropped;
+            r
+        };
+        let (a, b, c) = (pair(100), pair(121), pair(0));
+        let agg = streams(&[("p0", &a), ("p1", &b), ("p2", &c)], 0, 0.0);
+        let RunResult::Stream(s) = &agg.result else {
+            panic!()
+        };
+        let f = &s.frames;
+        assert_eq!(
+            (f.sent, f.received, f.lost, f.dropped_at_sender),
+            (90_000 - 221, 90_000 - 221, 0, 221)
+        );
+        assert!(
+            (f.loss_pct - 100.0 * 221.0 / 90_000.0).abs() < 1e-9,
+            "{}",
+            f.loss_pct
+        );
     }
 
     /// Bad checksums are summed over the pairs whose receivers verified

@@ -25,6 +25,7 @@
 //!   /metrics, docs/metrics.md), each with its unit, meaning and how it is
 //!   read from a typed result.
 
+pub mod confidence;
 pub mod envelope;
 pub mod expect;
 pub mod fit;

@@ -90,6 +90,9 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
         rx.frames.refused.checksums,
     )
     .with_sender_drops(tx.frames.dropped_at_sender);
+    if tx.params.count.is_some() {
+        m.frames = m.frames.counted();
+    }
     m.frames.injected = rx.frames.injected;
     let s = &mut m.setup;
     s.rx_bind_mode = rx.setup.rx_bind_mode.clone();

@@ -230,7 +230,9 @@ pub struct FrameAccounting {
     pub received: u64,
     /// sent - received.
     pub lost: u64,
-    /// lost / sent, percent.
+    /// lost / sent, percent; in a counted run (`--count`), what did not
+    /// arrive of what was handed over: (lost + dropped_at_sender) / (sent
+    /// + dropped_at_sender).
     pub loss_pct: f64,
     /// Sequence gaps seen by the receivers (end of run).
     pub seq_gaps: u64,
@@ -443,6 +445,20 @@ impl FrameAccounting {
         self.sent = completed - self.dropped_at_sender;
         self.lost = self.sent.saturating_sub(self.received);
         self.loss_pct = percent(self.lost, self.sent);
+        self
+    }
+}
+
+impl FrameAccounting {
+    /// The same accounting for a counted run (`--count N`), which promised
+    /// every frame it handed over: those its link dropped did not arrive
+    /// either, and the headline loss says so (as the rate search counts
+    /// them): (lost + dropped_at_sender) / (sent + dropped_at_sender).
+    pub fn counted(mut self) -> Self {
+        self.loss_pct = percent(
+            self.lost + self.dropped_at_sender,
+            self.sent + self.dropped_at_sender,
+        );
         self
     }
 }

@@ -272,6 +272,9 @@ fn frame_accounting(
         !plan.tx_only && plan.receiver.can().checksums && plan.verify.checks(),
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
+    if plan.count.is_some() {
+        frames = frames.counted();
+    }
     if plan.tx_only {
         // No receiver of ours: no loss measured (not all of it lost).
         frames.lost = 0;
@@ -538,6 +541,24 @@ mod tests {
             (500_000, 0)
         );
         assert_eq!(out.sender.frames, 400_000);
+    }
+
+    #[test]
+    fn a_counted_run_counts_the_frames_its_link_dropped_as_loss() {
+        let mut m = measured((1_000, 900), (401_000, 300_900), 500_000, 390_000);
+        m.interfaces.tx.tx_dropped = 105_000;
+        let counted = plan(&["--tx-engine", "generator", "--count", "500000"]);
+        let f = result(&counted, &m, None).frames;
+        assert_eq!(
+            (f.sent, f.dropped_at_sender, f.lost),
+            (395_000, 105_000, 5_000)
+        );
+        // 110,000 of the 500,000 handed over did not arrive.
+        assert_eq!(f.loss_pct, 22.0);
+        // Not counted: the loss is of what left the link, as before.
+        let timed = plan(&["--tx-engine", "generator"]);
+        let f = result(&timed, &m, None).frames;
+        assert_eq!(f.loss_pct, linerate_results::parts::percent(5_000, 395_000));
     }
 
     #[test]

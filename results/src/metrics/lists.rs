@@ -304,7 +304,7 @@ pub(super) const FIGURES: &[Figure] = &[
     stream!("frames.sent", "frames", "Frames the senders completed over the whole run", |r| Some(r.frames.sent as f64)),
     stream!("frames.received", "frames", "Linerate frames received over the whole run", |r| Some(r.frames.received as f64)),
     stream!("frames.lost", "frames", "Sent minus received", |r| Some(r.frames.lost as f64)),
-    stream!("frames.loss_pct", "%", "Lost in percent of sent", |r| Some(r.frames.loss_pct)),
+    stream!("frames.loss_pct", "%", "Lost in percent of sent; in a counted run (--count), frames dropped at the sender count as lost: (lost + dropped_at_sender) / (sent + dropped_at_sender)", |r| Some(r.frames.loss_pct)),
     stream!("frames.seq_gaps", "frames", "Sequence gaps the receivers saw", |r| Some(r.frames.seq_gaps as f64)),
     stream!("frames.reordered", "frames", "Frames that came after a later one", |r| Some(r.frames.reordered as f64)),
     stream!("frames.duplicates", "frames", "Frames received twice", |r| Some(r.frames.duplicates as f64)),

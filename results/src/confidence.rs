@@ -1,0 +1,269 @@
+//! The stop rule of runs that repeat (issue 34, item 4), netperf's `-I
+//! LEVEL,WIDTH -i MAX,MIN`: repeat until the confidence interval of the
+//! mean is within WIDTH % of the mean (the whole interval, as netperf:
+//! `-I 99,5` stops at +-2.5 %), at least MIN and at most MAX times.
+//!
+//! Student's t is the table below (hand-written, as [`crate::stats`]'s 95 %
+//! one; no statistics crate is in the workspace's lock file).
+
+use serde::Serialize;
+
+/// Two-sided Student's t for 1..=30 degrees of freedom, per level.
+const T90: [f64; 30] = [
+    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771,
+    1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706,
+    1.703, 1.701, 1.699, 1.697,
+];
+const T95: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+const T99: [f64; 30] = [
+    63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012,
+    2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797, 2.787, 2.779,
+    2.771, 2.763, 2.756, 2.750,
+];
+
+/// A confidence level the table knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Level {
+    /// 90 %.
+    P90,
+    /// 95 %.
+    P95,
+    /// 99 %.
+    P99,
+}
+
+impl Level {
+    /// The level in percent.
+    pub fn pct(self) -> u32 {
+        match self {
+            Self::P90 => 90,
+            Self::P95 => 95,
+            Self::P99 => 99,
+        }
+    }
+
+    /// Two-sided t for `df` degrees of freedom (the normal's z past 30).
+    pub fn t(self, df: usize) -> f64 {
+        let (table, z) = match self {
+            Self::P90 => (&T90, 1.645),
+            Self::P95 => (&T95, 1.960),
+            Self::P99 => (&T99, 2.576),
+        };
+        match df {
+            0 => f64::INFINITY,
+            d => table.get(d - 1).copied().unwrap_or(z),
+        }
+    }
+}
+
+/// What `--confidence LEVEL,WIDTH --iterations MIN,MAX` ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rule {
+    /// Confidence level.
+    pub level: Level,
+    /// Largest width of the whole interval, % of the mean.
+    pub width_pct: f64,
+    /// Fewest repeats (2 or more: one has no interval).
+    pub min: usize,
+    /// Most repeats.
+    pub max: usize,
+}
+
+/// Where a series of repeats stands.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Decision {
+    /// Fewer than MIN repeats, or the interval still too wide below MAX.
+    Repeat,
+    /// The interval is within the width: stop.
+    Reached(Interval),
+    /// MAX repeats and the interval still too wide: stop and say so.
+    NotReached(Interval),
+}
+
+/// The interval of the mean of a series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    /// Repeats.
+    pub iterations: usize,
+    /// Mean.
+    pub mean: f64,
+    /// Half-width (mean +- this).
+    pub half_width: f64,
+    /// The whole width, % of the mean (infinite for a mean of 0).
+    pub width_pct: f64,
+}
+
+impl Interval {
+    /// The interval of the finite `values` at `level` (None below 2).
+    pub fn of(values: &[f64], level: Level) -> Option<Self> {
+        let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        let n = v.len();
+        if n < 2 {
+            return None;
+        }
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let half_width = level.t(n - 1) * (var / n as f64).sqrt();
+        let width_pct = if mean == 0.0 {
+            if half_width == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            200.0 * half_width / mean.abs()
+        };
+        Some(Self {
+            iterations: n,
+            mean,
+            half_width,
+            width_pct,
+        })
+    }
+}
+
+impl Rule {
+    /// The stop rule: repeat below MIN; stop when the interval is within
+    /// the width; at MAX stop and say it was not reached.
+    pub fn decide(&self, values: &[f64]) -> Decision {
+        let n = values.iter().filter(|x| x.is_finite()).count();
+        let Some(i) = Interval::of(values, self.level) else {
+            return Decision::Repeat;
+        };
+        if n < self.min {
+            Decision::Repeat
+        } else if i.width_pct <= self.width_pct {
+            Decision::Reached(i)
+        } else if n >= self.max {
+            Decision::NotReached(i)
+        } else {
+            Decision::Repeat
+        }
+    }
+}
+
+/// `--confidence LEVEL,WIDTH` and `--iterations MIN,MAX`, checked.
+pub fn parse(confidence: &str, iterations: &str) -> Result<Rule, String> {
+    let pair = |s: &str, what: &str| -> Result<(String, String), String> {
+        s.split_once(',')
+            .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+            .ok_or_else(|| format!("{what} {s:?}: give two numbers, e.g. {}", example(what)))
+    };
+    let (l, w) = pair(confidence, "--confidence")?;
+    let level = match l.as_str() {
+        "90" => Level::P90,
+        "95" => Level::P95,
+        "99" => Level::P99,
+        _ => return Err(format!("--confidence level {l:?}: 90, 95 or 99")),
+    };
+    let width_pct = w
+        .parse::<f64>()
+        .ok()
+        .filter(|w| w.is_finite() && *w > 0.0 && *w <= 100.0)
+        .ok_or_else(|| format!("--confidence width {w:?}: a percentage above 0, at most 100"))?;
+    let (a, b) = pair(iterations, "--iterations")?;
+    let num = |x: &str| {
+        x.parse::<usize>()
+            .ok()
+            .filter(|n| (2..=100).contains(n))
+            .ok_or_else(|| format!("--iterations {x:?}: a count from 2 to 100"))
+    };
+    let (min, max) = (num(&a)?, num(&b)?);
+    if min > max {
+        return Err(format!(
+            "--iterations {iterations:?}: MIN,MAX with MIN <= MAX"
+        ));
+    }
+    Ok(Rule {
+        level,
+        width_pct,
+        min,
+        max,
+    })
+}
+
+fn example(what: &str) -> &'static str {
+    if what == "--confidence" {
+        "95,5"
+    } else {
+        "3,10"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rule() -> Rule {
+        parse("95,5", "3,10").unwrap()
+    }
+
+    #[test]
+    fn the_interval_is_students() {
+        // mean 100, sample sd 1 over 4: half-width t(3) * 1/2.
+        let v = [99.0, 99.0, 101.0, 101.0];
+        let i = Interval::of(&v, Level::P95).unwrap();
+        let sd = (4.0f64 / 3.0).sqrt();
+        assert_eq!(i.mean, 100.0);
+        assert!((i.half_width - 3.182 * sd / 2.0).abs() < 1e-12);
+        assert!((i.width_pct - 2.0 * i.half_width).abs() < 1e-12);
+        assert_eq!(Interval::of(&[1.0], Level::P95), None);
+        assert_eq!(Level::P99.t(1), 63.657);
+        assert_eq!(Level::P95.t(31), 1.96);
+    }
+
+    #[test]
+    fn it_repeats_below_min_and_stops_at_max() {
+        let r = rule();
+        assert_eq!(r.decide(&[100.0, 100.0]), Decision::Repeat);
+        assert!(matches!(r.decide(&[100.0; 3]), Decision::Reached(i) if i.iterations == 3));
+        let wide = [50.0, 150.0, 60.0, 140.0];
+        assert_eq!(r.decide(&wide), Decision::Repeat);
+        let ten: Vec<f64> = (0..10)
+            .map(|i| if i % 2 == 0 { 50.0 } else { 150.0 })
+            .collect();
+        assert!(matches!(r.decide(&ten), Decision::NotReached(i) if i.iterations == 10));
+    }
+
+    #[test]
+    fn the_texts_are_checked() {
+        let r = rule();
+        assert_eq!(
+            (r.level, r.width_pct, r.min, r.max),
+            (Level::P95, 5.0, 3, 10)
+        );
+        assert!(parse("97,5", "3,10").is_err());
+        assert!(parse("95,0", "3,10").is_err());
+        assert!(parse("95", "3,10").is_err());
+        assert!(parse("95,5", "1,10").is_err());
+        assert!(parse("95,5", "10,3").is_err());
+        assert!(parse("95,5", "3,101").is_err());
+    }
+
+    proptest! {
+        /// Never Repeat at MAX, never a stop below MIN, and a stop is
+        /// Reached exactly when the width is within the rule's.
+        #[test]
+        fn the_rule_always_ends_within_its_bounds(
+            v in proptest::collection::vec(1.0f64..1e6, 0..15),
+            min in 2usize..6, extra in 0usize..6, width in 0.1f64..50.0,
+        ) {
+            let r = Rule { level: Level::P95, width_pct: width, min, max: min + extra };
+            let d = r.decide(&v);
+            let n = v.len();
+            if n < min { prop_assert_eq!(d, Decision::Repeat); }
+            if n >= r.max { prop_assert!(d != Decision::Repeat); }
+            match d {
+                Decision::Reached(i) => prop_assert!(i.width_pct <= width && i.iterations == n),
+                Decision::NotReached(i) => prop_assert!(i.width_pct > width && n >= r.max),
+                Decision::Repeat => {}
+            }
+        }
+    }
+}

@@ -67,7 +67,10 @@ pub fn own_on(
     let n = chosen.len() as f64;
     let busy_pct = chosen.iter().map(|u| u.busy).sum::<f64>() / n;
     let steal_pct = chosen.iter().map(|u| u.steal).sum::<f64>() / n;
-    let own_pct = (threads_pct + softirq_pct) / n;
+    // At most what the hypervisor left of the cores: the threads' and the
+    // cores' counters are read at slightly different instants (a sweep's
+    // record holds percentages of 0 to 100 only).
+    let own_pct = ((threads_pct + softirq_pct) / n).clamp(0.0, (100.0 - steal_pct).max(0.0));
     OwnCpu {
         own_pct,
         interference_pct: (busy_pct - steal_pct - own_pct).max(0.0),
@@ -135,6 +138,23 @@ mod tests {
         let t = [thread(40.0, &[0, 1])];
         assert_eq!(own_on(&[0], &uses, &t, &[], false).own_pct, 20.0);
         assert_eq!(own_on(&[], &uses, &t, &[], false).own_pct, 20.0);
+    }
+
+    /// A core busy with linerate's thread for the whole window reads 100 %
+    /// own at most, whatever a hair of sampling skew adds.
+    #[test]
+    fn own_time_is_at_most_the_core() {
+        let uses = [core(0, 100.0, 0.0)];
+        let s = own_on(&[0], &uses, &[thread(100.4, &[0])], &[], false);
+        assert_eq!((s.own_pct, s.interference_pct), (100.0, 0.0));
+        let stolen = own_on(
+            &[0],
+            &[core(0, 100.0, 3.0)],
+            &[thread(100.0, &[0])],
+            &[],
+            false,
+        );
+        assert_eq!(stolen.own_pct, 97.0);
     }
 
     #[test]

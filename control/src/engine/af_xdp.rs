@@ -11,7 +11,7 @@ use linerate_datapath::{
     message::Fragmentation,
     worker::{
         spawn_client, spawn_responder, spawn_rx, spawn_tx, ClientConfig, OnBound, RrSummary,
-        RrWorkerConfig, RxSummary, RxWorkerConfig, TxSummary, TxWorkerConfig, Worker, WorkerError,
+        RrWorkerConfig, RxSummary, RxWorkerConfig, TxSummary, Worker, WorkerError,
     },
     xsk::SocketOptions,
 };
@@ -63,19 +63,10 @@ impl Engine for AfXdp {
     ) -> Result<Worker<TxSummary>, WorkerError> {
         spawn_tx(
             format!("lr-tx{queue}"),
-            TxWorkerConfig {
-                socket: socket(cfg.workers.end, queue, cfg.io.tx_ring, &cfg.io),
-                frame: cfg.frame(queue),
-                message: cfg.message,
-                mix: cfg.mix.cloned(),
-                batch: cfg.io.batch,
-                wait: cfg.workers.wait,
-                rate: cfg.rate,
-                count: cfg.count,
-                placement: cfg.workers.placement(queue),
-                stop: cfg.workers.stop.clone(),
-                capture: cfg.io.capture,
-            },
+            cfg.tx_worker(
+                queue,
+                socket(cfg.workers.end, queue, cfg.io.tx_ring, &cfg.io),
+            ),
         )
     }
 

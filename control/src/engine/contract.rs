@@ -176,6 +176,28 @@ pub struct SenderConfig<'a> {
 }
 
 impl SenderConfig<'_> {
+    /// The config of the worker of `queue` that sends through `socket`
+    /// (the AF_XDP sender's; the loopback's, whose port ignores it).
+    pub fn tx_worker(
+        &self,
+        queue: u32,
+        socket: linerate_datapath::xsk::SocketOptions,
+    ) -> linerate_datapath::worker::TxWorkerConfig {
+        linerate_datapath::worker::TxWorkerConfig {
+            socket,
+            frame: self.frame(queue),
+            message: self.message,
+            mix: self.mix.cloned(),
+            batch: self.io.batch,
+            wait: self.workers.wait,
+            rate: self.rate,
+            count: self.count,
+            placement: self.workers.placement(queue),
+            stop: self.workers.stop.clone(),
+            capture: self.io.capture,
+        }
+    }
+
     /// The frames sender `queue` sends (its flow): from the port above the
     /// receivers' (a port of its own per queue) to theirs.
     pub fn frame(&self, queue: u32) -> FrameSpec {

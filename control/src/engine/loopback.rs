@@ -25,10 +25,7 @@ use linerate_datapath::{
         faults::{Fault, Faults},
         loopback::{self, LoopTx},
     },
-    worker::{
-        spawn_rx_on, spawn_tx_on, RxSummary, RxWorkerConfig, TxSummary, TxWorkerConfig, Worker,
-        WorkerError,
-    },
+    worker::{spawn_rx_on, spawn_tx_on, RxSummary, RxWorkerConfig, TxSummary, Worker, WorkerError},
     xsk::SocketOptions,
 };
 
@@ -136,19 +133,7 @@ impl Engine for Loopback {
         let frame_size = cfg.frame_size;
         spawn_tx_on(
             format!("lr-tx{queue}"),
-            TxWorkerConfig {
-                socket: no_socket(queue, &cfg.io),
-                frame: cfg.frame(queue),
-                message: cfg.message,
-                mix: cfg.mix.cloned(),
-                batch: cfg.io.batch,
-                wait: cfg.workers.wait,
-                rate: cfg.rate,
-                count: cfg.count,
-                placement: cfg.workers.placement(queue),
-                stop: cfg.workers.stop.clone(),
-                capture: cfg.io.capture,
-            },
+            cfg.tx_worker(queue, no_socket(queue, &cfg.io)),
             move |template| {
                 let port = tx.with_template(template, frame_size);
                 Ok((port, BindMode::Loopback, None, false))

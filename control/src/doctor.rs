@@ -60,8 +60,26 @@ pub struct Report {
     /// Journals or entries of them not replayed, and why.
     pub journal_problems: Vec<String>,
     /// The noise floor between the cores a default run would use (its
-    /// sender's and its receiver's), or why it was not measured.
+    /// sender's and its receiver's), or why it was not measured (in JSON:
+    /// the floor, or `{"not_measured": WHY}`).
+    #[serde(serialize_with = "floor_or_why")]
     pub noise_floor: Result<NoiseFloor, String>,
+}
+
+/// The floor as its own object, or why there is none.
+fn floor_or_why<S: serde::Serializer>(
+    floor: &Result<NoiseFloor, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    match floor {
+        Ok(f) => f.serialize(s),
+        Err(why) => {
+            let mut m = s.serialize_map(Some(1))?;
+            m.serialize_entry("not_measured", why)?;
+            m.end()
+        }
+    }
 }
 
 /// The noise floor of the cores a run would use.
@@ -365,6 +383,24 @@ pub fn command(args: &DoctorArgs) -> Result<ExitCode> {
 mod floor_tests {
     use super::*;
     use linerate_datapath::noise::{Floor, Gaps, HandOff};
+
+    /// In JSON: the floor's own object, or `{"not_measured": WHY}` (not
+    /// serde's `{"Ok": ...}`/`{"Err": ...}`).
+    #[test]
+    fn the_floors_json_is_the_floor_or_why_not() {
+        #[derive(Serialize)]
+        struct Shown {
+            #[serde(serialize_with = "floor_or_why")]
+            noise_floor: Result<NoiseFloor, String>,
+        }
+        let why = Shown {
+            noise_floor: Err("one core".into()),
+        };
+        assert_eq!(
+            serde_json::to_value(&why).unwrap(),
+            serde_json::json!({"noise_floor": {"not_measured": "one core"}})
+        );
+    }
 
     #[test]
     fn the_floor_prints_what_was_measured_or_why_not() {

@@ -81,6 +81,17 @@ fn check_engine(args: &RunArgs) -> Result<()> {
             names_that(|can| can.ipv6)
         );
     }
+    // An engine in memory has no NAPI for the kernel to busy-poll.
+    for (side, wait) in [("tx", args.tx_wait), ("rx", args.rx_wait)] {
+        let mode = wait.map(WaitMode::from);
+        if can.in_memory && mode.is_some_and(WaitMode::kernel_polls) {
+            bail!(
+                "--{side}-wait {}: the {} engine's link is memory, with no NAPI for the kernel to busy-poll; use busy or wait",
+                mode.map_or("", WaitMode::name),
+                engine.name()
+            );
+        }
+    }
     if args.tx_wait.is_some() && !can.wait_modes {
         bail!(
             "--tx-wait: the {} engine does not wait on rings; use --backend {}",

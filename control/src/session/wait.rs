@@ -97,12 +97,6 @@ fn check(
     sockets: Sockets,
     end: &PathEnd,
 ) -> Result<()> {
-    if end.info.kind.as_deref() == Some("loopback") {
-        bail!(
-            "--{side}-wait {}: the loopback engine's link is memory, with no NAPI for the kernel to busy-poll; use busy or wait",
-            mode.name()
-        );
-    }
     if tcp {
         bail!(
             "--{side}-wait {}: kernel busy polling is offered for --backend udp and AF_XDP sockets in zero-copy mode; with --backend tcp use busy or wait",

@@ -125,6 +125,10 @@ fn namespace_replaced_mid_run() {
     // name, up, of the same MTU: by name nothing changed. The run's
     // interfaces live on in the old namespace, held by its threads.
     let ns = lab.ns_a();
+    // Held open here so the old namespace outlives its name whatever the
+    // run's threads hold: the new one then cannot take its identity
+    // (nsfs inode), and what the run sees is a replacement, every time.
+    let _old = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
     for args in [
         &["netns", "del", &ns][..],
         &["netns", "add", &ns],

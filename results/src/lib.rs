@@ -18,7 +18,8 @@
 //!   kernel's schedstat of each), and [`softirq`]: the network softirq
 //!   time of each core over a window; the arithmetic only; [`own`]:
 //!   linerate's own CPU on a set of cores from those two, beside the
-//!   interference and steal there;
+//!   interference and steal there; [`placement`]: whether repeats of a
+//!   point ran on the same cores (shares below a floor ignored);
 //! - [`latency`]: latency statistics of a histogram (rr's response
 //!   times, a stream's one-way latencies);
 //! - [`metrics`]: the one list of metric names (sweep files, the report,
@@ -35,6 +36,7 @@ pub mod merge;
 pub mod metrics;
 pub mod own;
 pub mod parts;
+pub mod placement;
 pub mod rr;
 pub mod rr_table;
 pub mod run;

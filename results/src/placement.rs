@@ -1,0 +1,83 @@
+//! Where a run's work ran, compared between repeats of one point: two
+//! runs are placed alike when the cores carrying a share of the work at or
+//! above a floor are the same set (shares below it, e.g. a thread's brief
+//! visit to another core, are ignored).
+
+use std::collections::BTreeSet;
+
+/// The share (percent of the side's own time) below which a core is not
+/// counted in a run's placement.
+pub const MIN_SHARE_PCT: f64 = 5.0;
+
+/// The cores carrying at least `min_share_pct` of the time in `shares`
+/// (core, time in any one unit); empty when the total is zero.
+#[must_use]
+pub fn core_set(shares: &[(usize, f64)], min_share_pct: f64) -> BTreeSet<usize> {
+    let total: f64 = shares.iter().map(|&(_, t)| t.max(0.0)).sum();
+    if total <= 0.0 {
+        return BTreeSet::new();
+    }
+    shares
+        .iter()
+        .filter(|&&(_, t)| t.max(0.0) * 100.0 / total >= min_share_pct)
+        .map(|&(core, _)| core)
+        .collect()
+}
+
+/// For each run of one point (its core set), whether its placement
+/// differs from the most common set among the point's runs (ties go to
+/// the set seen first). A point with one run flags nothing.
+#[must_use]
+pub fn differs(runs: &[BTreeSet<usize>]) -> Vec<bool> {
+    let mut best: Option<(&BTreeSet<usize>, usize)> = None;
+    for set in runs {
+        let n = runs.iter().filter(|other| *other == set).count();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((set, n));
+        }
+    }
+    runs.iter()
+        .map(|set| best.is_some_and(|(common, _)| set != common))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(cores: &[usize]) -> BTreeSet<usize> {
+        cores.iter().copied().collect()
+    }
+
+    #[test]
+    fn small_shares_are_ignored() {
+        let shares = [(0, 96.0), (1, 4.0)];
+        assert_eq!(core_set(&shares, MIN_SHARE_PCT), set(&[0]));
+        let shares = [(0, 95.0), (1, 5.0)];
+        assert_eq!(core_set(&shares, MIN_SHARE_PCT), set(&[0, 1]));
+    }
+
+    #[test]
+    fn no_time_is_no_cores() {
+        assert_eq!(core_set(&[(0, 0.0), (1, 0.0)], MIN_SHARE_PCT), set(&[]));
+        assert_eq!(core_set(&[], MIN_SHARE_PCT), set(&[]));
+    }
+
+    #[test]
+    fn the_odd_repeat_is_flagged() {
+        let runs = [set(&[1]), set(&[0]), set(&[1])];
+        assert_eq!(differs(&runs), vec![false, true, false]);
+    }
+
+    #[test]
+    fn alike_runs_and_a_single_run_flag_nothing() {
+        assert_eq!(differs(&[set(&[0, 1]), set(&[0, 1])]), vec![false, false]);
+        assert_eq!(differs(&[set(&[0])]), vec![false]);
+        assert_eq!(differs(&[]), Vec::<bool>::new());
+    }
+
+    #[test]
+    fn a_tie_keeps_the_first_set() {
+        assert_eq!(differs(&[set(&[0]), set(&[1])]), vec![false, true]);
+    }
+}

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::softirq::SoftirqUse;
+
 /// The share (percent of the side's own time) below which a core is not
 /// counted in a run's placement.
 pub const MIN_SHARE_PCT: f64 = 5.0;
@@ -22,6 +24,14 @@ pub fn core_set(shares: &[(usize, f64)], min_share_pct: f64) -> BTreeSet<usize> 
         .filter(|&&(_, t)| t.max(0.0) * 100.0 / total >= min_share_pct)
         .map(|&(core, _)| core)
         .collect()
+}
+
+/// The cores where the run's NAPI work (softirq NET_RX) ran: those
+/// carrying at least `min_share_pct` of the window's NET_RX time.
+#[must_use]
+pub fn napi_cores(uses: &[SoftirqUse], min_share_pct: f64) -> BTreeSet<usize> {
+    let shares: Vec<(usize, f64)> = uses.iter().map(|u| (u.core, u.net_rx_pct)).collect();
+    core_set(&shares, min_share_pct)
 }
 
 /// For each run of one point (its core set), whether its placement
@@ -61,6 +71,19 @@ mod tests {
     fn no_time_is_no_cores() {
         assert_eq!(core_set(&[(0, 0.0), (1, 0.0)], MIN_SHARE_PCT), set(&[]));
         assert_eq!(core_set(&[], MIN_SHARE_PCT), set(&[]));
+    }
+
+    #[test]
+    fn napi_cores_are_those_with_net_rx_time() {
+        let a = crate::softirq::SoftirqSample {
+            cores: vec![[crate::softirq::VectorTime::default(); crate::softirq::VECTORS]; 3],
+        };
+        let mut b = a.clone();
+        b.cores[0][crate::softirq::NET_RX].ns = 990_000;
+        b.cores[1][crate::softirq::NET_RX].ns = 10_000;
+        b.cores[2][crate::softirq::NET_TX].ns = 500_000;
+        let uses = b.since(&a, 1.0);
+        assert_eq!(napi_cores(&uses, MIN_SHARE_PCT), set(&[0]));
     }
 
     #[test]

@@ -322,9 +322,7 @@ fn agent_serves_only_allowed_interfaces() {
 }
 
 #[test]
-#[ignore = "needs root: agents in the lab's namespaces"]
 fn agent_errors_are_json() {
-    require_root("JSON errors");
     let agent = Agent::start("ha2", &[], &std::env::temp_dir());
     let u = &agent.url;
     let e = refused(u, "GET", "/nothing", None, 404);
@@ -414,9 +412,7 @@ fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
 }
 
 #[test]
-#[ignore = "needs root: agents in the lab's namespaces"]
 fn idle_connections_do_not_starve_the_agent() {
-    require_root("idle connections");
     more_files();
     let agent = Agent::start("ha3", &["--header-timeout", "3s"], &std::env::temp_dir());
     // A thousand connections without a token: half idle, half with a
@@ -464,9 +460,7 @@ fn idle_connections_do_not_starve_the_agent() {
 }
 
 #[test]
-#[ignore = "needs root: agents in the lab's namespaces"]
 fn connections_over_the_cap_are_refused_at_once() {
-    require_root("connection cap");
     let agent = Agent::start(
         "ha4",
         &["--max-connections", "20", "--header-timeout", "60s"],
@@ -509,9 +503,7 @@ fn connections_over_the_cap_are_refused_at_once() {
 }
 
 #[test]
-#[ignore = "needs root: agents in the lab's namespaces"]
 fn a_body_sent_slowly_gets_408() {
-    require_root("slow body");
     let agent = Agent::start("ha5", &["--request-timeout", "2s"], &std::env::temp_dir());
     let mut s = TcpStream::connect(&agent.addr).unwrap();
     // The head in full, then 10 of the 1000 bytes it announces.

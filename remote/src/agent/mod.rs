@@ -86,7 +86,14 @@ fn raise_nofile() -> u64 {
 /// Serves the API until Ctrl-C or SIGTERM; then ends any run.
 pub fn serve(a: &Serve, runs: Arc<dyn Runs>) -> Result<()> {
     let token = token::read(a.token_file.as_deref())?;
-    linerate_host::privilege::require_root("linerate agent")?;
+    // Without root the agent still serves its API: the refusals (token,
+    // limits, names) need no privilege, and each run it starts checks
+    // for itself what it needs and answers with that run's own error.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "linerate: warning: agent not running as root: runs on real interfaces will be refused (they need CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_SYS_ADMIN)"
+        );
+    }
     let exe = std::env::current_exe().context("finding linerate's own executable")?;
     let allow = if a.allow_iface.is_empty() {
         default_allowed(&a.lab)

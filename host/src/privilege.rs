@@ -3,11 +3,18 @@
 
 use anyhow::{bail, Result};
 
-/// Fails unless running as root (AF_XDP, XDP attach and namespaces need
-/// CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_SYS_ADMIN).
+/// What AF_XDP, XDP attach and namespaces need.
+pub const CAPABILITIES: &str = "CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_SYS_ADMIN";
+
+/// Whether linerate runs as root.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Fails unless running as root ([`CAPABILITIES`]).
 pub fn require_root(what: &str) -> Result<()> {
-    if !nix::unistd::geteuid().is_root() {
-        bail!("{what} needs root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_SYS_ADMIN): run it with sudo");
+    if !is_root() {
+        bail!("{what} needs root ({CAPABILITIES}): run it with sudo");
     }
     Ok(())
 }

@@ -89,9 +89,10 @@ pub fn serve(a: &Serve, runs: Arc<dyn Runs>) -> Result<()> {
     // Without root the agent still serves its API: the refusals (token,
     // limits, names) need no privilege, and each run it starts checks
     // for itself what it needs and answers with that run's own error.
-    if !nix::unistd::geteuid().is_root() {
+    if !linerate_host::privilege::is_root() {
         eprintln!(
-            "linerate: warning: agent not running as root: runs on real interfaces will be refused (they need CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_SYS_ADMIN)"
+            "linerate: warning: agent not running as root: runs on real interfaces will be refused (they need {})",
+            linerate_host::privilege::CAPABILITIES
         );
     }
     let exe = std::env::current_exe().context("finding linerate's own executable")?;

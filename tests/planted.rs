@@ -414,6 +414,13 @@ fn a_file_size_limit_is_an_error_naming_the_file() {
         err.contains("writing the lock file /run/linerate/lab-sfwz.run: File too large"),
         "{err}"
     );
+    // The lab is not there: neither are its lock files, after the error.
+    for f in ["lab-sfwz.run", "lab-sfwz.lock"] {
+        assert!(
+            !Path::new("/run/linerate").join(f).exists(),
+            "{f} left behind"
+        );
+    }
     // A sweep's first file.
     let file = sweep_file(&d, "");
     let out = d.join("out");

@@ -109,8 +109,7 @@ impl Lab {
             }
             Some(why) => why,
         };
-        let was_up = linerate_datapath::netns::exists(&self.ns_a)
-            || linerate_datapath::netns::exists(&self.ns_b);
+        let was_up = self.exists();
         let _change = self.change_lock("`lab up`")?;
         if was_up {
             eprintln!("linerate: recreating lab {} ({why})", self.name);
@@ -122,10 +121,30 @@ impl Lab {
     /// run uses the lab.
     pub fn down(&self) -> Result<()> {
         let _setup = self.setup_lock()?;
-        let _change = self.change_lock("`lab down`")?;
+        let _change = match self.change_lock("`lab down`") {
+            Ok(held) => held,
+            // Of a lab that is not there, not even the lock files this
+            // `lab down` made stay behind (say, when it could not write
+            // its pid in them).
+            Err(e) if !self.exists() => {
+                let _ = self.remove_lock_files();
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         self.remove()?;
-        // The lab's lock files go with it (held here, both exclusively:
-        // whoever waits for them takes the next files of those names).
+        self.remove_lock_files()
+    }
+
+    /// Whether any of the lab's namespaces exists.
+    fn exists(&self) -> bool {
+        linerate_datapath::netns::exists(&self.ns_a) || linerate_datapath::netns::exists(&self.ns_b)
+    }
+
+    /// The lab's lock files go with it (the caller holds the setup lock
+    /// exclusively: whoever waits for them takes the next files of those
+    /// names).
+    fn remove_lock_files(&self) -> Result<()> {
         linerate_host::locks::remove(&self.use_file())?;
         linerate_host::locks::remove(&self.setup_file())
     }

@@ -443,7 +443,7 @@ fn text_of_sweep_files_and_records_is_text_in_the_reports() {
 fn the_report_opens_with_a_summary_of_the_documents_figures() {
     let dir = sweep_copy("summary", MORE);
     let term = ok(&report(&dir, &[]));
-    let lines = "linerate passed 2 of the document's 2 figures; medians of the repeats, CPU % of every core of the machine:\n\n\
+    let lines = "linerate passed 2 of the document's 2 figures; medians of the repeats; CPU: linerate's own time, mean % of every core of the machine (the cores' busy share in results before own time):\n\n\
                  - doc 9, one flow: 8 KB: **passed** (4.23x): 1057 MB/s against 250.0 MB/s, at 99.17 % CPU\n\
                  - doc 9, one flow: 64 KB: **passed** (1.08x): 999.5 MB/s against 925.0 MB/s, at 100.0 % CPU\n";
     let md = fs::read_to_string(dir.join("report.md")).unwrap();

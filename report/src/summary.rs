@@ -15,8 +15,12 @@ use super::{
 use crate::sweep::spec::{Take, WinnerSpec};
 use linerate_results::stats::{Spread, Verdict};
 
-/// The CPU figure each line names.
+/// The CPU figure each line names: linerate's own time (the busy share
+/// in results before it).
 const CPU: &str = "cpu.total.cpu_pct";
+
+/// The cores' busy share from /proc/stat, named beside it when it differs.
+const BUSY: &str = "cpu.total.busy_pct";
 
 /// One of the document's figures against ours.
 struct Line {
@@ -61,9 +65,18 @@ fn lines(d: &Data) -> (Vec<Line>, usize) {
             } else {
                 format!(" {unit}")
             };
+            let busy = d.spread(point, BUSY).map(|b| b.median);
             let cpu = d
                 .spread(point, CPU)
-                .map(|c| format!(", at {} % CPU", fmt_num(c.median)))
+                .map(|c| match busy {
+                    // linerate's own time, the busy share beside it.
+                    Some(b) if (b - c.median).abs() >= 0.05 => format!(
+                        ", at {} % CPU (cores busy {} %)",
+                        fmt_num(c.median),
+                        fmt_num(b)
+                    ),
+                    _ => format!(", at {} % CPU", fmt_num(c.median)),
+                })
                 .unwrap_or_default();
             let at = if at.is_empty() {
                 String::new()
@@ -249,7 +262,7 @@ pub fn markdown(d: &Data) -> String {
         String::new()
     };
     let mut o = format!(
-        "linerate passed {passed} of the document's {} figures{not}; medians of the repeats, CPU % of every core of the machine:\n\n",
+        "linerate passed {passed} of the document's {} figures{not}; medians of the repeats; CPU: linerate's own time, mean % of every core of the machine (the cores' busy share in results before own time):\n\n",
         lines.len() + unmeasured
     );
     for l in &lines {
@@ -284,7 +297,7 @@ mod tests {
         let d = Data::new(&spec, &kept);
         assert_eq!(
             markdown(&d),
-            "linerate passed 2 of the document's 4 figures; medians of the repeats, CPU % of every core of the machine:\n\n\
+            "linerate passed 2 of the document's 4 figures; medians of the repeats; CPU: linerate's own time, mean % of every core of the machine (the cores' busy share in results before own time):\n\n\
              - doc, one flow: 1 KB: **passed** (3.95x): 988.0 MB/s against 250.0 MB/s, at 100.0 % CPU\n\
              - doc, one flow: 64 KB: **not passed** (0.83x): 999.5 MB/s against 1200 MB/s, at 100.0 % CPU\n\
              - doc, maximum rate: **passed** (1.06x): 1057 MB/s (message = 8192) against 1000 MB/s, at 99.17 % CPU\n\

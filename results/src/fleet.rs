@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use crate::{
     envelope::Envelope,
     latency::Latency,
-    parts::{figures, service_demand, us_per_transaction, CpuFigures},
+    parts::{figures, service_demand, us_per_transaction, CpuFigures, CpuSource},
     rr::{transaction_mb_s, RrResult, SideCpu, Transactions},
     run::RunResult,
     stream::{FrameAccounting, SideFigures, StreamResult},
@@ -263,13 +263,27 @@ fn combined<'a>(
         (n > 0).then(|| sum / n as f64)
     };
     let cpu_pct = mean(|p| Some(p.cpu_pct)).unwrap_or(0.0);
+    // Own time is the headline only when every pair measured it.
+    let own = parts.clone().all(|p| p.cpu_source == CpuSource::Own);
+    let busy_pct = own.then(|| mean(|p| Some(p.busy())).unwrap_or(0.0));
     let f = CpuFigures {
         cores: Vec::new(),
-        cpu_pct,
-        service_demand_ms_per_mb: service_demand(cpu_pct, n, mb_s),
+        cpu_pct: if own {
+            cpu_pct
+        } else {
+            mean(|p| Some(p.busy())).unwrap_or(0.0)
+        },
+        service_demand_ms_per_mb: None,
+        cpu_source: if own { CpuSource::Own } else { CpuSource::Busy },
+        busy_pct,
+        host_service_demand_ms_per_mb: busy_pct.and_then(|b| service_demand(b, n, mb_s)),
         own_pct: mean(|p| p.own_pct),
         interference_pct: mean(|p| p.interference_pct),
         steal_pct: mean(|p| p.steal_pct),
+    };
+    let f = CpuFigures {
+        service_demand_ms_per_mb: service_demand(f.cpu_pct, n, mb_s),
+        ..f
     };
     (f, n)
 }
@@ -380,6 +394,13 @@ fn stream_of(results: &[(&str, &StreamResult)]) -> StreamResult {
         .reduce(|a, b| a + b);
     m.cpu.per_core = all_cores(results.iter().map(|(_, r)| r.cpu.per_core.as_slice()));
     m.cpu.total = figures(&m.cpu.per_core, &[], m.counted_mb_s());
+    let own: Option<Vec<_>> = results
+        .iter()
+        .map(|(_, r)| Some((r.cpu.total.own()?, r.cpu.per_core.len())))
+        .collect();
+    if let Some(own) = own.and_then(|parts| crate::own::combined(&parts)) {
+        m.cpu.total = m.cpu.total.clone().with_own(own, m.counted_mb_s());
+    }
     m.cpu.total.cores.clear();
     m.cpu.hosts = None;
     m.xdp = Default::default();
@@ -426,7 +447,12 @@ fn rr_of(results: &[(&str, &RrResult)]) -> RrResult {
         mb_s,
     ));
     m.cpu.per_core = all_cores(results.iter().map(|(_, r)| r.cpu.per_core.as_slice()));
-    m.cpu.total = SideCpu::new(&m.cpu.per_core, &[], t.per_s, mb_s);
+    let own: Option<Vec<_>> = results
+        .iter()
+        .map(|(_, r)| Some((r.cpu.total.cpu.own()?, r.cpu.per_core.len())))
+        .collect();
+    let own = own.and_then(|parts| crate::own::combined(&parts));
+    m.cpu.total = SideCpu::new(&m.cpu.per_core, &[], own, t.per_s, mb_s);
     m.cpu.total.cpu.cores.clear();
     m.cpu.hosts = None;
     m.transactions = t;

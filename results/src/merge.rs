@@ -111,7 +111,12 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
     m.common = common(&tx.common, &rx.common, agents);
     m.xdp = rx.xdp;
     m.latency = rx.latency.clone();
-    let (hosts, total) = two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, rx.counted_mb_s());
+    let (hosts, total) = two_host::hosts_cpu(
+        &tx.cpu.per_core,
+        &rx.cpu.per_core,
+        (tx.cpu.total.own(), rx.cpu.total.own()),
+        rx.counted_mb_s(),
+    );
     m.cpu.per_core = two_host::label_cores(&tx.cpu.per_core, &rx.cpu.per_core);
     m.cpu.total = total;
     m.cpu.hosts = Some(hosts);
@@ -139,12 +144,21 @@ pub fn rr(tx: &RrResult, rx: &RrResult, agents: Agents) -> RrResult {
     // transaction figures use the client's.
     let tps = tx.transactions.per_s;
     let mb_s = transaction_mb_s(tps, tx.params.request, tx.params.response);
-    m.cpu.responder = SideCpu::new(&rx.cpu.per_core, &rx.params.responder_cores, tps, mb_s);
+    m.cpu.responder = SideCpu::new(
+        &rx.cpu.per_core,
+        &rx.params.responder_cores,
+        rx.cpu.responder.cpu.own(),
+        tps,
+        mb_s,
+    );
     let both = two_host::label_cores(&tx.cpu.per_core, &rx.cpu.per_core);
-    let mut total = SideCpu::new(&both, &[], tps, mb_s);
-    total.cpu.cores.clear();
-    m.cpu.total = total;
-    m.cpu.hosts = Some(two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, mb_s).0);
+    let own = (tx.cpu.total.cpu.own(), rx.cpu.total.cpu.own());
+    let (hosts, total_cpu) = two_host::hosts_cpu(&tx.cpu.per_core, &rx.cpu.per_core, own, mb_s);
+    m.cpu.total = SideCpu {
+        us_per_transaction: crate::parts::us_per_transaction(total_cpu.cpu_pct, both.len(), tps),
+        cpu: total_cpu,
+    };
+    m.cpu.hosts = Some(hosts);
     m.cpu.per_core = both;
     m
 }

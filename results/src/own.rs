@@ -79,10 +79,51 @@ pub fn own_on(
     }
 }
 
+/// Sets of cores measured apart (hosts, pairs of a fleet), each with its
+/// number of cores, as one: each figure the core-weighted mean (none
+/// without a core).
+pub fn combined(parts: &[(OwnCpu, usize)]) -> Option<OwnCpu> {
+    let n: usize = parts.iter().map(|(_, k)| k).sum();
+    if n == 0 {
+        return None;
+    }
+    let mean =
+        |f: fn(&OwnCpu) -> f64| parts.iter().map(|(o, k)| f(o) * *k as f64).sum::<f64>() / n as f64;
+    Some(OwnCpu {
+        own_pct: mean(|o| o.own_pct),
+        interference_pct: mean(|o| o.interference_pct),
+        steal_pct: mean(|o| o.steal_pct),
+        busy_pct: mean(|o| o.busy_pct),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn parts_combine_weighted_by_their_cores() {
+        let a = OwnCpu {
+            own_pct: 90.0,
+            interference_pct: 10.0,
+            steal_pct: 0.0,
+            busy_pct: 100.0,
+        };
+        let b = OwnCpu {
+            own_pct: 30.0,
+            interference_pct: 0.0,
+            steal_pct: 3.0,
+            busy_pct: 33.0,
+        };
+        let c = combined(&[(a, 1), (b, 3)]).unwrap();
+        assert_eq!(c.own_pct, (90.0 + 3.0 * 30.0) / 4.0);
+        assert_eq!(c.interference_pct, 2.5);
+        assert_eq!(c.steal_pct, 2.25);
+        assert_eq!(c.busy_pct, (100.0 + 99.0) / 4.0);
+        assert_eq!(combined(&[(a, 0)]), None);
+        assert_eq!(combined(&[]), None);
+    }
 
     fn core(core: usize, busy: f64, steal: f64) -> CoreUse {
         CoreUse {

@@ -96,11 +96,24 @@ fn worker_role<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error
 pub struct CpuFigures {
     /// Cores counted (none in a two-host total: the cores of both hosts).
     pub cores: Vec<usize>,
-    /// Mean busy percent over those cores.
+    /// Mean percent of those cores that linerate used: its own time when
+    /// measured ([`CpuSource::Own`]), else the cores' busy share from
+    /// /proc/stat ([`CpuSource::Busy`], every result before own time).
     pub cpu_pct: f64,
-    /// Milliseconds of CPU per MB (10^6 B) moved:
+    /// Milliseconds of CPU per MB (10^6 B) moved, from `cpu_pct`:
     /// `CPU% x nCPU x 10 / (MB/s)`, as in 001.
     pub service_demand_ms_per_mb: Option<f64>,
+    /// What `cpu_pct` and the service demand count.
+    #[serde(default, skip_serializing_if = "CpuSource::is_busy")]
+    pub cpu_source: CpuSource,
+    /// The cores' busy share from /proc/stat (whatever ran there, steal
+    /// included), when `cpu_pct` is linerate's own time: what `cpu_pct`
+    /// was before own time, kept so that earlier results still compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_pct: Option<f64>,
+    /// The service demand of `busy_pct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_service_demand_ms_per_mb: Option<f64>,
     /// linerate's own time on those cores, mean percent per core
     /// (`own::own_on`; absent where not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,12 +128,70 @@ pub struct CpuFigures {
 
 impl CpuFigures {
     /// Adds linerate's own time, the interference and the steal on these
-    /// figures' cores.
-    pub fn with_own(mut self, own: crate::own::OwnCpu) -> Self {
+    /// figures' cores, and makes the own time the headline: `cpu_pct` and
+    /// the service demand at `mb_per_s` count it, the busy share moves to
+    /// `busy_pct` and `host_service_demand_ms_per_mb`.
+    pub fn with_own(mut self, own: crate::own::OwnCpu, mb_per_s: f64) -> Self {
         self.own_pct = Some(own.own_pct);
         self.interference_pct = Some(own.interference_pct);
         self.steal_pct = Some(own.steal_pct);
+        if self.cpu_source == CpuSource::Busy {
+            self.busy_pct = Some(self.cpu_pct);
+            self.host_service_demand_ms_per_mb = self.service_demand_ms_per_mb;
+        }
+        self.cpu_source = CpuSource::Own;
+        self.cpu_pct = own.own_pct;
+        self.service_demand_ms_per_mb =
+            service_demand(own.own_pct, self.cores.len().max(1), mb_per_s);
         self
+    }
+
+    /// linerate's own time on these cores and what else ran there, when
+    /// measured.
+    pub fn own(&self) -> Option<crate::own::OwnCpu> {
+        Some(crate::own::OwnCpu {
+            own_pct: self.own_pct?,
+            interference_pct: self.interference_pct?,
+            steal_pct: self.steal_pct?,
+            busy_pct: self.busy(),
+        })
+    }
+
+    /// The cores' busy share from /proc/stat, whichever `cpu_pct` counts.
+    pub fn busy(&self) -> f64 {
+        match self.cpu_source {
+            CpuSource::Busy => self.cpu_pct,
+            CpuSource::Own => self.busy_pct.unwrap_or(self.cpu_pct),
+        }
+    }
+}
+
+/// What a result's `cpu_pct` counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuSource {
+    /// The cores' busy share from /proc/stat (steal and other tasks
+    /// included): results before linerate measured its own time, and runs
+    /// where the kernel's per-thread accounting was not available.
+    #[default]
+    Busy,
+    /// linerate's own time: its threads' run time (schedstat) plus the
+    /// network softirq work on its cores not already in it.
+    Own,
+}
+
+/// How a table names what `cpu_pct` counts.
+pub fn source_words(source: CpuSource) -> &'static str {
+    match source {
+        CpuSource::Busy => "busy (/proc/stat)",
+        CpuSource::Own => "linerate's own",
+    }
+}
+
+impl CpuSource {
+    /// Whether the busy share (the default, not written out).
+    pub fn is_busy(&self) -> bool {
+        *self == Self::Busy
     }
 }
 

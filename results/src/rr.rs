@@ -168,9 +168,20 @@ pub struct SideCpu {
 }
 
 impl SideCpu {
-    /// From core use, transaction rate and message MB/s.
-    pub fn new(uses: &[CoreUse], cores: &[usize], tps: f64, mb_s: f64) -> Self {
-        let cpu = figures(uses, cores, mb_s);
+    /// From core use, transaction rate and message MB/s; with linerate's
+    /// own time on those cores when measured (then the headline: see
+    /// [`CpuFigures::with_own`]).
+    pub fn new(
+        uses: &[CoreUse],
+        cores: &[usize],
+        own: Option<crate::own::OwnCpu>,
+        tps: f64,
+        mb_s: f64,
+    ) -> Self {
+        let mut cpu = figures(uses, cores, mb_s);
+        if let Some(own) = own {
+            cpu = cpu.with_own(own, mb_s);
+        }
         Self {
             us_per_transaction: us_per_transaction(cpu.cpu_pct, cpu.cores.len(), tps),
             cpu,
@@ -230,10 +241,13 @@ mod tests {
             },
         ];
         // 1.5 cores busy for 100,000 transactions/s: 15 us each.
-        let s = SideCpu::new(&uses, &[], 100_000.0, 0.0);
+        let s = SideCpu::new(&uses, &[], None, 100_000.0, 0.0);
         assert!((s.us_per_transaction.unwrap() - 15.0).abs() < 1e-9);
-        let c = SideCpu::new(&uses, &[0], 100_000.0, 0.0);
+        let c = SideCpu::new(&uses, &[0], None, 100_000.0, 0.0);
         assert!((c.us_per_transaction.unwrap() - 5.0).abs() < 1e-9);
-        assert_eq!(SideCpu::new(&uses, &[], 0.0, 0.0).us_per_transaction, None);
+        assert_eq!(
+            SideCpu::new(&uses, &[], None, 0.0, 0.0).us_per_transaction,
+            None
+        );
     }
 }

@@ -20,8 +20,15 @@ fn side(name: &str, s: &SideCpu) -> String {
     } else {
         format!("{:?}", s.cpu.cores)
     };
+    let beside = match s.cpu.own() {
+        Some(o) if s.cpu.cpu_source == crate::parts::CpuSource::Own => format!(
+            " (linerate's own; other tasks {:.1} %, steal {:.1} %, busy {:.1} %)",
+            o.interference_pct, o.steal_pct, o.busy_pct
+        ),
+        _ => String::new(),
+    };
     format!(
-        "  {name:<10} cores {cores}: CPU {:.1} %, {} us CPU per transaction\n",
+        "  {name:<10} cores {cores}: CPU {:.1} %{beside}, {} us CPU per transaction\n",
         s.cpu.cpu_pct,
         opt(s.us_per_transaction, 2)
     )

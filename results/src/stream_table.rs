@@ -368,8 +368,10 @@ fn own_lines(r: &StreamResult, o: &mut String) {
         if ran {
             let _ = writeln!(
                 o,
-                "  {name} cores {:?}: linerate {own:.1} %, other tasks {other:.1} %, steal {steal:.1} % (mean per core)",
-                c.cores
+                "  {name} cores {:?}: linerate {own:.1} %, other tasks {other:.1} %, steal {steal:.1} % (mean per core); busy {:.1} %, {} ms/MB at the busy share",
+                c.cores,
+                c.busy(),
+                sd(c.host_service_demand_ms_per_mb),
             );
         }
     }
@@ -412,8 +414,9 @@ fn cpu_lines(r: &StreamResult, o: &mut String) {
     let shared = r.cpu.hosts.is_none() && crate::system::cores_shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,
-        "  total: CPU {:.1} % of {} cores, service demand {} ms/MB {} {} ({})",
+        "  total: CPU {:.1} % {} of {} cores, service demand {} ms/MB {} {} ({})",
         r.cpu.total.cpu_pct,
+        crate::parts::source_words(r.cpu.total.cpu_source),
         r.cpu.per_core.len(),
         sd(r.cpu.total.service_demand_ms_per_mb),
         if f.messages.is_some() {
@@ -536,14 +539,17 @@ mod tests {
             panic!("stream.json is not a stream")
         };
         assert!(!print_table(&r).contains("other tasks"));
-        r.receiver.cpu = r.receiver.cpu.clone().with_own(crate::own::OwnCpu {
-            own_pct: 43.2,
-            interference_pct: 56.3,
-            steal_pct: 0.5,
-            busy_pct: 100.0,
-        });
+        r.receiver.cpu = r.receiver.cpu.clone().with_own(
+            crate::own::OwnCpu {
+                own_pct: 43.2,
+                interference_pct: 56.3,
+                steal_pct: 0.5,
+                busy_pct: 100.0,
+            },
+            r.receiver.counted_mb_s(),
+        );
         let line = format!(
-            "  receiver cores {:?}: linerate 43.2 %, other tasks 56.3 %, steal 0.5 % (mean per core)\n",
+            "  receiver cores {:?}: linerate 43.2 %, other tasks 56.3 %, steal 0.5 % (mean per core); busy 100.0 %, ",
             r.receiver.cpu.cores
         );
         assert!(print_table(&r).contains(&line), "{}", print_table(&r));

@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::parts::{figures, CpuFigures};
+use super::parts::{figures, CpuFigures, CpuSource};
+use crate::own::OwnCpu;
 use crate::{
     system::Environment,
     system::{CoreUse, Host},
@@ -56,10 +57,16 @@ pub struct HostsCpu {
 pub struct HostCpu {
     /// Cores counted.
     pub cores: usize,
-    /// Mean busy percent over them.
+    /// Mean percent of them linerate used, as `CpuFigures::cpu_pct`.
     pub cpu_pct: f64,
     /// ms of CPU per MB counted, as `CpuFigures`.
     pub service_demand_ms_per_mb: Option<f64>,
+    /// What `cpu_pct` counts.
+    #[serde(default, skip_serializing_if = "CpuSource::is_busy")]
+    pub cpu_source: CpuSource,
+    /// The host's busy share from /proc/stat, when `cpu_pct` is own time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_pct: Option<f64>,
 }
 
 impl From<CpuFigures> for HostCpu {
@@ -68,6 +75,8 @@ impl From<CpuFigures> for HostCpu {
             cores: f.cores.len(),
             cpu_pct: f.cpu_pct,
             service_demand_ms_per_mb: f.service_demand_ms_per_mb,
+            cpu_source: f.cpu_source,
+            busy_pct: f.busy_pct,
         }
     }
 }
@@ -89,13 +98,32 @@ pub fn label_cores(tx: &[CoreUse], rx: &[CoreUse]) -> Vec<CoreUse> {
 }
 
 /// Each host's CPU over all its cores, and both hosts' together (whose
-/// core list stays empty: core numbers repeat across hosts), at `mb_s`.
-pub fn hosts_cpu(tx: &[CoreUse], rx: &[CoreUse], mb_s: f64) -> (HostsCpu, CpuFigures) {
+/// core list stays empty: core numbers repeat across hosts), at `mb_s`;
+/// linerate's own time the headline where each host measured it over all
+/// its cores (`own`: the sending host's, the receiving host's).
+pub fn hosts_cpu(
+    tx: &[CoreUse],
+    rx: &[CoreUse],
+    own: (Option<OwnCpu>, Option<OwnCpu>),
+    mb_s: f64,
+) -> (HostsCpu, CpuFigures) {
+    let host = |cores: &[CoreUse], own: Option<OwnCpu>| {
+        let f = figures(cores, &[], mb_s);
+        match own {
+            Some(o) => f.with_own(o, mb_s),
+            None => f,
+        }
+    };
     let hosts = HostsCpu {
-        tx: figures(tx, &[], mb_s).into(),
-        rx: figures(rx, &[], mb_s).into(),
+        tx: host(tx, own.0).into(),
+        rx: host(rx, own.1).into(),
     };
     let mut total = figures(&label_cores(tx, rx), &[], mb_s);
+    if let (Some(t), Some(r)) = own {
+        if let Some(both) = crate::own::combined(&[(t, tx.len()), (r, rx.len())]) {
+            total = total.with_own(both, mb_s);
+        }
+    }
     total.cores.clear();
     (hosts, total)
 }
@@ -166,12 +194,36 @@ mod tests {
         let all = label_cores(&tx, &rx);
         assert_eq!(all.len(), 4);
         assert_eq!((all[0].host, all[3].host), (Some(Host::Tx), Some(Host::Rx)));
-        let (hosts, total) = hosts_cpu(&tx, &rx, 1.0);
+        let (hosts, total) = hosts_cpu(&tx, &rx, (None, None), 1.0);
         assert_eq!((hosts.tx.cores, hosts.tx.cpu_pct), (2, 25.0));
         assert_eq!(hosts.rx.cpu_pct, 20.0);
         // (50 + 0 + 10 + 30) % over 4 cores at 1 MB/s: 900 ms/MB.
         assert_eq!(total.service_demand_ms_per_mb, Some(900.0));
         assert!(total.cores.is_empty());
+        assert_eq!(total.cpu_source, CpuSource::Busy);
+        // Each host's own time (over all its cores): the headline, the
+        // busy share kept beside it; both hosts' weighted by their cores.
+        let own = |own_pct, busy_pct| OwnCpu {
+            own_pct,
+            interference_pct: busy_pct - own_pct,
+            steal_pct: 0.0,
+            busy_pct,
+        };
+        let (hosts, total) = hosts_cpu(
+            &tx,
+            &rx,
+            (Some(own(20.0, 25.0)), Some(own(10.0, 20.0))),
+            1.0,
+        );
+        assert_eq!((hosts.tx.cpu_pct, hosts.tx.busy_pct), (20.0, Some(25.0)));
+        assert_eq!(hosts.rx.cpu_source, CpuSource::Own);
+        assert_eq!(total.cpu_pct, 15.0);
+        assert_eq!(total.busy_pct, Some(22.5));
+        assert_eq!(total.service_demand_ms_per_mb, Some(600.0));
+        assert_eq!(total.host_service_demand_ms_per_mb, Some(900.0));
+        // One host without its own time: the busy share for both.
+        let (_, total) = hosts_cpu(&tx, &rx, (Some(own(20.0, 25.0)), None), 1.0);
+        assert_eq!((total.cpu_pct, total.cpu_source), (22.5, CpuSource::Busy));
     }
 
     #[test]

@@ -115,6 +115,20 @@ impl Window {
         }
     }
 
+    /// linerate's own CPU on `cores` (every core for none) over the
+    /// window, when its threads' run time was measured.
+    pub fn own_on(&self, cores: &[usize]) -> Option<linerate_results::own::OwnCpu> {
+        (!self.threads.is_empty()).then(|| {
+            linerate_results::own::own_on(
+                cores,
+                &self.cpu,
+                &self.threads,
+                &self.softirq,
+                linerate_host::threads::irq_time_accounted().unwrap_or(false),
+            )
+        })
+    }
+
     /// What the tx end's workers counted in the window, together.
     pub fn tx(&self) -> CounterSnapshot {
         sum(&self.end.tx).since(&sum(&self.start.tx))

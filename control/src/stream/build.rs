@@ -52,7 +52,10 @@ pub fn result(
     } else {
         receiver.counted_mb_s()
     };
-    let total_cpu = linerate_results::parts::figures(&window.cpu, &[], counted_mb_s);
+    let mut total_cpu = linerate_results::parts::figures(&window.cpu, &[], counted_mb_s);
+    if let Some(own) = window.own_on(&[]) {
+        total_cpu = total_cpu.with_own(own, counted_mb_s);
+    }
 
     let mut frames = frame_accounting(plan, measured);
     if plan.run.xdp.inject_loss > 0.0 {
@@ -238,19 +241,10 @@ fn side_figures(
     );
     sender.link_packets_per_s = window.per_s(window.link.tx.tx_packets);
     receiver.link_packets_per_s = window.per_s(window.link.rx.rx_packets);
-    if !window.threads.is_empty() {
-        let irq_time = linerate_host::threads::irq_time_accounted().unwrap_or(false);
-        let own = |cores: &[usize]| {
-            linerate_results::own::own_on(
-                cores,
-                &window.cpu,
-                &window.threads,
-                &window.softirq,
-                irq_time,
-            )
-        };
-        sender.cpu = sender.cpu.with_own(own(&path.tx_cores));
-        receiver.cpu = receiver.cpu.with_own(own(&path.rx_cores));
+    if let (Some(tx), Some(rx)) = (window.own_on(&path.tx_cores), window.own_on(&path.rx_cores)) {
+        let (tx_mb_s, rx_mb_s) = (sender.counted_mb_s(), receiver.counted_mb_s());
+        sender.cpu = sender.cpu.with_own(tx, tx_mb_s);
+        receiver.cpu = receiver.cpu.with_own(rx, rx_mb_s);
     }
     (sender, receiver)
 }
@@ -357,6 +351,8 @@ mod tests {
         xsk::{BindMode, XskStats},
     };
 
+    use linerate_results::parts::CpuSource;
+
     use super::*;
     use crate::{
         request::RunRequest,
@@ -457,9 +453,17 @@ mod tests {
         assert!((out.frames.loss_pct - 1.0).abs() < 1e-12);
         assert_eq!(out.frames.unfinished, 3);
         assert!(out.frames.messages.is_none());
-        // CPU: the receiver's core, and both.
+        // CPU: the receiver's core, and both: linerate's own time is the
+        // headline, the busy share stays beside it.
         assert_eq!(out.receiver.cpu.cpu_pct, 50.0);
-        assert_eq!(out.cpu.total.cpu_pct, 75.0);
+        assert_eq!(out.receiver.cpu.cpu_source, CpuSource::Own);
+        assert_eq!(out.receiver.cpu.busy_pct, Some(50.0));
+        assert_eq!(out.cpu.total.busy_pct, Some(75.0));
+        assert_eq!(out.cpu.total.cpu_pct, 25.0);
+        assert_eq!(out.sender.cpu.cpu_pct, 0.0);
+        assert_eq!(out.sender.cpu.busy_pct, Some(100.0));
+        assert_eq!(out.sender.cpu.service_demand_ms_per_mb, Some(0.0));
+        assert!(out.sender.cpu.host_service_demand_ms_per_mb.unwrap() > 0.0);
         // linerate's own: the one thread, on the receiver's core 1.
         assert_eq!(out.receiver.cpu.own_pct, Some(50.0));
         assert_eq!(out.receiver.cpu.interference_pct, Some(0.0));
@@ -576,12 +580,16 @@ mod tests {
         assert_eq!(out.frames.sent, 500_000);
         // Nothing of ours received: no loss measured, not all of it lost.
         assert_eq!((out.frames.lost, out.frames.loss_pct), (0, 0.0));
-        // Service demand per MB sent: 75 % of 2 cores at 1177.6 MB/s sent.
+        // Service demand per MB sent: linerate's own 25 % of 2 cores (the
+        // one thread, 50 % of core 1) at 1177.6 MB/s sent; the busy share
+        // (75 %) beside it.
         let sd = out.cpu.total.service_demand_ms_per_mb.unwrap();
-        assert!((sd - 75.0 * 2.0 * 10.0 / 1177.6).abs() < 1e-9, "{sd}");
+        assert!((sd - 25.0 * 2.0 * 10.0 / 1177.6).abs() < 1e-9, "{sd}");
+        let host = out.cpu.total.host_service_demand_ms_per_mb.unwrap();
+        assert!((host - 75.0 * 2.0 * 10.0 / 1177.6).abs() < 1e-9, "{host}");
         let line = linerate_results::stream_table::summary(&out);
         assert!(
-            line.starts_with("stream: sent 800,000 frames/s, 9.84 Gbit/s, no receiver of ours (--tx-only): loss not measured, CPU tx 100.0 %, SD 1.274 ms/MB"),
+            line.starts_with("stream: sent 800,000 frames/s, 9.84 Gbit/s, no receiver of ours (--tx-only): loss not measured, CPU tx 0.0 %, SD 0.425 ms/MB"),
             "{line}"
         );
         let table = linerate_results::stream_table::print_table(&out);
@@ -600,7 +608,7 @@ mod tests {
         );
         assert_eq!(
             linerate_results::stream_table::summary(&both),
-            "stream: received 800,000 frames/s, 9.84 Gbit/s, lost 5,000 of 500,000 frames (1.0000 %), CPU tx 100.0 % rx 50.0 %, SD 1.274 ms/MB\n"
+            "stream: received 800,000 frames/s, 9.84 Gbit/s, lost 5,000 of 500,000 frames (1.0000 %), CPU tx 0.0 % rx 50.0 %, SD 0.425 ms/MB\n"
         );
     }
 

@@ -277,8 +277,56 @@ macro_rules! side {
             stream!(
                 concat!(stringify!($side), ".cpu.cpu_pct"),
                 "%",
-                concat!("Mean busy percent of the ", $who, " cores"),
+                concat!(
+                    "linerate's own time on the ",
+                    $who,
+                    " cores, mean percent per core: its threads' run time plus the network softirq work there (`cpu_source` \"own\"); results before own time, or without the kernel's per-thread accounting, hold the busy share (`cpu_source` \"busy\")"
+                ),
                 |r| Some(r.$side.cpu.cpu_pct)
+            ),
+            stream!(
+                concat!(stringify!($side), ".cpu.busy_pct"),
+                "%",
+                concat!(
+                    "Busy percent of the ",
+                    $who,
+                    " cores from /proc/stat: whatever ran there, steal included (what `cpu_pct` was before own time)"
+                ),
+                |r| Some(r.$side.cpu.busy())
+            ),
+            stream!(
+                concat!(stringify!($side), ".cpu.interference_pct"),
+                "%",
+                concat!(
+                    "Other tasks' time on the ",
+                    $who,
+                    " cores, mean percent per core: busy less linerate's own less steal, never added in"
+                ),
+                |r| r.$side.cpu.interference_pct
+            ),
+            stream!(
+                concat!(stringify!($side), ".cpu.steal_pct"),
+                "%",
+                concat!(
+                    "Time the hypervisor took from the ",
+                    $who,
+                    " cores, mean percent per core"
+                ),
+                |r| r.$side.cpu.steal_pct
+            ),
+            stream!(
+                concat!(stringify!($side), ".cpu.host_service_demand_ms_per_mb"),
+                "ms/MB",
+                concat!(
+                    "The service demand of `busy_pct`: the ",
+                    $who,
+                    " cores' busy share per MB counted (what `service_demand_ms_per_mb` was before own time)"
+                ),
+                |r| r.$side.cpu.host_service_demand_ms_per_mb.or(
+                    (r.$side.cpu.cpu_source == crate::parts::CpuSource::Busy)
+                        .then_some(r.$side.cpu.service_demand_ms_per_mb)
+                        .flatten()
+                )
             ),
             stream!(
                 concat!(stringify!($side), ".cpu.service_demand_ms_per_mb"),
@@ -294,9 +342,9 @@ macro_rules! side {
     };
 }
 
-pub(super) const SENDER: [Figure; 11] = side!(sender, "sender's");
+pub(super) const SENDER: [Figure; 15] = side!(sender, "sender's");
 
-pub(super) const RECEIVER: [Figure; 11] = side!(receiver, "receiver's");
+pub(super) const RECEIVER: [Figure; 15] = side!(receiver, "receiver's");
 
 /// Every other figure.
 pub(super) const FIGURES: &[Figure] = &[
@@ -335,18 +383,24 @@ pub(super) const FIGURES: &[Figure] = &[
     both!("latency.max_us", "us", "Longest latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.max_us), |r| Some(r.latency.max_us)),
     stream!("latency.clock.uncertainty_us", "us", "Two hosts: uncertainty of the clock offset taken off every one-way latency", |r| r.latency.as_ref().and_then(|l| l.clock).map(|c| c.uncertainty_us)),
     // CPU.
-    both!("cpu.total.cpu_pct", "%", "Mean busy percent of every core (of both hosts, across two)", |r| Some(r.cpu.total.cpu_pct), |r| Some(r.cpu.total.cpu.cpu_pct)),
+    both!("cpu.total.cpu_pct", "%", "linerate's own time on every core (of both hosts, across two), mean percent per core; the busy share where own time was not measured (`cpu_source`)", |r| Some(r.cpu.total.cpu_pct), |r| Some(r.cpu.total.cpu.cpu_pct)),
+    both!("cpu.total.busy_pct", "%", "Busy percent of every core from /proc/stat (of both hosts, across two): whatever ran there, steal included", |r| Some(r.cpu.total.busy()), |r| Some(r.cpu.total.cpu.busy())),
+    both!("cpu.total.interference_pct", "%", "Other tasks' time on every core, mean percent per core (busy less linerate's own less steal)", |r| r.cpu.total.interference_pct, |r| r.cpu.total.cpu.interference_pct),
     both!("cpu.total.service_demand_ms_per_mb", "ms/MB", "CPU of every core per MB counted: received payload (message) MB of a stream, request and response MB of rr", |r| r.cpu.total.service_demand_ms_per_mb, |r| r.cpu.total.cpu.service_demand_ms_per_mb),
     rr!("cpu.total.us_per_transaction", "us", "CPU of every core per transaction, as netperf's RR service demand", |r| r.cpu.total.us_per_transaction),
-    rr!("cpu.client.cpu_pct", "%", "Mean busy percent of the client cores", |r| Some(r.cpu.client.cpu.cpu_pct)),
+    rr!("cpu.client.cpu_pct", "%", "linerate's own time on the client cores, mean percent per core; the busy share where own time was not measured (`cpu_source`)", |r| Some(r.cpu.client.cpu.cpu_pct)),
+    rr!("cpu.client.busy_pct", "%", "Busy percent of the client cores from /proc/stat: whatever ran there, steal included", |r| Some(r.cpu.client.cpu.busy())),
+    rr!("cpu.client.interference_pct", "%", "Other tasks' time on the client cores, mean percent per core", |r| r.cpu.client.cpu.interference_pct),
     rr!("cpu.client.service_demand_ms_per_mb", "ms/MB", "CPU of the client cores per MB of requests and responses", |r| r.cpu.client.cpu.service_demand_ms_per_mb),
     rr!("cpu.client.us_per_transaction", "us", "CPU of the client cores per transaction", |r| r.cpu.client.us_per_transaction),
-    rr!("cpu.responder.cpu_pct", "%", "Mean busy percent of the responder cores", |r| Some(r.cpu.responder.cpu.cpu_pct)),
+    rr!("cpu.responder.cpu_pct", "%", "linerate's own time on the responder cores, mean percent per core; the busy share where own time was not measured (`cpu_source`)", |r| Some(r.cpu.responder.cpu.cpu_pct)),
+    rr!("cpu.responder.busy_pct", "%", "Busy percent of the responder cores from /proc/stat: whatever ran there, steal included", |r| Some(r.cpu.responder.cpu.busy())),
+    rr!("cpu.responder.interference_pct", "%", "Other tasks' time on the responder cores, mean percent per core", |r| r.cpu.responder.cpu.interference_pct),
     rr!("cpu.responder.service_demand_ms_per_mb", "ms/MB", "CPU of the responder cores per MB of requests and responses", |r| r.cpu.responder.cpu.service_demand_ms_per_mb),
     rr!("cpu.responder.us_per_transaction", "us", "CPU of the responder cores per transaction", |r| r.cpu.responder.us_per_transaction),
-    both!("cpu.hosts.tx.cpu_pct", "%", "Two hosts: mean busy percent of the sending (client's) host's cores", |r| r.cpu.hosts.as_ref().map(|h| h.tx.cpu_pct), |r| r.cpu.hosts.as_ref().map(|h| h.tx.cpu_pct)),
+    both!("cpu.hosts.tx.cpu_pct", "%", "Two hosts: linerate's own time on the sending (client's) host's cores (the busy share where not measured)", |r| r.cpu.hosts.as_ref().map(|h| h.tx.cpu_pct), |r| r.cpu.hosts.as_ref().map(|h| h.tx.cpu_pct)),
     both!("cpu.hosts.tx.service_demand_ms_per_mb", "ms/MB", "Two hosts: CPU of the sending (client's) host per MB counted", |r| r.cpu.hosts.as_ref().and_then(|h| h.tx.service_demand_ms_per_mb), |r| r.cpu.hosts.as_ref().and_then(|h| h.tx.service_demand_ms_per_mb)),
-    both!("cpu.hosts.rx.cpu_pct", "%", "Two hosts: mean busy percent of the receiving (responder's) host's cores", |r| r.cpu.hosts.as_ref().map(|h| h.rx.cpu_pct), |r| r.cpu.hosts.as_ref().map(|h| h.rx.cpu_pct)),
+    both!("cpu.hosts.rx.cpu_pct", "%", "Two hosts: linerate's own time on the receiving (responder's) host's cores (the busy share where not measured)", |r| r.cpu.hosts.as_ref().map(|h| h.rx.cpu_pct), |r| r.cpu.hosts.as_ref().map(|h| h.rx.cpu_pct)),
     both!("cpu.hosts.rx.service_demand_ms_per_mb", "ms/MB", "Two hosts: CPU of the receiving (responder's) host per MB counted", |r| r.cpu.hosts.as_ref().and_then(|h| h.rx.service_demand_ms_per_mb), |r| r.cpu.hosts.as_ref().and_then(|h| h.rx.service_demand_ms_per_mb)),
     // Derived.
     both!("derived.us_per_message", "us", "Time per message: one over messages received per second; rr: transactions in flight over transactions per second (000's figures 7-10, the overhead fit)", |r| r.time_per_message_s().map(|t| t * 1e6), |r| r.time_per_message_s().map(|t| t * 1e6)),

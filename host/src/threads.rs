@@ -106,7 +106,8 @@ pub fn read_task(dir: &Path, tid: i32) -> Result<ThreadTimes, ThreadsError> {
     let (run_ns, wait_ns, slices) =
         parse_schedstat(&schedstat).ok_or_else(|| bad("schedstat", &schedstat))?;
     let stat = read("stat")?;
-    let (name, core) = parse_stat(&stat).ok_or_else(|| bad("stat", &stat))?;
+    let (name, core, (user_ticks, system_ticks)) =
+        parse_stat(&stat).ok_or_else(|| bad("stat", &stat))?;
     let status = read("status")?;
     let nonvoluntary =
         field(&status, "nonvoluntary_ctxt_switches:").ok_or_else(|| bad("status", &status))?;
@@ -123,6 +124,8 @@ pub fn read_task(dir: &Path, tid: i32) -> Result<ThreadTimes, ThreadsError> {
         core,
         nonvoluntary,
         migrations,
+        user_ticks,
+        system_ticks,
     })
 }
 
@@ -133,18 +136,16 @@ fn parse_schedstat(text: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// stat: "TID (COMM) STATE ..." where COMM may hold spaces and
-/// parentheses; `processor` is the 39th field, the 37th after COMM.
-fn parse_stat(text: &str) -> Option<(String, usize)> {
+/// parentheses; `utime` and `stime` are the 14th and 15th fields (the
+/// 12th and 13th after COMM), `processor` the 39th (the 37th after COMM).
+fn parse_stat(text: &str) -> Option<(String, usize, (u64, u64))> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let name = text.get(open + 1..close)?.to_owned();
-    let core = text
-        .get(close + 1..)?
-        .split_whitespace()
-        .nth(36)?
-        .parse()
-        .ok()?;
-    Some((name, core))
+    let after: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    let number = |i: usize| after.get(i)?.parse::<u64>().ok();
+    let core = usize::try_from(number(36)?).ok()?;
+    Some((name, core, (number(11)?, number(12)?)))
 }
 
 /// The number after `key` on its line (status's "key:\tN", sched's
@@ -171,7 +172,10 @@ mod tests {
     fn the_three_formats() {
         assert_eq!(parse_schedstat("123456 789 42\n"), Some((123_456, 789, 42)));
         assert_eq!(parse_schedstat("1 2\n"), None);
-        assert_eq!(parse_stat(STAT), Some(("lr-rx 0) (x)".to_owned(), 1)));
+        assert_eq!(
+            parse_stat(STAT),
+            Some(("lr-rx 0) (x)".to_owned(), 1, (10, 20)))
+        );
         assert_eq!(parse_stat("1 (a) R 1\n"), None);
         let status =
             "Name:\tlr-rx0\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t31\n";
@@ -211,6 +215,8 @@ mod tests {
                 core: 1,
                 nonvoluntary: 3,
                 migrations: None,
+                user_ticks: 10,
+                system_ticks: 20,
             }]
         );
         fs::write(task.join("schedstat"), "garbage\n").unwrap();

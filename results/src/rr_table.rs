@@ -148,6 +148,7 @@ pub fn print_table(r: &RrResult) -> String {
     o.push_str(&side("client", &r.cpu.client));
     o.push_str(&side("responder", &r.cpu.responder));
     o.push_str(&side("total", &r.cpu.total));
+    o.push_str(&crate::threads::lines(&r.common.threads));
     for u in &r.cpu.per_core {
         let core = match u.host {
             Some(Host::Tx) => format!("{} of the client's host", u.core),

@@ -411,6 +411,7 @@ fn cpu_lines(r: &StreamResult, o: &mut String) {
         );
     }
     own_lines(r, o);
+    o.push_str(&crate::threads::lines(&r.common.threads));
     let shared = r.cpu.hosts.is_none() && crate::system::cores_shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(
         o,

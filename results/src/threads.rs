@@ -27,6 +27,10 @@ pub struct ThreadTimes {
     pub nonvoluntary: u64,
     /// Migrations between cores (sched's `se.nr_migrations`), when readable.
     pub migrations: Option<u64>,
+    /// Clock ticks in user mode (stat's `utime`).
+    pub user_ticks: u64,
+    /// Clock ticks in the kernel (stat's `stime`).
+    pub system_ticks: u64,
 }
 
 /// What one thread did over a window.
@@ -52,6 +56,12 @@ pub struct ThreadUse {
     /// The cores it was seen on at the window's edges, in order, without
     /// repeats.
     pub cores: Vec<usize>,
+    /// Share of its run time spent in the kernel (system calls, and the
+    /// interrupts and softirqs that came while it ran when the kernel does
+    /// not account them apart), percent: stat's stime over utime + stime,
+    /// clock ticks, so a sample (absent without a tick in the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_pct: Option<f64>,
     /// Its host, in a two-host result (none on one host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
@@ -91,10 +101,20 @@ pub fn since(start: &[ThreadTimes], end: &[ThreadTimes], seconds: f64) -> Vec<Th
                     _ => None,
                 },
                 cores,
+                kernel_pct: kernel_pct(
+                    now.user_ticks.saturating_sub(was.user_ticks),
+                    now.system_ticks.saturating_sub(was.system_ticks),
+                ),
                 host: None,
             }
         })
         .collect()
+}
+
+/// `system` ticks in percent of `user + system` (none without a tick).
+fn kernel_pct(user: u64, system: u64) -> Option<f64> {
+    let all = user + system;
+    (all > 0).then(|| 100.0 * system as f64 / all as f64)
 }
 
 /// `ns` in percent of a window of `seconds` (0 for an empty window).
@@ -107,6 +127,45 @@ fn pct(ns: u64, seconds: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// The text table's lines for the threads that ran at least 0.5 % of the
+/// window: where each ran, how much, how much of it in the kernel, how
+/// long it waited for a core, its timeslices, involuntary switches and
+/// migrations.
+pub fn lines(threads: &[ThreadUse]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let busy: Vec<&ThreadUse> = threads.iter().filter(|t| t.run_pct >= 0.5).collect();
+    if busy.is_empty() {
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "  threads (run time from schedstat, percent of one core):"
+    );
+    for t in busy {
+        let host = match t.host {
+            Some(Host::Tx) => " (tx host)",
+            Some(Host::Rx) => " (rx host)",
+            None => "",
+        };
+        let kernel = t
+            .kernel_pct
+            .map_or(String::new(), |k| format!(" ({k:.0} % in the kernel)"));
+        let _ = writeln!(
+            o,
+            "    {:<12}{host} cores {:?}: ran {:.1} %{kernel}, waited for a core {:.1} %, {} slices, {} involuntary, {} migrations",
+            t.name,
+            t.cores,
+            t.run_pct,
+            t.wait_pct,
+            t.slices,
+            t.nonvoluntary,
+            t.migrations.map_or("?".to_string(), |m| m.to_string()),
+        );
+    }
+    o
 }
 
 /// The threads' run time together, ms.
@@ -125,6 +184,32 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    #[test]
+    fn lines_name_the_threads_that_ran() {
+        let mut end = at(7, 250_000_000, 50_000_000, 1);
+        (end.user_ticks, end.system_ticks) = (1, 3);
+        let t = since(&[at(7, 0, 0, 1)], &[end, at(8, 1000, 0, 0)], 1.0);
+        let text = lines(&t);
+        assert!(
+            text.contains("    lr-rx7       cores [1]: ran 25.0 % (75 % in the kernel), waited for a core 5.0 %, 250000 slices, 50000 involuntary, 0 migrations\n"),
+            "{text}"
+        );
+        // The idle one is left out.
+        assert!(!text.contains("lr-rx8"), "{text}");
+        assert_eq!(lines(&t[1..]), "");
+    }
+
+    #[test]
+    fn kernel_share_from_ticks() {
+        let mut a = at(7, 0, 0, 1);
+        let mut b = at(7, 1_000_000, 0, 1);
+        (a.user_ticks, a.system_ticks) = (10, 5);
+        (b.user_ticks, b.system_ticks) = (13, 14);
+        assert_eq!(since(&[a.clone()], &[b], 1.0)[0].kernel_pct, Some(75.0));
+        // No tick in the window: not measured, not 0.
+        assert_eq!(since(&[a.clone()], &[a], 1.0)[0].kernel_pct, None);
+    }
+
     fn at(tid: i32, run_ns: u64, wait_ns: u64, core: usize) -> ThreadTimes {
         ThreadTimes {
             tid,
@@ -135,6 +220,8 @@ mod tests {
             core,
             nonvoluntary: wait_ns / 1000,
             migrations: Some(core as u64),
+            user_ticks: 0,
+            system_ticks: 0,
         }
     }
 

@@ -596,3 +596,74 @@ fn fail_if_worse_fails_on_points_that_are_missing() {
     }
     let _ = fs::remove_dir_all(sweep_copy("miss-same", ""));
 }
+
+/// A copy of the fixture sweep whose runs ran their receiver thread on
+/// `core(point, repeat)`.
+fn placed_copy(name: &str, core: impl Fn(u64, u64) -> u64) -> PathBuf {
+    let dir = sweep_copy(name, "");
+    let lines: Vec<String> = fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let (point, repeat) = (v["point"].as_u64().unwrap(), v["repeat"].as_u64().unwrap());
+            v["result"]["threads"] = serde_json::json!([{
+                "tid": 7, "name": "lr-rx0", "run_ms": 500.0, "run_pct": 50.0, "wait_pct": 0.0,
+                "slices": 10, "nonvoluntary": 0, "cores": [core(point, repeat)]
+            }]);
+            v.to_string()
+        })
+        .collect();
+    fs::write(dir.join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    dir
+}
+
+/// A repeat that ran elsewhere than its point's others is named in the
+/// report, and `report --compare` names the points placed otherwise in
+/// the two sweeps.
+#[test]
+fn repeats_placed_otherwise_are_flagged() {
+    let plain = sweep_copy("unplaced", "");
+    let term = ok(&report(&plain, &[]));
+    assert!(!term.contains("## Placement"), "{term}");
+    // Point 3's second repeat ran its receiver on core 0, every other
+    // run on core 1.
+    let odd = placed_copy("odd", |point, repeat| {
+        u64::from(!(point == 2 && repeat == 1))
+    });
+    let term = ok(&report(&odd, &[]));
+    let md = fs::read_to_string(odd.join("report.md")).unwrap();
+    let flagged: Vec<&str> = md.lines().filter(|l| l.starts_with("- part ")).collect();
+    assert_eq!(flagged.len(), 1, "{md}");
+    assert!(
+        flagged[0].ends_with(", repeat 2: `lr-rx0@0` (the others: `lr-rx0@1`)"),
+        "{md}"
+    );
+    assert!(term.contains("## Placement"), "{term}");
+    // Every run of the other sweep on core 0: every point placed apart,
+    // and the odd repeat listed under its sweep.
+    let moved = placed_copy("moved", |_, _| 0);
+    let out = run(&[
+        "report",
+        odd.to_str().unwrap(),
+        "--compare",
+        moved.to_str().unwrap(),
+        "--json",
+    ]);
+    let c: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    let p = &c["placement"];
+    // Point 3 is 1-1 in odd (tie: the first seen, core 1).
+    assert_eq!(p["between"].as_array().unwrap().len(), 6, "{p:#}");
+    assert!(p["between"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|x| x["dir"] == "lr-rx0@1" && x["other"] == "lr-rx0@0"));
+    assert_eq!(p["dir"].as_array().unwrap().len(), 1, "{p:#}");
+    assert_eq!(p["other"].as_array().unwrap().len(), 0, "{p:#}");
+    let md = fs::read_to_string(odd.join("compare.md")).unwrap();
+    assert!(md.contains("**Placed otherwise in "), "{md}");
+    for d in [plain, odd, moved] {
+        let _ = fs::remove_dir_all(d);
+    }
+}

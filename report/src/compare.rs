@@ -16,6 +16,7 @@ use super::{
     data::{Data, COLS},
     load::{load, Loaded},
     md,
+    placement::{self, OddRepeat},
     tables::fmt_num,
 };
 use crate::sweep::store::write_atomic;
@@ -36,6 +37,91 @@ pub struct Comparison {
     /// Every point and figure OTHER measured and DIR did not: a gate
     /// finds each worse (nothing is never as good).
     pub missing: Vec<Missing>,
+    /// Where the runs ran: what differs between the sweeps and within
+    /// each.
+    pub placement: Placement,
+}
+
+/// Placements that differ: a figure from a run placed otherwise is not a
+/// repeat of the same thing.
+#[derive(Debug, Default, Serialize)]
+pub struct Placement {
+    /// Points whose most common placement differs between DIR and OTHER.
+    pub between: Vec<PlacedApart>,
+    /// DIR's repeats placed elsewhere than their point's others.
+    pub dir: Vec<OddRepeat>,
+    /// OTHER's.
+    pub other: Vec<OddRepeat>,
+}
+
+/// A point placed one way in DIR and another in OTHER.
+#[derive(Debug, Serialize)]
+pub struct PlacedApart {
+    /// Part index.
+    pub part: usize,
+    /// The point.
+    pub point: String,
+    /// Where DIR's repeats ran (the most common).
+    pub dir: String,
+    /// Where OTHER's ran.
+    pub other: String,
+}
+
+/// The placements of `dir` and `other` that differ.
+fn placement(dir: &Loaded, other: &Loaded) -> Placement {
+    let a = Data::new(&dir.spec, &dir.kept);
+    let b = Data::new(&other.spec, &other.kept);
+    let theirs = placement::common(&b);
+    let between = placement::common(&a)
+        .into_iter()
+        .filter_map(|((part, point), ours)| {
+            let t = theirs.get(&(part, point.clone()))?;
+            (*t != ours).then(|| PlacedApart {
+                part,
+                point,
+                dir: ours,
+                other: t.clone(),
+            })
+        })
+        .collect();
+    Placement {
+        between,
+        dir: placement::odd_repeats(&a),
+        other: placement::odd_repeats(&b),
+    }
+}
+
+/// The Markdown of the placements that differ (empty: none).
+fn placement_markdown(c: &Comparison) -> String {
+    let (dir, other) = (md::text(&c.dir), md::text(&c.other));
+    let p = &c.placement;
+    let mut o = String::new();
+    if !p.between.is_empty() {
+        let _ = write!(
+            o,
+            "\n**Placed otherwise in {dir} than in {other}** (each thread that ran at least 1 % of a core, with its cores; the cores of the receive softirq)\n\n| part | point | {other} | {dir} |\n|---|---|---|---|\n"
+        );
+        for x in &p.between {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                x.part + 1,
+                md::text(&x.point),
+                md::code(&x.other),
+                md::code(&x.dir)
+            );
+        }
+    }
+    for (name, odd) in [(&dir, &p.dir), (&other, &p.other)] {
+        if !odd.is_empty() {
+            let _ = write!(
+                o,
+                "\n**Repeats of {name} placed otherwise than their point's others**\n\n{}",
+                placement::lines(odd)
+            );
+        }
+    }
+    o
 }
 
 /// A point, or a figure of one, that OTHER measured and DIR did not.
@@ -324,8 +410,9 @@ pub fn command(
         rule: RULE,
         rows,
         missing,
+        placement: placement(&a, &b),
     };
-    let md = markdown(&c);
+    let md = markdown(&c) + &placement_markdown(&c);
     let js = serde_json::to_string_pretty(&c)? + "\n";
     linerate_host::files::check_output_dir(dir)?;
     write_atomic(&dir.join("compare.md"), md.as_bytes())?;

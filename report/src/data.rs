@@ -43,6 +43,8 @@ pub(super) struct Run {
     /// A fleet's run: each pair's values (its index in `Kept::pairs`,
     /// the metrics' values in `Kept::metrics` order).
     pub(super) pairs: Box<[(usize, Values)]>,
+    /// Where it ran (`results::placement::signature`; none: not measured).
+    pub(super) placement: Option<Box<str>>,
 }
 
 /// The metrics' values of a run (in `Kept::metrics` order).
@@ -138,6 +140,10 @@ impl Kept {
             }
             _ => res.backend().into(),
         });
+        let placement = r.first_result().and_then(|res| {
+            let c = res.common();
+            linerate_results::placement::signature(&c.threads, &c.softirq).map(Into::into)
+        });
         if self.first.is_none() {
             self.first = r.first_result().cloned();
         }
@@ -148,6 +154,7 @@ impl Kept {
             values,
             backend,
             pairs,
+            placement,
         });
     }
 

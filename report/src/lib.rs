@@ -15,6 +15,7 @@ mod html;
 mod load;
 pub mod md;
 mod pairs;
+mod placement;
 mod reference;
 pub mod scale;
 mod summary;
@@ -122,6 +123,9 @@ pub fn render(
             md.push_str(&figure::write(&d, pi, f, dir, &name)?);
         }
     }
+    let placed = placement::section(&d);
+    md.push_str(&placed);
+    term.push_str(&placed);
     let (pair_md, pair_term) = pairs::section(&d, pd.as_ref(), &kept.pairs, dir)?;
     md.push_str(&pair_md);
     term.push_str(&pair_term);

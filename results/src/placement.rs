@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::softirq::SoftirqUse;
+use crate::{softirq::SoftirqUse, system::Host, threads::ThreadUse};
 
 /// The share (percent of the side's own time) below which a core is not
 /// counted in a run's placement.
@@ -34,12 +34,56 @@ pub fn napi_cores(uses: &[SoftirqUse], min_share_pct: f64) -> BTreeSet<usize> {
     core_set(&shares, min_share_pct)
 }
 
+/// A run's placement in a few words: each thread that ran at least
+/// [`MIN_THREAD_PCT`] of a core with the cores it was seen on
+/// (`lr-rx0@1`, `lr-gen0-0@0+1`; a two-host result's threads prefixed
+/// with their host), then the cores that carried the NET_RX softirq work
+/// (`NET_RX@0`), sorted. None when the run measured no thread.
+#[must_use]
+pub fn signature(threads: &[ThreadUse], softirq: &[SoftirqUse]) -> Option<String> {
+    if threads.is_empty() {
+        return None;
+    }
+    let cores =
+        |c: &mut dyn Iterator<Item = usize>| c.map(|c| c.to_string()).collect::<Vec<_>>().join("+");
+    let mut words: Vec<String> = threads
+        .iter()
+        .filter(|t| t.run_pct >= MIN_THREAD_PCT)
+        .map(|t| {
+            let host = match t.host {
+                Some(Host::Tx) => "tx:",
+                Some(Host::Rx) => "rx:",
+                None => "",
+            };
+            let mut set: Vec<usize> = t.cores.clone();
+            set.sort_unstable();
+            format!("{host}{}@{}", t.name, cores(&mut set.into_iter()))
+        })
+        .collect();
+    words.sort();
+    let napi = napi_cores(softirq, MIN_SHARE_PCT);
+    if !napi.is_empty() {
+        words.push(format!("NET_RX@{}", cores(&mut napi.into_iter())));
+    }
+    Some(words.join(" "))
+}
+
+/// A thread's run time, percent of one core, below which it is left out
+/// of a run's [`signature`] (the main thread's brief bookkeeping).
+pub const MIN_THREAD_PCT: f64 = 1.0;
+
 /// For each run of one point (its core set), whether its placement
 /// differs from the most common set among the point's runs (ties go to
 /// the set seen first). A point with one run flags nothing.
 #[must_use]
 pub fn differs(runs: &[BTreeSet<usize>]) -> Vec<bool> {
-    let mut best: Option<(&BTreeSet<usize>, usize)> = None;
+    differs_by(runs)
+}
+
+/// [`differs`] for placements of any kind (a [`signature`]).
+#[must_use]
+pub fn differs_by<T: PartialEq>(runs: &[T]) -> Vec<bool> {
+    let mut best: Option<(&T, usize)> = None;
     for set in runs {
         let n = runs.iter().filter(|other| *other == set).count();
         if best.is_none_or(|(_, m)| n > m) {
@@ -54,6 +98,48 @@ pub fn differs(runs: &[BTreeSet<usize>]) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn thread(name: &str, run_pct: f64, cores: &[usize]) -> ThreadUse {
+        ThreadUse {
+            name: name.into(),
+            run_pct,
+            cores: cores.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_signature_names_busy_threads_and_the_napi_cores() {
+        let threads = [
+            thread("lr-rx0", 27.0, &[1]),
+            thread("linerate", 0.3, &[0, 1]),
+            thread("lr-gen0-0", 48.0, &[1, 0]),
+        ];
+        let softirq = [
+            SoftirqUse {
+                core: 0,
+                net_rx_pct: 60.0,
+                ..Default::default()
+            },
+            SoftirqUse {
+                core: 1,
+                net_rx_pct: 1.0,
+                ..Default::default()
+            },
+        ];
+        assert_eq!(
+            signature(&threads, &softirq).unwrap(),
+            "lr-gen0-0@0+1 lr-rx0@1 NET_RX@0"
+        );
+        assert_eq!(signature(&[], &softirq), None);
+        let moved = [
+            thread("lr-rx0", 27.0, &[0]),
+            thread("lr-gen0-0", 48.0, &[0, 1]),
+        ];
+        let a = signature(&threads, &softirq);
+        let b = signature(&moved, &softirq);
+        assert_eq!(differs_by(&[a.clone(), b, a]), [false, true, false]);
+    }
 
     fn set(cores: &[usize]) -> BTreeSet<usize> {
         cores.iter().copied().collect()

@@ -500,7 +500,7 @@ fn stream_with_the_generator_engine() {
 fn run_json(args: &[&str]) -> serde_json::Value {
     let out = run(args);
     assert!(
-        out.status.success(),
+        common::finished(&out),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -9,7 +9,8 @@ mod common;
 use common::{json, run};
 
 /// Every frame the senders completed is received or was dropped on
-/// purpose: `sent = received + injected`, exactly, and the run exits 0.
+/// purpose: `sent = received + injected`, exactly; a counted run that
+/// delivered fewer than it sent exits 4 naming how many did not arrive.
 #[test]
 fn a_counted_stream_with_injected_loss_accounts_for_every_frame() {
     let out = run(&[
@@ -22,10 +23,11 @@ fn a_counted_stream_with_injected_loss_accounts_for_every_frame() {
         "1",
         "--json",
     ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        err.contains("1000 of 100000 did not arrive"),
+        "the loss named: {err}"
     );
     let r = json(&out);
     let f = &r["frames"];

@@ -464,6 +464,17 @@ impl FrameAccounting {
 }
 
 impl StreamResult {
+    /// A counted run (`--count N`) that did not deliver what it promised:
+    /// (frames that did not arrive, frames promised), counting those lost
+    /// on the way and those the sender's link dropped. None for a timed
+    /// run or a counted run that delivered every frame.
+    pub fn short_of_count(&self) -> Option<(u64, u64)> {
+        self.params.count?;
+        let f = &self.frames;
+        let missing = f.lost + f.dropped_at_sender;
+        (missing > 0).then_some((missing, f.sent + f.dropped_at_sender))
+    }
+
     /// The whole-run totals of the workers on `side`, summed.
     pub fn totals(&self, side: crate::system::Host) -> CounterSnapshot {
         self.common
@@ -499,6 +510,30 @@ impl StreamResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counted_run_short_of_its_count() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/stream.json");
+        let mut r: StreamResult =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        r.frames.sent = 10_000;
+        r.frames.received = 9_990;
+        r.frames.lost = 10;
+        r.frames.dropped_at_sender = 5;
+        // A timed run promised no count.
+        r.params.count = None;
+        assert_eq!(r.short_of_count(), None);
+        // Counted: those lost and those the link dropped did not arrive,
+        // of all the sender handed over.
+        r.params.count = Some(10_005);
+        assert_eq!(r.short_of_count(), Some((15, 10_005)));
+        // Every frame arrived.
+        r.frames.received = 10_000;
+        r.frames.lost = 0;
+        r.frames.dropped_at_sender = 0;
+        assert_eq!(r.short_of_count(), None);
+    }
 
     #[test]
     fn rates_from_counters() {

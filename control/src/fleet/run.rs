@@ -91,7 +91,7 @@ pub fn command(req: &RunRequest, gates: &[Expectation]) -> Result<ExitCode> {
     let outcome = run_fleet(req, &inventory, &interrupted);
     let code = report(&outcome, run.json, run.quiet)?;
     if gates.is_empty() {
-        return Ok(code);
+        return Ok(short_of_count(&outcome, code));
     }
     let verdicts: Vec<_> = gates.iter().map(|g| g.judge(&outcome.aggregate)).collect();
     eprintln!("linerate: the fleet's aggregate against --expect:");
@@ -396,9 +396,86 @@ pub fn report(o: &FleetOutcome, json_out: bool, quiet: bool) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
+/// `code`, or 4 when it is 0 and a pair's counted stream (`--count`)
+/// delivered fewer frames than it sent, each such pair named on stderr.
+fn short_of_count(o: &FleetOutcome, code: ExitCode) -> ExitCode {
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    let mut short = 0;
+    for p in &o.pairs {
+        let Some(TwoHostResult::Merged(RunResult::Stream(s))) = &p.result else {
+            continue;
+        };
+        if let Some((missing, promised)) = s.short_of_count() {
+            eprintln!(
+                "linerate: error: pair {}: {missing} of {promised} frames did not arrive (lost on the way or dropped at the sender)",
+                p.pair
+            );
+            short += 1;
+        }
+    }
+    if short == 0 {
+        return code;
+    }
+    eprintln!(
+        "linerate: error: a counted run (--count) delivered fewer frames than it sent on {short} of {} pair(s); a gate (--expect) judges the run instead when given",
+        o.pairs.len()
+    );
+    ExitCode::from(linerate_results::expect::UNMET)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fleet whose pair's counted stream lost frames exits 4; one that
+    /// delivered every frame, or a timed run, keeps its status.
+    #[test]
+    fn a_counted_fleet_short_of_its_count_exits_4() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/results/two-host-stream.json");
+        let r: RunResult = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        let RunResult::Stream(mut s) = r else {
+            panic!("a stream fixture")
+        };
+        s.frames.lost = 0;
+        s.frames.dropped_at_sender = 0;
+        s.params.count = Some(s.frames.sent);
+        let outcome = |s: &linerate_results::stream::StreamResult| {
+            let r = RunResult::Stream(s.clone());
+            FleetOutcome {
+                test: "stream".into(),
+                aggregate: linerate_results::fleet::of("stream", &[("a", &r)], 0, 0.0),
+                pairs: vec![PairReport {
+                    pair: "a".into(),
+                    result: Some(TwoHostResult::Merged(r.clone())),
+                    error: None,
+                    start_skew_us: 0.0,
+                }],
+                interrupted: false,
+            }
+        };
+        assert_eq!(
+            short_of_count(&outcome(&s), ExitCode::SUCCESS),
+            ExitCode::SUCCESS
+        );
+        s.frames.dropped_at_sender = 221;
+        assert_eq!(
+            short_of_count(&outcome(&s), ExitCode::SUCCESS),
+            ExitCode::from(4)
+        );
+        // A fault's status stays.
+        assert_eq!(
+            short_of_count(&outcome(&s), ExitCode::from(3)),
+            ExitCode::from(3)
+        );
+        s.params.count = None;
+        assert_eq!(
+            short_of_count(&outcome(&s), ExitCode::SUCCESS),
+            ExitCode::SUCCESS
+        );
+    }
 
     fn stream(options: &[&str]) -> RunRequest {
         let mut all = vec!["--fleet", "inv.toml"];

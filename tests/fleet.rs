@@ -168,6 +168,7 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
         let received = p["frames"]["received"].as_u64().unwrap();
         assert_eq!(received, COUNT, "{name}: {:#}", p["frames"]);
         assert_eq!(p["frames"]["lost"], 0, "{name}");
+
         let counter = rx_packets(&name) - before[i];
         assert_eq!(received, counter, "{name}: its interface's counter");
         assert!(p["start_skew_us"].as_f64().unwrap() >= 0.0);
@@ -198,6 +199,46 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
     };
     assert_eq!(a["workers"].as_array().unwrap().len(), all("workers"));
     assert!(a["cpu"]["total"]["cpu_pct"].is_number(), "{:#}", a["cpu"]);
+
+    // The generator, which has no backpressure across hosts: each pair's
+    // 30,000 frames at 30,000 frames/s (the case, which dropped up
+    // to 221 at a pair's sender) all arrive; what a link dropped at the
+    // sender went out again.
+    let out = run(&[
+        "stream",
+        "--fleet",
+        fleet.inv(),
+        "--tx-engine",
+        "generator",
+        "--size",
+        "512",
+        "--count",
+        "30000",
+        "--rate",
+        "30000",
+        "--warmup",
+        "0s",
+        "--duration",
+        "30s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let g = json(&out);
+    for p in g["pairs"].as_array().unwrap() {
+        let f = &p["frames"];
+        assert_eq!(
+            (&f["sent"], &f["received"], &f["lost"]),
+            (&30_000.into(), &30_000.into(), &0.into()),
+            "{f:#}"
+        );
+        let resent = f.get("resent").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        assert_eq!(f["dropped_at_sender"], resent, "{f:#}");
+        assert_eq!(f["loss_pct"], 0.0, "{f:#}");
+    }
 
     // The text: the total line first, then a line per pair.
     let out = run(&[

@@ -212,6 +212,8 @@ fn the_generator_worker_sends_whole_messages_a_kernel_socket_accepts() {
             },
             stop,
             credit: None,
+            max_burst: None,
+            link_drops: None,
             priority: None,
         },
     )
@@ -404,6 +406,8 @@ fn by_hand_measure_xdp_only() {
                 deadline: Instant::now() + Duration::from_secs(30),
             },
             credit: None,
+            max_burst: None,
+            link_drops: None,
             priority: None,
         },
     )

@@ -385,6 +385,7 @@ fn stream_of(results: &[(&str, &StreamResult)]) -> StreamResult {
             .map(|(_, r)| r.frames.dropped_at_sender)
             .sum(),
     );
+    m.frames.resent = results.iter().map(|(_, r)| r.frames.resent).sum();
     if first.params.count.is_some() {
         m.frames = m.frames.counted();
     }

@@ -90,6 +90,7 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
         rx.frames.refused.checksums,
     )
     .with_sender_drops(tx.frames.dropped_at_sender);
+    m.frames.resent = tx.frames.resent;
     if tx.params.count.is_some() {
         m.frames = m.frames.counted();
     }

@@ -257,6 +257,12 @@ pub struct FrameAccounting {
     /// before it was counted).
     #[serde(default)]
     pub dropped_at_sender: u64,
+    /// Of those, frames a counted run sent again (the generator, alone on
+    /// its link without backpressure): what `--count` promised still went
+    /// out, so a counted run's loss does not count them (0 when none, and
+    /// in results written before).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u64,
     /// Frames dropped on purpose on the way (`--inject-loss`): by the XDP
     /// steering program (its `dropped`), or on the loopback engine's link;
     /// counted in `lost`. None without `--inject-loss`.
@@ -393,6 +399,10 @@ impl SideFigures {
 /// cut into).
 pub type MessageShape = (usize, usize);
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl FrameAccounting {
     /// Whole-run accounting from the senders' and the receivers' totals
     /// (summed over their workers); `unfinished` frames were still in the
@@ -432,6 +442,7 @@ impl FrameAccounting {
                 }
             }),
             dropped_at_sender: 0,
+            resent: 0,
             injected: None,
         }
     }
@@ -455,11 +466,20 @@ impl FrameAccounting {
     /// either, and the headline loss says so (as the rate search counts
     /// them): (lost + dropped_at_sender) / (sent + dropped_at_sender).
     pub fn counted(mut self) -> Self {
-        self.loss_pct = percent(
-            self.lost + self.dropped_at_sender,
-            self.sent + self.dropped_at_sender,
-        );
+        let (missing, promised) = self.count_shortfall();
+        self.loss_pct = percent(missing, promised);
         self
+    }
+
+    /// A counted run's frames that did not arrive (lost on the way, or
+    /// dropped at the sender and not sent again), of those it promised:
+    /// (missing, promised).
+    pub fn count_shortfall(&self) -> (u64, u64) {
+        let not_resent = self.dropped_at_sender.saturating_sub(self.resent);
+        (
+            self.lost + not_resent,
+            self.sent + self.dropped_at_sender - self.resent.min(self.dropped_at_sender),
+        )
     }
 }
 
@@ -470,9 +490,15 @@ impl StreamResult {
     /// run or a counted run that delivered every frame.
     pub fn short_of_count(&self) -> Option<(u64, u64)> {
         self.params.count?;
-        let f = &self.frames;
-        let missing = f.lost + f.dropped_at_sender;
-        (missing > 0).then_some((missing, f.sent + f.dropped_at_sender))
+        // One side of a run across hosts (`--role`, a fleet's pair), or a
+        // run without receivers (or senders) of ours, knows half the
+        // story: the controller judges the merged result.
+        let none = |mode: &str| mode.starts_with("none (");
+        if none(&self.setup.tx_bind_mode) || none(&self.setup.rx_bind_mode) {
+            return None;
+        }
+        let (missing, promised) = self.frames.count_shortfall();
+        (missing > 0).then_some((missing, promised))
     }
 
     /// The whole-run totals of the workers on `side`, summed.
@@ -528,6 +554,17 @@ mod tests {
         // of all the sender handed over.
         r.params.count = Some(10_005);
         assert_eq!(r.short_of_count(), Some((15, 10_005)));
+        // One side of a run across hosts: the controller judges.
+        let mut side = r.clone();
+        side.setup.rx_bind_mode = "none (other host)".into();
+        assert_eq!(side.short_of_count(), None);
+        // The generator sent again what its link dropped: 10,000 left,
+        // 9,990 arrived, 10 lost on the way.
+        let mut again = r.clone();
+        again.frames.resent = 5;
+        again.frames.sent = 10_000;
+        assert_eq!(again.short_of_count(), Some((10, 10_000)));
+        assert_eq!(again.frames.clone().counted().loss_pct, 0.1);
         // Every frame arrived.
         r.frames.received = 10_000;
         r.frames.lost = 0;

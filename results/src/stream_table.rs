@@ -317,8 +317,13 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
     if f.dropped_at_sender > 0 {
         let _ = writeln!(
             o,
-            "  dropped at the sender's link: {} (handed over, but the link had no room: not sent, not lost)",
-            f.dropped_at_sender
+            "  dropped at the sender's link: {} (handed over, but the link had no room: not sent, not lost){}",
+            f.dropped_at_sender,
+            if f.resent > 0 {
+                format!("; {} sent again so that --count holds", f.resent)
+            } else {
+                String::new()
+            }
         );
     }
     if let Some(mix) = &p.size_mix {

@@ -9,7 +9,7 @@
 
 use linerate_datapath::{
     geometry::Geometry,
-    worker::{spawn_gen, GenWorkerConfig, TxSummary, Worker, WorkerError},
+    worker::{spawn_gen, GenWorkerConfig, LinkDrops, TxSummary, Worker, WorkerError},
 };
 
 use super::contract::{Capabilities, Engine, SenderConfig};
@@ -64,6 +64,31 @@ pub(crate) fn credit_window(
     (held / sharing).max(8)
 }
 
+/// The most a counted flow without backpressure (its receivers on
+/// another host or in another process) sends back to back after falling
+/// behind: its share of veth's ring, as if every flow met in one receive
+/// queue, so that `--count N` means N (a larger catch-up is dropped at the
+/// sender). A timed run, or one with backpressure, catches up in full.
+fn counted_catch_up(count: Option<u64>, credit: bool, cores: &[usize]) -> Option<u64> {
+    (count.is_some() && !credit).then(|| (VETH_RING / cores.len().max(1) as u64).max(8))
+}
+
+/// The sending link's drops, read for a counted flow alone on its link
+/// without backpressure (one queue, receivers elsewhere), which sends as
+/// many again as the link dropped: the interface's tx drops, as
+/// `ip -s link` counts them, in its namespace.
+fn resend_drops(cfg: &SenderConfig<'_>) -> Option<LinkDrops> {
+    if cfg.count.is_none() || cfg.credit.is_some() || cfg.workers.cores.len() != 1 {
+        return None;
+    }
+    let (iface, netns) = (cfg.workers.end.iface.clone(), cfg.workers.end.netns.clone());
+    Some(LinkDrops(std::sync::Arc::new(move || {
+        linerate_host::iface::info(netns.as_deref(), &iface)
+            .ok()
+            .map(|i| i.counters.tx_dropped)
+    })))
+}
+
 const CAN: Capabilities = Capabilities {
     stream_sender: true,
     stream_receiver: false,
@@ -113,6 +138,8 @@ impl Engine for Generator {
                 placement: cfg.workers.placement(queue),
                 stop: cfg.workers.stop.clone(),
                 credit: cfg.credit.clone(),
+                max_burst: counted_catch_up(cfg.count, cfg.credit.is_some(), cfg.workers.cores),
+                link_drops: resend_drops(cfg),
                 priority: cfg.gen_priority,
             },
         )
@@ -137,6 +164,18 @@ mod tests {
         // A small RX ring bounds it; never below 8.
         assert_eq!(credit_window(&[0], 1, 64, true), 64);
         assert_eq!(credit_window(&[0; 64], 1, 256, false), 8);
+    }
+
+    #[test]
+    fn counted_flows_without_backpressure_catch_up_within_the_ring() {
+        assert_eq!(counted_catch_up(Some(30_000), false, &[0]), Some(256));
+        assert_eq!(
+            counted_catch_up(Some(30_000), false, &[0, 1, 0, 1]),
+            Some(64)
+        );
+        assert_eq!(counted_catch_up(Some(30_000), false, &[0; 64]), Some(8));
+        assert_eq!(counted_catch_up(Some(30_000), true, &[0]), None);
+        assert_eq!(counted_catch_up(None, false, &[0]), None);
     }
 
     #[test]

@@ -266,6 +266,7 @@ fn frame_accounting(
         !plan.tx_only && plan.receiver.can().checksums && plan.verify.checks(),
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
+    frames.resent = measured.tx.summaries.iter().map(|s| s.resent).sum();
     if plan.count.is_some() {
         frames = frames.counted();
     }
@@ -421,6 +422,7 @@ mod tests {
                 xsk: XskStats::default(),
                 unfinished: 3,
                 capture: None,
+                resent: 0,
             }],
         };
         let rx = Finished {

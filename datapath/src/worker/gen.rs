@@ -64,9 +64,52 @@ pub(super) const BURST: u64 = 32;
 /// as dropped at the sender.
 pub(super) const CATCH_UP: Duration = Duration::from_millis(50);
 
-/// The token bucket's depth for `rate` frames/s: [`CATCH_UP`]'s worth.
-fn burst(rate: Option<f64>) -> u64 {
-    rate.map_or(BURST, |r| ((r * CATCH_UP.as_secs_f64()) as u64).max(BURST))
+/// The token bucket's depth for `rate` frames/s: [`CATCH_UP`]'s worth,
+/// at most `cap` (a counted run without backpressure: what the link holds,
+/// so that a catch-up is never dropped at the sender), at least [`BURST`]
+/// unless the cap is lower.
+fn burst(rate: Option<f64>, cap: Option<u64>) -> u64 {
+    let depth = rate.map_or(BURST, |r| ((r * CATCH_UP.as_secs_f64()) as u64).max(BURST));
+    cap.map_or(depth, |c| depth.min(c.max(1)))
+}
+
+/// Reads the frames a link dropped at the sender so far (None: could not
+/// read them).
+#[derive(Clone)]
+pub struct LinkDrops(pub Arc<dyn Fn() -> Option<u64> + Send + Sync>);
+
+impl std::fmt::Debug for LinkDrops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LinkDrops")
+    }
+}
+
+/// How long a counted flow waits, once it reached its count, for the
+/// link's drop counter to show the drops of its last frames.
+const DROPS_SETTLE: Duration = Duration::from_millis(5);
+
+/// What a counted flow sends again in place of the frames its link
+/// dropped: as many as the drops since it started.
+struct Resend {
+    drops: LinkDrops,
+    before: u64,
+}
+
+impl Resend {
+    fn new(drops: &LinkDrops) -> Option<Self> {
+        Some(Self {
+            before: (drops.0)()?,
+            drops: drops.clone(),
+        })
+    }
+
+    /// The drops since the start, once they settled, when more than
+    /// `resent` (None: nothing more to send again).
+    fn more(&self, resent: u64) -> Option<u64> {
+        thread::sleep(DROPS_SETTLE);
+        let d = (self.drops.0)()?.saturating_sub(self.before);
+        (d > resent).then_some(d)
+    }
 }
 
 /// Everything a generator worker needs.
@@ -92,6 +135,15 @@ pub struct GenWorkerConfig {
     pub stop: StopSignal,
     /// Backpressure from receivers of this host (None: send regardless).
     pub credit: Option<GenCredit>,
+    /// The link's frames dropped at the sender so far (the interface's tx
+    /// drops), for a counted flow that is alone on its link and has no
+    /// backpressure: it sends as many again as the link dropped, so that
+    /// `--count N` puts N frames on the wire (None: it does not).
+    pub link_drops: Option<LinkDrops>,
+    /// The most frames a paced flow that fell behind sends back to back
+    /// (None: [`CATCH_UP`]'s worth): without backpressure, a catch-up
+    /// larger than the link holds is dropped at the sender.
+    pub max_burst: Option<u64>,
     /// The runner threads' scheduling (`--gen-priority`; None: nice 19
     /// when yielding to receivers, else as the worker's).
     pub priority: Option<crate::priority::Priority>,
@@ -240,7 +292,7 @@ pub fn spawn_gen(name: String, cfg: GenWorkerConfig) -> Result<Worker<TxSummary>
                     }),
                     count: c.count.map(|n| n.saturating_mul(frags)),
                     rate: c.rate.map(|r| r * frags as f64),
-                    burst: burst(c.rate.map(|r| r * frags as f64)),
+                    burst: burst(c.rate.map(|r| r * frags as f64), c.max_burst),
                     epoch_ns: monotonic_ns(),
                     window: c.credit.as_ref().map_or(0, |k| k.window),
                     mix: c.mix.as_ref().map_or_else(Vec::new, |m| {
@@ -388,6 +440,14 @@ fn run(
     let mut reader = reader;
     let mut stop_at: Option<u64> = None;
     let mut stuck = Stuck::default();
+    // Only frames alone on their link: a message's dropped fragment
+    // cannot be sent again on its own.
+    let resend = cfg
+        .link_drops
+        .as_ref()
+        .filter(|_| frags == 1 && total.is_some())
+        .and_then(Resend::new);
+    let mut resent = 0u64;
     loop {
         thread::sleep(PUBLISH_EVERY);
         let f = read(&reader)?;
@@ -397,7 +457,20 @@ fn run(
             stuck.check(&f, flow, k);
         }
         let sent = f.seq - first.seq;
-        if total.is_some_and(|t| sent >= t) || stop_at.is_some_and(|s| f.seq >= s) {
+        if let Some(t) = total.filter(|t| sent >= t + resent) {
+            let now = std::time::Instant::now();
+            match resend.as_ref().and_then(|r| r.more(resent)) {
+                Some(d) if !cfg.stop.should_stop(now) => {
+                    resent = d;
+                    reader
+                        .set_count(first.seq + t + resent)
+                        .map_err(|e| WorkerError::Hook(e.to_string()))?;
+                    continue;
+                }
+                _ => break,
+            }
+        }
+        if stop_at.is_some_and(|s| f.seq >= s) {
             break;
         }
         if let Some(j) = runners.iter().position(|j| j.is_finished()) {
@@ -432,13 +505,27 @@ fn run(
     }
     account(&read(&reader)?, &mut c);
     counters.publish(&c);
-    result.map(|()| TxSummary::kernel(c))
+    result.map(|()| TxSummary {
+        resent,
+        ..TxSummary::kernel(c)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::header::MESSAGE_HEADER_LEN;
+
+    #[test]
+    fn a_catch_up_is_capped_by_what_the_link_holds() {
+        // 30,000 frames/s: 50 ms is 1,500 frames; 256 at most when capped.
+        assert_eq!(burst(Some(30_000.0), None), 1_500);
+        assert_eq!(burst(Some(30_000.0), Some(256)), 256);
+        // Slow flows keep the least burst, unless the cap is lower.
+        assert_eq!(burst(Some(100.0), None), BURST);
+        assert_eq!(burst(Some(100.0), Some(8)), 8);
+        assert_eq!(burst(None, Some(0)), 1);
+    }
 
     #[test]
     fn bytes_of_message_frames() {

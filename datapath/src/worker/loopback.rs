@@ -324,6 +324,8 @@ fn gen_counts(
         placement: Placement::default(),
         stop: stop(),
         credit: None,
+        max_burst: None,
+        link_drops: None,
         priority: None,
     };
     let f = linerate_ebpf::GenFlowCounters {

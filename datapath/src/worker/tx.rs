@@ -64,6 +64,9 @@ pub struct TxSummary {
     pub unfinished: u64,
     /// The first frames sent, with `capture`.
     pub capture: Option<Capture>,
+    /// Frames sent again in place of those the link dropped at the sender
+    /// (a counted generator flow: [`super::gen::GenWorkerConfig::link_drops`]).
+    pub resent: u64,
 }
 
 impl TxSummary {
@@ -389,6 +392,7 @@ fn run_with<P: Transmit, S: Stamping>(
         xsk: port.stats().unwrap_or_default(),
         unfinished: port.in_flight_frames() as u64,
         capture,
+        resent: 0,
     })
 }
 

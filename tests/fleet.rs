@@ -235,7 +235,10 @@ fn a_fleet_of_three_counts_exactly_and_down_leaves_nothing() {
             (&30_000.into(), &30_000.into(), &0.into()),
             "{f:#}"
         );
-        let resent = f.get("resent").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let resent = f
+            .get("resent")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
         assert_eq!(f["dropped_at_sender"], resent, "{f:#}");
         assert_eq!(f["loss_pct"], 0.0, "{f:#}");
     }

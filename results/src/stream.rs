@@ -58,6 +58,25 @@ pub struct StreamResult {
     /// sending host's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receiver_window_s: Option<f64>,
+    /// The in-kernel generator's batches and credit (none: another sender).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorFigures>,
+}
+
+/// How the in-kernel generator sent: its program calls (each a batch of
+/// repetitions) and how long its flows waited for the receivers' credit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorFigures {
+    /// Program calls in the window, all flows.
+    pub calls: u64,
+    /// Frames sent a call in the window.
+    pub frames_per_call: f64,
+    /// Milliseconds the flows waited out of credit (their windows of
+    /// unacknowledged frames full), sampled each ms, whole run, all flows.
+    pub credit_wait_ms: u64,
+    /// That wait in percent of the flows' time over the whole run (the
+    /// window and the warm-up).
+    pub credit_wait_pct: f64,
 }
 
 /// Parameters, echoed as iperf3 does.

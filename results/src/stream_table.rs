@@ -326,6 +326,7 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
             }
         );
     }
+    generator_line(r, o);
     if let Some(mix) = &p.size_mix {
         let _ = writeln!(
             o,
@@ -355,6 +356,21 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
                 s.message_mb_s.unwrap_or(0.0)
             );
         }
+    }
+}
+
+/// The generator's batches and credit: program calls, frames a call, and
+/// the time its flows waited out of credit.
+fn generator_line(r: &StreamResult, o: &mut String) {
+    if let Some(g) = &r.generator {
+        let _ = writeln!(
+            o,
+            "  generator: {} program calls in the window, {:.0} frames a call; out of credit {} ms ({:.1} % of its flows' time)",
+            thousands(g.calls as f64),
+            g.frames_per_call,
+            g.credit_wait_ms,
+            g.credit_wait_pct
+        );
     }
 }
 

@@ -88,6 +88,7 @@ pub fn result(
         xdp: measured.steering.rx,
         latency: one_way(plan.rx_only, &measured.rx.summaries),
         receiver_window_s: None,
+        generator: generator_figures(plan, measured),
     }
 }
 
@@ -207,6 +208,35 @@ fn setup(
 /// link dropped never left.
 fn sender_drops(plan: &StreamPlan, measured: &Measured<TxSummary, RxSummary>) -> bool {
     !plan.sender.can().backpressure && measured.here.tx
+}
+
+/// The in-kernel generator's calls and credit (none for other senders or
+/// a sender elsewhere).
+fn generator_figures(
+    plan: &StreamPlan,
+    measured: &Measured<TxSummary, RxSummary>,
+) -> Option<linerate_results::stream::GeneratorFigures> {
+    if plan.sender.name() != "generator" || !measured.here.tx {
+        return None;
+    }
+    let window = measured.window.tx();
+    let flows = measured.tx.summaries.len().max(1) as f64;
+    let wait: u64 = measured.tx.summaries.iter().map(|s| s.credit_wait_ms).sum();
+    let run_ms = (measured.window.seconds + plan.run.timing.warmup.as_secs_f64()) * 1000.0;
+    Some(linerate_results::stream::GeneratorFigures {
+        calls: window.syscalls,
+        frames_per_call: if window.syscalls > 0 {
+            window.frames as f64 / window.syscalls as f64
+        } else {
+            0.0
+        },
+        credit_wait_ms: wait,
+        credit_wait_pct: if run_ms > 0.0 {
+            (100.0 * wait as f64 / (run_ms * flows)).min(100.0)
+        } else {
+            0.0
+        },
+    })
 }
 
 /// The sender's and the receiver's figures over the window.
@@ -423,6 +453,7 @@ mod tests {
                 unfinished: 3,
                 capture: None,
                 resent: 0,
+                credit_wait_ms: 0,
             }],
         };
         let rx = Finished {

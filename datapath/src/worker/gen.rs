@@ -328,19 +328,23 @@ struct Stuck {
 }
 
 impl Stuck {
-    fn check(&mut self, f: &GenFlowCounters, flow: u16, k: &GenCredit) {
+    /// Whether the flow is out of credit now (its window full); gives up
+    /// on frames unacknowledged for [`GIVE_UP_AFTER`].
+    fn check(&mut self, f: &GenFlowCounters, flow: u16, k: &GenCredit) -> bool {
         let now = std::time::Instant::now();
         let unacked = f.redirected.saturating_sub(k.credits.acked(flow));
-        if f.seq != self.seq || unacked < k.window {
+        let out = unacked >= k.window;
+        if f.seq != self.seq || !out {
             self.seq = f.seq;
             self.since = None;
-            return;
+            return out;
         }
         let since = *self.since.get_or_insert(now);
         if now.duration_since(since) >= GIVE_UP_AFTER {
             k.credits.ack(flow, unacked);
             self.since = None;
         }
+        out
     }
 }
 
@@ -448,13 +452,14 @@ fn run(
         .filter(|_| frags == 1 && total.is_some())
         .and_then(Resend::new);
     let mut resent = 0u64;
+    let mut credit_waits = 0u64;
     loop {
         thread::sleep(PUBLISH_EVERY);
         let f = read(&reader)?;
         account(&f, &mut c);
         counters.publish(&c);
         if let Some(k) = &cfg.credit {
-            stuck.check(&f, flow, k);
+            credit_waits += u64::from(stuck.check(&f, flow, k));
         }
         let sent = f.seq - first.seq;
         if let Some(t) = total.filter(|t| sent >= t + resent) {
@@ -507,6 +512,7 @@ fn run(
     counters.publish(&c);
     result.map(|()| TxSummary {
         resent,
+        credit_wait_ms: credit_waits,
         ..TxSummary::kernel(c)
     })
 }

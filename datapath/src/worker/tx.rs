@@ -67,6 +67,9 @@ pub struct TxSummary {
     /// Frames sent again in place of those the link dropped at the sender
     /// (a counted generator flow: [`super::gen::GenWorkerConfig::link_drops`]).
     pub resent: u64,
+    /// Milliseconds a generator flow waited out of credit (its window of
+    /// unacknowledged frames full), sampled each millisecond, whole run.
+    pub credit_wait_ms: u64,
 }
 
 impl TxSummary {
@@ -393,6 +396,7 @@ fn run_with<P: Transmit, S: Stamping>(
         unfinished: port.in_flight_frames() as u64,
         capture,
         resent: 0,
+        credit_wait_ms: 0,
     })
 }
 

@@ -374,6 +374,34 @@ fn generator_line(r: &StreamResult, o: &mut String) {
     }
 }
 
+/// The kernel's receive work (NET_RX softirq, where the XDP program and
+/// the copy into the UMEM run) per frame received, and the cores that ran
+/// it: the part of a frame's cost that moves from run to run on a VM
+/// whose neighbours share its memory.
+fn receive_softirq_line(r: &StreamResult, o: &mut String) {
+    let busy: Vec<_> = r
+        .common
+        .softirq
+        .iter()
+        .filter(|s| s.net_rx_pct >= 1.0 && s.host != Some(Host::Tx))
+        .collect();
+    let frames = r.receiver.frames_per_s;
+    if busy.is_empty() || frames <= 0.0 || !receivers_ran(r) {
+        return;
+    }
+    let pct: f64 = busy.iter().map(|s| s.net_rx_pct).sum();
+    let cores: Vec<String> = busy
+        .iter()
+        .map(|s| format!("{} ({:.1} %)", s.core, s.net_rx_pct))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  receive softirq (NET_RX): {:.0} ns a frame received, on cores {}",
+        pct / 100.0 / frames * 1e9,
+        cores.join(", ")
+    );
+}
+
 /// One line per side of linerate's own CPU on its cores beside what
 /// else ran there (when measured).
 fn own_lines(r: &StreamResult, o: &mut String) {
@@ -432,6 +460,7 @@ fn cpu_lines(r: &StreamResult, o: &mut String) {
         );
     }
     own_lines(r, o);
+    receive_softirq_line(r, o);
     o.push_str(&crate::threads::lines(&r.common.threads));
     let shared = r.cpu.hosts.is_none() && crate::system::cores_shared(&p.tx_cores, &p.rx_cores);
     let _ = writeln!(

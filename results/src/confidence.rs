@@ -3,8 +3,9 @@
 //! mean is within WIDTH % of the mean (the whole interval, as netperf:
 //! `-I 99,5` stops at +-2.5 %), at least MIN and at most MAX times.
 //!
-//! Student's t is the table below (hand-written, as [`crate::stats`]'s 95 %
-//! one; no statistics crate is in the workspace's lock file).
+//! Student's t is the table below, the workspace's only one ([`crate::stats`]'s
+//! 95 % interval reads it too; hand-written: no statistics crate is in the
+//! workspace's lock file).
 
 use serde::Serialize;
 

@@ -736,6 +736,29 @@ pub struct RunArgs {
     pub role: RoleArgs,
 }
 
+/// `--confidence`, `--iterations` and `--disturbed-above`: runs that
+/// repeat (`stream` and `rr`).
+#[derive(Debug, Args, Clone, serde::Serialize)]
+pub struct RepeatArgs {
+    /// Repeat the run until the LEVEL % (90, 95 or 99) confidence interval
+    /// of the mean of its headline figure (frames/s received, rr:
+    /// transactions/s) is at most WIDTH % of the mean, the whole width as
+    /// netperf's -I (95,5: within +-2.5 %), or --iterations' MAX runs ran;
+    /// the result is the median run, with every run's figure and the
+    /// interval reached under `confidence` [default with --iterations: 95,5].
+    #[arg(long, value_name = "LEVEL,WIDTH", conflicts_with_all = ["fleet", "tx_agent", "json_stream"])]
+    pub confidence: Option<String>,
+    /// With --confidence: at least MIN, at most MAX runs (2 to 100)
+    /// [default with --confidence: 3,10].
+    #[arg(long, value_name = "MIN,MAX", conflicts_with_all = ["fleet", "tx_agent", "json_stream"])]
+    pub iterations: Option<String>,
+    /// Mark a run `disturbed` when other tasks took more than this percent
+    /// of its cores' time (receiver.cpu.interference_pct or the sender's);
+    /// with --iterations a disturbed run is repeated and not counted.
+    #[arg(long, value_name = "PERCENT", default_value_t = linerate_results::confidence::DISTURBED_ABOVE_PCT, allow_negative_numbers = true, value_parser = parse_percent)]
+    pub disturbed_above: f64,
+}
+
 /// `linerate stream`.
 #[derive(Debug, Args, Clone, serde::Serialize)]
 pub struct StreamArgs {
@@ -821,6 +844,9 @@ pub struct StreamArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub run: RunArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub repeat: RepeatArgs,
 }
 
 /// `linerate rfc2544`.
@@ -906,6 +932,9 @@ pub struct RrArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub run: RunArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub repeat: RepeatArgs,
 }
 
 /// `--batch`'s default.

@@ -428,8 +428,13 @@ pub struct SweepArgs {
     pub out: Option<std::path::PathBuf>,
     /// Resume an interrupted sweep in DIR, skipping finished points; path
     /// options given with it (--lab, --tx-iface...) replace the saved ones.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick", "repeats"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick", "repeats", "seed"])]
     pub resume: Option<std::path::PathBuf>,
+    /// The seed of the order the runs go in: repeats in rounds, every point
+    /// once a round, each round shuffled (recorded in the sweep's
+    /// options.json; kept for --resume) [default: from the clock].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Sending interface for every point (default: the lab).
     #[arg(long, value_parser = parse_iface)]
     pub tx_iface: Option<String>,

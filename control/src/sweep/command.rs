@@ -159,8 +159,16 @@ fn inputs(args: &SweepArgs) -> Result<(String, String, std::path::PathBuf, Sweep
                     quick: args.quick,
                     extra,
                     repeats: args.repeats,
+                    seed: Some(args.seed.unwrap_or_else(clock_seed)),
                 },
             )
         }
     })
+}
+
+/// A seed for a sweep's order when none is given: the clock's nanoseconds.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }

@@ -236,6 +236,9 @@ pub fn run(
     drop(lengths);
     let already = size.runs().saturating_sub(left.len() as u64);
     eprintln!("linerate: {}", announce(&size, already, estimate(left)));
+    if let Some(seed) = opts.seed {
+        eprintln!("linerate: repeats in rounds, each in an order shuffled from seed {seed} (--seed {seed} replays it)");
+    }
     let mut points = Points {
         spec: &spec,
         text,
@@ -385,6 +388,26 @@ struct Points<'a> {
 }
 
 impl Points<'_> {
+    /// Every run of the sweep in the order they go: with a seed, repeats
+    /// in shuffled rounds ([`super::rounds::order`]); without (a sweep
+    /// started before the seed was recorded) point by point, as then.
+    fn order(&self) -> Vec<super::rounds::Run> {
+        let points: Vec<(usize, usize)> = self
+            .spec
+            .parts
+            .iter()
+            .enumerate()
+            .flat_map(|(pi, part)| (0..points::count(part)).map(move |index| (pi, index)))
+            .collect();
+        match self.opts.seed {
+            Some(seed) => super::rounds::order(&points, self.repeats, seed),
+            None => points
+                .into_iter()
+                .flat_map(|(pi, index)| (0..self.repeats).map(move |r| (pi, index, r)))
+                .collect(),
+        }
+    }
+
     fn report(&self, kept: &report::Kept) -> Result<String> {
         report::render(self.dir, self.spec, kept, self.opts, 0)
     }
@@ -408,55 +431,50 @@ impl Points<'_> {
         );
         let mut pace = Pace::default();
         let stop = || self.interrupted.load(Ordering::Relaxed);
-        'points: for (pi, part) in self.spec.parts.iter().enumerate() {
-            for p in points::iter(pi, part) {
-                if stop() {
-                    break 'points;
-                }
-                if (0..self.repeats).all(|r| self.done.contains(&(p.part, p.index, r))) {
-                    bar.inc(u64::from(self.repeats));
-                    continue;
-                }
-                let args = check_point(self.text, self.file, part, &p, self.opts)?;
-                for repeat in 0..self.repeats {
-                    if self.done.contains(&(p.part, p.index, repeat)) {
-                        bar.inc(1);
-                        continue;
-                    }
-                    if stop() {
-                        break 'points;
-                    }
-                    bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
-                    let outcome = captured(&args, self.dir, &p, repeat)
-                        .and_then(|args| run_point(&args, self.interrupted, &mut self.pairs));
-                    if stop() {
-                        break 'points;
-                    }
-                    let record = record_of(&p, repeat, outcome, &bar);
-                    if let Err(e) = out.append(&record) {
-                        bar.finish_and_clear();
-                        // What finished is reported, if there is room for it.
-                        let _ = self.report(kept);
-                        bail!(
-                            "{e}; the finished points are kept whole: `{}` runs the rest",
-                            resume_cmd(self.dir)
-                        );
-                    }
-                    failures.note(&record);
-                    kept.add(record);
-                    // The report (and points.csv) follow what finished,
-                    // rewritten every few seconds rather than after every
-                    // point: a rewrite reads every record.
-                    let now = Instant::now();
-                    if pace.due(now) {
-                        if let Err(e) = self.report(kept) {
-                            bar.println(format!("linerate: writing the report failed: {e:#}"));
-                        }
-                        pace.done(now, Instant::now());
-                    }
-                    bar.inc(1);
-                }
+        let order = self.order();
+        let left = super::rounds::left(&order, self.done);
+        bar.inc((order.len() - left.len()) as u64);
+        let mut checked: Option<((usize, usize), RunRequest)> = None;
+        for (pi, index, repeat) in left {
+            if stop() {
+                break;
             }
+            let part = &self.spec.parts[pi];
+            let p = points::point(pi, part, index).context("a point of the sweep's order")?;
+            let args = match checked.take() {
+                Some((at, args)) if at == (pi, index) => args,
+                _ => check_point(self.text, self.file, part, &p, self.opts)?,
+            };
+            bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
+            let outcome = captured(&args, self.dir, &p, repeat)
+                .and_then(|args| run_point(&args, self.interrupted, &mut self.pairs));
+            checked = Some(((pi, index), args));
+            if stop() {
+                break;
+            }
+            let record = record_of(&p, repeat, outcome, &bar);
+            if let Err(e) = out.append(&record) {
+                bar.finish_and_clear();
+                // What finished is reported, if there is room for it.
+                let _ = self.report(kept);
+                bail!(
+                    "{e}; the finished points are kept whole: `{}` runs the rest",
+                    resume_cmd(self.dir)
+                );
+            }
+            failures.note(&record);
+            kept.add(record);
+            // The report (and points.csv) follow what finished, rewritten
+            // every few seconds rather than after every point: a rewrite
+            // reads every record.
+            let now = Instant::now();
+            if pace.due(now) {
+                if let Err(e) = self.report(kept) {
+                    bar.println(format!("linerate: writing the report failed: {e:#}"));
+                }
+                pace.done(now, Instant::now());
+            }
+            bar.inc(1);
         }
         bar.finish_and_clear();
         Ok(())
@@ -668,6 +686,7 @@ mod tests {
             quick,
             extra: Vec::new(),
             repeats,
+            seed: None,
         };
         assert_eq!(Size::run_as(&s, &given(true, None)).unwrap().runs(), 36);
         assert_eq!(Size::run_as(&s, &given(true, Some(1))).unwrap().runs(), 12);
@@ -836,6 +855,7 @@ mod tests {
                 .map(String::from)
                 .to_vec(),
             repeats: None,
+            seed: None,
         };
         let note = o.override_path(&[("--lab", "b".into())]).unwrap();
         assert_eq!(o.extra, ["--tx-agent", "http://x", "--lab", "b"]);

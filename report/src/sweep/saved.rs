@@ -62,6 +62,11 @@ pub struct SweepOptions {
     /// and --quick's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<u32>,
+    /// The seed of the order the runs go in (shuffled rounds; `--seed`
+    /// replays it); none in sweeps started before it was recorded, which
+    /// run (and resume) point by point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 impl SweepOptions {

@@ -370,8 +370,9 @@ impl<R> Series<R> {
 }
 
 /// The three figures with the widest relative spread ((max - min) /
-/// median, %) over `runs`, widest first; figures missing from a run or
-/// with a median of 0 are left out.
+/// median, %; of a figure in percent, `..._pct`, max - min in points, its
+/// share of a core) over `runs`, widest first; figures missing from a run
+/// or with a median of 0 are left out.
 pub fn widest(runs: &[Vec<(&'static str, f64)>]) -> Vec<(String, f64)> {
     let Some(first) = runs.first() else {
         return Vec::new();
@@ -384,12 +385,13 @@ pub fn widest(runs: &[Vec<(&'static str, f64)>]) -> Vec<(String, f64)> {
                 .filter_map(|r| r.iter().find(|(n, _)| n == name).map(|(_, x)| *x))
                 .collect();
             let sp = crate::stats::Spread::of(&v)?;
-            (sp.n == runs.len() && sp.median != 0.0).then(|| {
-                (
-                    name.to_string(),
-                    100.0 * (sp.max - sp.min) / sp.median.abs(),
-                )
-            })
+            let of = if name.ends_with("_pct") {
+                100.0
+            } else {
+                sp.median.abs()
+            };
+            (sp.n == runs.len() && sp.median != 0.0)
+                .then(|| (name.to_string(), 100.0 * (sp.max - sp.min) / of))
         })
         .collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -481,6 +483,8 @@ mod tests {
         assert_eq!(rec.values, vec![50.0, 150.0, 50.0, 150.0, 60.0]);
         assert_eq!(rec.varied[0], ("rate".to_string(), 100.0 * 100.0 / 60.0));
         assert_eq!(rec.varied[1], ("flat".to_string(), 0.0));
+        let pct = widest(&[vec![("a_pct", 2.0)], vec![("a_pct", 6.0)]]);
+        assert_eq!(pct, vec![("a_pct".to_string(), 4.0)]);
         assert_eq!(s.median_run(|x| x.abs()), 9);
         assert_eq!(
             rec.short(),

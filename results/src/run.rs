@@ -133,7 +133,7 @@ impl RunResult {
                     .map(|(n, p)| format!("{n} {p:.1} %"))
                     .collect();
                 out += &format!(
-                    "            varied most (max-min of median): {}\n",
+                    "            varied most (max-min, % of the median; _pct figures in points): {}\n",
                     varied.join(", ")
                 );
             }

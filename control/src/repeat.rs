@@ -23,6 +23,13 @@ pub fn rule(run: &RepeatArgs) -> Result<Option<Rule>, String> {
     confidence::parse(c, i).map(Some)
 }
 
+/// `r` marked disturbed when its interference is above
+/// `args.disturbed_above` %.
+pub fn mark(mut r: RunResult, args: &RepeatArgs) -> RunResult {
+    r.common_mut().disturbed = confidence::disturbed(r.interference_pct(), args.disturbed_above);
+    r
+}
+
 /// Runs `one` once, or under `rule` until it stops; marks each run
 /// disturbed above `run.disturbed_above` % of interference. With a rule,
 /// the result is the median of the counted runs with the record of the
@@ -32,11 +39,7 @@ pub fn run(
     args: &RepeatArgs,
     mut one: impl FnMut() -> Result<RunResult>,
 ) -> Result<RunResult> {
-    let above = args.disturbed_above;
-    let mark = |mut r: RunResult| {
-        r.common_mut().disturbed = confidence::disturbed(r.interference_pct(), above);
-        r
-    };
+    let mark = |r| mark(r, args);
     let Some(rule) = rule else {
         return one().map(mark);
     };

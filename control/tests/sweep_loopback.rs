@@ -210,3 +210,27 @@ fn a_seeded_sweep_runs_its_repeats_in_the_seeds_rounds() {
     assert_eq!(first, seeds);
     assert_eq!(order("b"), first);
 }
+
+/// A point that asks for `confidence` is refused before anything runs: a
+/// sweep repeats its points with `repeats`.
+#[test]
+fn a_sweep_point_with_confidence_is_refused() {
+    let dir = scratch("confidence");
+    let file = dir.join("c.toml");
+    fs::write(
+        &file,
+        "name = \"c\"\nkind = \"stream\"\n[fixed]\nbackend = \"loopback\"\nconfidence = \"95,5\"\nduration = \"100ms\"\n[[axis]]\nname = \"size\"\nvalues = [64]\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("not with confidence/iterations"), "{err}");
+    assert!(!out_dir.join("results.jsonl").exists(), "nothing ran");
+}

@@ -179,6 +179,13 @@ fn check_point(
             anyhow::anyhow!("{file}: part {}, point {}: {e}", p.part + 1, p.describe())
         })?;
     }
+    if repeats_itself(&parsed) {
+        anyhow::bail!(
+            "{file}: part {}, point {}: a sweep repeats its points with `repeats` (in shuffled rounds), not with confidence/iterations: drop them",
+            p.part + 1,
+            p.describe()
+        );
+    }
     // A capture goes into the sweep's directory: a path is refused.
     if let Some(name) = capture(&parsed) {
         check_capture(name).map_err(|e| {
@@ -577,16 +584,28 @@ fn run_once(
             TwoHostResult::Partial(_) => bail!("a side of the two-host run gave no result"),
         };
     }
-    Ok(Measured::One(Box::new(match args {
+    let (repeat, result): (_, RunResult) = match args {
         RunRequest::Stream(a) => {
             let plan = crate::plan::stream::plan(a)?;
-            crate::stream::run(&plan, interrupted)?.into()
+            (&a.repeat, crate::stream::run(&plan, interrupted)?.into())
         }
         RunRequest::Rr(a) => {
             let plan = crate::plan::rr::plan(a)?;
-            crate::rr::run(&plan, interrupted)?.into()
+            (&a.repeat, crate::rr::run(&plan, interrupted)?.into())
         }
-    })))
+    };
+    // Marked disturbed above the point's --disturbed-above.
+    Ok(Measured::One(Box::new(crate::repeat::mark(result, repeat))))
+}
+
+/// A sweep's point that asks for `confidence` or `iterations`: refused (a
+/// sweep repeats its points with `repeats`, in rounds).
+fn repeats_itself(args: &RunRequest) -> bool {
+    let repeat = match args {
+        RunRequest::Stream(a) => &a.repeat,
+        RunRequest::Rr(a) => &a.repeat,
+    };
+    crate::repeat::rule(repeat) != Ok(None)
 }
 
 /// The capture file a point asks for (`pcap` in a sweep file, `--pcap`).

@@ -435,6 +435,17 @@ pub struct SweepArgs {
     /// options.json; kept for --resume) [default: from the clock].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Repeat each point, in rounds, until the LEVEL % confidence interval
+    /// of the mean of its headline figure (frames/s received, rr:
+    /// transactions/s) is at most WIDTH % of the mean (the whole width, as
+    /// netperf's -I) or --iterations' MAX repeats ran (kept for --resume)
+    /// [default with --iterations: 95,5].
+    #[arg(long, value_name = "LEVEL,WIDTH", conflicts_with_all = ["repeats", "resume"])]
+    pub confidence: Option<String>,
+    /// With --confidence: at least MIN, at most MAX repeats of each point
+    /// [default with --confidence: 3,10].
+    #[arg(long, value_name = "MIN,MAX", conflicts_with_all = ["repeats", "resume"])]
+    pub iterations: Option<String>,
     /// Sending interface for every point (default: the lab).
     #[arg(long, value_parser = parse_iface)]
     pub tx_iface: Option<String>,

@@ -234,3 +234,72 @@ fn a_sweep_point_with_confidence_is_refused() {
     assert!(err.contains("not with confidence/iterations"), "{err}");
     assert!(!out_dir.join("results.jsonl").exists(), "nothing ran");
 }
+
+/// `--confidence 95,1 --iterations 3,5`: each point runs in rounds until
+/// the interval of its frames/s is within 1 % (whole width) or 5 repeats
+/// ran; a point stops exactly when its values reach it, never below 3.
+#[test]
+fn a_sweep_with_confidence_stops_each_point_by_the_rule() {
+    // Two-sided 95 % Student's t for 1..=4 degrees of freedom.
+    const T95: [f64; 4] = [12.706, 4.303, 3.182, 2.776];
+    let width = |v: &[f64]| -> f64 {
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        200.0 * T95[v.len() - 2] * (var / n).sqrt() / mean
+    };
+    let dir = scratch("conf");
+    let file = sweep_file(&dir, "64, 128, 256", "100ms");
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--confidence",
+        "95,1",
+        "--iterations",
+        "3,5",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recs = records(&out_dir.join("results.jsonl"));
+    // Rounds in order.
+    let repeats: Vec<u64> = recs.iter().map(|r| r["repeat"].as_u64().unwrap()).collect();
+    assert!(repeats.windows(2).all(|w| w[0] <= w[1]), "{repeats:?}");
+    for point in 0..3u64 {
+        let mine: Vec<&Value> = recs.iter().filter(|r| r["point"] == point).collect();
+        let n = mine.len();
+        assert!(n <= 5, "point {point}: {n} runs");
+        for (i, r) in mine.iter().enumerate() {
+            assert_eq!(r["repeat"], i as u64, "repeats of a point go 0, 1, 2...");
+        }
+        // Counted: the runs not disturbed (on this shared machine some are).
+        let counted = |runs: &[&Value]| -> Vec<f64> {
+            runs.iter()
+                .filter(|r| r["result"]["disturbed"] != true)
+                .map(|r| r["result"]["receiver"]["frames_per_s"].as_f64().unwrap())
+                .collect()
+        };
+        let v = counted(&mine);
+        if n < 5 {
+            assert!(
+                v.len() >= 3 && width(&v) <= 1.0,
+                "point {point} stopped unreached: {v:?}"
+            );
+        }
+        let before = counted(&mine[..n - 1]);
+        if before.len() >= 3 {
+            assert!(
+                width(&before) > 1.0,
+                "point {point} ran past its stop: {before:?}"
+            );
+        }
+    }
+}

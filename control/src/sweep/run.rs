@@ -5,7 +5,10 @@
 use crate::request::RunRequest;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use linerate_results::run::{RunResult, TwoHostResult};
+use linerate_results::{
+    confidence::{Decision, Rule},
+    run::{RunResult, TwoHostResult},
+};
 use std::{
     collections::HashSet,
     fs,
@@ -219,6 +222,8 @@ pub fn run(
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let mut kept = report::Kept::new(&spec);
     let mut failures = Failures::default();
+    let rule = opts.rule().map_err(anyhow::Error::msg)?;
+    let mut headlines = Headlines::default();
     let loaded = store::load(
         &dir.join(RESULTS),
         &size.per_part,
@@ -226,6 +231,7 @@ pub fn run(
         |r| check_values(&spec, r),
         |r| {
             failures.note(&r);
+            headlines.note(&r);
             kept.add(r)
         },
     )?;
@@ -256,6 +262,8 @@ pub fn run(
         done: &done,
         interrupted,
         pairs: super::fleet::Pinned::of(kept.pairs()),
+        rule,
+        headlines,
     };
     points.run(size.runs(), &mut out, &mut kept, &mut failures)?;
     let text = report::render(dir, &spec, &kept, opts, 0)?;
@@ -392,6 +400,42 @@ struct Points<'a> {
     interrupted: &'a Arc<AtomicBool>,
     /// A fleet sweep's pairs.
     pairs: super::fleet::Pinned,
+    /// `--confidence`: the stop rule of every point.
+    rule: Option<Rule>,
+    /// Each point's headline values so far, for the rule.
+    headlines: Headlines,
+}
+
+/// Each point's recorded headline value per repeat (none for a failed,
+/// disturbed or fleet run: not counted).
+#[derive(Default)]
+struct Headlines(
+    std::collections::HashMap<(usize, usize), std::collections::BTreeMap<u32, Option<f64>>>,
+);
+
+impl Headlines {
+    fn note(&mut self, r: &Record) {
+        let v = r
+            .result
+            .as_ref()
+            .filter(|x| !x.common().disturbed)
+            .map(RunResult::headline);
+        self.0
+            .entry((r.part, r.point))
+            .or_default()
+            .insert(r.repeat, v);
+    }
+
+    /// Where point `at` stands under `rule` before its repeat `repeat`:
+    /// the values of its earlier repeats, counted.
+    fn decide(&self, rule: &Rule, at: (usize, usize), repeat: u32) -> Decision {
+        let values: Vec<f64> = self
+            .0
+            .get(&at)
+            .map(|m| m.range(..repeat).filter_map(|(_, v)| *v).collect())
+            .unwrap_or_default();
+        rule.decide(&values)
+    }
 }
 
 impl Points<'_> {
@@ -446,6 +490,14 @@ impl Points<'_> {
             if stop() {
                 break;
             }
+            if let Some(rule) = &self.rule {
+                // A point whose interval is reached (or not, at MAX) runs
+                // no more repeats.
+                if self.headlines.decide(rule, (pi, index), repeat) != Decision::Repeat {
+                    bar.inc(1);
+                    continue;
+                }
+            }
             let part = &self.spec.parts[pi];
             let p = points::point(pi, part, index).context("a point of the sweep's order")?;
             let args = match checked.take() {
@@ -470,6 +522,25 @@ impl Points<'_> {
                 );
             }
             failures.note(&record);
+            self.headlines.note(&record);
+            if let Some(rule) = &self.rule {
+                match self.headlines.decide(rule, (pi, index), repeat + 1) {
+                    Decision::Reached(i) | Decision::NotReached(i) => bar.suspend(|| {
+                        eprintln!(
+                            "linerate: point {}: n={}, +-{:.1} %{}",
+                            p.describe(),
+                            i.iterations,
+                            i.width_pct / 2.0,
+                            if i.width_pct <= rule.width_pct {
+                                ""
+                            } else {
+                                " (not reached)"
+                            }
+                        )
+                    }),
+                    Decision::Repeat => {}
+                }
+            }
             kept.add(record);
             // The report (and points.csv) follow what finished, rewritten
             // every few seconds rather than after every point: a rewrite
@@ -706,6 +777,8 @@ mod tests {
             extra: Vec::new(),
             repeats,
             seed: None,
+            confidence: None,
+            iterations: None,
         };
         assert_eq!(Size::run_as(&s, &given(true, None)).unwrap().runs(), 36);
         assert_eq!(Size::run_as(&s, &given(true, Some(1))).unwrap().runs(), 12);
@@ -875,6 +948,8 @@ mod tests {
                 .to_vec(),
             repeats: None,
             seed: None,
+            confidence: None,
+            iterations: None,
         };
         let note = o.override_path(&[("--lab", "b".into())]).unwrap();
         assert_eq!(o.extra, ["--tx-agent", "http://x", "--lab", "b"]);

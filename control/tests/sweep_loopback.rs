@@ -273,6 +273,8 @@ fn a_sweep_with_confidence_stops_each_point_by_the_rule() {
     // Rounds in order.
     let repeats: Vec<u64> = recs.iter().map(|r| r["repeat"].as_u64().unwrap()).collect();
     assert!(repeats.windows(2).all(|w| w[0] <= w[1]), "{repeats:?}");
+    let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("## Repeats of each point"), "{report}");
     for point in 0..3u64 {
         let mine: Vec<&Value> = recs.iter().filter(|r| r["point"] == point).collect();
         let n = mine.len();
@@ -301,5 +303,9 @@ fn a_sweep_with_confidence_stops_each_point_by_the_rule() {
                 "point {point} ran past its stop: {before:?}"
             );
         }
+        // The report shows each point's counted repeats.
+        let size = [64, 128, 256][point as usize];
+        let line = format!("- part 1, size={size}: n={}", v.len());
+        assert!(report.contains(&line), "{line} missing from {report}");
     }
 }

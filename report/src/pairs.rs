@@ -61,6 +61,7 @@ pub(super) fn view(spec: &SweepSpec, kept: &Kept) -> Option<(SweepSpec, Kept)> {
                 values: Some(v.clone()),
                 backend: None,
                 pairs: Box::default(),
+                disturbed: r.disturbed,
             })
         })
         .collect();

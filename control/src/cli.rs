@@ -428,8 +428,24 @@ pub struct SweepArgs {
     pub out: Option<std::path::PathBuf>,
     /// Resume an interrupted sweep in DIR, skipping finished points; path
     /// options given with it (--lab, --tx-iface...) replace the saved ones.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick", "repeats"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "out", "quick", "repeats", "seed"])]
     pub resume: Option<std::path::PathBuf>,
+    /// The seed of the order the runs go in: repeats in rounds, every point
+    /// once a round, each round shuffled (recorded in the sweep's
+    /// options.json; kept for --resume) [default: from the clock].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Repeat each point, in rounds, until the LEVEL % confidence interval
+    /// of the mean of its headline figure (frames/s received, rr:
+    /// transactions/s) is at most WIDTH % of the mean (the whole width, as
+    /// netperf's -I) or --iterations' MAX repeats ran (kept for --resume)
+    /// [default with --iterations: 95,5].
+    #[arg(long, value_name = "LEVEL,WIDTH", conflicts_with_all = ["repeats", "resume"])]
+    pub confidence: Option<String>,
+    /// With --confidence: at least MIN, at most MAX repeats of each point
+    /// [default with --confidence: 3,10].
+    #[arg(long, value_name = "MIN,MAX", conflicts_with_all = ["repeats", "resume"])]
+    pub iterations: Option<String>,
     /// Sending interface for every point (default: the lab).
     #[arg(long, value_parser = parse_iface)]
     pub tx_iface: Option<String>,
@@ -736,6 +752,29 @@ pub struct RunArgs {
     pub role: RoleArgs,
 }
 
+/// `--confidence`, `--iterations` and `--disturbed-above`: runs that
+/// repeat (`stream` and `rr`).
+#[derive(Debug, Args, Clone, serde::Serialize)]
+pub struct RepeatArgs {
+    /// Repeat the run until the LEVEL % (90, 95 or 99) confidence interval
+    /// of the mean of its headline figure (frames/s received, rr:
+    /// transactions/s) is at most WIDTH % of the mean, the whole width as
+    /// netperf's -I (95,5: within +-2.5 %), or --iterations' MAX runs ran;
+    /// the result is the median run, with every run's figure and the
+    /// interval reached under `confidence` [default with --iterations: 95,5].
+    #[arg(long, value_name = "LEVEL,WIDTH", conflicts_with_all = ["fleet", "tx_agent", "json_stream"])]
+    pub confidence: Option<String>,
+    /// With --confidence: at least MIN, at most MAX runs (2 to 100)
+    /// [default with --confidence: 3,10].
+    #[arg(long, value_name = "MIN,MAX", conflicts_with_all = ["fleet", "tx_agent", "json_stream"])]
+    pub iterations: Option<String>,
+    /// Mark a run `disturbed` when other tasks took more than this percent
+    /// of its cores' time (receiver.cpu.interference_pct or the sender's);
+    /// with --iterations a disturbed run is repeated and not counted.
+    #[arg(long, value_name = "PERCENT", default_value_t = linerate_results::confidence::DISTURBED_ABOVE_PCT, allow_negative_numbers = true, value_parser = parse_percent)]
+    pub disturbed_above: f64,
+}
+
 /// `linerate stream`.
 #[derive(Debug, Args, Clone, serde::Serialize)]
 pub struct StreamArgs {
@@ -821,6 +860,9 @@ pub struct StreamArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub run: RunArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub repeat: RepeatArgs,
 }
 
 /// `linerate rfc2544`.
@@ -906,6 +948,9 @@ pub struct RrArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub run: RunArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub repeat: RepeatArgs,
 }
 
 /// `--batch`'s default.

@@ -16,6 +16,7 @@ mod pcap;
 mod plan;
 mod printed;
 mod remote;
+mod repeat;
 mod request;
 mod rfc2544;
 mod rr;

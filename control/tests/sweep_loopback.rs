@@ -159,3 +159,153 @@ fn a_stopped_loopback_sweep_exits_130_and_resumes_to_the_end() {
     }
     let _ = fs::remove_dir_all(dir);
 }
+
+/// `--seed N`: the runs go in rounds (every point once a round), each
+/// round in the seed's order, the seed recorded in options.json; the same
+/// seed replays the same order.
+#[test]
+fn a_seeded_sweep_runs_its_repeats_in_the_seeds_rounds() {
+    let dir = scratch("seed");
+    let file = sweep_file(&dir, "64, 128, 256", "100ms");
+    let order = |name: &str| -> Vec<(u64, u64, u64)> {
+        let out_dir = dir.join(name);
+        let out = run(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--repeats",
+            "2",
+            "--seed",
+            "42",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let opts: Value =
+            serde_json::from_str(&fs::read_to_string(out_dir.join("options.json")).unwrap())
+                .unwrap();
+        assert_eq!(opts["seed"], 42, "{opts:#}");
+        records(&out_dir.join("results.jsonl"))
+            .iter()
+            .map(|r| {
+                let n = |k: &str| r[k].as_u64().unwrap();
+                (n("part"), n("point"), n("repeat"))
+            })
+            .collect()
+    };
+    let first = order("a");
+    // The seed's order (control/src/sweep/rounds.rs, seed 42, 3 points x 2).
+    let seeds = vec![
+        (0, 1, 0),
+        (0, 0, 0),
+        (0, 2, 0),
+        (0, 1, 1),
+        (0, 2, 1),
+        (0, 0, 1),
+    ];
+    assert_eq!(first, seeds);
+    assert_eq!(order("b"), first);
+}
+
+/// A point that asks for `confidence` is refused before anything runs: a
+/// sweep repeats its points with `repeats`.
+#[test]
+fn a_sweep_point_with_confidence_is_refused() {
+    let dir = scratch("confidence");
+    let file = dir.join("c.toml");
+    fs::write(
+        &file,
+        "name = \"c\"\nkind = \"stream\"\n[fixed]\nbackend = \"loopback\"\nconfidence = \"95,5\"\nduration = \"100ms\"\n[[axis]]\nname = \"size\"\nvalues = [64]\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("not with confidence/iterations"), "{err}");
+    assert!(!out_dir.join("results.jsonl").exists(), "nothing ran");
+}
+
+/// `--confidence 95,1 --iterations 3,5`: each point runs in rounds until
+/// the interval of its frames/s is within 1 % (whole width) or 5 repeats
+/// ran; a point stops exactly when its values reach it, never below 3.
+#[test]
+fn a_sweep_with_confidence_stops_each_point_by_the_rule() {
+    // Two-sided 95 % Student's t for 1..=4 degrees of freedom.
+    const T95: [f64; 4] = [12.706, 4.303, 3.182, 2.776];
+    let width = |v: &[f64]| -> f64 {
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        200.0 * T95[v.len() - 2] * (var / n).sqrt() / mean
+    };
+    let dir = scratch("conf");
+    let file = sweep_file(&dir, "64, 128, 256", "100ms");
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--confidence",
+        "95,1",
+        "--iterations",
+        "3,5",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recs = records(&out_dir.join("results.jsonl"));
+    // Rounds in order.
+    let repeats: Vec<u64> = recs.iter().map(|r| r["repeat"].as_u64().unwrap()).collect();
+    assert!(repeats.windows(2).all(|w| w[0] <= w[1]), "{repeats:?}");
+    let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("## Repeats of each point"), "{report}");
+    for point in 0..3u64 {
+        let mine: Vec<&Value> = recs.iter().filter(|r| r["point"] == point).collect();
+        let n = mine.len();
+        assert!(n <= 5, "point {point}: {n} runs");
+        for (i, r) in mine.iter().enumerate() {
+            assert_eq!(r["repeat"], i as u64, "repeats of a point go 0, 1, 2...");
+        }
+        // Counted: the runs not disturbed (on this shared machine some are).
+        let counted = |runs: &[&Value]| -> Vec<f64> {
+            runs.iter()
+                .filter(|r| r["result"]["disturbed"] != true)
+                .map(|r| r["result"]["receiver"]["frames_per_s"].as_f64().unwrap())
+                .collect()
+        };
+        let v = counted(&mine);
+        if n < 5 {
+            assert!(
+                v.len() >= 3 && width(&v) <= 1.0,
+                "point {point} stopped unreached: {v:?}"
+            );
+        }
+        let before = counted(&mine[..n - 1]);
+        if before.len() >= 3 {
+            assert!(
+                width(&before) > 1.0,
+                "point {point} ran past its stop: {before:?}"
+            );
+        }
+        // The report shows each point's counted repeats.
+        let size = [64, 128, 256][point as usize];
+        let line = format!("- part 1, size={size}: n={}", v.len());
+        assert!(report.contains(&line), "{line} missing from {report}");
+    }
+}

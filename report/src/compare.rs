@@ -99,7 +99,7 @@ fn placement_markdown(c: &Comparison) -> String {
     if !p.between.is_empty() {
         let _ = write!(
             o,
-            "\n**Placed otherwise in {dir} than in {other}** (each thread that ran at least 1 % of a core, with its cores; the cores of the receive softirq)\n\n| part | point | {other} | {dir} |\n|---|---|---|---|\n"
+            "\n**Placed otherwise in {dir} than in {other}** (each thread that ran, with its cores; the cores of the receive softirq)\n\n| part | point | {other} | {dir} |\n|---|---|---|---|\n"
         );
         for x in &p.between {
             let _ = writeln!(

@@ -11,7 +11,7 @@ use linerate_results::{
     metrics::{Metric, Source},
     run::RunResult,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use toml::Value as Tv;
 
 /// The figures of points.csv.
@@ -45,6 +45,9 @@ pub(super) struct Run {
     pub(super) pairs: Box<[(usize, Values)]>,
     /// Where it ran (`results::placement::signature`; none: not measured).
     pub(super) placement: Option<Box<str>>,
+    /// Marked disturbed (other tasks took more than --disturbed-above of
+    /// its cores): not counted by `--confidence`.
+    pub(super) disturbed: bool,
 }
 
 /// The metrics' values of a run (in `Kept::metrics` order).
@@ -147,6 +150,7 @@ impl Kept {
         if self.first.is_none() {
             self.first = r.first_result().cloned();
         }
+        let disturbed = r.result.as_ref().is_some_and(|x| x.common().disturbed);
         self.runs.push(Run {
             part: r.part,
             point: r.point,
@@ -155,7 +159,32 @@ impl Kept {
             backend,
             pairs,
             placement,
+            disturbed,
         });
+    }
+
+    /// Each point's counted headline values (frames/s received, rr:
+    /// transactions/s; failed and disturbed runs left out), in the order
+    /// of its repeats, by (part, point); how many runs were disturbed.
+    pub(super) fn headlines(&self) -> (BTreeMap<(usize, usize), Vec<f64>>, usize) {
+        let at = ["receiver.frames_per_s", "transactions.per_s"]
+            .iter()
+            .find_map(|m| self.index.get(*m).copied());
+        let mut runs: Vec<&Run> = self.runs.iter().collect();
+        runs.sort_by_key(|r| (r.part, r.point, r.repeat));
+        let mut out: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
+        let mut disturbed = 0;
+        for r in runs {
+            let entry = out.entry((r.part, r.point)).or_default();
+            if r.disturbed {
+                disturbed += 1;
+                continue;
+            }
+            if let Some(v) = at.and_then(|i| r.values.as_ref().and_then(|v| v[i])) {
+                entry.push(v);
+            }
+        }
+        (out, disturbed)
     }
 
     /// The pairs of a fleet's runs, in the order met (none: no fleet).

@@ -84,6 +84,7 @@ pub fn render(
         parameters(spec, opts),
         machine(kept)
     );
+    md += &repeats_section(spec, kept, opts);
     let mut term = if summary.is_empty() {
         String::new()
     } else {
@@ -197,6 +198,46 @@ fn fixture_as(
     )
     .unwrap();
     (spec, kept)
+}
+
+/// With `--confidence`: each point's counted repeats and the interval of
+/// the mean of its headline figure they reached ("n=5, ±2.1 %", half the
+/// whole width), as the sweep decided when to stop; empty without it.
+fn repeats_section(spec: &SweepSpec, kept: &Kept, opts: &SweepOptions) -> String {
+    let Ok(Some(rule)) = opts.rule() else {
+        return String::new();
+    };
+    let (values, disturbed) = kept.headlines();
+    let mut o = format!(
+        "## Repeats of each point\n\n{} % confidence interval of the mean of each point's frames/s received (rr: transactions/s), asked within ±{:.1} % ({} to {} repeats); disturbed runs ({disturbed}) and failed ones are not counted.\n\n",
+        rule.level.pct(),
+        rule.width_pct / 2.0,
+        rule.min,
+        rule.max
+    );
+    for ((pi, index), v) in &values {
+        let which = spec
+            .parts
+            .get(*pi)
+            .and_then(|part| sweep::points::point(*pi, part, *index))
+            .map_or_else(|| format!("{index}"), |p| p.describe());
+        let interval = linerate_results::confidence::Interval::of(v, rule.level);
+        let text = match interval {
+            Some(i) if i.width_pct.is_finite() => format!(
+                "n={}, ±{:.1} %{}",
+                v.len(),
+                i.width_pct / 2.0,
+                if i.width_pct <= rule.width_pct {
+                    ""
+                } else {
+                    " (not reached)"
+                }
+            ),
+            _ => format!("n={} (no interval)", v.len()),
+        };
+        o += &format!("- part {}, {}: {text}\n", pi + 1, md::text(&which));
+    }
+    o + "\n"
 }
 
 #[cfg(test)]

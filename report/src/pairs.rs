@@ -62,6 +62,7 @@ pub(super) fn view(spec: &SweepSpec, kept: &Kept) -> Option<(SweepSpec, Kept)> {
                 backend: None,
                 pairs: Box::default(),
                 placement: None,
+                disturbed: r.disturbed,
             })
         })
         .collect();

@@ -107,7 +107,7 @@ pub(super) fn section(d: &Data) -> String {
         return String::new();
     }
     let mut o = String::from(
-        "## Placement\n\nRepeats that ran elsewhere than their point's other repeats (each thread that ran at least 1 % of a core, with its cores; the cores of the receive softirq): their figures are not repeats of the same placement.\n\n",
+        "## Placement\n\nRepeats that ran elsewhere than their point's other repeats (each thread that ran, with its cores; the cores of the receive softirq): their figures are not repeats of the same placement.\n\n",
     );
     o.push_str(&lines(&odd));
     o.push('\n');

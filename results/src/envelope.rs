@@ -46,4 +46,12 @@ pub struct Envelope {
     /// Two hosts: the agents that ran each side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agents: Option<Agents>,
+    /// `--confidence`/`--iterations`: the repeats this result stands for
+    /// (it is their median run; none for a single run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<crate::confidence::Record>,
+    /// Other tasks took more than `--disturbed-above` % of this run's
+    /// cores' time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }

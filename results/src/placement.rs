@@ -34,7 +34,7 @@ pub fn napi_cores(uses: &[SoftirqUse], min_share_pct: f64) -> BTreeSet<usize> {
     core_set(&shares, min_share_pct)
 }
 
-/// A run's placement in a few words: each thread that ran at least
+/// A run's placement in a few words: each thread that ran more than
 /// [`MIN_THREAD_PCT`] of a core with the cores it was seen on
 /// (`lr-rx0@1`, `lr-gen0-0@0+1`; a two-host result's threads prefixed
 /// with their host), then the cores that carried the NET_RX softirq work
@@ -48,7 +48,7 @@ pub fn signature(threads: &[ThreadUse], softirq: &[SoftirqUse]) -> Option<String
         |c: &mut dyn Iterator<Item = usize>| c.map(|c| c.to_string()).collect::<Vec<_>>().join("+");
     let mut words: Vec<String> = threads
         .iter()
-        .filter(|t| t.run_pct >= MIN_THREAD_PCT)
+        .filter(|t| t.run_pct > MIN_THREAD_PCT)
         .map(|t| {
             let host = match t.host {
                 Some(Host::Tx) => "tx:",
@@ -68,9 +68,11 @@ pub fn signature(threads: &[ThreadUse], softirq: &[SoftirqUse]) -> Option<String
     Some(words.join(" "))
 }
 
-/// A thread's run time, percent of one core, below which it is left out
-/// of a run's [`signature`] (the main thread's brief bookkeeping).
-pub const MIN_THREAD_PCT: f64 = 1.0;
+/// A thread's run time, percent of one core, at or below which it is left
+/// out of a run's [`signature`]: threads that did not run (a threshold
+/// above 0 made a worker of 16 that ran 0.9 % in one repeat and 1.1 % in
+/// another look placed otherwise).
+pub const MIN_THREAD_PCT: f64 = 0.0;
 
 /// For each run of one point (its core set), whether its placement
 /// differs from the most common set among the point's runs (ties go to
@@ -112,7 +114,7 @@ mod tests {
     fn a_signature_names_busy_threads_and_the_napi_cores() {
         let threads = [
             thread("lr-rx0", 27.0, &[1]),
-            thread("linerate", 0.3, &[0, 1]),
+            thread("lr-signals", 0.0, &[0, 1]),
             thread("lr-gen0-0", 48.0, &[1, 0]),
         ];
         let softirq = [

@@ -94,11 +94,136 @@ impl RunResult {
         (self.common().interrupted, &self.common().fault)
     }
 
-    /// The terminal table.
+    /// The terminal table (with a line for its repeats and one when it
+    /// was disturbed).
     pub fn table(&self) -> String {
-        match self {
+        let mut t = match self {
             Self::Stream(r) => stream_output::print_table(r),
             Self::Rr(r) => rr_output::print_table(r),
+        };
+        t.push_str(&self.repeats_lines());
+        t
+    }
+
+    /// The lines the table ends with: the repeats (`--confidence`) and
+    /// whether the run was disturbed.
+    fn repeats_lines(&self) -> String {
+        let c = self.common();
+        let mut out = String::new();
+        if let Some(r) = &c.confidence {
+            let values: Vec<String> = r.values.iter().map(|v| format!("{v:.0}")).collect();
+            out += &format!(
+                "repeats     {} ({} % confidence, asked +-{:.1} %; median run; {}: {})\n",
+                r.short(),
+                r.level,
+                r.width_pct / 2.0,
+                self.headline_name(),
+                values.join(" ")
+            );
+            if r.disturbed_runs > 0 {
+                out += &format!(
+                    "            {} disturbed run(s) left out\n",
+                    r.disturbed_runs
+                );
+            }
+            if !r.reached {
+                let varied: Vec<String> = r
+                    .varied
+                    .iter()
+                    .map(|(n, p)| format!("{n} {p:.1} %"))
+                    .collect();
+                out += &format!(
+                    "            varied most (max-min, % of the median; _pct figures in points): {}\n",
+                    varied.join(", ")
+                );
+            }
+        }
+        if c.disturbed {
+            out += &format!(
+                "disturbed   other tasks took {:.1} % of the run's cores\n",
+                self.interference_pct().unwrap_or(0.0)
+            );
+        }
+        out
+    }
+
+    /// The headline figure `--confidence` repeats on: frames/s received,
+    /// rr: transactions/s.
+    pub fn headline(&self) -> f64 {
+        match self {
+            Self::Stream(r) => r.receiver.frames_per_s,
+            Self::Rr(r) => r.transactions.per_s,
+        }
+    }
+
+    /// The headline's metric name.
+    pub fn headline_name(&self) -> &'static str {
+        match self {
+            Self::Stream(_) => "receiver.frames_per_s",
+            Self::Rr(_) => "transactions.per_s",
+        }
+    }
+
+    /// The largest interference of its sides, percent of their cores'
+    /// time other tasks took (none where not measured).
+    pub fn interference_pct(&self) -> Option<f64> {
+        let sides = match self {
+            Self::Stream(r) => [&r.receiver.cpu, &r.sender.cpu],
+            Self::Rr(r) => [&r.cpu.client.cpu, &r.cpu.responder.cpu],
+        };
+        sides
+            .iter()
+            .filter_map(|c| c.interference_pct)
+            .max_by(f64::total_cmp)
+    }
+
+    /// The figures whose spread over repeats says what varied.
+    pub fn figures(&self) -> Vec<(&'static str, f64)> {
+        type Side<'a> = (&'a crate::parts::CpuFigures, &'static str, &'static str);
+        let mut f = vec![(self.headline_name(), self.headline())];
+        let sides: [Side; 2] = match self {
+            Self::Stream(r) => {
+                f.push(("sender.frames_per_s", r.sender.frames_per_s));
+                [
+                    (
+                        &r.receiver.cpu,
+                        "receiver.cpu.cpu_pct",
+                        "receiver.cpu.interference_pct",
+                    ),
+                    (
+                        &r.sender.cpu,
+                        "sender.cpu.cpu_pct",
+                        "sender.cpu.interference_pct",
+                    ),
+                ]
+            }
+            Self::Rr(r) => [
+                (
+                    &r.cpu.client.cpu,
+                    "cpu.client.cpu_pct",
+                    "cpu.client.interference_pct",
+                ),
+                (
+                    &r.cpu.responder.cpu,
+                    "cpu.responder.cpu_pct",
+                    "cpu.responder.interference_pct",
+                ),
+            ],
+        };
+        for (c, busy, other) in sides {
+            f.push((busy, c.cpu_pct));
+            if let Some(i) = c.interference_pct {
+                f.push((other, i));
+            }
+        }
+        f
+    }
+
+    /// The shared fields, to record the repeats and the disturbance on.
+    pub fn common_mut(&mut self) -> &mut Envelope {
+        match self {
+            Self::Stream(r) => &mut r.common,
+            Self::Rr(r) => &mut r.common,
         }
     }
 

@@ -19,13 +19,6 @@ pub struct Spread {
     pub ci95: Option<f64>,
 }
 
-/// Two-sided 95 % Student's t for 1..=30 degrees of freedom.
-const T95: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
 /// The finite values of `values`, sorted.
 fn sorted_finite(values: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
@@ -77,7 +70,7 @@ impl Spread {
         let ci95 = (n >= 3).then(|| {
             let mean = v.iter().sum::<f64>() / n as f64;
             let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            let t = T95.get(n - 2).copied().unwrap_or(1.96);
+            let t = crate::confidence::Level::P95.t(n - 1);
             t * (var / n as f64).sqrt()
         });
         Some(Self {

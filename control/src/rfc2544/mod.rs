@@ -299,6 +299,11 @@ fn record_for(
 
 /// `linerate rfc2544`.
 pub fn command(given: &Rfc2544Args) -> Result<ExitCode> {
+    if crate::repeat::rule(&given.stream.repeat) != Ok(None) {
+        return Ok(linerate_results::expect::usage_error(
+            "--confidence/--iterations repeat a stream or rr run; rfc2544 searches with trials of its own: drop them",
+        ));
+    }
     let (args, dir, saved) = resolve(given)?;
     check(&args)?;
     // Captures go into the run's directory, one per test of each size.

@@ -16,6 +16,10 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
         Ok(g) => g,
         Err(why) => return Ok(expect::usage_error(&why)),
     };
+    let rule = match crate::repeat::rule(&args.repeat) {
+        Ok(r) => r,
+        Err(why) => return Ok(expect::usage_error(&why)),
+    };
     let req = RunRequest::Rr(Box::new(args.clone()));
     if let Some(code) = crate::fleet::run::on_agents(&req, &gates) {
         return code;
@@ -24,6 +28,12 @@ pub fn command(args: &RrArgs) -> Result<ExitCode> {
     let mut plan = plan::plan(args)?;
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
-    let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
+    let result = crate::repeat::run(rule.as_ref(), &args.repeat, || {
+        Ok(RunResult::from(super::run::run_side(
+            &plan,
+            &interrupted,
+            peer,
+        )?))
+    })?;
     crate::printed::finish(&result, crate::plan::run::printed(&args.run), &gates)
 }

@@ -204,6 +204,8 @@ impl<T, R> Measured<T, R> {
             softirq: self.window.softirq.clone(),
             interfaces: self.interfaces.clone(),
             agents: None,
+            confidence: None,
+            disturbed: false,
         }
     }
 }

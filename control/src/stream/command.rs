@@ -32,7 +32,16 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
                 "--expect holds a run's figures; --search-rate makes many runs: drop one of them",
             ))
         }
+        Ok(_) if args.search_rate.is_some() && crate::repeat::rule(&args.repeat) != Ok(None) => {
+            return Ok(expect::usage_error(
+                "--confidence/--iterations repeat one run; --search-rate makes many runs: drop one of them",
+            ))
+        }
         Ok(g) => g,
+        Err(why) => return Ok(expect::usage_error(&why)),
+    };
+    let rule = match crate::repeat::rule(&args.repeat) {
+        Ok(r) => r,
         Err(why) => return Ok(expect::usage_error(&why)),
     };
     let req = RunRequest::Stream(Box::new(args.clone()));
@@ -59,6 +68,12 @@ pub fn command(args: &StreamArgs) -> Result<ExitCode> {
     let mut plan = plan::plan(args)?;
     let role = remote::role::Role::for_side(&mut plan.path, &args.run.role, &interrupted)?;
     let peer = role.as_ref().map(|r| r as &dyn session::Peer);
-    let result = RunResult::from(super::run::run_side(&plan, &interrupted, peer)?);
+    let result = crate::repeat::run(rule.as_ref(), &args.repeat, || {
+        Ok(RunResult::from(super::run::run_side(
+            &plan,
+            &interrupted,
+            peer,
+        )?))
+    })?;
     crate::printed::finish(&result, crate::plan::run::printed(&args.run), &gates)
 }

@@ -151,16 +151,23 @@ fn inputs(args: &SweepArgs) -> Result<(String, String, std::path::PathBuf, Sweep
                 .flat_map(|(flag, value)| [flag.to_string(), value.clone()])
                 .collect();
             let dir = args.out.clone().unwrap_or_else(|| default_dir(&name));
-            (
-                text,
-                label,
-                dir,
-                SweepOptions {
-                    quick: args.quick,
-                    extra,
-                    repeats: args.repeats,
-                },
-            )
+            let opts = SweepOptions {
+                quick: args.quick,
+                extra,
+                repeats: args.repeats,
+                seed: Some(args.seed.unwrap_or_else(clock_seed)),
+                confidence: args.confidence.clone(),
+                iterations: args.iterations.clone(),
+            };
+            opts.rule().map_err(anyhow::Error::msg)?;
+            (text, label, dir, opts)
         }
     })
+}
+
+/// A seed for a sweep's order when none is given: the clock's nanoseconds.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }

@@ -7,6 +7,7 @@ mod command;
 pub mod expand;
 pub mod fleet;
 mod gates;
+mod rounds;
 mod run;
 
 pub use command::command;

@@ -5,7 +5,10 @@
 use crate::request::RunRequest;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use linerate_results::run::{RunResult, TwoHostResult};
+use linerate_results::{
+    confidence::{Decision, Rule},
+    run::{RunResult, TwoHostResult},
+};
 use std::{
     collections::HashSet,
     fs,
@@ -179,6 +182,13 @@ fn check_point(
             anyhow::anyhow!("{file}: part {}, point {}: {e}", p.part + 1, p.describe())
         })?;
     }
+    if repeats_itself(&parsed) {
+        anyhow::bail!(
+            "{file}: part {}, point {}: a sweep repeats its points with `repeats` (in shuffled rounds), not with confidence/iterations: drop them",
+            p.part + 1,
+            p.describe()
+        );
+    }
     // A capture goes into the sweep's directory: a path is refused.
     if let Some(name) = capture(&parsed) {
         check_capture(name).map_err(|e| {
@@ -212,6 +222,8 @@ pub fn run(
     let mut out = store::Results::open(&dir.join(RESULTS))?;
     let mut kept = report::Kept::new(&spec);
     let mut failures = Failures::default();
+    let rule = opts.rule().map_err(anyhow::Error::msg)?;
+    let mut headlines = Headlines::default();
     let loaded = store::load(
         &dir.join(RESULTS),
         &size.per_part,
@@ -219,6 +231,7 @@ pub fn run(
         |r| check_values(&spec, r),
         |r| {
             failures.note(&r);
+            headlines.note(&r);
             kept.add(r)
         },
     )?;
@@ -236,6 +249,9 @@ pub fn run(
     drop(lengths);
     let already = size.runs().saturating_sub(left.len() as u64);
     eprintln!("linerate: {}", announce(&size, already, estimate(left)));
+    if let Some(seed) = opts.seed {
+        eprintln!("linerate: repeats in rounds, each in an order shuffled from seed {seed} (--seed {seed} replays it)");
+    }
     let mut points = Points {
         spec: &spec,
         text,
@@ -246,6 +262,8 @@ pub fn run(
         done: &done,
         interrupted,
         pairs: super::fleet::Pinned::of(kept.pairs()),
+        rule,
+        headlines,
     };
     points.run(size.runs(), &mut out, &mut kept, &mut failures)?;
     let text = report::render(dir, &spec, &kept, opts, 0)?;
@@ -382,9 +400,65 @@ struct Points<'a> {
     interrupted: &'a Arc<AtomicBool>,
     /// A fleet sweep's pairs.
     pairs: super::fleet::Pinned,
+    /// `--confidence`: the stop rule of every point.
+    rule: Option<Rule>,
+    /// Each point's headline values so far, for the rule.
+    headlines: Headlines,
+}
+
+/// Each point's recorded headline value per repeat (none for a failed,
+/// disturbed or fleet run: not counted).
+#[derive(Default)]
+struct Headlines(
+    std::collections::HashMap<(usize, usize), std::collections::BTreeMap<u32, Option<f64>>>,
+);
+
+impl Headlines {
+    fn note(&mut self, r: &Record) {
+        let v = r
+            .result
+            .as_ref()
+            .filter(|x| !x.common().disturbed)
+            .map(RunResult::headline);
+        self.0
+            .entry((r.part, r.point))
+            .or_default()
+            .insert(r.repeat, v);
+    }
+
+    /// Where point `at` stands under `rule` before its repeat `repeat`:
+    /// the values of its earlier repeats, counted.
+    fn decide(&self, rule: &Rule, at: (usize, usize), repeat: u32) -> Decision {
+        let values: Vec<f64> = self
+            .0
+            .get(&at)
+            .map(|m| m.range(..repeat).filter_map(|(_, v)| *v).collect())
+            .unwrap_or_default();
+        rule.decide(&values)
+    }
 }
 
 impl Points<'_> {
+    /// Every run of the sweep in the order they go: with a seed, repeats
+    /// in shuffled rounds ([`super::rounds::order`]); without (a sweep
+    /// started before the seed was recorded) point by point, as then.
+    fn order(&self) -> Vec<super::rounds::Run> {
+        let points: Vec<(usize, usize)> = self
+            .spec
+            .parts
+            .iter()
+            .enumerate()
+            .flat_map(|(pi, part)| (0..points::count(part)).map(move |index| (pi, index)))
+            .collect();
+        match self.opts.seed {
+            Some(seed) => super::rounds::order(&points, self.repeats, seed),
+            None => points
+                .into_iter()
+                .flat_map(|(pi, index)| (0..self.repeats).map(move |r| (pi, index, r)))
+                .collect(),
+        }
+    }
+
     fn report(&self, kept: &report::Kept) -> Result<String> {
         report::render(self.dir, self.spec, kept, self.opts, 0)
     }
@@ -408,55 +482,77 @@ impl Points<'_> {
         );
         let mut pace = Pace::default();
         let stop = || self.interrupted.load(Ordering::Relaxed);
-        'points: for (pi, part) in self.spec.parts.iter().enumerate() {
-            for p in points::iter(pi, part) {
-                if stop() {
-                    break 'points;
-                }
-                if (0..self.repeats).all(|r| self.done.contains(&(p.part, p.index, r))) {
-                    bar.inc(u64::from(self.repeats));
+        let order = self.order();
+        let left = super::rounds::left(&order, self.done);
+        bar.inc((order.len() - left.len()) as u64);
+        let mut checked: Option<((usize, usize), RunRequest)> = None;
+        for (pi, index, repeat) in left {
+            if stop() {
+                break;
+            }
+            if let Some(rule) = &self.rule {
+                // A point whose interval is reached (or not, at MAX) runs
+                // no more repeats.
+                if self.headlines.decide(rule, (pi, index), repeat) != Decision::Repeat {
+                    bar.inc(1);
                     continue;
                 }
-                let args = check_point(self.text, self.file, part, &p, self.opts)?;
-                for repeat in 0..self.repeats {
-                    if self.done.contains(&(p.part, p.index, repeat)) {
-                        bar.inc(1);
-                        continue;
-                    }
-                    if stop() {
-                        break 'points;
-                    }
-                    bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
-                    let outcome = captured(&args, self.dir, &p, repeat)
-                        .and_then(|args| run_point(&args, self.interrupted, &mut self.pairs));
-                    if stop() {
-                        break 'points;
-                    }
-                    let record = record_of(&p, repeat, outcome, &bar);
-                    if let Err(e) = out.append(&record) {
-                        bar.finish_and_clear();
-                        // What finished is reported, if there is room for it.
-                        let _ = self.report(kept);
-                        bail!(
-                            "{e}; the finished points are kept whole: `{}` runs the rest",
-                            resume_cmd(self.dir)
-                        );
-                    }
-                    failures.note(&record);
-                    kept.add(record);
-                    // The report (and points.csv) follow what finished,
-                    // rewritten every few seconds rather than after every
-                    // point: a rewrite reads every record.
-                    let now = Instant::now();
-                    if pace.due(now) {
-                        if let Err(e) = self.report(kept) {
-                            bar.println(format!("linerate: writing the report failed: {e:#}"));
-                        }
-                        pace.done(now, Instant::now());
-                    }
-                    bar.inc(1);
+            }
+            let part = &self.spec.parts[pi];
+            let p = points::point(pi, part, index).context("a point of the sweep's order")?;
+            let args = match checked.take() {
+                Some((at, args)) if at == (pi, index) => args,
+                _ => check_point(self.text, self.file, part, &p, self.opts)?,
+            };
+            bar.set_message(format!("{} #{}", p.describe(), repeat + 1));
+            let outcome = captured(&args, self.dir, &p, repeat)
+                .and_then(|args| run_point(&args, self.interrupted, &mut self.pairs));
+            checked = Some(((pi, index), args));
+            if stop() {
+                break;
+            }
+            let record = record_of(&p, repeat, outcome, &bar);
+            if let Err(e) = out.append(&record) {
+                bar.finish_and_clear();
+                // What finished is reported, if there is room for it.
+                let _ = self.report(kept);
+                bail!(
+                    "{e}; the finished points are kept whole: `{}` runs the rest",
+                    resume_cmd(self.dir)
+                );
+            }
+            failures.note(&record);
+            self.headlines.note(&record);
+            if let Some(rule) = &self.rule {
+                match self.headlines.decide(rule, (pi, index), repeat + 1) {
+                    Decision::Reached(i) | Decision::NotReached(i) => bar.suspend(|| {
+                        eprintln!(
+                            "linerate: point {}: n={}, +-{:.1} %{}",
+                            p.describe(),
+                            i.iterations,
+                            i.width_pct / 2.0,
+                            if i.width_pct <= rule.width_pct {
+                                ""
+                            } else {
+                                " (not reached)"
+                            }
+                        )
+                    }),
+                    Decision::Repeat => {}
                 }
             }
+            kept.add(record);
+            // The report (and points.csv) follow what finished, rewritten
+            // every few seconds rather than after every point: a rewrite
+            // reads every record.
+            let now = Instant::now();
+            if pace.due(now) {
+                if let Err(e) = self.report(kept) {
+                    bar.println(format!("linerate: writing the report failed: {e:#}"));
+                }
+                pace.done(now, Instant::now());
+            }
+            bar.inc(1);
         }
         bar.finish_and_clear();
         Ok(())
@@ -559,16 +655,28 @@ fn run_once(
             TwoHostResult::Partial(_) => bail!("a side of the two-host run gave no result"),
         };
     }
-    Ok(Measured::One(Box::new(match args {
+    let (repeat, result): (_, RunResult) = match args {
         RunRequest::Stream(a) => {
             let plan = crate::plan::stream::plan(a)?;
-            crate::stream::run(&plan, interrupted)?.into()
+            (&a.repeat, crate::stream::run(&plan, interrupted)?.into())
         }
         RunRequest::Rr(a) => {
             let plan = crate::plan::rr::plan(a)?;
-            crate::rr::run(&plan, interrupted)?.into()
+            (&a.repeat, crate::rr::run(&plan, interrupted)?.into())
         }
-    })))
+    };
+    // Marked disturbed above the point's --disturbed-above.
+    Ok(Measured::One(Box::new(crate::repeat::mark(result, repeat))))
+}
+
+/// A sweep's point that asks for `confidence` or `iterations`: refused (a
+/// sweep repeats its points with `repeats`, in rounds).
+fn repeats_itself(args: &RunRequest) -> bool {
+    let repeat = match args {
+        RunRequest::Stream(a) => &a.repeat,
+        RunRequest::Rr(a) => &a.repeat,
+    };
+    crate::repeat::rule(repeat) != Ok(None)
 }
 
 /// The capture file a point asks for (`pcap` in a sweep file, `--pcap`).
@@ -668,6 +776,9 @@ mod tests {
             quick,
             extra: Vec::new(),
             repeats,
+            seed: None,
+            confidence: None,
+            iterations: None,
         };
         assert_eq!(Size::run_as(&s, &given(true, None)).unwrap().runs(), 36);
         assert_eq!(Size::run_as(&s, &given(true, Some(1))).unwrap().runs(), 12);
@@ -836,6 +947,9 @@ mod tests {
                 .map(String::from)
                 .to_vec(),
             repeats: None,
+            seed: None,
+            confidence: None,
+            iterations: None,
         };
         let note = o.override_path(&[("--lab", "b".into())]).unwrap();
         assert_eq!(o.extra, ["--tx-agent", "http://x", "--lab", "b"]);

@@ -62,12 +62,40 @@ pub struct SweepOptions {
     /// and --quick's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<u32>,
+    /// The seed of the order the runs go in (shuffled rounds; `--seed`
+    /// replays it); none in sweeps started before it was recorded, which
+    /// run (and resume) point by point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// `--confidence LEVEL,WIDTH`: each point repeated (in rounds) until
+    /// the interval of the mean of its headline figure is within WIDTH %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<String>,
+    /// `--iterations MIN,MAX` with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<String>,
 }
 
 impl SweepOptions {
+    /// The stop rule `--confidence`/`--iterations` ask for (either alone
+    /// takes the other's default, 95,5 and 3,10); None without them.
+    pub fn rule(&self) -> Result<Option<linerate_results::confidence::Rule>, String> {
+        if self.confidence.is_none() && self.iterations.is_none() {
+            return Ok(None);
+        }
+        linerate_results::confidence::parse(
+            self.confidence.as_deref().unwrap_or("95,5"),
+            self.iterations.as_deref().unwrap_or("3,10"),
+        )
+        .map(Some)
+    }
+
     /// Repeats of each point of `spec` run this way: --repeats, else at
     /// most [`QUICK_REPEATS`] with --quick, else the sweep's.
     pub fn repeats(&self, spec: &SweepSpec) -> u32 {
+        if let Ok(Some(rule)) = self.rule() {
+            return rule.max as u32;
+        }
         match (self.repeats, self.quick) {
             (Some(n), _) => n,
             (None, true) => spec.repeats.min(QUICK_REPEATS),

@@ -44,6 +44,7 @@ pub mod softirq;
 pub mod stats;
 pub mod stream;
 pub mod stream_table;
+pub mod student;
 pub mod system;
 pub mod threads;
 pub mod two_host;

@@ -70,7 +70,7 @@ impl Spread {
         let ci95 = (n >= 3).then(|| {
             let mean = v.iter().sum::<f64>() / n as f64;
             let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            let t = crate::confidence::Level::P95.t(n - 1);
+            let t = crate::student::Level::P95.t(n - 1);
             t * (var / n as f64).sqrt()
         });
         Some(Self {

@@ -78,9 +78,14 @@ pub fn sample_kernel_thread(pid: i32) -> Result<Option<ThreadTimes>, ThreadsErro
 /// run time (CONFIG_IRQ_TIME_ACCOUNTING), from /boot/config-RELEASE;
 /// none when that file cannot be read.
 pub fn irq_time_accounted() -> Option<bool> {
-    let release = fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
-    let config = fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()?;
-    Some(config_says_irq_time(&config))
+    // The running kernel's configuration: read once per process (a result
+    // asks for each set of cores it counts).
+    static ACCOUNTED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    *ACCOUNTED.get_or_init(|| {
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+        let config = fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()?;
+        Some(config_says_irq_time(&config))
+    })
 }
 
 fn config_says_irq_time(config: &str) -> bool {

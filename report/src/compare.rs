@@ -14,12 +14,12 @@ use serde::Serialize;
 
 use super::{
     data::{Data, COLS},
-    load::{load, Loaded},
+    load::load,
     md,
     placement::{self, OddRepeat},
     tables::fmt_num,
 };
-use crate::sweep::store::write_atomic;
+use crate::sweep::{spec::SweepSpec, store::write_atomic};
 use linerate_results::metrics::lower_is_better;
 use linerate_results::stats::{median, Spread, Verdict};
 
@@ -68,11 +68,9 @@ pub struct PlacedApart {
 }
 
 /// The placements of `dir` and `other` that differ.
-fn placement(dir: &Loaded, other: &Loaded) -> Placement {
-    let a = Data::new(&dir.spec, &dir.kept);
-    let b = Data::new(&other.spec, &other.kept);
-    let theirs = placement::common(&b);
-    let between = placement::common(&a)
+fn placement(a: &Data, b: &Data) -> Placement {
+    let theirs = placement::common(b);
+    let between = placement::common(a)
         .into_iter()
         .filter_map(|((part, point), ours)| {
             let t = theirs.get(&(part, point.clone()))?;
@@ -86,8 +84,8 @@ fn placement(dir: &Loaded, other: &Loaded) -> Placement {
         .collect();
     Placement {
         between,
-        dir: placement::odd_repeats(&a),
-        other: placement::odd_repeats(&b),
+        dir: placement::odd_repeats(a),
+        other: placement::odd_repeats(b),
     }
 }
 
@@ -198,13 +196,11 @@ const RULE: &str = "A difference is beyond the spread when the repeats' ranges (
 
 /// The rows of `dir` against `other`: every point of `dir` whose part
 /// (by position and kind) and axis values `other` has too.
-fn rows(dir: &Loaded, other: &Loaded) -> Vec<Row> {
-    let a = Data::new(&dir.spec, &dir.kept);
-    let b = Data::new(&other.spec, &other.kept);
-    let names = names(dir);
+fn rows(a: &Data, b: &Data) -> Vec<Row> {
+    let names = names(a.spec);
     let mut out = Vec::new();
     for (pi, points) in a.points.iter().enumerate() {
-        let (Some(pa), Some(pb)) = (dir.spec.parts.get(pi), other.spec.parts.get(pi)) else {
+        let (Some(pa), Some(pb)) = (a.spec.parts.get(pi), b.spec.parts.get(pi)) else {
             continue;
         };
         if pa.kind != pb.kind {
@@ -236,9 +232,9 @@ fn rows(dir: &Loaded, other: &Loaded) -> Vec<Row> {
 }
 
 /// The figures compared: points.csv's and those `dir`'s sweep file names.
-fn names(dir: &Loaded) -> Vec<&str> {
+fn names(spec: &SweepSpec) -> Vec<&str> {
     let mut names: Vec<&str> = COLS.to_vec();
-    for m in dir.spec.metric_names() {
+    for m in spec.metric_names() {
         if !names.contains(&m) {
             names.push(m);
         }
@@ -249,13 +245,11 @@ fn names(dir: &Loaded) -> Vec<&str> {
 /// Every point of `other` with a finished run, and every figure measured
 /// there, that `dir` has no value of (the same part, by position and
 /// kind, and axis values as for the rows).
-fn missing(dir: &Loaded, other: &Loaded) -> Vec<Missing> {
-    let a = Data::new(&dir.spec, &dir.kept);
-    let b = Data::new(&other.spec, &other.kept);
-    let names = names(dir);
+fn missing(a: &Data, b: &Data) -> Vec<Missing> {
+    let names = names(a.spec);
     let mut out = Vec::new();
     for (pi, points) in b.points.iter().enumerate() {
-        let ours: HashMap<String, _> = match (dir.spec.parts.get(pi), other.spec.parts.get(pi)) {
+        let ours: HashMap<String, _> = match (a.spec.parts.get(pi), b.spec.parts.get(pi)) {
             (Some(pa), Some(pb)) if pa.kind == pb.kind => {
                 a.points[pi].iter().map(|p| (p.describe(), p)).collect()
             }
@@ -276,7 +270,7 @@ fn missing(dir: &Loaded, other: &Loaded) -> Vec<Missing> {
                 continue;
             };
             if a.results(p).is_empty() {
-                let failed = dir
+                let failed = a
                     .kept
                     .runs
                     .iter()
@@ -391,8 +385,11 @@ pub fn command(
 ) -> Result<ExitCode> {
     let a = load(dir)?;
     let b = load(other)?;
-    let rows = rows(&a, &b);
-    let missing = missing(&a, &b);
+    // Each sweep's points and runs, expanded once for every part of the
+    // comparison.
+    let (data_a, data_b) = (Data::new(&a.spec, &a.kept), Data::new(&b.spec, &b.kept));
+    let rows = rows(&data_a, &data_b);
+    let missing = missing(&data_a, &data_b);
     if rows.is_empty() && missing.iter().all(|m| m.why == Why::NotInSweep) {
         bail!(
             "{} and {} have no point measured in both (same part, same axis values): compare two runs of the same sweep file or preset",
@@ -410,7 +407,7 @@ pub fn command(
         rule: RULE,
         rows,
         missing,
-        placement: placement(&a, &b),
+        placement: placement(&data_a, &data_b),
     };
     let md = markdown(&c) + &placement_markdown(&c);
     let js = serde_json::to_string_pretty(&c)? + "\n";

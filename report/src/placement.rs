@@ -43,16 +43,23 @@ fn describe(d: &Data, part: usize, point: usize) -> String {
         .map_or_else(|| format!("point {}", point + 1), |p| p.describe())
 }
 
+/// The most common of a point's placements and, for each, whether it
+/// differs from it (none: no placement).
+fn common_of<'a>(runs: &[(u32, &'a str)]) -> Option<(&'a str, Vec<bool>)> {
+    let sigs: Vec<&str> = runs.iter().map(|(_, s)| *s).collect();
+    let flags = differs_by(&sigs);
+    let common = *sigs.iter().zip(&flags).find(|(_, f)| !**f)?.0;
+    Some((common, flags))
+}
+
 /// Each point's most common placement: ((part, point description),
 /// placement).
 pub(super) fn common(d: &Data) -> BTreeMap<(usize, String), String> {
     by_point(d)
         .into_iter()
         .filter_map(|((part, point), runs)| {
-            let sigs: Vec<&str> = runs.iter().map(|(_, s)| *s).collect();
-            let flags = differs_by(&sigs);
-            let common = sigs.iter().zip(&flags).find(|(_, f)| !**f)?.0;
-            Some(((part, describe(d, part, point)), (*common).to_string()))
+            let (common, _) = common_of(&runs)?;
+            Some(((part, describe(d, part, point)), common.to_string()))
         })
         .collect()
 }
@@ -62,9 +69,7 @@ pub(super) fn common(d: &Data) -> BTreeMap<(usize, String), String> {
 pub(super) fn odd_repeats(d: &Data) -> Vec<OddRepeat> {
     let mut out = Vec::new();
     for ((part, point), runs) in by_point(d) {
-        let sigs: Vec<&str> = runs.iter().map(|(_, s)| *s).collect();
-        let flags = differs_by(&sigs);
-        let Some(common) = sigs.iter().zip(&flags).find(|(_, f)| !**f).map(|(s, _)| *s) else {
+        let Some((common, flags)) = common_of(&runs) else {
             continue;
         };
         for ((repeat, sig), odd) in runs.iter().zip(flags) {

@@ -262,28 +262,25 @@ fn combined<'a>(
             .sum::<Option<f64>>()?;
         (n > 0).then(|| sum / n as f64)
     };
-    let cpu_pct = mean(|p| Some(p.cpu_pct)).unwrap_or(0.0);
-    // Own time is the headline only when every pair measured it.
+    // Own time is the headline only when every pair measured it; else
+    // every pair's busy share.
     let own = parts.clone().all(|p| p.cpu_source == CpuSource::Own);
-    let busy_pct = own.then(|| mean(|p| Some(p.busy())).unwrap_or(0.0));
+    let busy = mean(|p| Some(p.busy())).unwrap_or(0.0);
+    let cpu_pct = if own {
+        mean(|p| Some(p.cpu_pct)).unwrap_or(0.0)
+    } else {
+        busy
+    };
     let f = CpuFigures {
         cores: Vec::new(),
-        cpu_pct: if own {
-            cpu_pct
-        } else {
-            mean(|p| Some(p.busy())).unwrap_or(0.0)
-        },
-        service_demand_ms_per_mb: None,
+        cpu_pct,
+        service_demand_ms_per_mb: service_demand(cpu_pct, n, mb_s),
         cpu_source: if own { CpuSource::Own } else { CpuSource::Busy },
-        busy_pct,
-        host_service_demand_ms_per_mb: busy_pct.and_then(|b| service_demand(b, n, mb_s)),
+        busy_pct: own.then_some(busy),
+        host_service_demand_ms_per_mb: own.then(|| service_demand(busy, n, mb_s)).flatten(),
         own_pct: mean(|p| p.own_pct),
         interference_pct: mean(|p| p.interference_pct),
         steal_pct: mean(|p| p.steal_pct),
-    };
-    let f = CpuFigures {
-        service_demand_ms_per_mb: service_demand(f.cpu_pct, n, mb_s),
-        ..f
     };
     (f, n)
 }

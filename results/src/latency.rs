@@ -61,7 +61,8 @@ pub enum ReceiveTime {
     PerBatch,
 }
 
-fn is_zero(v: &u64) -> bool {
+/// Whether a count is 0 (a field left out of the JSON when it is).
+pub(crate) fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 

@@ -157,6 +157,15 @@ impl CpuFigures {
         })
     }
 
+    /// The service demand of the cores' busy share, whichever `cpu_pct`
+    /// counts.
+    pub fn host_service_demand(&self) -> Option<f64> {
+        match self.cpu_source {
+            CpuSource::Busy => self.service_demand_ms_per_mb,
+            CpuSource::Own => self.host_service_demand_ms_per_mb,
+        }
+    }
+
     /// The cores' busy share from /proc/stat, whichever `cpu_pct` counts.
     pub fn busy(&self) -> f64 {
         match self.cpu_source {

@@ -280,7 +280,7 @@ pub struct FrameAccounting {
     /// its link without backpressure): what `--count` promised still went
     /// out, so a counted run's loss does not count them (0 when none, and
     /// in results written before).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::latency::is_zero")]
     pub resent: u64,
     /// Frames dropped on purpose on the way (`--inject-loss`): by the XDP
     /// steering program (its `dropped`), or on the loopback engine's link;
@@ -417,10 +417,6 @@ impl SideFigures {
 /// The shape of a stream's messages: (bytes per message, frames each is
 /// cut into).
 pub type MessageShape = (usize, usize);
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
 
 impl FrameAccounting {
     /// Whole-run accounting from the senders' and the receivers' totals

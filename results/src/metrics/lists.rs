@@ -322,11 +322,7 @@ macro_rules! side {
                     $who,
                     " cores' busy share per MB counted (what `service_demand_ms_per_mb` was before own time)"
                 ),
-                |r| r.$side.cpu.host_service_demand_ms_per_mb.or(
-                    (r.$side.cpu.cpu_source == crate::parts::CpuSource::Busy)
-                        .then_some(r.$side.cpu.service_demand_ms_per_mb)
-                        .flatten()
-                )
+                |r| r.$side.cpu.host_service_demand()
             ),
             stream!(
                 concat!(stringify!($side), ".cpu.service_demand_ms_per_mb"),

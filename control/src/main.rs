@@ -33,6 +33,15 @@ use clap::Parser;
 use cli::{Cli, Command};
 use linerate_host::{output, shown};
 
+/// Before Rust's runtime puts /dev/null on a closed fd 1: whether linerate
+/// was started with stdout closed (`>&-`), so that such a run is refused
+/// before it starts while a caller's read-write /dev/null is a place to
+/// write. `ctor` runs it from .init_array, before main.
+#[ctor::ctor]
+fn stdout_at_exec() {
+    output::note_stdout_at_exec();
+}
+
 fn main() -> ExitCode {
     // A write past `ulimit -f` fails with EFBIG, an error naming its file,
     // instead of killing the process: SIGXFSZ is blocked here, before any

@@ -71,23 +71,27 @@ fn results_written_to_dev_full_are_errors() {
     let _ = fs::remove_dir_all(dir);
 }
 
+/// linerate with fd 1 closed at exec: sh's `exec ... >&-` closes it (the
+/// arguments go as sh's positional parameters, never into the script).
+fn run_closed(args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" >&-")
+        .arg(linerate())
+        .args(args)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("running sh")
+}
+
 #[test]
 fn a_closed_stdout_is_an_error() {
-    // When fd 1 is closed at exec (`linerate ... >&-`), Rust's runtime opens
-    // /dev/null read-write there before main: that is the state this gives
-    // the child, without unsafe code in the test to close the descriptor.
-    let as_closed = || {
-        fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/null")
-            .unwrap()
-    };
     for args in [
         &["lab", "status", "--json", "--lab", "hr0"][..],
         &["sweep", "--list"],
+        &["stream", "--backend", "loopback", "--count", "100"],
     ] {
-        let out = run_to(args, as_closed());
+        let out = run_closed(args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(
@@ -96,13 +100,28 @@ fn a_closed_stdout_is_an_error() {
             "{err}"
         );
     }
-    // `> /dev/null` (write-only) is a place to write, not a closed stdout.
-    let out = run_to(&["lab", "status", "--json", "--lab", "hr0"], Stdio::null());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // `> /dev/null` (write-only) and a caller's read-write /dev/null
+    // (Python's subprocess.DEVNULL; Rust's runtime puts the same on a closed
+    // fd 1, told apart before main) are places to write.
+    let read_write = || {
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .unwrap()
+    };
+    for args in [
+        &["lab", "status", "--json", "--lab", "hr0"][..],
+        &["stream", "--backend", "loopback", "--count", "100"],
+    ] {
+        for out in [run_to(args, Stdio::null()), run_to(args, read_write())] {
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }
 
 #[test]

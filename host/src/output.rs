@@ -54,14 +54,23 @@ fn fail(error: io::Error) -> OutputError {
     }
 }
 
-/// Whether fd 1 was closed when linerate started. Rust's runtime opens
-/// /dev/null read-write on a closed fd 1 (so that no file of ours lands
-/// there); a shell's or a spawner's `> /dev/null` opens it write-only.
+/// Whether fd 1 was closed when the process was exec'd, as the binary's
+/// pre-main check saw it (`note_stdout_at_exec`). Rust's runtime opens
+/// /dev/null read-write on a closed fd 1 before main, which looks like a
+/// caller's read-write /dev/null (Python's `subprocess.DEVNULL`, systemd's
+/// `StandardOutput=null`): only a look before the runtime tells them apart.
+static CLOSED_AT_EXEC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records whether fd 1 was open at exec: called by the binary from a
+/// constructor that runs before Rust's runtime (see control's main.rs).
+pub fn note_stdout_at_exec() {
+    let closed =
+        nix::fcntl::fcntl(1, nix::fcntl::FcntlArg::F_GETFD) == Err(nix::errno::Errno::EBADF);
+    CLOSED_AT_EXEC.store(closed, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn closed_at_start() -> bool {
-    use nix::fcntl::{fcntl, FcntlArg, OFlag};
-    let rdwr = fcntl(1, FcntlArg::F_GETFL)
-        .is_ok_and(|f| OFlag::from_bits_truncate(f) & OFlag::O_ACCMODE == OFlag::O_RDWR);
-    rdwr && target().as_deref() == Some("/dev/null")
+    CLOSED_AT_EXEC.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Our own handle on fd 1: Rust's `stdout()` treats a closed fd 1 (EBADF)

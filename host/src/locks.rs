@@ -155,6 +155,30 @@ pub fn remove(name: &str) -> Result<()> {
     }
 }
 
+/// Removes the interface lock files nobody holds: those of runs killed
+/// before they could remove theirs (SIGKILL, a crash). A file is removed
+/// only while this process holds its lock; whoever opened it meanwhile
+/// finds, once it has the lock, that the name is no longer its file and
+/// tries again ([`try_exclusive`]). Returns how many went.
+pub fn remove_stale_iface_locks() -> usize {
+    let Ok(dir) = std::fs::read_dir(LOCK_DIR) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with("if-") && name.ends_with(".lock")) {
+            continue;
+        }
+        let Ok(f) = lock_file(name) else { continue };
+        if f.try_lock().is_ok() && remove(name).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Locks an interface for a run, by identity (its namespace's inode and
 /// its ifindex), so that two runs on one interface refuse before either
 /// changes anything.
@@ -162,6 +186,7 @@ pub fn iface_lock(netns: Option<&str>, iface: &str, identity: (u64, u32)) -> Res
     let (ns_ino, ifindex) = identity;
     let iface = iface.to_string();
     let where_ = netns.map_or(String::new(), |n| format!(" (namespace {n})"));
+    remove_stale_iface_locks();
     try_exclusive(&format!("if-{ns_ino}-{ifindex}.lock"), true, move |pid| {
         format!(
             "interface {iface}{where_} is in use by another linerate run (pid {pid}): wait for it to end, or use other interfaces"
@@ -174,11 +199,9 @@ mod tests {
     use super::*;
 
     #[test]
+    #[ignore = "needs root: /run/linerate is root's"]
     fn an_interface_lock_is_one_runs_and_its_file_goes_with_it() {
-        if !nix::unistd::geteuid().is_root() {
-            eprintln!("SKIP: {LOCK_DIR} needs root");
-            return;
-        }
+        assert!(nix::unistd::geteuid().is_root(), "{LOCK_DIR} needs root");
         // An identity no namespace has.
         let id = (u64::MAX - 7, 7);
         let path = lock_path(&format!("if-{}-{}.lock", id.0, id.1));
@@ -199,14 +222,30 @@ mod tests {
         assert!(!path.exists());
     }
 
+    /// The lock file of a killed run (left behind, nobody holding it) goes
+    /// when the next interface is locked; a held one stays.
+    #[test]
+    #[ignore = "needs root: /run/linerate is root's"]
+    fn a_killed_runs_interface_lock_file_goes_at_the_next_lock() {
+        assert!(nix::unistd::geteuid().is_root(), "{LOCK_DIR} needs root");
+        let stale = format!("if-{}-9.lock", u64::MAX - 9);
+        let mut left = lock_file(&stale).unwrap();
+        mark(&mut left, &lock_path(&stale)).unwrap();
+        drop(left);
+        let held_id = (u64::MAX - 8, 8);
+        let held = iface_lock(None, "hxu-b0", held_id).unwrap();
+        assert!(!lock_path(&stale).exists(), "the stale file stayed");
+        let other = iface_lock(None, "hxu-b1", (u64::MAX - 10, 10)).unwrap();
+        assert!(held.path.exists(), "a held lock's file went");
+        drop((held, other));
+    }
+
     /// A lock taken on a file that was removed while it waited is taken
     /// again on the file now of that name: never two holders of one name.
     #[test]
+    #[ignore = "needs root: /run/linerate is root's"]
     fn a_lock_whose_file_went_is_taken_on_the_new_one() {
-        if !nix::unistd::geteuid().is_root() {
-            eprintln!("SKIP: {LOCK_DIR} needs root");
-            return;
-        }
+        assert!(nix::unistd::geteuid().is_root(), "{LOCK_DIR} needs root");
         let name = format!("test-take-{}.lock", std::process::id());
         let first = take(&name, |f| Ok(f.lock()?)).unwrap();
         let waiter = std::thread::spawn({

@@ -273,3 +273,51 @@ fn a_responder_that_never_answers_ends_in_bounded_time() {
         r["transactions"]
     );
 }
+
+/// `--confidence`/`--iterations` on rr between lab namespaces: exactly
+/// three counted runs (`--iterations 3,3`), each of 500 transactions
+/// counted exactly; the result is one of them (its rate among the values)
+/// and its record says whether the interval was reached.
+#[test]
+#[ignore = "needs root: request/response between lab namespaces"]
+fn a_repeated_rr_counts_each_run_and_reports_one_of_them() {
+    require_root("rr --confidence");
+    let _turn = serial();
+    let lab = Lab::up("trr7", 1500);
+    let r = rr(
+        &lab.name,
+        &[
+            "--count",
+            "500",
+            "--timeout",
+            "2s",
+            "--confidence",
+            "99,50",
+            "--iterations",
+            "3,3",
+            "--disturbed-above",
+            "100",
+        ],
+    );
+    exact(&r, 500);
+    let c = &r["confidence"];
+    assert_eq!(c["iterations"], 3, "{c:#}");
+    assert_eq!(c["level"], 99, "{c:#}");
+    assert_eq!(c["disturbed_runs"], 0, "{c:#}");
+    let values: Vec<f64> = c["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(values.len(), 3, "{c:#}");
+    assert!(values.iter().all(|&v| v > 0.0), "{c:#}");
+    let rate = r["transactions"]["per_s"].as_f64().unwrap();
+    assert!(values.contains(&rate), "{rate} {c:#}");
+    // The median run is reported: as many values below it as above.
+    let below = values.iter().filter(|&&v| v < rate).count();
+    let above = values.iter().filter(|&&v| v > rate).count();
+    assert_eq!(below, above, "{rate} {c:#}");
+    let width = c["interval_pct"].as_f64().unwrap();
+    assert_eq!(c["reached"].as_bool().unwrap(), width <= 50.0, "{c:#}");
+}

@@ -111,6 +111,13 @@ def lr_stream(lab, extra, duration, warmup):
         dropped_at_sender_pct=100.0 * d["frames"].get("dropped_at_sender", 0)
         / max(1, d["frames"]["sent"] + d["frames"].get("dropped_at_sender", 0)),
         link_pps=r["link_packets_per_s"],
+        # linerate's own time (its threads and the network softirq on its
+        # cores: issue 34), beside the busy share every tool gets; what
+        # other tasks took of its cores is interference, not added in.
+        own_cpu=d["cpu"]["total"].get("own_pct"),
+        sd_own=d["cpu"]["total"].get("service_demand_ms_per_mb")
+        if d["cpu"]["total"].get("cpu_source") == "own" else None,
+        interference_pct=d["cpu"]["total"].get("interference_pct"),
         # The receiver's core (issue 26: receiver CPU by wait mode) and the
         # one-way latency of every received frame.
         rx_cpu=cpu.get(RECV_CORE),
@@ -136,7 +143,12 @@ def lr_rr(lab, extra, duration, warmup):
         "p99_us": lat["p99_us"],
         "mean_us": lat["mean_us"],
         "cpu": [round(cpu[c], 1) for c in sorted(cpu)],
-        "us_per_tx": d["cpu"]["total"].get("us_per_transaction"),
+        # From the busy share, as sockperf's row; then own time (issue 34):
+        # linerate's threads and softirq on its cores.
+        "us_per_tx": sum(cpu.values()) * 10.0 * 1000.0 / max(1.0, t["per_s"]),
+        "us_per_tx_own": d["cpu"]["total"].get("us_per_transaction"),
+        "own_cpu": d["cpu"]["total"].get("own_pct"),
+        "interference_pct": d["cpu"]["total"].get("interference_pct"),
         "timeouts": t["timeouts"],
     }
     return out
@@ -466,14 +478,22 @@ def report(out_dir, results, meta):
                  f"{meta['duration']} s measured after {meta['warmup']} s warm-up, rows of a group "
                  "alternating (A B A B). Figures: median (min-max). CPU % per core from /proc/stat over "
                  "the window (core 0 sends, core 1 receives); service demand (SD) = busy CPU ms per MB "
-                 "of payload received, total and per side.")
+                 "of payload received, total and per side, from that busy share (so that every tool is measured "
+                 "alike). For linerate's rows also its own time (issue 34: its threads' run time and the "
+                 "network softirq on its cores, % of the cores it uses; `own SD` = own CPU ms per MB) and "
+                 "the interference (what other tasks took of its cores, never added in).")
+    if "load_before" in meta:
+        after = " / ".join(meta.get("load_after", ["?"]))
+        lines.append("")
+        lines.append(f"Load average (1/5/15 min): {' / '.join(meta['load_before'])} before, {after} after "
+                     "(the bench's own runs raise it); nothing else ran.")
     lines.append("")
     lines.append(f"Peers: {meta['peers']}.")
     lines.append("")
     lines.append("## Streams")
     lines.append("")
-    lines.append("| row | received frames/s | payload MB/s | loss % | dropped at the sender % | CPU % core 0 / 1 | SD total | SD tx | SD rx |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines.append("| row | received frames/s | payload MB/s | loss % | dropped at the sender % | CPU % core 0 / 1 | SD total | SD tx | SD rx | own CPU % | own SD | interference % |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for _, name, _, _ in plan(1, 1):
         m = med.get(name)
         if not m or "tps" in m:
@@ -481,17 +501,19 @@ def report(out_dir, results, meta):
         cpu = " / ".join(f"{c:.0f}" for c in m.get("cpu", []))
         lines.append(f"| {name} | {fmt(m.get('fps'))} | {fmt(m.get('mb_s'))} | {fmt(m.get('loss_pct'), 3)} | "
                      f"{fmt(m.get('dropped_at_sender_pct'), 2)} | {cpu} | "
-                     f"{fmt(m.get('sd_total'), 2)} | {fmt(m.get('sd_tx'), 2)} | {fmt(m.get('sd_rx'), 2)} |")
+                     f"{fmt(m.get('sd_total'), 2)} | {fmt(m.get('sd_tx'), 2)} | {fmt(m.get('sd_rx'), 2)} | "
+                     f"{fmt(m.get('own_cpu'), 1)} | {fmt(m.get('sd_own'), 2)} | {fmt(m.get('interference_pct'), 1)} |")
     lines += ["", "## Request/response", "",
-              "| row | transactions/s | mean us | p50 us | p99 us | CPU % core 0 / 1 | CPU us per transaction |",
-              "|---|---|---|---|---|---|---|"]
+              "| row | transactions/s | mean us | p50 us | p99 us | CPU % core 0 / 1 | CPU us per transaction | own CPU % | own us per transaction | interference % |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for _, name, _, _ in plan(1, 1):
         m = med.get(name)
         if not m or "tps" not in m:
             continue
         cpu = " / ".join(f"{c:.0f}" for c in m.get("cpu", []))
         lines.append(f"| {name} | {fmt(m.get('tps'))} | {fmt(m.get('mean_us'), 1)} | {fmt(m.get('p50_us'), 1)} | "
-                     f"{fmt(m.get('p99_us'), 1)} | {cpu} | {fmt(m.get('us_per_tx'), 2)} |")
+                     f"{fmt(m.get('p99_us'), 1)} | {cpu} | {fmt(m.get('us_per_tx'), 2)} | "
+                     f"{fmt(m.get('own_cpu'), 1)} | {fmt(m.get('us_per_tx_own'), 2)} | {fmt(m.get('interference_pct'), 1)} |")
 
     # Ours against theirs round by round: this VM drifts between a fast and
     # a slow state over minutes, which moves both rows of a round alike.
@@ -641,6 +663,9 @@ def main():
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "kernel": platform.release(), "cpu": cpu_model, "cores": os.cpu_count(),
         "rounds": a.rounds, "duration": a.duration, "warmup": a.warmup,
+        # A figure taken under load is not one to sign: the load before is
+        # kept, the load after written when the bench ends.
+        "load_before": open("/proc/loadavg").read().split()[:3],
         "peers": "; ".join([
             "DPDK " + " ".join(ver(["dpkg-query", "-W", "-f", "${Version}", "dpdk"])) + " dpdk-testpmd, net_af_xdp vdev, --no-huge, txonly (Debian dpdk, librte-net-af-xdp23)",
             " ".join(ver(["iperf3", "--version"])),
@@ -671,6 +696,9 @@ def main():
                 results.append(rec)
                 f.write(json.dumps(rec) + "\n")
                 f.flush()
+    meta["load_after"] = open("/proc/loadavg").read().split()[:3]
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f)
     print(report(out, results, meta))
     log(f"results in {out}")
 

@@ -486,7 +486,7 @@ def report(out_dir, results, meta):
         after = " / ".join(meta.get("load_after", ["?"]))
         lines.append("")
         lines.append(f"Load average (1/5/15 min): {' / '.join(meta['load_before'])} before, {after} after "
-                     "(the bench's own runs raise it); nothing else ran.")
+                     "(the bench's own runs raise it).")
     lines.append("")
     lines.append(f"Peers: {meta['peers']}.")
     lines.append("")

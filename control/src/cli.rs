@@ -398,6 +398,14 @@ pub struct DoctorArgs {
     pub netns: Option<String>,
     #[command(flatten)]
     pub lab: LabName,
+    /// The noise floor between the cores a run with this --tx-cores
+    /// would use (its first) [default: a default run's sender core].
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
+    pub tx_cores: Option<String>,
+    /// ... and this --rx-cores (its first) [default: a default run's
+    /// receiver core].
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true, value_parser = parse_cores)]
+    pub rx_cores: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -744,6 +752,12 @@ pub struct RunArgs {
     /// With --json-stream: the interval, 100ms to 1h.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
+    /// Skip the noise floor that a run reporting latency measures just
+    /// before its window (0.25 s: the one-way hand-off between the
+    /// sender's and the receiver's cores, spinning and woken, and the gaps
+    /// a spinning loop loses there; its `noise.*` figures).
+    #[arg(long)]
+    pub no_floor: bool,
     #[command(flatten)]
     #[serde(flatten)]
     pub agents: AgentArgs,

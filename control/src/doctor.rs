@@ -98,15 +98,20 @@ pub struct NoiseFloor {
 /// How long doctor measures the noise floor.
 const FLOOR_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The floor between a default single-queue run's sender and receiver
-/// cores (host::cores::for_queues).
-fn noise_floor(ncpu: usize) -> Result<NoiseFloor, String> {
-    let core = |offset| {
-        linerate_host::cores::for_queues(None, 1, ncpu, offset, false)
+/// The floor between a single-queue run's sender and receiver cores: the
+/// first of `--tx-cores`/`--rx-cores` when given, else a default run's
+/// (host::cores::for_queues).
+fn noise_floor(
+    ncpu: usize,
+    tx_cores: Option<&str>,
+    rx_cores: Option<&str>,
+) -> Result<NoiseFloor, String> {
+    let core = |list, offset| {
+        linerate_host::cores::for_queues(list, 1, ncpu, offset, false)
             .map_err(|e| e.to_string())
             .map(|c| c[0])
     };
-    let (from_core, to_core) = (core(0)?, core(1)?);
+    let (from_core, to_core) = (core(tx_cores, 0)?, core(rx_cores, 1)?);
     let plan = linerate_datapath::noise::FloorPlan::new(from_core, to_core, FLOOR_BUDGET);
     let floor = linerate_datapath::noise::measure(&plan).map_err(|e| e.to_string())?;
     Ok(NoiseFloor {
@@ -295,7 +300,7 @@ pub fn run(args: &DoctorArgs) -> Result<Report> {
             run_would_use,
             put_back: replayed.restored.clone(),
             journal_problems: replayed.problems.clone(),
-            noise_floor: noise_floor(env.cpus),
+            noise_floor: noise_floor(env.cpus, args.tx_cores.as_deref(), args.rx_cores.as_deref()),
         })
     })();
     if let Some(l) = temp_lab {

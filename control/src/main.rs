@@ -7,6 +7,7 @@ mod cli;
 mod doctor;
 mod engine;
 mod fleet;
+mod floor;
 mod lab;
 #[cfg(test)]
 mod options_doc;

@@ -499,6 +499,7 @@ mod tests {
         &["--flows", "2"],
         &["--timeout", "1s 500us"],
         &["--responder", "xdp"],
+        &["--no-floor"],
     ];
 
     /// Parses without the commands' own checks: every value clap takes.

@@ -64,6 +64,9 @@ pub struct Timing {
     /// Every how long a line of figures is printed (`--json-stream`), if
     /// at all.
     pub intervals: Option<Duration>,
+    /// Whether a run that reports latency measures the noise floor just
+    /// before its window (not with `--no-floor`).
+    pub floor: bool,
 }
 
 /// How each end's workers wait when there is nothing to do.

@@ -261,3 +261,67 @@ fn the_verify_level_is_chosen_and_said() {
         }
     }
 }
+
+/// The noise floor (issue 34, item 3): a run with latency measures it just
+/// before its window between its sender's and receiver's cores, and says
+/// so in its table; `--no-floor` leaves the figures out and says why.
+#[test]
+fn a_run_with_latency_measures_the_noise_floor_unless_told_not_to() {
+    let base = [
+        "stream",
+        "--backend",
+        "loopback",
+        "--count",
+        "2000",
+        "--rate",
+        "20000",
+        "--warmup",
+        "0s",
+    ];
+    let out = run(&[&base[..], &["--json"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&out);
+    let n = &r["noise"];
+    let f = |k: &str| n[k].as_f64().unwrap_or_else(|| panic!("no {k} in {n}"));
+    assert_eq!(n["from_core"], r["params"]["tx_cores"][0], "{n}");
+    assert_eq!(n["to_core"], r["params"]["rx_cores"][0], "{n}");
+    assert_ne!(n["from_core"], n["to_core"], "{n}");
+    assert_eq!(n["budget_ms"], 250, "{n}");
+    assert!(n["stamps"].as_u64().unwrap() > 0, "{n}");
+    for way in ["spin", "wake"] {
+        let (p50, p99, p999, max) = (
+            f(&format!("{way}_p50_us")),
+            f(&format!("{way}_p99_us")),
+            f(&format!("{way}_p99_9_us")),
+            f(&format!("{way}_max_us")),
+        );
+        assert!(
+            0.0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max,
+            "{way}: {n}"
+        );
+    }
+    assert!((0.0..=100.0).contains(&f("gap_pct")), "{n}");
+    assert!(r.get("noise_not_measured").is_none(), "{r}");
+    // The table's line.
+    let out = run(&base);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  noise floor (core ") && text.contains("the wake floor"),
+        "{text}"
+    );
+    // --no-floor: no figures, the reason in the result and the table.
+    let out = run(&[&base[..], &["--json", "--no-floor"]].concat());
+    let r = json(&out);
+    assert!(r.get("noise").is_none(), "{r}");
+    assert_eq!(r["noise_not_measured"], "--no-floor");
+    let out = run(&[&base[..], &["--no-floor"]].concat());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("  noise floor: not measured (--no-floor)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -312,6 +312,9 @@ where
         workers: pairs.flat_map(|(_, e)| e.workers.iter().cloned()).collect(),
         interfaces: Default::default(),
         agents: None,
+        // Each pair's floor is its own (in its result).
+        noise: None,
+        noise_not_measured: None,
         ..first
     }
 }

@@ -21,7 +21,8 @@
 //!   interference and steal there; [`placement`]: whether repeats of a
 //!   point ran on the same cores (shares below a floor ignored);
 //! - [`latency`]: latency statistics of a histogram (rr's response
-//!   times, a stream's one-way latencies);
+//!   times, a stream's one-way latencies); [`noise`]: the machine's noise
+//!   floor between a run's cores, measured before its window;
 //! - [`metrics`]: the one list of metric names (sweep files, the report,
 //!   /metrics, docs/metrics.md), each with its unit, meaning and how it is
 //!   read from a typed result.
@@ -34,6 +35,7 @@ pub mod fleet;
 pub mod latency;
 pub mod merge;
 pub mod metrics;
+pub mod noise;
 pub mod own;
 pub mod parts;
 pub mod placement;

@@ -59,6 +59,23 @@ pub fn summary(r: &RrResult) -> String {
     o
 }
 
+/// The noise floor's line: a response crosses twice, and spins when both
+/// ends spin.
+fn noise_line(r: &RrResult) -> Option<String> {
+    let spinning = r.params.client_wait == "busy" && r.params.responder_wait == "busy";
+    let reader = if spinning {
+        crate::noise::Reader::Spinning
+    } else {
+        crate::noise::Reader::Woken
+    };
+    crate::noise::table_line(
+        (&r.common.noise, &r.common.noise_not_measured),
+        r.latency.p99_us,
+        reader,
+        2,
+    )
+}
+
 /// Renders the result as the terminal table: the summary line first.
 pub fn print_table(r: &RrResult) -> String {
     let p = &r.params;
@@ -126,6 +143,9 @@ pub fn print_table(r: &RrResult) -> String {
         "  response time (us): mean {:.1}, min {:.1}, p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1} ({} samples)",
         l.mean_us, l.min_us, l.p50_us, l.p90_us, l.p99_us, l.p99_9_us, l.max_us, l.count
     );
+    if let Some(line) = noise_line(r) {
+        let _ = writeln!(o, "{line}");
+    }
     let _ = writeln!(
         o,
         "  whole run: {} completed, {} timed out (retried), {} late answers, {} requests answered",

@@ -138,6 +138,7 @@ pub fn spec(args: &RunArgs, path: PathSpec) -> RunSpec {
             warmup: args.warmup,
             duration: args.duration,
             intervals: args.json_stream.then_some(args.interval),
+            floor: !args.no_floor,
         },
         wait: Wait {
             tx: args.tx_wait.map(WaitMode::from),

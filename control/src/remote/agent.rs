@@ -70,6 +70,8 @@ impl Runs for CliRuns {
             iface: Some(iface),
             netns,
             lab: LabName { name: "lr".into() },
+            tx_cores: None,
+            rx_cores: None,
             json: true,
         })?;
         Ok(serde_json::to_string(&report)?)

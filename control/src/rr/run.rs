@@ -38,13 +38,21 @@ pub fn run_side(
     let port = run.sockets.port;
     let xdp_responder = plan.xdp_responder;
     let steers = plan.engine.can().steering;
+    // Before anything of the run: the cores are as the run will find them.
+    let here = Ends::here(peer);
+    let floor = crate::floor::before_window(
+        &path.tx_cores,
+        &path.rx_cores,
+        here.tx && here.rx,
+        run.timing.floor,
+    );
     let session = Session::prepare(
         Prepare {
             timing: run.timing,
             wait: &run.wait,
             napi: &run.napi,
             path,
-            here: Ends::here(peer),
+            here,
             // The clients' program takes the responses to their ports;
             // the responders' takes requests (or answers them itself).
             steering: Ends {
@@ -122,5 +130,7 @@ pub fn run_side(
     let window = session.measure(&crew, false, &clients_done)?;
     session.await_peer(&crew, &|| false);
     let measured = session.finish(crew, window, Drain::Pause(ANSWER_LAST))?;
-    build::result(plan, &measured)
+    let mut result = build::result(plan, &measured)?;
+    crate::floor::put(floor, &mut result.common);
+    Ok(result)
 }

@@ -206,6 +206,8 @@ impl<T, R> Measured<T, R> {
             agents: None,
             confidence: None,
             disturbed: false,
+            noise: None,
+            noise_not_measured: None,
         }
     }
 }

@@ -45,6 +45,13 @@ pub fn run_side(
         .as_deref()
         .map(crate::pcap::PcapFile::create)
         .transpose()?;
+    // Before anything of the run: the cores are as the run will find them.
+    let floor = crate::floor::before_window(
+        &path.tx_cores,
+        &path.rx_cores,
+        here.tx && here.rx,
+        run.timing.floor,
+    );
     let session = prepare(plan, here, peer, interrupted)?;
     let stop = session.stop_signals();
     let mut io = Io::new(&run.rings, plan.chunk_size, plan.multi_buffer);
@@ -111,7 +118,9 @@ pub fn run_side(
     if let Some(file) = pcap {
         write_pcap(file, path, &measured);
     }
-    Ok(build::result(plan, &measured, credit_window))
+    let mut result = build::result(plan, &measured, credit_window);
+    crate::floor::put(floor, &mut result.common);
+    Ok(result)
 }
 
 /// Prepares the session: steering for receivers that need it, NAPI beside

@@ -379,6 +379,12 @@ pub(super) const FIGURES: &[Figure] = &[
     both!("latency.p99_9_us", "us", "99.9th percentile of the latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.p99_9_us), |r| Some(r.latency.p99_9_us)),
     both!("latency.max_us", "us", "Longest latency (response time; a stream's one-way latency)", |r| r.latency.as_ref().map(|l| l.max_us), |r| Some(r.latency.max_us)),
     stream!("latency.clock.uncertainty_us", "us", "Two hosts: uncertainty of the clock offset taken off every one-way latency", |r| r.latency.as_ref().and_then(|l| l.clock).map(|c| c.uncertainty_us)),
+    // The noise floor between the run's cores, just before its window.
+    both!("noise.spin_p50_us", "us", "Noise floor: one-way hand-off between the run's sending and receiving cores, both spinning, median (measured just before the window; none with --no-floor)", |r| r.common.noise.as_ref().map(|n| n.spin_p50_us), |r| r.common.noise.as_ref().map(|n| n.spin_p50_us)),
+    both!("noise.spin_p99_us", "us", "Noise floor: the spinning hand-off's 99th percentile, the least a spinning receiver's p99 can be", |r| r.common.noise.as_ref().map(|n| n.spin_p99_us), |r| r.common.noise.as_ref().map(|n| n.spin_p99_us)),
+    both!("noise.wake_p50_us", "us", "Noise floor: one-way hand-off to a reader asleep until woken (a futex wake-up), median", |r| r.common.noise.as_ref().map(|n| n.wake_p50_us), |r| r.common.noise.as_ref().map(|n| n.wake_p50_us)),
+    both!("noise.wake_p99_us", "us", "Noise floor: the woken hand-off's 99th percentile, the least a sleeping receiver's p99 can be", |r| r.common.noise.as_ref().map(|n| n.wake_p99_us), |r| r.common.noise.as_ref().map(|n| n.wake_p99_us)),
+    both!("noise.gap_pct", "%", "Noise floor: percent of the time a spinning loop on the run's cores lost in gaps over 1 us (the larger core's; as sysjitter and osnoise count it)", |r| r.common.noise.as_ref().map(|n| n.gap_pct), |r| r.common.noise.as_ref().map(|n| n.gap_pct)),
     // CPU.
     both!("cpu.total.cpu_pct", "%", "linerate's own time on every core (of both hosts, across two), mean percent per core; the busy share where own time was not measured (`cpu_source`)", |r| Some(r.cpu.total.cpu_pct), |r| Some(r.cpu.total.cpu.cpu_pct)),
     both!("cpu.total.busy_pct", "%", "Busy percent of every core from /proc/stat (of both hosts, across two): whatever ran there, steal included", |r| Some(r.cpu.total.busy()), |r| Some(r.cpu.total.cpu.busy())),

@@ -1,7 +1,7 @@
 //! Runs on the loopback engine that end badly, with no root: a result
 //! written to /dev/full is an error naming where it was going, a reader
-//! that went away is no panic, SIGINT ends a stream (130, its figures
-//! printed, marked interrupted) and a sweep (130, every record whole, a
+//! that went away is no panic, SIGINT and SIGTERM end a stream (130, its
+//! figures printed, marked interrupted) and a sweep (130, every record whole, a
 //! report that counts them). (Moved from the root package's
 //! tests/output.rs and tests/robustness.rs, which keep what the kernel
 //! shows: a real full disk, XDP detached after an interrupted run.)
@@ -102,6 +102,18 @@ fn a_reader_that_goes_away_is_no_panic() {
 
 #[test]
 fn sigint_ends_a_stream_with_its_figures() {
+    stops_with_its_figures_on(Signal::SIGINT);
+}
+
+#[test]
+fn sigterm_ends_a_stream_with_its_figures() {
+    stops_with_its_figures_on(Signal::SIGTERM);
+}
+
+/// A minute-long paced loopback stream, sent `signal` two seconds in:
+/// exit 130, its result printed and marked interrupted, every frame sent
+/// received.
+fn stops_with_its_figures_on(signal: Signal) {
     let child = Command::new(linerate())
         .args([
             "stream",
@@ -121,10 +133,10 @@ fn sigint_ends_a_stream_with_its_figures() {
         .unwrap();
     // Well into the window (the warm-up is 0.2 s).
     thread::sleep(Duration::from_secs(2));
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    kill(Pid::from_raw(child.id() as i32), signal).unwrap();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(out.status.code(), Some(130), "{signal}: {err}");
     let r = json(&out);
     assert_eq!(r["interrupted"], true, "{r:#}");
     let f = &r["frames"];

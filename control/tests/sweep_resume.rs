@@ -203,8 +203,10 @@ fn a_torn_last_line_is_cut_and_its_point_runs_again() {
 /// (paced, lossless, `duration` long).
 fn cases_sweep(dir: &Path, first: &str, duration: &str) -> PathBuf {
     let file = dir.join("cases.toml");
-    let starved = "{ rate = 1, duration = \"0.3s\" }";
-    let long = format!("{{ rate = 20000, duration = \"{duration}\" }}");
+    // One frame a second: the first at the warm-up's start, the next a
+    // second later; the window (0.5 s to 0.8 s) half a second from each.
+    let starved = "{ rate = 1, warmup = \"0.5s\", duration = \"0.3s\" }";
+    let long = format!("{{ rate = 20000, warmup = \"0.1s\", duration = \"{duration}\" }}");
     let (values, labels) = match first {
         "starved" => (format!("{starved}, {long}"), "\"starved\", \"long\""),
         "both" => (
@@ -216,14 +218,14 @@ fn cases_sweep(dir: &Path, first: &str, duration: &str) -> PathBuf {
     fs::write(
         &file,
         format!(
-            "name = \"cases\"\nkind = \"stream\"\nrepeats = 1\n[fixed]\nbackend = \"loopback\"\nwarmup = \"0.1s\"\n[[axis]]\nname = \"case\"\nvalues = [{values}]\nlabels = [{labels}]\n"
+            "name = \"cases\"\nkind = \"stream\"\nrepeats = 1\n[fixed]\nbackend = \"loopback\"\n[[axis]]\nname = \"case\"\nvalues = [{values}]\nlabels = [{labels}]\n"
         ),
     )
     .unwrap();
     file
 }
 
-const STARVED: &str = "point case={ duration = \"0.3s\", rate = 1 }, repeat 1: measured nothing: no frame was sent or received in the measured window";
+const STARVED: &str = "point case={ duration = \"0.3s\", rate = 1, warmup = \"0.5s\" }, repeat 1: measured nothing: no frame was sent or received in the measured window";
 
 #[test]
 fn a_sweep_with_failed_points_says_how_many_and_exits_4() {

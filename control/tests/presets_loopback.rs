@@ -10,6 +10,8 @@ mod common;
 
 use std::{fs, path::Path};
 
+use serde_json::Value;
+
 use common::*;
 
 /// A preset's text on the loopback engine: its shared `[fixed]` settings
@@ -54,7 +56,7 @@ fn complete_report(preset: &str) -> usize {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{preset}: {err}");
-    let records: Vec<serde_json::Value> = fs::read_to_string(out_dir.join("results.jsonl"))
+    let records: Vec<Value> = fs::read_to_string(out_dir.join("results.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -65,6 +67,7 @@ fn complete_report(preset: &str) -> usize {
         assert!(f["sent"].as_u64().unwrap() > 0, "{preset}: {f:#}");
         assert_eq!(f["sent"], f["received"], "{preset}: {f:#}");
     }
+    check_points_csv(&out_dir.join("points.csv"), &records);
     let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
     let n = records.len();
     assert!(
@@ -121,4 +124,43 @@ fn complete_report(preset: &str) -> usize {
 fn fc_modes_reports_complete_on_the_loopback_engine() {
     // reverse x mode x message: 2 x 4 x 5.
     assert_eq!(complete_report("fc-modes"), 40);
+}
+
+/// points.csv: a row per point, in order, each with the figures of its
+/// one run (the median of one): frames/s received and loss, to the
+/// digit.
+fn check_points_csv(path: &Path, records: &[Value]) {
+    let text = fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(head[..4], ["part", "point", "values", "repeats"], "{text}");
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<(String, Vec<&str>)> = lines
+        .map(|l| {
+            // part,point,"values (commas inside)",figures...
+            let (start, rest) = l.split_once(",\"").unwrap();
+            let (_, figures) = rest.split_once("\",").unwrap();
+            let mut cells: Vec<&str> = start.split(',').collect();
+            cells.push("values");
+            cells.extend(figures.split(','));
+            assert_eq!(cells.len(), head.len(), "{l}");
+            (start.to_string(), cells)
+        })
+        .collect();
+    assert_eq!(rows.len(), records.len(), "{text}");
+    for (i, (start, _)) in rows.iter().enumerate() {
+        assert_eq!(*start, format!("0,{i}"), "points in order: {text}");
+    }
+    for r in records {
+        let point = r["point"].as_u64().unwrap() as usize;
+        let cells = &rows[point].1;
+        assert_eq!(cells[col("repeats")], "1");
+        let fps = r["result"]["receiver"]["frames_per_s"].as_f64().unwrap();
+        assert_eq!(
+            cells[col("receiver.frames_per_s")],
+            format!("{fps:.6}"),
+            "point {point}"
+        );
+        assert_eq!(cells[col("frames.loss_pct")], "0.000000", "point {point}");
+    }
 }

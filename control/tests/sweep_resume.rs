@@ -311,3 +311,84 @@ fn sigint_during_the_runs_exits_130_and_counts_the_failures() {
     assert_eq!(lines(&results), 1, "the cut-short run is not recorded");
     let _ = fs::remove_dir_all(dir);
 }
+
+/// (point, repeat) of each record, in the file's order.
+fn order(results: &Path) -> Vec<(u64, u64)> {
+    fs::read_to_string(results)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            (r["point"].as_u64().unwrap(), r["repeat"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_seeded_sweep_resumes_in_the_seeds_order() {
+    let dir = tmp("sr-seed");
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("seeded.toml");
+    fs::write(
+        &file,
+        "name = \"lo\"\nkind = \"stream\"\n[fixed]\nbackend = \"loopback\"\nrate = 20000\nwarmup = \"100ms\"\nduration = \"200ms\"\n[[axis]]\nname = \"size\"\nvalues = [64, 128, 256]\n",
+    )
+    .unwrap();
+    let args = |out: &Path| {
+        vec![
+            "sweep".to_string(),
+            file.to_str().unwrap().to_string(),
+            "--repeats".into(),
+            "2".into(),
+            "--seed".into(),
+            "42".into(),
+            "--out".into(),
+            out.to_str().unwrap().to_string(),
+        ]
+    };
+    // Uninterrupted: the seed's order.
+    let whole = dir.join("whole");
+    let a = args(&whole);
+    let out = run(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = order(&whole.join("results.jsonl"));
+    assert_eq!(want.len(), 6, "{want:?}");
+    // Killed after two records, then resumed: the same order, the runs
+    // done before the crash kept as they were.
+    let cut = dir.join("cut");
+    let results = cut.join("results.jsonl");
+    let mut child = Command::new(linerate())
+        .args(args(&cut))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(60);
+    while lines(&results) < 2 {
+        assert!(Instant::now() < end, "the sweep made no progress");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the sweep ended ({status}) before it was killed");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let before = fs::read_to_string(&results).unwrap();
+    let kept = order(&results);
+    assert_eq!(kept[..], want[..kept.len()], "the seed's order so far");
+    let out = run(&["sweep", "--resume", cut.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fs::read_to_string(&results).unwrap().starts_with(&before));
+    assert_eq!(order(&results), want);
+    let _ = fs::remove_dir_all(dir);
+}

@@ -164,3 +164,61 @@ fn check_points_csv(path: &Path, records: &[Value]) {
         assert_eq!(cells[col("frames.loss_pct")], "0.000000", "point {point}");
     }
 }
+
+/// `--quick` with `--repeats 1` (how the lab's preset test runs them):
+/// each run 0.5 s of warm-up and 1 s measured, one a point, as the report
+/// and options.json say.
+#[test]
+fn quick_with_one_repeat_is_what_runs_and_what_the_report_says() {
+    let dir = tmp("preset-quick");
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("q.toml");
+    fs::write(
+        &file,
+        "name = \"q\"\nkind = \"stream\"\n[fixed]\nbackend = \"loopback\"\nrate = 20000\n[[axis]]\nname = \"size\"\nvalues = [64, 128]\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--quick",
+        "--repeats",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records: Vec<Value> = fs::read_to_string(out_dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        let p = &r["result"]["params"];
+        assert_eq!(
+            (p["warmup_s"].as_f64(), p["duration_s"].as_f64()),
+            (Some(0.5), Some(1.0)),
+            "{p:#}"
+        );
+    }
+    let report = fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("Repeats per point: 1 (--quick: 0.5 s warm-up, 1 s per run)."),
+        "{report}"
+    );
+    let opts: Value =
+        serde_json::from_str(&fs::read_to_string(out_dir.join("options.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&opts["quick"], &opts["repeats"]),
+        (&true.into(), &1.into()),
+        "{opts:#}"
+    );
+    let _ = fs::remove_dir_all(dir);
+}

@@ -1,6 +1,7 @@
-//! The first five minutes: durations in bare seconds, the summary line
-//! first (and alone with -q), `--rx-only` with the receiving interface
-//! alone.
+//! The first five minutes on the lab: durations in bare seconds, rr's
+//! summary line first (and alone with -q), `--rx-only` with the receiving
+//! interface alone. (A stream's summary line is in
+//! control/tests/first_minutes_loopback.rs, without root.)
 
 mod common;
 
@@ -8,7 +9,6 @@ use std::{fs, net::UdpSocket, thread, time::Duration};
 
 use common::*;
 use nix::sched::{setns, CloneFlags};
-use serde_json::Value;
 
 /// The number after `before` in `line` (thousands separators dropped).
 fn number_after(line: &str, before: &str) -> f64 {
@@ -35,91 +35,14 @@ fn stdout(out: &std::process::Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-/// A stream's summary line, checked against what --json reports of the
-/// same kind of run: every figure it shows is there, `--count` frames
-/// were sent, and the loss is sent - received.
-fn check_stream_summary(line: &str, r: &Value, count: u64) {
-    assert!(line.starts_with("stream: received "), "{line}");
-    for (label, path) in [
-        ("received ", &["receiver", "frames_per_s"][..]),
-        ("frames/s, ", &["receiver", "wire_gbit_s"]),
-        ("lost ", &["frames", "lost"]),
-        (" of ", &["frames", "sent"]),
-        ("frames (", &["frames", "loss_pct"]),
-        ("CPU tx ", &["sender", "cpu", "cpu_pct"]),
-        (" % rx ", &["receiver", "cpu", "cpu_pct"]),
-    ] {
-        let shown = number_after(line, label);
-        let field = path.iter().fold(r, |v, k| &v[*k]);
-        assert!(field.as_f64().is_some(), "--json has no {path:?}: {r}");
-        assert!(shown >= 0.0, "{label}: {line}");
-    }
-    // Service demand: a number, or "-" when nothing was counted in the
-    // window (as the JSON's null).
-    assert!(
-        line.contains("SD - ms/MB") || number_after(line, "SD ") >= 0.0,
-        "{line}"
-    );
-    assert!(
-        r["cpu"]["total"]
-            .as_object()
-            .unwrap()
-            .contains_key("service_demand_ms_per_mb"),
-        "{r}"
-    );
-    assert!(line.contains(" Gbit/s, "), "{line}");
-    assert!(line.ends_with(" ms/MB"), "{line}");
-    // Exact accounting, in the line and in the JSON.
-    let (lost, sent) = (number_after(line, "lost "), number_after(line, " of "));
-    assert_eq!(sent, count as f64, "{line}");
-    assert_eq!(r["frames"]["sent"], count, "{r}");
-    let received = r["frames"]["received"].as_u64().unwrap();
-    assert_eq!(r["frames"]["lost"], count - received, "{r}");
-    assert!(lost <= sent, "{line}");
-}
-
 #[test]
 #[ignore = "needs root: streams on the veth lab"]
-fn the_summary_line_comes_first_and_alone_with_quiet() {
-    require_root("summary line");
+fn rr_summary_line_comes_first_and_alone_with_quiet() {
+    require_root("rr summary line");
     let _turn = serial();
     let lab = Lab::up("uxq", 1500);
-    // Bare seconds (--warmup 0, --duration 30) are durations.
-    let stream = |extra: &[&str]| {
-        let mut args = vec![
-            "stream",
-            "--lab",
-            &lab.name,
-            "--count",
-            "2000",
-            "--rate",
-            "50000",
-            "--napi",
-            "softirq",
-            "--warmup",
-            "0",
-            "--duration",
-            "30",
-        ];
-        args.extend(extra);
-        run(&args)
-    };
-    let r = json(&stream(&["--json"]));
-    let quiet = stdout(&stream(&["-q"]));
-    let lines: Vec<&str> = quiet.lines().collect();
-    assert_eq!(lines.len(), 1, "-q prints one line: {quiet}");
-    check_stream_summary(lines[0], &r, 2000);
-    // The full table starts with the same line.
-    let full = stdout(&stream(&[]));
-    let first = full.lines().next().unwrap();
-    check_stream_summary(first, &r, 2000);
-    assert!(full.lines().count() > 10, "{full}");
-    assert!(full
-        .lines()
-        .nth(1)
-        .unwrap()
-        .starts_with("linerate stream (xdp)"));
-
+    // Bare seconds (--warmup 0, --duration 30) are durations. (A
+    // stream's summary line: control/tests/first_minutes_loopback.rs.)
     // rr: transactions/s, response times, CPU, service demand.
     let rr = |extra: &[&str]| {
         let mut args = vec![

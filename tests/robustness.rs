@@ -1,4 +1,7 @@
-//! Foreign traffic on the steered port and interrupted rr and sweep runs.
+//! Foreign traffic on the steered port, an interrupted rr run and a reader
+//! that goes away, on the veth lab: XDP detached after each. (A sweep
+//! interrupted, a stream interrupted and a reader that goes away on the
+//! loopback engine: control/tests/robustness_loopback.rs.)
 
 mod common;
 
@@ -7,7 +10,7 @@ use std::{
     net::UdpSocket,
     process::{Command, Stdio},
     thread,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use common::*;
@@ -155,72 +158,6 @@ fn rr_interrupted_prints_figures_and_detaches() {
     assert_eq!(r["interrupted"], true);
     assert!(r["transactions"]["total"].as_u64().unwrap() > 0);
     assert!(!has_xdp(&lab.ns_a(), &lab.if_a()) && !has_xdp(&lab.ns_b(), &lab.if_b()));
-}
-
-#[test]
-#[ignore = "needs root: foreign traffic and interrupted runs on the veth lab"]
-fn sweep_interrupted_leaves_a_valid_partial_report() {
-    require_root("sweep SIGINT");
-    let _turn = serial();
-    let lab = Lab::up("tswint", 1500);
-    let dir = std::env::temp_dir().join(format!("linerate-swint-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    let spec =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small-sweep.toml");
-    let mut cmd = Command::new(linerate());
-    cmd.args(["sweep", spec.to_str().unwrap(), "--lab", &lab.name, "--out"])
-        .arg(&dir);
-    // Wait for a first finished point, then interrupt.
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Interrupted once two runs are recorded, or, on a machine too busy
-    // for that, after 60 s whatever it did: every moment is a valid one to
-    // interrupt at, each with its own checks below.
-    let results = dir.join("results.jsonl");
-    let recorded = || fs::read_to_string(&results).map_or(0, |t| t.lines().count());
-    let end = Instant::now() + Duration::from_secs(60);
-    while recorded() < 2 && Instant::now() < end {
-        thread::sleep(Duration::from_millis(50));
-    }
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    match fs::read_to_string(&results) {
-        // While its points were checked: nothing ran, nothing written.
-        Err(_) => {
-            assert!(
-                err.contains("sweep interrupted while its points were checked")
-                    && err.contains("nothing ran, nothing was written"),
-                "{err}"
-            );
-            assert!(!dir.join("report.md").exists());
-        }
-        // While its points ran: every record whole, each a result or an
-        // error, and the report counts them as they are.
-        Ok(text) => {
-            let records: Vec<serde_json::Value> = text
-                .lines()
-                .map(|l| serde_json::from_str(l).expect("whole records"))
-                .collect();
-            // 6 points x 2 repeats: the interruption cut it short.
-            assert!(records.len() < 12, "{text}");
-            let failed = records.iter().filter(|r| r["error"].is_string()).count();
-            let finished = records.iter().filter(|r| r["result"].is_object()).count();
-            assert_eq!(finished + failed, records.len(), "{text}");
-            assert!(err.contains("--resume"), "says how to resume: {err}");
-            let report = fs::read_to_string(dir.join("report.md")).unwrap();
-            assert!(
-                report.contains(&format!("{finished} run(s) finished, {failed} failed")),
-                "{report}"
-            );
-        }
-    }
-    assert!(!has_xdp(&lab.ns_b(), &lab.if_b()));
-    let _ = fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -389,3 +389,135 @@ fn gates_and_fleet_options_that_cannot_hold_exit_2_before_anything_runs() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Without root, a run on real interfaces is refused first, naming what
+/// it needs; as root the test drops to nobody (uid 65534, no
+/// capabilities) with setpriv. (Moved from the root package's
+/// tests/errors.rs.)
+#[test]
+fn not_root() {
+    let mut cmd = if nix::unistd::geteuid().is_root() {
+        let mut c = std::process::Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(linerate());
+        c
+    } else {
+        std::process::Command::new(linerate())
+    };
+    let out = cmd
+        .args(["stream", "--lab", "tenr"])
+        .output()
+        .expect("running linerate");
+    fails_with(
+        &out,
+        &[
+            "linerate stream needs root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF, CAP_SYS_ADMIN)",
+            "sudo",
+        ],
+    );
+}
+
+/// Frame sizes against the MTU, the UMEM chunk and cores, on the loopback
+/// engine: refused before anything runs. (Moved from the root package's
+/// tests/errors.rs, which keeps an MTU out of range on the lab: the
+/// loopback refuses a frame that large as multi-buffer first.)
+#[test]
+fn sizes_and_cores_out_of_range() {
+    let lo = |args: &[&str]| {
+        let mut all = vec!["stream", "--backend", "loopback", "--duration", "1s"];
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    fails_with(
+        &lo(&["--size", "1519"]),
+        &["frame size 1519 is out of range", "1518", "--mtu"],
+    );
+    // Below 64 bytes on any link: refused where it is parsed.
+    usage_error(
+        &[
+            "stream",
+            "--backend",
+            "loopback",
+            "--size",
+            "63",
+            "--duration",
+            "1s",
+        ],
+        &["frame size 63 is out of range", "64"],
+    );
+    fails_with(
+        &lo(&["--umem-chunk", "2048", "--size", "1900", "--mtu", "2000"]),
+        &[
+            "--umem-chunk 2048 holds frames up to 1792 bytes",
+            "--umem-chunk 4096",
+        ],
+    );
+    usage_error(
+        &["lab", "up", "--lab", "tesz2", "--mtu", "10000"],
+        &["'10000' for '--mtu", "576 to 9000"],
+    );
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let past = cores.max(64).to_string();
+    fails_with(
+        &lo(&["--tx-cores", &past]),
+        &[&format!("core {past} does not exist")],
+    );
+}
+
+/// A count of messages whose frames would wrap the senders' 48-bit frame
+/// count is refused before the run. (Moved from the root package's
+/// tests/errors.rs.)
+#[test]
+fn message_frames_times_count_is_bounded() {
+    fails_with(
+        &run(&[
+            "stream",
+            "--backend",
+            "loopback",
+            "--count",
+            "281474976710656",
+            "--message",
+            "100000",
+            "--duration",
+            "1s",
+        ]),
+        &["--count 281474976710656", "more than 2^48", "lower --count"],
+    );
+}
+
+/// A sweep whose second point has an impossible core list is refused
+/// before its first point runs: nothing is written. (Moved from the root
+/// package's tests/errors.rs.)
+#[test]
+fn a_sweep_refuses_a_bad_core_list_before_it_runs_anything() {
+    let dir = tmp("hxsw");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cores.toml");
+    std::fs::write(
+        &file,
+        "name = \"cores\"\nkind = \"stream\"\n[fixed]\nbackend = \"loopback\"\ncount = 10\n[[axis]]\nname = \"rx_cores\"\nvalues = [\"0\", \"0-99999999999\"]\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("linerate: error: ")
+            && err.contains("'0-99999999999' for '--rx-cores")
+            && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!out_dir.exists(), "the sweep started");
+    let _ = std::fs::remove_dir_all(&dir);
+}

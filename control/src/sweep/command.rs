@@ -19,7 +19,10 @@ use linerate_report::sweep::{
 use linerate_results::expect;
 
 /// Whether every point of `spec` runs both ends in memory (the loopback
-/// engine), so that the sweep needs no root.
+/// engine), so that the sweep needs no root. A point whose options do not
+/// parse runs nowhere: the points' checks refuse it, naming the file and
+/// line, before anything runs, so it asks for no root of its own (a user
+/// is told what is wrong with the file, not to use sudo).
 fn all_in_memory(spec: &SweepSpec, opts: &SweepOptions) -> bool {
     use linerate_report::sweep::points::{argv, points};
     spec.parts.iter().enumerate().all(|(i, part)| {
@@ -27,7 +30,7 @@ fn all_in_memory(spec: &SweepSpec, opts: &SweepOptions) -> bool {
             argv(part, p, &opts.extra, opts.quick)
                 .ok()
                 .and_then(|a| super::expand::parse(part.kind, &a).ok())
-                .is_some_and(|r| crate::engine::backend(r.run().backend).can().in_memory)
+                .is_none_or(|r| crate::engine::backend(r.run().backend).can().in_memory)
         })
     })
 }
@@ -170,4 +173,33 @@ fn clock_seed() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(fixed: &str, values: &str) -> SweepSpec {
+        SweepSpec::parse(
+            &format!(
+                "name = \"t\"\nkind = \"stream\"\n[fixed]\n{fixed}\n[[axis]]\nname = \"size\"\nvalues = [{values}]\n"
+            ),
+            "t.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_sweep_needs_root_unless_every_point_that_parses_runs_in_memory() {
+        let opts = SweepOptions::default();
+        let lo = "backend = \"loopback\"";
+        assert!(all_in_memory(&spec(lo, "64, 128"), &opts));
+        // The default engine (AF_XDP) needs root.
+        assert!(!all_in_memory(&spec("", "64, 128"), &opts));
+        assert!(!all_in_memory(&spec("backend = \"xdp\"", "64"), &opts));
+        // A point that does not parse (63 bytes) is refused by the points'
+        // checks before anything runs: it asks for no root, the others do.
+        assert!(all_in_memory(&spec(lo, "64, 63"), &opts));
+        assert!(!all_in_memory(&spec("", "64, 63"), &opts));
+    }
 }

@@ -542,6 +542,9 @@ fn trial(
     let mut p = plan.clone();
     p.rate = rate;
     p.count = count;
+    // Trials are many and short: no noise floor before each (the
+    // report's latency is RFC 2544's, not held against a floor).
+    p.run.timing.floor = false;
     stream::run(&p, interrupted)
 }
 

@@ -91,6 +91,8 @@ pub fn run(plan: &StreamPlan, s: Settings, interrupted: &Arc<AtomicBool>) -> Res
         p.rate = rate;
         p.run.timing.duration = Duration::from_secs_f64(secs);
         p.run.timing.warmup = p.run.timing.warmup.min(p.run.timing.duration);
+        // A trial's figure is its loss: no noise floor before each.
+        p.run.timing.floor = false;
         let r = super::run::run(&p, interrupted)?;
         let step = Step {
             trial: Trial::of(rate, &r, false),

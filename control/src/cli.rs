@@ -504,7 +504,7 @@ pub enum BackendArg {
     /// Kernel TCP connections.
     Tcp,
     /// A test and demo engine: the AF_XDP engine's sender and receiver
-    /// loops joined in memory, no interface and no root (stream only).
+    /// loops joined in memory, no interface and no root (stream and rr).
     Loopback,
 }
 

@@ -158,7 +158,7 @@ fn register(steering: Option<&Arc<Steering>>, queue: u32) -> OnBound {
 
 /// The frames of an rr message from `src` to `dst`, as large as the
 /// largest fragment of `cut`.
-fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> FrameSpec {
+pub(super) fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> FrameSpec {
     FrameSpec {
         src,
         dst,
@@ -170,7 +170,7 @@ fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> Fr
 
 /// An rr worker of `side` (the client or the responder) that sends
 /// `frame`s carrying messages cut as `send`.
-fn rr_worker(
+pub(super) fn rr_worker(
     cfg: &RrConfig<'_>,
     side: &SideWorkers<'_>,
     queue: u32,

@@ -262,6 +262,9 @@ pub struct RrConfig<'a> {
     pub response: Fragmentation,
     /// Rings, UMEM, batch.
     pub io: Io,
+    /// `--inject-loss`: percent of requests dropped on the way (by the
+    /// steering program, or on the loopback engine's link).
+    pub inject_loss_pct: f64,
 }
 
 /// A data path: what it can do and how its workers start. Each spawn

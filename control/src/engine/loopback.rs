@@ -9,7 +9,11 @@
 //!
 //! The receivers start first (as on every path), so each makes its link
 //! and leaves the sending end here, under its port and queue, for the
-//! sender of that queue to take with its frame template.
+//! sender of that queue to take with its frame template. rr the same way:
+//! each responder makes a duplex link (`loopback::duplex`) and leaves the
+//! client's end for the client of its queue; `--inject-loss` drops
+//! requests as they reach the responder (the clients time out and send
+//! them again, as on a lossy wire).
 
 use std::{
     collections::HashMap,
@@ -21,15 +25,22 @@ use std::{
 
 use linerate_datapath::{
     binding::BindMode,
+    header::Kind,
     port::{
         faults::{Fault, Faults},
-        loopback::{self, LoopTx},
+        loopback::{self, LoopDuplex, LoopTx},
     },
-    worker::{spawn_rx_on, spawn_tx_on, RxSummary, RxWorkerConfig, TxSummary, Worker, WorkerError},
+    worker::{
+        spawn_client_on, spawn_responder_on, spawn_rx_on, spawn_tx_on, ClientConfig, RrSummary,
+        RxSummary, RxWorkerConfig, TxSummary, Worker, WorkerError,
+    },
     xsk::SocketOptions,
 };
 
-use super::contract::{Capabilities, Engine, Io, ReceiverConfig, SenderConfig};
+use super::{
+    af_xdp::{rr_frame, rr_worker},
+    contract::{Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig},
+};
 
 /// The loopback engine.
 pub(super) struct Loopback;
@@ -37,7 +48,7 @@ pub(super) struct Loopback;
 const CAN: Capabilities = Capabilities {
     stream_sender: true,
     stream_receiver: true,
-    rr_responder: None,
+    rr_responder: Some("loopback"),
     frames: true,
     messages: true,
     max_frame: None,
@@ -59,6 +70,13 @@ const CAN: Capabilities = Capabilities {
 /// The sending ends of the links the receivers made, by (port, queue).
 fn links() -> &'static ByQueue<LoopTx> {
     static LINKS: OnceLock<ByQueue<LoopTx>> = OnceLock::new();
+    LINKS.get_or_init(Mutex::default)
+}
+
+/// The clients' ends of the duplex links the responders made, by (port,
+/// queue).
+fn rr_links() -> &'static ByQueue<LoopDuplex> {
+    static LINKS: OnceLock<ByQueue<LoopDuplex>> = OnceLock::new();
     LINKS.get_or_init(Mutex::default)
 }
 
@@ -141,6 +159,23 @@ impl Engine for Loopback {
         )
     }
 
+    fn spawn_client(
+        &self,
+        cfg: &RrConfig<'_>,
+        queue: u32,
+        clients: ClientConfig,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        Self::client(cfg, queue, clients)
+    }
+
+    fn spawn_responder(
+        &self,
+        cfg: &RrConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        Self::responder(cfg, queue)
+    }
+
     fn spawn_receiver(
         &self,
         cfg: &ReceiverConfig<'_>,
@@ -181,6 +216,85 @@ impl Engine for Loopback {
                 Ok((port, BindMode::Loopback, None, false))
             },
         )
+    }
+}
+
+impl Loopback {
+    /// Starts rr client `queue` on the end its responder left.
+    pub(super) fn client(
+        cfg: &RrConfig<'_>,
+        queue: u32,
+        clients: ClientConfig,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        let (client, responder) = (cfg.client.end, cfg.responder.end);
+        let frame = rr_frame(
+            client.endpoint(cfg.port + 1),
+            responder.endpoint(cfg.port),
+            Kind::Request,
+            &cfg.request,
+        );
+        let end = rr_links()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(cfg.port, queue))
+            .ok_or_else(|| {
+                WorkerError::Hook(format!(
+                    "no loopback responder listens on port {} queue {queue}: the loopback engine runs both ends in this process",
+                    cfg.port
+                ))
+            })?;
+        spawn_client_on(
+            format!("lr-cli{queue}"),
+            rr_worker(cfg, &cfg.client, queue, frame, cfg.request),
+            clients,
+            move |template, max_len| {
+                let port = end.with_template(template, max_len);
+                Ok((port, BindMode::Loopback, None, false))
+            },
+        )
+    }
+
+    /// Starts rr responder `queue`: makes the duplex link, leaves the
+    /// client's end, drops requests on its own as `--inject-loss` says.
+    pub(super) fn responder(
+        cfg: &RrConfig<'_>,
+        queue: u32,
+    ) -> Result<Worker<RrSummary>, WorkerError> {
+        let (client, responder) = (cfg.client.end, cfg.responder.end);
+        let frame = rr_frame(
+            responder.endpoint(cfg.port),
+            client.endpoint(cfg.port + 1),
+            Kind::Response,
+            &cfg.response,
+        );
+        let capacity = capacity(&cfg.io);
+        let batch = cfg.io.batch;
+        let every = drop_every(cfg.inject_loss_pct);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<LoopDuplex>(1);
+        let worker = spawn_responder_on(
+            format!("lr-rsp{queue}"),
+            rr_worker(cfg, &cfg.responder, queue, frame, cfg.response),
+            move |template, max_len| {
+                let (client_end, mine) = loopback::duplex(&[], template, max_len, capacity, batch);
+                let _ = tx.send(client_end);
+                let n = every.unwrap_or(u64::MAX);
+                Ok((
+                    Faults::new(mine, Fault::Drop, n, n - 1),
+                    BindMode::Loopback,
+                    None,
+                    false,
+                ))
+            },
+        )?;
+        // The port is made once spawn returns: its client end is here.
+        let end = rx
+            .try_recv()
+            .map_err(|_| WorkerError::Hook("the loopback responder made no link".into()))?;
+        rr_links()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((cfg.port, queue), end);
+        Ok(worker)
     }
 }
 

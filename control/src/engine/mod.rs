@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(names_that(|can| can.udp_offloads), "udp");
         assert_eq!(
             names_that(|can| can.rr_responder.is_some()),
-            "xdp, udp or tcp"
+            "xdp, udp, tcp or loopback"
         );
         assert_eq!(names_that(|_| false), "none");
     }
@@ -372,7 +372,8 @@ mod tests {
         // The loopback: streams only, one chunk a frame, no system.
         let lo = backend(BackendArg::Loopback).can();
         assert!(lo.in_memory && lo.stream_sender && lo.stream_receiver && lo.injects_loss);
-        assert!(lo.rr_responder.is_none() && !lo.steering && !lo.umem && !lo.multi_buffer);
+        assert_eq!(lo.rr_responder, Some("loopback"));
+        assert!(!lo.steering && !lo.umem && !lo.multi_buffer);
         assert_eq!(names_that(|c| c.in_memory), "loopback");
     }
 }

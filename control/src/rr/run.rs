@@ -103,6 +103,7 @@ pub fn run_side(
         request: plan.request,
         response: plan.response,
         io: Io::new(&run.rings, plan.chunk_size, plan.multi_buffer),
+        inject_loss_pct: run.xdp.inject_loss,
     };
     let in_window = session.in_window();
     let spawn_client = |q: u32| {

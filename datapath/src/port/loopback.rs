@@ -264,6 +264,18 @@ pub fn duplex(
     )
 }
 
+impl LoopDuplex {
+    /// The same end with its sending slots holding `template` (frames up
+    /// to `max_len` bytes): for an end made before its worker knew its
+    /// frames (the responder makes both ends, the client takes its own).
+    pub fn with_template(self, template: &[u8], max_len: usize) -> Self {
+        Self {
+            tx: self.tx.with_template(template, max_len),
+            rx: self.rx,
+        }
+    }
+}
+
 impl Port for LoopDuplex {}
 
 impl Transmit for LoopDuplex {

@@ -23,7 +23,9 @@ pub use counted::{spawn_counted, CountedWorkerConfig};
 pub use error::WorkerError;
 pub use flows::{FlowAccounting, FlowTable, RxSummary, MAX_FLOWS};
 pub use gen::{spawn_gen, GenCredit, GenWorkerConfig, LinkDrops};
-pub use rr::{spawn_client, spawn_responder, RrSummary, RrWorkerConfig};
+pub use rr::{
+    spawn_client, spawn_client_on, spawn_responder, spawn_responder_on, RrSummary, RrWorkerConfig,
+};
 pub use rx::{spawn_rx, spawn_rx_on, OnBound, RxWorkerConfig};
 pub(crate) use spawn::{publish_idle, spawn_with};
 pub use spawn::{Placement, Ready, Setup, StopSignal, Worker};

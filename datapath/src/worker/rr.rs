@@ -242,6 +242,57 @@ pub(crate) fn respond<P: Transmit + Receive>(
     })
 }
 
+/// Starts a responder on whatever port `make_port` makes in the worker's
+/// thread, once it is placed, from the response frames' template and
+/// their largest length (`cfg.socket` is then unused unless `make_port`
+/// reads it): an in-memory [`crate::port::loopback::duplex`] end (perhaps
+/// behind [`crate::port::faults::Faults`]) in tests and the loopback
+/// engine. Returns once the port is made.
+pub fn spawn_responder_on<P, F>(
+    name: String,
+    cfg: RrWorkerConfig,
+    make_port: F,
+) -> Result<Worker<RrSummary>, WorkerError>
+where
+    P: Transmit + Receive + 'static,
+    F: FnOnce(&[u8], usize) -> Result<Setup<P>, WorkerError> + Send + 'static,
+{
+    let placement = cfg.placement.clone();
+    spawn_with(
+        name,
+        placement,
+        move || {
+            let (port, mode, why, huge) = make_port(&cfg.frame.template()?, cfg.frame.len())?;
+            Ok(((port, cfg), mode, why, huge))
+        },
+        move |(port, cfg), counters| respond(port, &cfg, counters),
+    )
+}
+
+/// Starts a client on whatever port `make_port` makes (as
+/// [`spawn_responder_on`], from the request frames' template).
+pub fn spawn_client_on<P, F>(
+    name: String,
+    cfg: RrWorkerConfig,
+    client: ClientConfig,
+    make_port: F,
+) -> Result<Worker<RrSummary>, WorkerError>
+where
+    P: Transmit + Receive + 'static,
+    F: FnOnce(&[u8], usize) -> Result<Setup<P>, WorkerError> + Send + 'static,
+{
+    let placement = cfg.placement.clone();
+    spawn_with(
+        name,
+        placement,
+        move || {
+            let (port, mode, why, huge) = make_port(&cfg.frame.template()?, cfg.frame.len())?;
+            Ok(((port, cfg), mode, why, huge))
+        },
+        move |(port, cfg), counters| run_client(port, &cfg, &client, counters),
+    )
+}
+
 /// Starts a client.
 pub fn spawn_client(
     name: String,

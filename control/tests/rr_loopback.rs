@@ -1,0 +1,224 @@
+//! rr on the loopback engine, no root: the AF_XDP engine's client and
+//! responder loops joined by an in-memory duplex link. Every transaction
+//! counted once (sent = answered, a lost request timed out and sent
+//! again), flows over queues, messages cut into frames, gates, repeats and
+//! the noise floor; what the kernel alone shows stays in tests/rr.rs.
+
+mod common;
+
+use common::{json, run};
+use serde_json::Value;
+
+/// `rr --backend loopback --warmup 0s --json` plus `extra`, which must
+/// succeed.
+fn rr(extra: &[&str]) -> Value {
+    let mut a = vec!["rr", "--backend", "loopback", "--warmup", "0s", "--json"];
+    a.extend_from_slice(extra);
+    let out = run(&a);
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        extra,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+/// `count` transactions, each answered once; a timed-out request sent
+/// again is answered at most once more; response times only of
+/// transactions of the run (the window opens as the clients start: its
+/// counters and its timing flag are read a moment apart).
+fn accounted(r: &Value, count: u64) {
+    let t = &r["transactions"];
+    let n = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("no {k} in {t}"));
+    assert_eq!(n("total"), count, "{t}");
+    assert!(n("completed") <= count && n("completed") > 0, "{t}");
+    assert!(n("late") <= n("timeouts"), "{t}");
+    assert!(
+        n("answered") >= count && n("answered") <= count + n("timeouts"),
+        "each request answered once: {t}"
+    );
+    let timed = r["latency"]["count"].as_u64().unwrap();
+    assert!(
+        timed > 0 && timed <= count,
+        "{timed} response times of {count}"
+    );
+    for w in r["workers"].as_array().unwrap() {
+        assert_eq!(w["total"]["bad"], 0, "{w}");
+        assert_eq!(w["total"]["duplicates"], 0, "{w}");
+    }
+}
+
+#[test]
+fn every_transaction_is_counted_once() {
+    let r = rr(&["--count", "300"]);
+    accounted(&r, 300);
+    assert_eq!(r["params"]["backend"], "loopback");
+    assert_eq!(r["setup"]["client_bind_mode"], "in-memory loopback");
+    assert_eq!(r["setup"]["responder_bind_mode"], "in-memory loopback");
+    let l = &r["latency"];
+    let f = |k: &str| l[k].as_f64().unwrap();
+    assert!(0.0 < f("min_us") && f("min_us") <= f("p50_us"), "{l}");
+    assert!(
+        f("p50_us") <= f("p99_us") && f("p99_us") <= f("max_us"),
+        "{l}"
+    );
+}
+
+/// `--inject-loss 10` drops every 10th request as it reaches the
+/// responder: at least 30 of 300 time out and are sent again, and the
+/// run still completes every transaction once.
+#[test]
+fn lost_requests_time_out_and_are_sent_again() {
+    let r = rr(&["--count", "300", "--inject-loss", "10", "--timeout", "5ms"]);
+    accounted(&r, 300);
+    let timeouts = r["transactions"]["timeouts"].as_u64().unwrap();
+    assert!(timeouts >= 30, "{}", r["transactions"]);
+}
+
+/// 4 flows with 2 in flight each over 2 queues: a client and a
+/// responder per queue, 200 transactions per flow.
+#[test]
+fn flows_in_flight_over_two_queues() {
+    let r = rr(&[
+        "--count",
+        "200",
+        "--flows",
+        "4",
+        "--concurrency",
+        "2",
+        "--queues",
+        "2",
+    ]);
+    accounted(&r, 800);
+    let roles: Vec<&str> = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles.iter().filter(|x| **x == "client").count(),
+        2,
+        "{roles:?}"
+    );
+    assert_eq!(
+        roles.iter().filter(|x| **x == "responder").count(),
+        2,
+        "{roles:?}"
+    );
+}
+
+/// A 4,000-byte request and a 9,000-byte response at MTU 1500 are cut
+/// into 3 and 7 frames and counted whole.
+#[test]
+fn messages_cut_into_frames_are_counted_whole() {
+    let r = rr(&["--count", "100", "--request", "4000", "--response", "9000"]);
+    accounted(&r, 100);
+    assert_eq!(r["setup"]["request_frames"], 3);
+    assert_eq!(r["setup"]["response_frames"], 7);
+}
+
+#[test]
+fn an_unmet_gate_exits_4_and_a_met_one_0() {
+    let base = [
+        "rr",
+        "--backend",
+        "loopback",
+        "--warmup",
+        "0s",
+        "--count",
+        "100",
+    ];
+    let out = run(&[&base[..], &["--expect", "transactions.per_s >= 1G"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("expect transactions.per_s >= 1000000000: UNMET (measured "),
+        "{err}"
+    );
+    let out = run(&[&base[..], &["--expect", "transactions.total == 100"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("expect transactions.total == 100: met (measured 100)"),
+        "{err}"
+    );
+}
+
+/// What an in-memory path has not: interfaces, other hosts, an XDP
+/// program to answer in.
+#[test]
+fn options_the_loopback_cannot_honour_are_refused() {
+    for (args, says) in [
+        (
+            &["--tx-agent", "127.0.0.1:1", "--rx-agent", "127.0.0.1:2"][..],
+            "--tx-agent: the loopback engine runs both ends of the transactions in this process's memory",
+        ),
+        (
+            &["--responder", "xdp"],
+            "--responder xdp answers in the XDP program: use it with --backend xdp",
+        ),
+    ] {
+        let out = run(&[&["rr", "--backend", "loopback"][..], args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// `--confidence`/`--iterations` on rr: three counted runs (`3,3`), each
+/// of 200 transactions counted exactly, the median one reported.
+#[test]
+fn a_repeated_rr_reports_its_median_run() {
+    let r = rr(&[
+        "--count",
+        "200",
+        "--confidence",
+        "99,50",
+        "--iterations",
+        "3,3",
+        "--disturbed-above",
+        "100",
+    ]);
+    accounted(&r, 200);
+    let c = &r["confidence"];
+    assert_eq!(c["iterations"], 3, "{c}");
+    let values: Vec<f64> = c["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let rate = r["transactions"]["per_s"].as_f64().unwrap();
+    assert!(values.contains(&rate), "{rate} {c}");
+    let below = values.iter().filter(|&&v| v < rate).count();
+    let above = values.iter().filter(|&&v| v > rate).count();
+    assert_eq!(below, above, "the median: {rate} {c}");
+}
+
+/// The noise floor before the window, client core to responder core;
+/// the table holds the response time against it (twice: it crosses
+/// twice).
+#[test]
+fn an_rr_run_measures_the_noise_floor() {
+    let r = rr(&["--count", "100"]);
+    let n = &r["noise"];
+    assert_eq!(n["from_core"], r["params"]["client_cores"][0], "{n}");
+    assert_eq!(n["to_core"], r["params"]["responder_cores"][0], "{n}");
+    assert!(n["spin_p99_us"].as_f64().unwrap() > 0.0, "{n}");
+    let out = run(&[
+        "rr",
+        "--backend",
+        "loopback",
+        "--warmup",
+        "0s",
+        "--count",
+        "100",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 hand-offs at the spin floor"),
+        "both ends spin by default: {text}"
+    );
+}

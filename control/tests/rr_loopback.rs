@@ -222,3 +222,217 @@ fn an_rr_run_measures_the_noise_floor() {
         "both ends spin by default: {text}"
     );
 }
+
+/// `--json-stream`: a start line, intervals of the window, then the
+/// result as the end event, each line whole JSON.
+#[test]
+fn json_stream_gives_intervals_then_the_result() {
+    let out = run(&[
+        "rr",
+        "--backend",
+        "loopback",
+        "--warmup",
+        "0s",
+        "--duration",
+        "600ms",
+        "--json-stream",
+        "--interval",
+        "200ms",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.first().unwrap()["event"], "start");
+    let end = lines.last().unwrap();
+    assert_eq!(end["event"], "end");
+    let intervals: Vec<&Value> = lines[1..lines.len() - 1].iter().collect();
+    assert!(!intervals.is_empty(), "{lines:?}");
+    for i in &intervals {
+        assert_eq!(i["event"], "interval", "{i}");
+        assert!(i["data"]["seconds"].as_f64().unwrap() > 0.0, "{i}");
+    }
+    let t = &end["data"]["transactions"];
+    assert!(t["total"].as_u64().unwrap() > 0, "{t}");
+}
+
+/// SIGINT during a minute-long run: exit 130, the figures so far printed
+/// and marked interrupted.
+#[test]
+fn sigint_ends_an_rr_run_with_its_figures() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(common::linerate())
+        .args([
+            "rr",
+            "--backend",
+            "loopback",
+            "--warmup",
+            "0s",
+            "--duration",
+            "60s",
+            "--json-stream",
+            "--interval",
+            "100ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // The first interval of the window: the run is under way.
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "ended early");
+        if line.contains(r#""phase":"window""#) {
+            break;
+        }
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let end: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+    assert_eq!(end["event"], "end", "{end}");
+    assert_eq!(end["data"]["interrupted"], true, "{end}");
+    assert!(end["data"]["transactions"]["total"].as_u64().unwrap() > 0);
+}
+
+/// A sweep of rr on the loopback: a record per point, each counted
+/// exactly, and a report with the table.
+#[test]
+fn a_sweep_of_rr_points_records_each_counted() {
+    let dir = common::tmp("rr-sweep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("rr.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "rr-loopback"
+title = "rr on the loopback engine"
+
+[[part]]
+name = "flows"
+kind = "rr"
+[part.fixed]
+backend = "loopback"
+warmup = "0s"
+count = 150
+[[part.axis]]
+name = "flows"
+values = [1, 3]
+[[part.table]]
+title = "Transactions"
+rows = "flows"
+metrics = ["transactions.total", "transactions.per_s"]
+"#,
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let mut totals: Vec<(u64, u64)> = text
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            let res = &r["result"];
+            (
+                res["params"]["flows"].as_u64().unwrap(),
+                res["transactions"]["total"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    totals.sort();
+    assert_eq!(totals, [(1, 150), (3, 450)], "{text}");
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("Transactions") && report.contains(" 0 failed"),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `overhead` fits time per message to rr results saved at three sizes.
+#[test]
+fn overhead_fits_rr_results_at_three_sizes() {
+    let dir = common::tmp("rr-overhead");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for size in ["100", "4000", "16000"] {
+        let r = rr(&["--count", "200", "--request", size, "--response", size]);
+        let f = dir.join(format!("rr-{size}.json"));
+        std::fs::write(&f, r.to_string()).unwrap();
+        files.push(f.to_str().unwrap().to_string());
+    }
+    let mut args = vec!["overhead", "--json"];
+    args.extend(files.iter().map(String::as_str));
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fit = json(&out);
+    assert_eq!(fit["points"], 3, "{fit}");
+    let r2 = fit["r_squared"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&r2), "{fit}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// IPv6 is refused on the loopback (its frames are IPv4 only), and a
+/// stream whose two ends share a core says why it has no noise floor.
+#[test]
+fn ipv6_is_refused_and_a_shared_core_has_no_floor() {
+    let out = run(&["rr", "--backend", "loopback", "--ipv6", "--count", "10"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--ipv6: the loopback engine carries IPv4 test traffic only"),
+        "{err}"
+    );
+    let out = run(&[
+        "stream",
+        "--backend",
+        "loopback",
+        "--tx-cores",
+        "0",
+        "--rx-cores",
+        "0",
+        "--count",
+        "1000",
+        "--warmup",
+        "0s",
+        "--json",
+    ]);
+    let r = json(&out);
+    assert!(r.get("noise").is_none(), "{r}");
+    assert_eq!(
+        r["noise_not_measured"],
+        "the sender and the receiver share core 0: the floor is a hand-off between two cores"
+    );
+}

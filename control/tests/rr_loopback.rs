@@ -436,3 +436,143 @@ fn ipv6_is_refused_and_a_shared_core_has_no_floor() {
         "the sender and the receiver share core 0: the floor is a hand-off between two cores"
     );
 }
+
+/// The response times' whole histogram (HdrHistogram's V2 form, base64)
+/// decodes to as many samples as the figures count, with the same p99.
+#[test]
+fn the_histogram_in_the_result_holds_every_response_time() {
+    let r = rr(&["--count", "300"]);
+    let l: linerate_results::latency::Latency =
+        serde_json::from_value(r["latency"].clone()).unwrap();
+    let h = l.histogram().expect("the histogram decodes");
+    assert_eq!(h.len(), l.count, "{}", r["latency"]);
+    let p99 = h.value_at_quantile(0.99) as f64 / 1000.0;
+    assert!((p99 - l.p99_us).abs() < 1e-6, "{p99} {}", l.p99_us);
+}
+
+/// Not reached within MAX runs: exit 0 all the same, the record says so
+/// and names the (at most three) figures that varied most, widest first.
+#[test]
+fn a_confidence_not_reached_is_said_with_what_varied() {
+    let out = run(&[
+        "rr",
+        "--backend",
+        "loopback",
+        "--warmup",
+        "0s",
+        "--count",
+        "50",
+        "--confidence",
+        "99,0.001",
+        "--iterations",
+        "2,2",
+        "--disturbed-above",
+        "100",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c = json(&out)["confidence"].clone();
+    assert_eq!(c["iterations"], 2, "{c}");
+    let values = c["values"].as_array().unwrap();
+    if values[0] != values[1] {
+        assert_eq!(c["reached"], false, "{c}");
+        let varied = c["varied"].as_array().unwrap();
+        assert!(!varied.is_empty() && varied.len() <= 3, "{c}");
+        let spreads: Vec<f64> = varied.iter().map(|v| v[1].as_f64().unwrap()).collect();
+        assert!(varied.iter().all(|v| v[0].is_string()), "{c}");
+        assert!(
+            spreads.windows(2).all(|w| w[0] >= w[1]) && spreads[0] > 0.0,
+            "widest first: {c}"
+        );
+    }
+}
+
+/// A gate on a name linerate does not know is refused before anything
+/// runs (exit 2), naming it.
+#[test]
+fn a_gate_on_an_unknown_metric_is_refused_before_the_run() {
+    let out = run(&[
+        "rr",
+        "--backend",
+        "loopback",
+        "--count",
+        "10",
+        "--expect",
+        "nope >= 1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r#"--expect 'nope >= 1': "nope" is not a metric linerate knows"#),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran");
+}
+
+/// `report --compare` of two rr sweeps on the loopback: every point
+/// compared, each side's figures from its own records.
+#[test]
+fn two_rr_sweeps_compare_point_by_point() {
+    let dir = common::tmp("rr-compare");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("rr.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "rr-compare"
+title = "rr on the loopback engine, twice"
+
+[[part]]
+name = "flows"
+kind = "rr"
+[part.fixed]
+backend = "loopback"
+warmup = "0s"
+count = 100
+[[part.axis]]
+name = "flows"
+values = [1, 2]
+[[part.table]]
+title = "Transactions"
+rows = "flows"
+metrics = ["transactions.per_s"]
+"#,
+    )
+    .unwrap();
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    for d in [&a, &b] {
+        let out = run(&[
+            "sweep",
+            spec.to_str().unwrap(),
+            "--out",
+            d.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run(&[
+        "report",
+        a.to_str().unwrap(),
+        "--compare",
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cmp = json(&out);
+    let text = cmp.to_string();
+    for p in ["flows=1", "flows=2"] {
+        assert!(text.contains(p), "{p}: {text}");
+    }
+    assert!(a.join("compare.md").exists() && a.join("compare.json").exists());
+    let _ = std::fs::remove_dir_all(dir);
+}

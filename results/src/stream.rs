@@ -501,8 +501,9 @@ impl FrameAccounting {
 impl StreamResult {
     /// A counted run (`--count N`) that did not deliver what it promised:
     /// (frames that did not arrive, frames promised), counting those lost
-    /// on the way and those the sender's link dropped. None for a timed
-    /// run or a counted run that delivered every frame.
+    /// on the way and those the sender's link dropped, not those dropped
+    /// on purpose (`--inject-loss`). None for a timed run or a counted run
+    /// that delivered every frame not dropped on purpose.
     pub fn short_of_count(&self) -> Option<(u64, u64)> {
         self.params.count?;
         // One side of a run across hosts (`--role`, a fleet's pair), or a
@@ -513,6 +514,9 @@ impl StreamResult {
             return None;
         }
         let (missing, promised) = self.frames.count_shortfall();
+        // Frames dropped on purpose (`--inject-loss`) were meant not to
+        // arrive: the headline loss counts them, the exit status does not.
+        let missing = missing.saturating_sub(self.frames.injected.unwrap_or(0));
         (missing > 0).then_some((missing, promised))
     }
 
@@ -579,6 +583,13 @@ mod tests {
         again.frames.resent = 5;
         again.frames.sent = 10_000;
         assert_eq!(again.short_of_count(), Some((10, 10_000)));
+        assert_eq!(again.frames.clone().counted().loss_pct, 0.1);
+        // Of the 10 lost, 4 dropped on purpose (--inject-loss): 6 short;
+        // all 10: none, though the headline loss still counts them.
+        again.frames.injected = Some(4);
+        assert_eq!(again.short_of_count(), Some((6, 10_000)));
+        again.frames.injected = Some(10);
+        assert_eq!(again.short_of_count(), None);
         assert_eq!(again.frames.clone().counted().loss_pct, 0.1);
         // Every frame arrived.
         r.frames.received = 10_000;

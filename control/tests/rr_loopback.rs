@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{json, run};
+use common::{json, run, run_ok};
 use serde_json::Value;
 
 /// `rr --backend loopback --warmup 0s --json` plus `extra`, which must
@@ -22,6 +22,43 @@ fn rr(extra: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     json(&out)
+}
+
+/// A sweep file in `dir` of rr points on the loopback: `count`
+/// transactions a flow, the `flows` axis given, a table of `metrics`.
+fn rr_sweep(
+    dir: &std::path::Path,
+    name: &str,
+    count: u64,
+    flows: &str,
+    metrics: &str,
+) -> std::path::PathBuf {
+    let spec = dir.join("rr.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            r#"name = "{name}"
+title = "rr on the loopback engine"
+
+[[part]]
+name = "flows"
+kind = "rr"
+[part.fixed]
+backend = "loopback"
+warmup = "0s"
+count = {count}
+[[part.axis]]
+name = "flows"
+values = {flows}
+[[part.table]]
+title = "Transactions"
+rows = "flows"
+metrics = {metrics}
+"#
+        ),
+    )
+    .unwrap();
+    spec
 }
 
 /// `count` transactions, each answered once; a timed-out request sent
@@ -320,41 +357,20 @@ fn sigint_ends_an_rr_run_with_its_figures() {
 fn a_sweep_of_rr_points_records_each_counted() {
     let dir = common::tmp("rr-sweep");
     std::fs::create_dir_all(&dir).unwrap();
-    let spec = dir.join("rr.toml");
-    std::fs::write(
-        &spec,
-        r#"name = "rr-loopback"
-title = "rr on the loopback engine"
-
-[[part]]
-name = "flows"
-kind = "rr"
-[part.fixed]
-backend = "loopback"
-warmup = "0s"
-count = 150
-[[part.axis]]
-name = "flows"
-values = [1, 3]
-[[part.table]]
-title = "Transactions"
-rows = "flows"
-metrics = ["transactions.total", "transactions.per_s"]
-"#,
-    )
-    .unwrap();
+    let spec = rr_sweep(
+        &dir,
+        "rr-loopback",
+        150,
+        "[1, 3]",
+        r#"["transactions.total", "transactions.per_s"]"#,
+    );
     let out_dir = dir.join("out");
-    let out = run(&[
+    run_ok(&[
         "sweep",
         spec.to_str().unwrap(),
         "--out",
         out_dir.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let text = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
     let mut totals: Vec<(u64, u64)> = text
         .lines()
@@ -519,42 +535,21 @@ fn a_gate_on_an_unknown_metric_is_refused_before_the_run() {
 fn two_rr_sweeps_compare_point_by_point() {
     let dir = common::tmp("rr-compare");
     std::fs::create_dir_all(&dir).unwrap();
-    let spec = dir.join("rr.toml");
-    std::fs::write(
-        &spec,
-        r#"name = "rr-compare"
-title = "rr on the loopback engine, twice"
-
-[[part]]
-name = "flows"
-kind = "rr"
-[part.fixed]
-backend = "loopback"
-warmup = "0s"
-count = 100
-[[part.axis]]
-name = "flows"
-values = [1, 2]
-[[part.table]]
-title = "Transactions"
-rows = "flows"
-metrics = ["transactions.per_s"]
-"#,
-    )
-    .unwrap();
+    let spec = rr_sweep(
+        &dir,
+        "rr-compare",
+        100,
+        "[1, 2]",
+        r#"["transactions.per_s"]"#,
+    );
     let (a, b) = (dir.join("a"), dir.join("b"));
     for d in [&a, &b] {
-        let out = run(&[
+        run_ok(&[
             "sweep",
             spec.to_str().unwrap(),
             "--out",
             d.to_str().unwrap(),
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
     }
     let out = run(&[
         "report",

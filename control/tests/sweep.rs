@@ -143,18 +143,6 @@ fn spawn_grid_sweep(file: &Path, max_points: &str, out_dir: &Path) -> std::proce
         .unwrap()
 }
 
-fn wait_or_kill(child: &mut std::process::Child, limit: Duration, what: &str) {
-    let end = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}, killed");
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn max_points_does_not_let_a_sweep_past_the_memory() {
     // 100,000 x 10,000 points, allowed by --max-points: refused from the

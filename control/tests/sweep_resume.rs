@@ -75,19 +75,6 @@ fn all_twelve() -> Vec<(u64, u64)> {
     (0..6).flat_map(|p| (0..2).map(move |r| (p, r))).collect()
 }
 
-/// Waits for `child` to end by itself; kills it (and fails) after `limit`.
-fn wait_or_kill(child: &mut std::process::Child, limit: Duration, what: &str) {
-    let end = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}, killed");
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn an_interrupted_sweep_resumes_without_rerunning() {
     let dir = tmp("sr-resume");

@@ -100,18 +100,7 @@ impl Engine for AfXdp {
         queue: u32,
         clients: ClientConfig,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        let (client, responder) = (cfg.client.end, cfg.responder.end);
-        let frame = rr_frame(
-            client.endpoint(cfg.port + 1),
-            responder.endpoint(cfg.port),
-            Kind::Request,
-            &cfg.request,
-        );
-        spawn_client(
-            format!("lr-cli{queue}"),
-            rr_worker(cfg, &cfg.client, queue, frame, cfg.request),
-            clients,
-        )
+        spawn_client(format!("lr-cli{queue}"), client_worker(cfg, queue), clients)
     }
 
     fn spawn_responder(
@@ -119,17 +108,7 @@ impl Engine for AfXdp {
         cfg: &RrConfig<'_>,
         queue: u32,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        let (client, responder) = (cfg.client.end, cfg.responder.end);
-        let frame = rr_frame(
-            responder.endpoint(cfg.port),
-            client.endpoint(cfg.port + 1),
-            Kind::Response,
-            &cfg.response,
-        );
-        spawn_responder(
-            format!("lr-rsp{queue}"),
-            rr_worker(cfg, &cfg.responder, queue, frame, cfg.response),
-        )
+        spawn_responder(format!("lr-rsp{queue}"), responder_worker(cfg, queue))
     }
 }
 
@@ -158,7 +137,32 @@ fn register(steering: Option<&Arc<Steering>>, queue: u32) -> OnBound {
 
 /// The frames of an rr message from `src` to `dst`, as large as the
 /// largest fragment of `cut`.
-pub(super) fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> FrameSpec {
+/// Client `queue`'s worker: requests from the client's end to the
+/// responder's port.
+pub(super) fn client_worker(cfg: &RrConfig<'_>, queue: u32) -> RrWorkerConfig {
+    let (client, responder) = (cfg.client.end, cfg.responder.end);
+    let frame = rr_frame(
+        client.endpoint(cfg.port + 1),
+        responder.endpoint(cfg.port),
+        Kind::Request,
+        &cfg.request,
+    );
+    rr_worker(cfg, &cfg.client, queue, frame, cfg.request)
+}
+
+/// Responder `queue`'s worker: responses back to the clients' ports.
+pub(super) fn responder_worker(cfg: &RrConfig<'_>, queue: u32) -> RrWorkerConfig {
+    let (client, responder) = (cfg.client.end, cfg.responder.end);
+    let frame = rr_frame(
+        responder.endpoint(cfg.port),
+        client.endpoint(cfg.port + 1),
+        Kind::Response,
+        &cfg.response,
+    );
+    rr_worker(cfg, &cfg.responder, queue, frame, cfg.response)
+}
+
+fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmentation) -> FrameSpec {
     FrameSpec {
         src,
         dst,
@@ -170,7 +174,7 @@ pub(super) fn rr_frame(src: Endpoint, dst: Endpoint, kind: Kind, cut: &Fragmenta
 
 /// An rr worker of `side` (the client or the responder) that sends
 /// `frame`s carrying messages cut as `send`.
-pub(super) fn rr_worker(
+fn rr_worker(
     cfg: &RrConfig<'_>,
     side: &SideWorkers<'_>,
     queue: u32,

@@ -25,7 +25,6 @@ use std::{
 
 use linerate_datapath::{
     binding::BindMode,
-    header::Kind,
     port::{
         faults::{Fault, Faults},
         loopback::{self, LoopDuplex, LoopTx},
@@ -38,7 +37,7 @@ use linerate_datapath::{
 };
 
 use super::{
-    af_xdp::{rr_frame, rr_worker},
+    af_xdp::{client_worker, responder_worker},
     contract::{Capabilities, Engine, Io, ReceiverConfig, RrConfig, SenderConfig},
 };
 
@@ -226,13 +225,6 @@ impl Loopback {
         queue: u32,
         clients: ClientConfig,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        let (client, responder) = (cfg.client.end, cfg.responder.end);
-        let frame = rr_frame(
-            client.endpoint(cfg.port + 1),
-            responder.endpoint(cfg.port),
-            Kind::Request,
-            &cfg.request,
-        );
         let end = rr_links()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -245,7 +237,7 @@ impl Loopback {
             })?;
         spawn_client_on(
             format!("lr-cli{queue}"),
-            rr_worker(cfg, &cfg.client, queue, frame, cfg.request),
+            client_worker(cfg, queue),
             clients,
             move |template, max_len| {
                 let port = end.with_template(template, max_len);
@@ -260,20 +252,13 @@ impl Loopback {
         cfg: &RrConfig<'_>,
         queue: u32,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        let (client, responder) = (cfg.client.end, cfg.responder.end);
-        let frame = rr_frame(
-            responder.endpoint(cfg.port),
-            client.endpoint(cfg.port + 1),
-            Kind::Response,
-            &cfg.response,
-        );
         let capacity = capacity(&cfg.io);
         let batch = cfg.io.batch;
         let every = drop_every(cfg.inject_loss_pct);
         let (tx, rx) = std::sync::mpsc::sync_channel::<LoopDuplex>(1);
         let worker = spawn_responder_on(
             format!("lr-rsp{queue}"),
-            rr_worker(cfg, &cfg.responder, queue, frame, cfg.response),
+            responder_worker(cfg, queue),
             move |template, max_len| {
                 let (client_end, mine) = loopback::duplex(&[], template, max_len, capacity, batch);
                 let _ = tx.send(client_end);

@@ -50,3 +50,27 @@ pub fn json(out: &Output) -> Value {
         )
     })
 }
+
+/// Waits for `child` to end by itself; kills it (and fails) after `limit`.
+pub fn wait_or_kill(child: &mut std::process::Child, limit: std::time::Duration, what: &str) {
+    let end = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}, killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Runs `linerate args...`, which must succeed (its stderr in the panic).
+pub fn run_ok(args: &[&str]) -> Output {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

@@ -158,21 +158,61 @@ impl Engine for Loopback {
         )
     }
 
+    /// Starts rr client `queue` on the end its responder left.
     fn spawn_client(
         &self,
         cfg: &RrConfig<'_>,
         queue: u32,
         clients: ClientConfig,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        Self::client(cfg, queue, clients)
+        let end = rr_links()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(cfg.port, queue))
+            .ok_or_else(|| {
+                WorkerError::Hook(format!(
+                    "no loopback responder listens on port {} queue {queue}: the loopback engine runs both ends in this process",
+                    cfg.port
+                ))
+            })?;
+        spawn_client_on(
+            format!("lr-cli{queue}"),
+            client_worker(cfg, queue),
+            clients,
+            move |template, max_len| {
+                let port = end.with_template(template, max_len);
+                Ok((port, BindMode::Loopback, None, false))
+            },
+        )
     }
 
+    /// Starts rr responder `queue`: makes the duplex link and leaves the
+    /// client's end (each end takes its frames' template in its worker),
+    /// drops requests on its own as `--inject-loss` says.
     fn spawn_responder(
         &self,
         cfg: &RrConfig<'_>,
         queue: u32,
     ) -> Result<Worker<RrSummary>, WorkerError> {
-        Self::responder(cfg, queue)
+        let (client_end, mine) = loopback::duplex(&[], &[], 0, capacity(&cfg.io), cfg.io.batch);
+        rr_links()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((cfg.port, queue), client_end);
+        let n = drop_every(cfg.inject_loss_pct).unwrap_or(u64::MAX);
+        spawn_responder_on(
+            format!("lr-rsp{queue}"),
+            responder_worker(cfg, queue),
+            move |template, max_len| {
+                let port = mine.with_template(template, max_len);
+                Ok((
+                    Faults::new(port, Fault::Drop, n, n - 1),
+                    BindMode::Loopback,
+                    None,
+                    false,
+                ))
+            },
+        )
     }
 
     fn spawn_receiver(
@@ -215,71 +255,6 @@ impl Engine for Loopback {
                 Ok((port, BindMode::Loopback, None, false))
             },
         )
-    }
-}
-
-impl Loopback {
-    /// Starts rr client `queue` on the end its responder left.
-    pub(super) fn client(
-        cfg: &RrConfig<'_>,
-        queue: u32,
-        clients: ClientConfig,
-    ) -> Result<Worker<RrSummary>, WorkerError> {
-        let end = rr_links()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(cfg.port, queue))
-            .ok_or_else(|| {
-                WorkerError::Hook(format!(
-                    "no loopback responder listens on port {} queue {queue}: the loopback engine runs both ends in this process",
-                    cfg.port
-                ))
-            })?;
-        spawn_client_on(
-            format!("lr-cli{queue}"),
-            client_worker(cfg, queue),
-            clients,
-            move |template, max_len| {
-                let port = end.with_template(template, max_len);
-                Ok((port, BindMode::Loopback, None, false))
-            },
-        )
-    }
-
-    /// Starts rr responder `queue`: makes the duplex link, leaves the
-    /// client's end, drops requests on its own as `--inject-loss` says.
-    pub(super) fn responder(
-        cfg: &RrConfig<'_>,
-        queue: u32,
-    ) -> Result<Worker<RrSummary>, WorkerError> {
-        let capacity = capacity(&cfg.io);
-        let batch = cfg.io.batch;
-        let every = drop_every(cfg.inject_loss_pct);
-        let (tx, rx) = std::sync::mpsc::sync_channel::<LoopDuplex>(1);
-        let worker = spawn_responder_on(
-            format!("lr-rsp{queue}"),
-            responder_worker(cfg, queue),
-            move |template, max_len| {
-                let (client_end, mine) = loopback::duplex(&[], template, max_len, capacity, batch);
-                let _ = tx.send(client_end);
-                let n = every.unwrap_or(u64::MAX);
-                Ok((
-                    Faults::new(mine, Fault::Drop, n, n - 1),
-                    BindMode::Loopback,
-                    None,
-                    false,
-                ))
-            },
-        )?;
-        // The port is made once spawn returns: its client end is here.
-        let end = rx
-            .try_recv()
-            .map_err(|_| WorkerError::Hook("the loopback responder made no link".into()))?;
-        rr_links()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((cfg.port, queue), end);
-        Ok(worker)
     }
 }
 

@@ -2,60 +2,48 @@
 //! window (issue 34, item 3): the one-way hand-off between its sender's
 //! and its receiver's first cores, spinning and woken, and the gaps a
 //! spinning loop loses there ([`linerate_datapath::noise`]), put in the
-//! result as `noise` (or why not, as `noise_not_measured`).
+//! result as `noise` (or why not: `{"not_measured": WHY}`).
 
 use std::time::Duration;
 
-use linerate_datapath::noise::{self, Floor, FloorPlan};
-use linerate_results::{envelope::Envelope, noise::Noise};
+use linerate_datapath::noise::{self, FloorPlan};
+use linerate_results::noise::{Floor, Noise};
 
 /// How long a run's floor takes, before its window: 2/5 spinning (10,000
 /// stamps at 100 k/s), 2/5 woken, 1/5 gaps.
 pub const BUDGET: Duration = Duration::from_millis(250);
 
-/// What a run's floor came to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Before {
-    /// Not the run's to measure: no latency here (one side of a run
-    /// across hosts, `--rx-only`, `--tx-only`).
-    NotHere,
-    /// Measured.
-    Measured(Box<Noise>),
-    /// Not measured, and why (`--no-floor`, one core for both ends).
-    Not(String),
-}
-
 /// The floor of a run whose latency this host measures (`latency_here`)
-/// from `tx_cores[0]` to `rx_cores[0]`, unless `wanted` is false.
+/// from `tx_cores[0]` to `rx_cores[0]`, or why not (`wanted` false:
+/// `--no-floor`); None where the latency is not this host's (one side of
+/// a run across hosts, `--rx-only`, `--tx-only`).
 pub fn before_window(
     tx_cores: &[usize],
     rx_cores: &[usize],
     latency_here: bool,
     wanted: bool,
-) -> Before {
+) -> Option<Floor> {
     if !latency_here {
-        return Before::NotHere;
+        return None;
     }
     if !wanted {
-        return Before::Not("--no-floor".into());
+        return Some(Floor::not_measured("--no-floor"));
     }
-    let (Some(&from), Some(&to)) = (tx_cores.first(), rx_cores.first()) else {
-        return Before::Not("no cores planned".into());
-    };
+    let (&from, &to) = (tx_cores.first()?, rx_cores.first()?);
     if from == to {
-        return Before::Not(format!(
+        return Some(Floor::not_measured(format!(
             "the sender and the receiver share core {from}: the floor is a hand-off between two cores"
-        ));
+        )));
     }
     let plan = FloorPlan::new(from, to, BUDGET);
-    match noise::measure(&plan) {
-        Ok(floor) => Before::Measured(Box::new(of_floor(&plan, &floor))),
-        Err(e) => Before::Not(e.to_string()),
-    }
+    Some(match noise::measure(&plan) {
+        Ok(floor) => Floor::Measured(of_floor(&plan, &floor)),
+        Err(e) => Floor::not_measured(e.to_string()),
+    })
 }
 
 /// The result's figures of a floor measured under `plan`.
-pub fn of_floor(plan: &FloorPlan, f: &Floor) -> Noise {
+pub fn of_floor(plan: &FloorPlan, f: &noise::Floor) -> Noise {
     Noise {
         from_core: plan.from_core,
         to_core: plan.to_core,
@@ -75,15 +63,6 @@ pub fn of_floor(plan: &FloorPlan, f: &Floor) -> Noise {
     }
 }
 
-/// Puts what `before` came to in a result.
-pub fn put(before: Before, common: &mut Envelope) {
-    match before {
-        Before::NotHere => {}
-        Before::Measured(n) => common.noise = Some(*n),
-        Before::Not(why) => common.noise_not_measured = Some(why),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,21 +70,17 @@ mod tests {
 
     #[test]
     fn a_run_without_latency_here_or_asked_not_to_measures_nothing() {
-        assert_eq!(before_window(&[0], &[1], false, true), Before::NotHere);
+        assert_eq!(before_window(&[0], &[1], false, true), None);
         assert_eq!(
             before_window(&[0], &[1], true, false),
-            Before::Not("--no-floor".into())
+            Some(Floor::not_measured("--no-floor"))
         );
-        let Before::Not(why) = before_window(&[1], &[1, 0], true, true) else {
+        let Some(Floor::NotMeasured { not_measured: why }) =
+            before_window(&[1], &[1, 0], true, true)
+        else {
             panic!("one core measured")
         };
         assert!(why.contains("share core 1"), "{why}");
-        let mut e = Envelope::default();
-        put(Before::Not("--no-floor".into()), &mut e);
-        assert_eq!(
-            (e.noise, e.noise_not_measured.as_deref()),
-            (None, Some("--no-floor"))
-        );
     }
 
     #[test]
@@ -126,7 +101,7 @@ mod tests {
             over_1ms,
             max_ns,
         };
-        let f = Floor {
+        let f = noise::Floor {
             spin: hand(0.4, 1.0, 10_000),
             wake: hand(9.0, 30.0, 9_990),
             from_gaps: gaps(500_000, 0, 80_000),

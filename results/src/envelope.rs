@@ -51,13 +51,10 @@ pub struct Envelope {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<crate::confidence::Record>,
     /// The noise floor between the run's cores, measured just before its
-    /// window (none with `--no-floor`, for runs without latency, and in
-    /// results from before it was measured).
+    /// window, or why it was not (`--no-floor`, ...); none for runs
+    /// without latency and in results from before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub noise: Option<crate::noise::Noise>,
-    /// Why the floor was not measured, when a run with latency has none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub noise_not_measured: Option<String>,
+    pub noise: Option<crate::noise::Floor>,
     /// Other tasks took more than `--disturbed-above` % of this run's
     /// cores' time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -314,7 +314,6 @@ where
         agents: None,
         // Each pair's floor is its own (in its result).
         noise: None,
-        noise_not_measured: None,
         ..first
     }
 }

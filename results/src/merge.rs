@@ -75,8 +75,9 @@ fn common(tx: &Envelope, rx: &Envelope, agents: Agents) -> Envelope {
         fault: two_host::fault(&tx.fault, &rx.fault),
         agents: Some(described(agents, &tx.environment, &rx.environment)),
         // The floor is a hand-off between two cores of one host.
-        noise: None,
-        noise_not_measured: Some(crate::noise::ACROSS_HOSTS.into()),
+        noise: Some(crate::noise::Floor::not_measured(
+            crate::noise::ACROSS_HOSTS,
+        )),
         ..tx.clone()
     }
 }

@@ -110,24 +110,45 @@ impl Noise {
 pub const ACROSS_HOSTS: &str =
     "across two hosts: the floor is a hand-off between two cores of one host";
 
-/// The table's line for a run whose floor was not measured, and why.
-pub fn not_measured_line(why: &str) -> String {
-    format!("  noise floor: not measured ({why})")
+/// A result's `noise`: the floor measured, or why it was not (as
+/// `doctor`'s `noise_floor` says it: `{"not_measured": WHY}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Floor {
+    /// Measured just before the window.
+    Measured(Noise),
+    /// Not measured (`--no-floor`, one core for both ends, two hosts).
+    NotMeasured {
+        /// Why.
+        not_measured: String,
+    },
 }
 
-/// The table's noise line of a result, when it has a floor or says why
-/// it has none (nothing for results from before the floor was measured).
-/// (`noise` and `not_measured` as the result's envelope holds them).
-pub fn table_line(
-    (noise, not_measured): (&Option<Noise>, &Option<String>),
-    p99_us: f64,
-    reader: Reader,
-    hops: u32,
-) -> Option<String> {
-    match (noise, not_measured) {
-        (Some(n), _) => Some(n.line(p99_us, reader, hops)),
-        (None, Some(why)) => Some(not_measured_line(why)),
-        (None, None) => None,
+impl Floor {
+    /// Not measured, because `why`.
+    pub fn not_measured(why: impl Into<String>) -> Self {
+        Self::NotMeasured {
+            not_measured: why.into(),
+        }
+    }
+
+    /// The figures, when measured.
+    pub fn measured(&self) -> Option<&Noise> {
+        match self {
+            Self::Measured(n) => Some(n),
+            Self::NotMeasured { .. } => None,
+        }
+    }
+
+    /// The table's line: the floor and the run's p99 against it, or why
+    /// there is none.
+    pub fn line(&self, p99_us: f64, reader: Reader, hops: u32) -> String {
+        match self {
+            Self::Measured(n) => n.line(p99_us, reader, hops),
+            Self::NotMeasured { not_measured } => {
+                format!("  noise floor: not measured ({not_measured})")
+            }
+        }
     }
 }
 
@@ -187,11 +208,23 @@ mod tests {
         #[derive(Deserialize)]
         struct R {
             #[serde(default)]
-            noise: Option<Noise>,
+            noise: Option<Floor>,
         }
         let r: R = serde_json::from_str("{}").unwrap();
         assert!(r.noise.is_none());
-        let back: Noise = serde_json::from_str(&serde_json::to_string(&floor()).unwrap()).unwrap();
-        assert_eq!(back, floor());
+        let measured = Floor::Measured(floor());
+        let back: Floor = serde_json::from_str(&serde_json::to_string(&measured).unwrap()).unwrap();
+        assert_eq!(back, measured);
+        assert_eq!(back.measured(), Some(&floor()));
+        // Not measured: `{"not_measured": WHY}`, as doctor's floor says it.
+        let not = Floor::not_measured("--no-floor");
+        let text = serde_json::to_string(&not).unwrap();
+        assert_eq!(text, r#"{"not_measured":"--no-floor"}"#);
+        let back: Floor = serde_json::from_str(&text).unwrap();
+        assert_eq!((back.measured(), &back), (None, &not));
+        assert_eq!(
+            not.line(5.0, Reader::Woken, 1),
+            "  noise floor: not measured (--no-floor)"
+        );
     }
 }

@@ -68,12 +68,10 @@ fn noise_line(r: &RrResult) -> Option<String> {
     } else {
         crate::noise::Reader::Woken
     };
-    crate::noise::table_line(
-        (&r.common.noise, &r.common.noise_not_measured),
-        r.latency.p99_us,
-        reader,
-        2,
-    )
+    r.common
+        .noise
+        .as_ref()
+        .map(|f| f.line(r.latency.p99_us, reader, 2))
 }
 
 /// Renders the result as the terminal table: the summary line first.

@@ -157,13 +157,8 @@ pub fn print_table(r: &StreamResult) -> String {
     if let Some(l) = &r.latency {
         o.push_str(&latency_line(l));
         let reader = crate::noise::Reader::of_wait(&r.params.rx_wait);
-        if let Some(line) = crate::noise::table_line(
-            (&r.common.noise, &r.common.noise_not_measured),
-            l.p99_us,
-            reader,
-            1,
-        ) {
-            o.push_str(&line);
+        if let Some(floor) = &r.common.noise {
+            o.push_str(&floor.line(l.p99_us, reader, 1));
             o.push('\n');
         }
     }

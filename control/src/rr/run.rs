@@ -132,6 +132,6 @@ pub fn run_side(
     session.await_peer(&crew, &|| false);
     let measured = session.finish(crew, window, Drain::Pause(ANSWER_LAST))?;
     let mut result = build::result(plan, &measured)?;
-    crate::floor::put(floor, &mut result.common);
+    result.common.noise = floor;
     Ok(result)
 }

@@ -207,7 +207,6 @@ impl<T, R> Measured<T, R> {
             confidence: None,
             disturbed: false,
             noise: None,
-            noise_not_measured: None,
         }
     }
 }

@@ -119,7 +119,7 @@ pub fn run_side(
         write_pcap(file, path, &measured);
     }
     let mut result = build::result(plan, &measured, credit_window);
-    crate::floor::put(floor, &mut result.common);
+    result.common.noise = floor;
     Ok(result)
 }
 

@@ -214,6 +214,21 @@ pub fn plan(spec: &PathSpec, what: &str, may_cross: impl Fn(u32) -> bool) -> Res
     })
 }
 
+/// The path of a run on `engine`: in memory for an engine that runs both
+/// ends there (the loopback), else checked as [`plan`] does.
+pub fn for_engine(
+    engine: &dyn crate::engine::Engine,
+    spec: &PathSpec,
+    what: &str,
+    may_cross: impl Fn(u32) -> bool,
+) -> Result<PathPlan> {
+    if engine.can().in_memory {
+        in_memory(spec)
+    } else {
+        plan(spec, what, may_cross)
+    }
+}
+
 /// The path of an engine that runs both ends in memory (the loopback):
 /// two ends that are names and addresses only (198.18.0.1 to 198.18.0.2),
 /// at `--mtu` (1500 by default), the cores as for any path; no root, no

@@ -66,22 +66,7 @@ pub fn check_args(args: &RrArgs) -> Result<()> {
             names_that(|c| c.steering)
         );
     }
-    if engine.can().in_memory {
-        let run = &args.run;
-        let given = [
-            ("--tx-iface", run.tx_iface.is_some()),
-            ("--rx-iface", run.rx_iface.is_some()),
-            ("--tx-agent", run.agents.tx_agent.is_some()),
-            ("--fleet", run.agents.fleet.is_some()),
-            ("--role", run.role.role.is_some()),
-        ];
-        if let Some((option, _)) = given.iter().find(|(_, on)| *on) {
-            bail!(
-                "{option}: the {} engine runs both ends of the transactions in this process's memory, with no interface or other host; drop {option}, or use --backend xdp on the lab",
-                engine.name()
-            );
-        }
-    }
+    super::run::check_in_memory(engine, &args.run, &[], "the transactions")?;
     if args.tx_engine == TxEngineArg::Generator {
         bail!(
             "rr --tx-engine generator: the generator sends frames and never waits for a response; rr's clients are the --backend engine's: use --tx-engine auto (the default) or backend"
@@ -105,11 +90,12 @@ fn spec(args: &RrArgs) -> RunSpec {
 pub fn plan(args: &RrArgs) -> Result<RrPlan> {
     check_args(args)?;
     let run = spec(args);
-    let path = if engine::for_rr(args.run.backend).can().in_memory {
-        crate::path::in_memory(&run.path)?
-    } else {
-        crate::path::plan(&run.path, "linerate rr", |_| false)?
-    };
+    let path = crate::path::for_engine(
+        engine::for_rr(args.run.backend),
+        &run.path,
+        "linerate rr",
+        |_| false,
+    )?;
     let ipv6 = args.run.ipv6;
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let per = geometry.payload_per_fragment();

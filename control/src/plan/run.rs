@@ -129,6 +129,35 @@ pub fn path(args: &RunArgs) -> PathSpec {
     }
 }
 
+/// An engine that runs both ends in memory (the loopback) has no
+/// interface, no other host and no other tool: the first of the run's
+/// options that asks for one, or of the test's `own`, is refused, saying
+/// that the engine runs `what` ("the stream") in this process's memory.
+pub fn check_in_memory(
+    engine: &dyn crate::engine::Engine,
+    run: &RunArgs,
+    own: &[(&str, bool)],
+    what: &str,
+) -> Result<()> {
+    if !engine.can().in_memory {
+        return Ok(());
+    }
+    let given = [
+        ("--tx-iface", run.tx_iface.is_some()),
+        ("--rx-iface", run.rx_iface.is_some()),
+        ("--tx-agent", run.agents.tx_agent.is_some()),
+        ("--fleet", run.agents.fleet.is_some()),
+        ("--role", run.role.role.is_some()),
+    ];
+    if let Some((option, _)) = own.iter().chain(&given).find(|(_, on)| *on) {
+        bail!(
+            "{option}: the {} engine runs both ends of {what} in this process's memory, with no interface, other host or other tool; drop {option}, or use --backend xdp on the lab",
+            engine.name()
+        );
+    }
+    Ok(())
+}
+
 /// Everything the options give a run, typed; `path` as [`path`] made it
 /// (a stream's `--rx-only` names one interface for both ends).
 pub fn spec(args: &RunArgs, path: PathSpec) -> RunSpec {

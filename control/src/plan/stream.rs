@@ -179,32 +179,20 @@ pub fn check_args(args: &StreamArgs) -> Result<()> {
 /// An engine that runs both ends in memory (the loopback) has no
 /// interface, no other host and no other tool at either end.
 fn check_in_memory(args: &StreamArgs) -> Result<()> {
-    let engine = engine::backend(args.run.backend);
-    if !engine.can().in_memory {
-        return Ok(());
-    }
-    let run = &args.run;
-    let given = [
-        ("--rx-only", args.rx_only),
-        ("--tx-only", args.tx_only),
-        ("--tx-iface", run.tx_iface.is_some()),
-        ("--rx-iface", run.rx_iface.is_some()),
-        ("--tx-agent", run.agents.tx_agent.is_some()),
-        ("--fleet", run.agents.fleet.is_some()),
-        ("--role", run.role.role.is_some()),
-        (
-            "--tx-engine generator",
-            args.tx_engine == TxEngineArg::Generator,
-        ),
-        ("--rx-engine xdp", args.rx_engine == RxEngineArg::Xdp),
-    ];
-    if let Some((option, _)) = given.iter().find(|(_, on)| *on) {
-        bail!(
-            "{option}: the {} engine runs both ends of the stream in this process's memory, with no interface, other host or other tool; drop {option}, or use --backend xdp on the lab",
-            engine.name()
-        );
-    }
-    Ok(())
+    super::run::check_in_memory(
+        engine::backend(args.run.backend),
+        &args.run,
+        &[
+            ("--rx-only", args.rx_only),
+            ("--tx-only", args.tx_only),
+            (
+                "--tx-engine generator",
+                args.tx_engine == TxEngineArg::Generator,
+            ),
+            ("--rx-engine xdp", args.rx_engine == RxEngineArg::Xdp),
+        ],
+        "the stream",
+    )
 }
 
 /// Checks what the run asks of its engines against what they can do.
@@ -355,13 +343,12 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     };
     let ipv6 = args.run.ipv6;
     let run = super::run::spec(&args.run, path_spec(args));
-    let path = if engine::backend(args.run.backend).can().in_memory {
-        crate::path::in_memory(&run.path)?
-    } else {
-        crate::path::plan(&run.path, "linerate stream", |mtu| {
-            frame_size(mtu) >= CROSS_MIN_FRAME
-        })?
-    };
+    let path = crate::path::for_engine(
+        engine::backend(args.run.backend),
+        &run.path,
+        "linerate stream",
+        |mtu| frame_size(mtu) >= CROSS_MIN_FRAME,
+    )?;
     let geometry = Geometry::for_mtu(path.mtu).ipv6(ipv6);
     let frame_size = frame_size(path.mtu);
     let (mut sender, receiver) = engines(args);

@@ -257,16 +257,7 @@ where
     P: Transmit + Receive + 'static,
     F: FnOnce(&[u8], usize) -> Result<Setup<P>, WorkerError> + Send + 'static,
 {
-    let placement = cfg.placement.clone();
-    spawn_with(
-        name,
-        placement,
-        move || {
-            let (port, mode, why, huge) = make_port(&cfg.frame.template()?, cfg.frame.len())?;
-            Ok(((port, cfg), mode, why, huge))
-        },
-        move |(port, cfg), counters| respond(port, &cfg, counters),
-    )
+    spawn_made(name, cfg, make_port, respond)
 }
 
 /// Starts a client on whatever port `make_port` makes (as
@@ -281,6 +272,25 @@ where
     P: Transmit + Receive + 'static,
     F: FnOnce(&[u8], usize) -> Result<Setup<P>, WorkerError> + Send + 'static,
 {
+    spawn_made(name, cfg, make_port, move |port, cfg, counters| {
+        run_client(port, cfg, &client, counters)
+    })
+}
+
+/// Starts an rr worker on the port `make_port` makes in its thread from
+/// its frames' template and largest length, then `run`.
+fn spawn_made<P, F>(
+    name: String,
+    cfg: RrWorkerConfig,
+    make_port: F,
+    run: impl FnOnce(P, &RrWorkerConfig, &WorkerCounters) -> Result<RrSummary, WorkerError>
+        + Send
+        + 'static,
+) -> Result<Worker<RrSummary>, WorkerError>
+where
+    P: Transmit + Receive + 'static,
+    F: FnOnce(&[u8], usize) -> Result<Setup<P>, WorkerError> + Send + 'static,
+{
     let placement = cfg.placement.clone();
     spawn_with(
         name,
@@ -289,7 +299,7 @@ where
             let (port, mode, why, huge) = make_port(&cfg.frame.template()?, cfg.frame.len())?;
             Ok(((port, cfg), mode, why, huge))
         },
-        move |(port, cfg), counters| run_client(port, &cfg, &client, counters),
+        move |(port, cfg), counters| run(port, &cfg, counters),
     )
 }
 

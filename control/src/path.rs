@@ -104,9 +104,22 @@ pub struct PathPlan {
     /// Both ends in this process's memory (the loopback engine): no
     /// interface, namespace, steering, NAPI or lock to touch.
     pub in_memory: bool,
+    /// Run without root, on kernel sockets over interfaces of this
+    /// namespace (`lo` between two agents on 127.0.0.1): linerate reads
+    /// the interfaces and changes nothing (no NAPI mode or placement, no
+    /// softirq probe, no journal, no lock: it holds nothing another run
+    /// could break).
+    pub unprivileged: bool,
 }
 
 impl PathPlan {
+    /// Whether the run may change the system (NAPI, pinning of kernel
+    /// threads, steering, the journal of what to put back): a path on
+    /// interfaces run as root.
+    pub fn changes_system(&self) -> bool {
+        !self.in_memory && !self.unprivileged
+    }
+
     /// Whether a sender shares its core with a receiver (and, in the lab,
     /// the receiver's NAPI thread).
     pub fn shared_cores(&self) -> bool {
@@ -145,8 +158,15 @@ impl PathPlan {
 /// names the command in the privilege error; `may_cross(mtu)` says whether
 /// the default placement may cross the queues over too few cores
 /// ([`cores::crossed`]) for this run.
-pub fn plan(spec: &PathSpec, what: &str, may_cross: impl Fn(u32) -> bool) -> Result<PathPlan> {
-    privilege::require_root(what)?;
+pub fn plan(
+    spec: &PathSpec,
+    (what, unprivileged_ok): (&str, bool),
+    may_cross: impl Fn(u32) -> bool,
+) -> Result<PathPlan> {
+    let unprivileged = !privilege::is_root();
+    if unprivileged {
+        check_unprivileged(spec, what, unprivileged_ok)?;
+    }
     let mut lab_use = None;
     let (mut tx_side, mut rx_side, lab) = match &spec.ifaces {
         Ifaces::Pair { tx, rx } => (
@@ -180,7 +200,11 @@ pub fn plan(spec: &PathSpec, what: &str, may_cross: impl Fn(u32) -> bool) -> Res
     }
     let tx = path_end(spec.ipv6, tx_side)?;
     let rx = path_end(spec.ipv6, rx_side)?;
-    let mut locks = lock_interfaces(&tx, &rx)?;
+    let mut locks = if unprivileged {
+        Vec::new()
+    } else {
+        lock_interfaces(&tx, &rx)?
+    };
     if let Some(mut l) = lab_use {
         l.mark()?;
         locks.push(l);
@@ -211,6 +235,7 @@ pub fn plan(spec: &PathSpec, what: &str, may_cross: impl Fn(u32) -> bool) -> Res
         crossed,
         locks: std::sync::Arc::new(locks),
         in_memory: false,
+        unprivileged,
     })
 }
 
@@ -225,8 +250,28 @@ pub fn for_engine(
     if engine.can().in_memory {
         in_memory(spec)
     } else {
-        plan(spec, what, may_cross)
+        plan(spec, (what, engine.can().unprivileged), may_cross)
     }
+}
+
+/// Without root a run uses kernel sockets over interfaces of this
+/// namespace only: a lab or a namespace needs root to enter, AF_XDP and
+/// XDP need it to attach.
+fn check_unprivileged(spec: &PathSpec, what: &str, engine_ok: bool) -> Result<()> {
+    let why = match &spec.ifaces {
+        _ if !engine_ok => "its engine attaches XDP programs or maps AF_XDP sockets",
+        Ifaces::Lab(_) => "it runs on the lab, whose namespaces only root enters",
+        Ifaces::Pair { tx, rx } if tx.netns.is_some() || rx.netns.is_some() => {
+            "it enters a network namespace (--tx-netns/--rx-netns)"
+        }
+        Ifaces::Pair { .. } => return Ok(()),
+    };
+    bail!(
+        "{what} needs root ({}) here: {why}; run it with sudo, or without root use \
+         --backend loopback, or --backend udp or tcp on interfaces of this namespace \
+         (e.g. --tx-iface lo --rx-iface lo)",
+        privilege::CAPABILITIES
+    )
 }
 
 /// The path of an engine that runs both ends in memory (the loopback):
@@ -272,6 +317,7 @@ pub fn in_memory(spec: &PathSpec) -> Result<PathPlan> {
         crossed: false,
         locks: std::sync::Arc::new(Vec::new()),
         in_memory: true,
+        unprivileged: false,
     })
 }
 
@@ -439,6 +485,7 @@ impl PathPlan {
             crossed: false,
             locks: std::sync::Arc::new(Vec::new()),
             in_memory: false,
+            unprivileged: false,
         }
     }
 }
@@ -446,6 +493,51 @@ impl PathPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without root: kernel sockets on interfaces of this namespace only,
+    /// every refusal saying why and what runs instead.
+    #[test]
+    fn without_root_only_kernel_sockets_in_this_namespace() {
+        let iface = |name: &str, netns: Option<&str>| crate::spec::Iface {
+            name: name.into(),
+            netns: netns.map(str::to_string),
+        };
+        let spec = |ifaces| PathSpec {
+            ifaces,
+            reverse: false,
+            mtu: None,
+            queues: 1,
+            tx_cores: None,
+            rx_cores: None,
+            ipv6: false,
+        };
+        let lo = spec(Ifaces::Pair {
+            tx: iface("lo", None),
+            rx: iface("lo", None),
+        });
+        check_unprivileged(&lo, "linerate stream", true).unwrap();
+        let refused = |spec: &PathSpec, engine_ok: bool| {
+            check_unprivileged(spec, "linerate stream", engine_ok)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused(&lo, false);
+        assert!(e.contains("attaches XDP programs"), "{e}");
+        assert!(
+            e.contains("--backend udp or tcp on interfaces of this namespace"),
+            "{e}"
+        );
+        let e = refused(&spec(Ifaces::Lab("lr".into())), true);
+        assert!(
+            e.contains("the lab, whose namespaces only root enters"),
+            "{e}"
+        );
+        let in_ns = spec(Ifaces::Pair {
+            tx: iface("lo", None),
+            rx: iface("b0", Some("nb")),
+        });
+        assert!(refused(&in_ns, true).contains("enters a network namespace"));
+    }
 
     #[test]
     fn hints_quote_names() {

@@ -72,6 +72,12 @@ pub struct Pair {
     pub tx: Side,
     /// The receiving side (rr: the responder).
     pub rx: Side,
+    /// The UDP port of this pair's test traffic (its runs' `--port`), for
+    /// pairs whose hosts share an address (agents on 127.0.0.1 serving
+    /// `lo`): their ports at least 1,025 apart, since senders use the 1,024
+    /// ports above it. Absent: the run's `--port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 /// One host of a pair: its agent and the interface under test.
@@ -156,6 +162,12 @@ impl Inventory {
                     pair.name
                 ));
             }
+            if let Some(port) = pair.port.filter(|p| !(1..=MAX_PORT).contains(p)) {
+                return Err(format!(
+                    "pair {}: port {port} is not one of 1 to {MAX_PORT} (the 1,024 ports above it are the senders')",
+                    pair.name
+                ));
+            }
             if let Some(lab) = &pair.lab {
                 crate::limits::check_name(lab).map_err(|e| format!("pair {}: {e}", pair.name))?;
             }
@@ -181,6 +193,10 @@ impl Side {
         Ok(())
     }
 }
+
+/// The highest UDP port of a pair's test traffic: senders use the 1,024
+/// above it.
+pub const MAX_PORT: u16 = 64_511;
 
 /// A pair's name: 1 to 32 letters, digits, '-', '_' or '.' (it becomes a
 /// metrics label and a file name in reports).
@@ -251,6 +267,7 @@ mod tests {
             lab: Some("fl0".into()),
             tx: side("http://198.19.0.2:7480", "fl0-a0"),
             rx: side("http://198.19.0.6:7480", "fl0-b0"),
+            port: None,
         }
     }
 
@@ -258,12 +275,15 @@ mod tests {
     fn saved_inventories_load_back_equal() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fleet.toml");
-        let inv = Inventory::new(vec![pair("p0"), pair("p1")]).unwrap();
+        let mut second = pair("p1");
+        second.port = Some(8_496);
+        let inv = Inventory::new(vec![pair("p0"), second]).unwrap();
         inv.save(&path).unwrap();
         assert_eq!(Inventory::load(&path).unwrap(), inv);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("[[pair]]"), "{text}");
         assert!(text.contains("[pair.tx]"), "{text}");
+        assert_eq!(text.matches("port = 8496").count(), 1, "{text}");
     }
 
     #[test]
@@ -298,6 +318,11 @@ mod tests {
                 Box::new(|i| i.pairs[0].lab = Some("much-too-long".into())),
                 "lab name",
             ),
+            (
+                Box::new(|i| i.pairs[1].port = Some(64_512)),
+                "pair p1: port 64512 is not one of 1 to 64511",
+            ),
+            (Box::new(|i| i.pairs[0].port = Some(0)), "port 0"),
         ];
         for (spoil, want) in cases {
             let mut inv = Inventory::new(vec![pair("p0"), pair("p1")]).unwrap();

@@ -45,6 +45,7 @@ const CAN: Capabilities = Capabilities {
     checksums: true,
     injects_loss: true,
     in_memory: false,
+    unprivileged: false,
 };
 
 impl Engine for AfXdp {

@@ -78,6 +78,11 @@ pub struct Capabilities {
     /// Runs both ends in memory, in this process: no interface, no root
     /// (the loopback engine).
     pub in_memory: bool,
+    /// Runs without root on interfaces of linerate's own namespace
+    /// (kernel sockets: nothing attached, mapped or set; such a run changes
+    /// nothing of the system, PathPlan::unprivileged). Engines in memory
+    /// need no root either way.
+    pub unprivileged: bool,
 }
 
 /// The I/O settings every engine's workers get; each takes what it uses

@@ -110,6 +110,7 @@ const CAN: Capabilities = Capabilities {
     checksums: false,
     injects_loss: false,
     in_memory: false,
+    unprivileged: false,
 };
 
 impl Engine for Generator {

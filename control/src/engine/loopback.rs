@@ -64,6 +64,7 @@ const CAN: Capabilities = Capabilities {
     checksums: true,
     injects_loss: true,
     in_memory: true,
+    unprivileged: true,
 };
 
 /// The sending ends of the links the receivers made, by (port, queue).

@@ -367,8 +367,12 @@ mod tests {
         for engine in all().filter(|e| !e.can().in_memory) {
             let can = engine.can();
             assert!(can.stream_sender && can.stream_receiver && can.rr_responder.is_some());
-            assert!(can.pacing && can.wait_modes && can.multi_buffer && can.max_frame.is_none());
+            assert!(can.pacing && can.wait_modes && can.multi_buffer);
+            // Only a UDP socket has a largest frame (its largest datagram).
+            let largest = (engine.name() == "udp").then_some(65_553);
+            assert_eq!(can.max_frame, largest, "{}", engine.name());
         }
+        assert_eq!(names_that(|c| c.unprivileged && !c.in_memory), "udp or tcp");
         // The loopback: streams only, one chunk a frame, no system.
         let lo = backend(BackendArg::Loopback).can();
         assert!(lo.in_memory && lo.stream_sender && lo.stream_receiver && lo.injects_loss);

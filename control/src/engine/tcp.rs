@@ -29,6 +29,7 @@ pub(super) const TCP: KernelEngine = KernelEngine {
         checksums: false,
         injects_loss: false,
         in_memory: false,
+        unprivileged: true,
     },
     sender: spawn_tcp_tx,
     receiver: spawn_tcp_rx,

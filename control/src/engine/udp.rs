@@ -6,6 +6,10 @@ use linerate_datapath::kernel::udp::{rr, spawn_udp_rx, spawn_udp_tx};
 
 use super::{contract::Capabilities, kernel::KernelEngine};
 
+/// The largest frame a UDP socket sends: an IPv4 packet of 65,535 bytes,
+/// Ethernet header and FCS.
+pub const MAX_UDP_FRAME: usize = 65_535 + 14 + 4;
+
 /// The kernel UDP engine.
 pub(super) const UDP: KernelEngine = KernelEngine {
     name: "udp",
@@ -15,7 +19,9 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         rr_responder: Some("udp socket"),
         frames: true,
         messages: true,
-        max_frame: None,
+        // The largest UDP datagram over IPv4 (65,507 bytes of payload) in
+        // a frame, FCS included.
+        max_frame: Some(MAX_UDP_FRAME),
         multi_buffer: true,
         pacing: true,
         wait_modes: true,
@@ -29,6 +35,7 @@ pub(super) const UDP: KernelEngine = KernelEngine {
         checksums: false,
         injects_loss: false,
         in_memory: false,
+        unprivileged: true,
     },
     sender: spawn_udp_tx,
     receiver: spawn_udp_rx,

@@ -35,6 +35,7 @@ const CAN: Capabilities = Capabilities {
     checksums: false,
     injects_loss: false,
     in_memory: false,
+    unprivileged: false,
 };
 
 impl Engine for XdpOnly {

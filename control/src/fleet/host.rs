@@ -271,6 +271,7 @@ pub fn make_pair(dir: &Path, lab: &str, index: u32, mtu: u32, queues: u32) -> Re
                 lab: Some(lab.to_string()),
                 tx,
                 rx,
+                port: None,
             },
             agents: std::mem::take(&mut agents),
         })

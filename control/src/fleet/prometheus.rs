@@ -207,6 +207,7 @@ mod tests {
             lab: None,
             tx: side(a, &format!("{name}-a0"), &format!("/run/lr/{name}-a.token")),
             rx: side(b, &format!("{name}-b0"), &format!("/run/lr/{name}-b.token")),
+            port: None,
         };
         Inventory::new(vec![
             pair("fl0", "http://198.19.0.2:7480", "http://198.19.0.6:7480/"),

@@ -156,6 +156,9 @@ fn pair_request(req: &RunRequest, pair: &Pair) -> RunRequest {
         // The pair's name goes to its agents with the start (`start_at`).
         pair: None,
     };
+    if let Some(port) = pair.port {
+        run.port = port;
+    }
     run.tx_iface = Some(pair.tx.iface.clone());
     run.rx_iface = Some(pair.rx.iface.clone());
     (run.tx_netns, run.rx_netns) = (None, None);

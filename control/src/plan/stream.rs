@@ -310,8 +310,15 @@ fn check_frames(
     max_descriptor: usize,
 ) -> Result<()> {
     if let Some(max) = sender.can().max_frame.filter(|&m| frame_size > m) {
+        // A sender only (the generator) gives way to the backend's own;
+        // a backend's sender (UDP's largest datagram), to another backend.
+        let instead = if sender.can().stream_receiver {
+            "use --backend xdp"
+        } else {
+            "send with --tx-engine backend"
+        };
         bail!(
-            "--size {frame_size}: the {} engine sends frames up to {max} bytes; send smaller frames, lower the MTU, or send with --tx-engine backend (AF_XDP sends any size)",
+            "--size {frame_size}: the {} engine sends frames up to {max} bytes; give --size {max} or less, lower the MTU, or {instead} (AF_XDP sends any size)",
             sender.name()
         );
     }

@@ -264,8 +264,9 @@ impl<'a> Session<'a> {
         let (timing, path, here) = (asked.timing, asked.path, asked.here);
         // What a run killed before it could clean up left (its journal),
         // put back before this one measures, and said (a path in memory
-        // changes nothing of the system, and may run without root).
-        if !path.in_memory {
+        // changes nothing of the system, and may run without root; so does
+        // a run without root on kernel sockets).
+        if path.changes_system() {
             linerate_host::putback::replay_all().warn();
         }
         // The wait modes first: a mode the kernel would not honour is
@@ -282,8 +283,8 @@ impl<'a> Session<'a> {
         let steering = Ends { tx, rx };
         // Check, then change: only now the NAPI mode and pinning.
         let mut restore = Restore::default();
-        let (napi, napi_threads) = if path.in_memory {
-            // No interface: no NAPI to set or place.
+        let (napi, napi_threads) = if !path.changes_system() {
+            // No interface (or no root): no NAPI to set or place.
             (None, Vec::new())
         } else {
             let own = receive_work::check(asked.napi, path, asked.threaded_by_default)?;
@@ -311,8 +312,9 @@ impl<'a> Session<'a> {
             tx: steer_stats(&steering.tx)?,
             rx: steer_stats(&steering.rx)?,
         };
-        // No softirq of a path in memory to count (and no BPF without root).
-        let softirq = (!path.in_memory)
+        // No softirq of a path in memory to count; no BPF without root.
+        let softirq = path
+            .changes_system()
             .then(|| {
                 linerate_ebpf::SoftirqClock::attach(std::process::id())
                     .map_err(|e| eprintln!("linerate: softirq time per core not measured: {e}"))

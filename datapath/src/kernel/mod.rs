@@ -28,6 +28,34 @@ use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 /// Socket buffer size asked for (SO_SNDBUFFORCE / SO_RCVBUFFORCE).
 pub const SOCKET_BUFFER: usize = 16 << 20;
 
+/// Which of a socket's buffers [`size_buffer`] sizes.
+#[derive(Debug, Clone, Copy)]
+pub enum Buffer {
+    /// The send buffer (SO_SNDBUF).
+    Send,
+    /// The receive buffer (SO_RCVBUF).
+    Receive,
+}
+
+/// Sizes a socket's buffer to [`SOCKET_BUFFER`]: past the system's limit
+/// with the FORCE option (CAP_NET_ADMIN), else, without the capability (a
+/// run without root), as far as net.core.wmem_max/rmem_max allow.
+pub fn size_buffer<F: std::os::fd::AsFd>(sock: &F, which: Buffer) -> nix::Result<()> {
+    use nix::{
+        errno::Errno,
+        sys::socket::{setsockopt, sockopt},
+    };
+    let forced = match which {
+        Buffer::Send => setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER),
+        Buffer::Receive => setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER),
+    };
+    match (forced, which) {
+        (Err(Errno::EPERM), Buffer::Send) => setsockopt(sock, sockopt::SndBuf, &SOCKET_BUFFER),
+        (Err(Errno::EPERM), Buffer::Receive) => setsockopt(sock, sockopt::RcvBuf, &SOCKET_BUFFER),
+        (r, _) => r,
+    }
+}
+
 /// How long a blocking call waits before looking at the stop flag again.
 pub const BLOCK_SLICE: Duration = Duration::from_millis(20);
 

@@ -4,20 +4,18 @@
 
 pub mod rr;
 
+use crate::kernel::{size_buffer, Buffer};
 use std::{
     io::{ErrorKind, Read, Write},
     net::{SocketAddrV4, TcpListener, TcpStream},
     time::{Duration, Instant},
 };
 
-use nix::sys::{
-    epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout},
-    socket::{setsockopt, sockopt},
-};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 
 use crate::kernel::{
     pace_idle, received, records::RecordCutter, sent, spawn_socket, KernelReceiverConfig,
-    KernelStreamConfig, RecordParser, BLOCK_SLICE, SOCKET_BUFFER,
+    KernelStreamConfig, RecordParser, BLOCK_SLICE,
 };
 use crate::{
     header::{Kind, MESSAGE_HEADER_LEN},
@@ -58,8 +56,8 @@ pub fn spawn_tcp_tx(
         cfg,
         |cfg| {
             let s = connect(cfg.dst)?;
-            setsockopt(&s, sockopt::SndBufForce, &SOCKET_BUFFER)
-                .map_err(|e| WorkerError::Hook(format!("SO_SNDBUFFORCE: {e}")))?;
+            size_buffer(&s, Buffer::Send)
+                .map_err(|e| WorkerError::Hook(format!("SO_SNDBUF: {e}")))?;
             if cfg.wait == WaitMode::Busy {
                 s.set_nonblocking(true).map_err(io("nonblocking"))?;
             } else {
@@ -258,7 +256,7 @@ fn accept_flows(
     while conns.len() < flows {
         match l.accept() {
             Ok((s, _)) => {
-                let _ = setsockopt(&s, sockopt::RcvBufForce, &SOCKET_BUFFER);
+                let _ = size_buffer(&s, Buffer::Receive);
                 s.set_nonblocking(true).map_err(io("nonblocking"))?;
                 epoll
                     .add(&s, EpollEvent::new(EpollFlags::EPOLLIN, conns.len() as u64))

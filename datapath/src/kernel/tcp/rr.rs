@@ -1,6 +1,7 @@
 //! Request/response over TCP: a connection per flow, TCP_NODELAY, one
 //! record per message.
 
+use crate::kernel::{size_buffer, Buffer};
 use std::{
     io::{ErrorKind, Read, Write},
     net::{TcpListener, TcpStream},
@@ -11,10 +12,7 @@ use std::{
 
 use nix::{
     poll::PollFlags,
-    sys::{
-        epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout},
-        socket::{setsockopt, sockopt},
-    },
+    sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout},
 };
 
 use crate::{
@@ -22,7 +20,7 @@ use crate::{
     header::{Fragment, Header, Kind, HEADER_LEN, MESSAGE_HEADER_LEN},
     kernel::{
         rr::{answered, err, idle, nerr, responded, spawn_client_with, wait_any, KernelRrConfig},
-        spawn_socket, RecordParser, BLOCK_SLICE, SOCKET_BUFFER,
+        spawn_socket, RecordParser, BLOCK_SLICE,
     },
     worker::{
         transactions::Transactions, ClientConfig, RrSummary, StopSignal, WaitMode, Worker,
@@ -101,8 +99,8 @@ fn write_record(
 fn tcp_setup(s: &TcpStream) -> Result<(), WorkerError> {
     s.set_nodelay(true).map_err(err("TCP_NODELAY"))?;
     s.set_nonblocking(true).map_err(err("TCP nonblocking"))?;
-    let _ = setsockopt(s, sockopt::RcvBufForce, &SOCKET_BUFFER);
-    let _ = setsockopt(s, sockopt::SndBufForce, &SOCKET_BUFFER);
+    let _ = size_buffer(s, Buffer::Receive);
+    let _ = size_buffer(s, Buffer::Send);
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 pub mod rr;
 
+use crate::kernel::{size_buffer, Buffer};
 use std::{
     io::{IoSlice, IoSliceMut},
     net::UdpSocket,
@@ -22,7 +23,7 @@ use nix::{
 use crate::kernel::{
     pace_idle, received,
     records::{read_datagram, RecordCutter},
-    sent, spawn_socket, KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE, SOCKET_BUFFER,
+    sent, spawn_socket, KernelReceiverConfig, KernelStreamConfig, BLOCK_SLICE,
 };
 use crate::{
     frame::HEADER_OFFSET,
@@ -67,8 +68,7 @@ pub fn spawn_udp_tx(
         |cfg| {
             let sock = UdpSocket::bind(cfg.src).map_err(io)?;
             sock.connect(cfg.dst).map_err(io)?;
-            setsockopt(&sock, sockopt::SndBufForce, &SOCKET_BUFFER)
-                .map_err(nix_err("SO_SNDBUFFORCE"))?;
+            size_buffer(&sock, Buffer::Send).map_err(nix_err("SO_SNDBUF"))?;
             if cfg.wait == WaitMode::Busy {
                 sock.set_nonblocking(true).map_err(io)?;
             } else {
@@ -233,8 +233,7 @@ pub fn spawn_udp_rx(
         cfg,
         |cfg| {
             let sock = UdpSocket::bind(cfg.bind).map_err(io)?;
-            setsockopt(&sock, sockopt::RcvBufForce, &SOCKET_BUFFER)
-                .map_err(nix_err("SO_RCVBUFFORCE"))?;
+            size_buffer(&sock, Buffer::Receive).map_err(nix_err("SO_RCVBUF"))?;
             if cfg.gro {
                 setsockopt(&sock, sockopt::UdpGroSegment, &true).map_err(nix_err("UDP_GRO"))?;
             }

@@ -2,6 +2,7 @@
 //! one socket per queue on the responder, messages cut into datagrams
 //! sent with sendmmsg.
 
+use crate::kernel::{size_buffer, Buffer};
 use std::{
     io::{IoSlice, IoSliceMut},
     net::{SocketAddrV4, UdpSocket},
@@ -183,7 +184,7 @@ fn udp_socket(bind: SocketAddrV4, wait: WaitMode) -> Result<UdpSocket, WorkerErr
     let s = UdpSocket::bind(bind).map_err(err("UDP bind"))?;
     s.set_nonblocking(true).map_err(err("UDP nonblocking"))?;
     busy_poll::setup_socket(s.as_fd(), wait).map_err(bperr)?;
-    let _ = setsockopt(&s, sockopt::RcvBufForce, &SOCKET_BUFFER);
+    let _ = size_buffer(&s, Buffer::Receive);
     let _ = setsockopt(&s, sockopt::SndBufForce, &SOCKET_BUFFER);
     Ok(s)
 }

@@ -239,21 +239,6 @@ pub fn plan(
     })
 }
 
-/// The path of a run on `engine`: in memory for an engine that runs both
-/// ends there (the loopback), else checked as [`plan`] does.
-pub fn for_engine(
-    engine: &dyn crate::engine::Engine,
-    spec: &PathSpec,
-    what: &str,
-    may_cross: impl Fn(u32) -> bool,
-) -> Result<PathPlan> {
-    if engine.can().in_memory {
-        in_memory(spec)
-    } else {
-        plan(spec, (what, engine.can().unprivileged), may_cross)
-    }
-}
-
 /// Without root a run uses kernel sockets over interfaces of this
 /// namespace only: a lab or a namespace needs root to enter, AF_XDP and
 /// XDP need it to attach.

@@ -2,8 +2,8 @@
 //! every part, table, figure, fit, winner, reference and goal of a preset
 //! filled from runs in memory (one run a point, short, paced). The
 //! root package's tests/sweep.rs runs on real frames the presets the
-//! loopback cannot run yet: 9000-byte frames (bs2000), the udp and tcp
-//! backends as an axis (service-demand, wait-modes) and busy-polling
+//! loopback cannot run: the udp and tcp backends as an axis
+//! (service-demand, wait-modes) and NAPI placement and busy-polling
 //! (wait-modes).
 
 mod common;
@@ -14,23 +14,41 @@ use serde_json::Value;
 
 use common::*;
 
-/// A preset's text on the loopback engine: its shared `[fixed]` settings
-/// with short runs, `backend = "loopback"` and a paced rate (an unpaced
-/// busy sender on a loaded machine can leave a short window empty).
+/// A preset's text on the loopback engine: its `[fixed]` settings (each
+/// part's `[part.fixed]`) with short runs, `backend = "loopback"` and,
+/// for streams, a paced rate (an unpaced busy sender on a loaded machine
+/// can leave a short window empty).
 fn on_loopback(preset: &str) -> String {
     let text = fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../report/presets/{preset}.toml")),
     )
     .unwrap();
+    assert!(!text.contains("backend = "), "{preset} names a backend");
+    assert!(!text.contains("\nrate = "), "{preset} sets a rate");
+    let mut chunks = text.split("\n[[part]]\n");
+    let head = chunks.next().unwrap();
+    let parts: Vec<&str> = chunks.collect();
+    if parts.is_empty() {
+        return settings_on_loopback(preset, head, "\n[fixed]\n");
+    }
+    let mut out = head.to_string();
+    for part in parts {
+        out.push_str("\n[[part]]\n");
+        out.push_str(&settings_on_loopback(preset, part, "\n[part.fixed]\n"));
+    }
+    out
+}
+
+/// One preset's (or part's) settings under `fixed` rewritten for the
+/// loopback: each names its kind and its 1 s warm-up and 3 s window.
+fn settings_on_loopback(preset: &str, text: &str, fixed: &str) -> String {
     for (from, n) in [
-        ("\n[fixed]\n", 1),
+        (fixed, 1),
         ("\nwarmup = \"1s\"\n", 1),
         ("\nduration = \"3s\"\n", 1),
     ] {
         assert_eq!(text.matches(from).count(), n, "{preset}: {from:?}");
     }
-    assert!(!text.contains("backend = "), "{preset} names a backend");
-    assert!(!text.contains("\nrate = "), "{preset} sets a rate");
     let text = text.replace("\nwarmup = \"1s\"\n", "\nwarmup = \"50ms\"\n");
     if text.contains("\nkind = \"rr\"\n") {
         // Transactions pace themselves; a 1 MB request (700 frames) gets
@@ -42,6 +60,7 @@ fn on_loopback(preset: &str) -> String {
             )
             .replace("\ntimeout = \"100ms\"\n", "\ntimeout = \"1s\"\n");
     }
+    assert!(text.contains("\nkind = \"stream\"\n"), "{preset}: a kind");
     text.replace(
         "\nduration = \"3s\"\n",
         "\nduration = \"150ms\"\nbackend = \"loopback\"\nrate = 20000\n",
@@ -151,6 +170,13 @@ fn complete_report(preset: &str) -> usize {
 fn rpc_reports_complete_on_the_loopback_engine() {
     // reverse x request: 2 x 6, each point an rr run in memory.
     assert_eq!(complete_report("rpc"), 12);
+}
+
+#[test]
+fn bs2000_reports_complete_on_the_loopback_engine() {
+    // rr by flows (3), 16 x 64 KB by MTU x reverse (4), one flow by MTU
+    // x message (6): 9000-byte frames in one buffer of the loopback's link.
+    assert_eq!(complete_report("bs2000"), 13);
 }
 
 #[test]

@@ -51,7 +51,7 @@ const CAN: Capabilities = Capabilities {
     frames: true,
     messages: true,
     max_frame: None,
-    multi_buffer: false,
+    multi_buffer: true,
     pacing: true,
     wait_modes: true,
     steering: false,

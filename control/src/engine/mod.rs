@@ -377,7 +377,8 @@ mod tests {
         let lo = backend(BackendArg::Loopback).can();
         assert!(lo.in_memory && lo.stream_sender && lo.stream_receiver && lo.injects_loss);
         assert_eq!(lo.rr_responder, Some("loopback"));
-        assert!(!lo.steering && !lo.umem && !lo.multi_buffer);
+        // Frames of any size, each one buffer on its link.
+        assert!(!lo.steering && !lo.umem && lo.multi_buffer);
         assert_eq!(names_that(|c| c.in_memory), "loopback");
     }
 }

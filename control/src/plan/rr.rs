@@ -90,7 +90,7 @@ fn spec(args: &RrArgs) -> RunSpec {
 pub fn plan(args: &RrArgs) -> Result<RrPlan> {
     check_args(args)?;
     let run = spec(args);
-    let path = crate::path::for_engine(
+    let path = super::run::path_for(
         engine::for_rr(args.run.backend),
         &run.path,
         "linerate rr",

@@ -129,6 +129,22 @@ pub fn path(args: &RunArgs) -> PathSpec {
     }
 }
 
+/// The path of a run on `engine`: in memory for an engine that runs both
+/// ends there (the loopback), else checked as [`crate::path::plan`] does
+/// (without root only for an engine that needs none).
+pub fn path_for(
+    engine: &dyn crate::engine::Engine,
+    spec: &PathSpec,
+    what: &str,
+    may_cross: impl Fn(u32) -> bool,
+) -> Result<crate::path::PathPlan> {
+    if engine.can().in_memory {
+        crate::path::in_memory(spec)
+    } else {
+        crate::path::plan(spec, (what, engine.can().unprivileged), may_cross)
+    }
+}
+
 /// An engine that runs both ends in memory (the loopback) has no
 /// interface, no other host and no other tool: the first of the run's
 /// options that asks for one, or of the test's `own`, is refused, saying

@@ -59,8 +59,12 @@ pub struct StreamPlan {
 }
 
 impl StreamPlan {
-    /// Descriptors per frame.
+    /// Descriptors per frame (the loopback's link carries every frame in
+    /// one buffer, whatever its size).
     pub fn descs_per_frame(&self) -> usize {
+        if self.path.in_memory {
+            return 1;
+        }
         Geometry::buffers_per_frame(self.frame_size)
     }
 }
@@ -350,7 +354,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
     };
     let ipv6 = args.run.ipv6;
     let run = super::run::spec(&args.run, path_spec(args));
-    let path = crate::path::for_engine(
+    let path = super::run::path_for(
         engine::backend(args.run.backend),
         &run.path,
         "linerate stream",

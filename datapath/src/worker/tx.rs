@@ -329,12 +329,20 @@ fn run_with<P: Transmit, S: Stamping>(
         // Stop between messages, never inside one (unless the hard deadline
         // has come).
         let boundary = seq.is_multiple_of(frags) || now >= cfg.stop.deadline;
-        if (cfg.stop.should_stop(now) && boundary) || pacer.done(seq) {
+        let stopping = cfg.stop.should_stop(now);
+        if (stopping && boundary) || pacer.done(seq) {
             break;
         }
         let done = port.reclaim() as u64;
         book.complete(&mut c, done);
-        let want = pacer.allowed(seq, now - start, batch);
+        let mut want = pacer.allowed(seq, now - start, batch);
+        if stopping {
+            // Told to stop inside a message: finish it and no more (sends
+            // of other lengths could step over every boundary: 12 paced
+            // queues of 64 KB messages on the loopback ran to the hard
+            // deadline, 54 s).
+            want = want.min((frags - seq % frags) as usize);
+        }
         // A sleeping sender goes out a whole batch at a time.
         let burst_nap = match cfg.wait {
             WaitMode::Wait if want < batch => {

@@ -385,6 +385,7 @@ fn stream_of(results: &[(&str, &StreamResult)]) -> StreamResult {
             .sum(),
     );
     m.frames.resent = results.iter().map(|(_, r)| r.frames.resent).sum();
+    m.frames.slipped = results.iter().map(|(_, r)| r.frames.slipped).sum();
     if first.params.count.is_some() {
         m.frames = m.frames.counted();
     }

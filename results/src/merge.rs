@@ -95,6 +95,7 @@ pub fn stream(tx: &StreamResult, rx: &StreamResult, agents: Agents) -> StreamRes
     )
     .with_sender_drops(tx.frames.dropped_at_sender);
     m.frames.resent = tx.frames.resent;
+    m.frames.slipped = tx.frames.slipped;
     if tx.params.count.is_some() {
         m.frames = m.frames.counted();
     }

@@ -282,6 +282,12 @@ pub struct FrameAccounting {
     /// in results written before).
     #[serde(default, skip_serializing_if = "crate::latency::is_zero")]
     pub resent: u64,
+    /// Frames (kernel TCP: messages) the paced senders let slip after
+    /// stalls instead of sending them back to back: each caught up at most
+    /// 1 ms of its rate at once, and its schedule ran that much later (0
+    /// unpaced, and in results written before it was counted).
+    #[serde(default, skip_serializing_if = "crate::latency::is_zero")]
+    pub slipped: u64,
     /// Frames dropped on purpose on the way (`--inject-loss`): by the XDP
     /// steering program (its `dropped`), or on the loopback engine's link;
     /// counted in `lost`. None without `--inject-loss`.
@@ -458,6 +464,7 @@ impl FrameAccounting {
             }),
             dropped_at_sender: 0,
             resent: 0,
+            slipped: 0,
             injected: None,
         }
     }

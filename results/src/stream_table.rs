@@ -331,6 +331,13 @@ fn frame_lines(r: &StreamResult, o: &mut String) {
             }
         );
     }
+    if f.slipped > 0 {
+        let _ = writeln!(
+            o,
+            "  pacing: {} frames slipped after stalls (each sender catches up at most 1 ms of its rate at once; the schedule ran that much later)",
+            f.slipped
+        );
+    }
     generator_line(r, o);
     if let Some(mix) = &p.size_mix {
         let _ = writeln!(

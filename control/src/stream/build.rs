@@ -297,6 +297,7 @@ fn frame_accounting(
     )
     .with_sender_drops(dropped(measured.interfaces.tx.tx_dropped));
     frames.resent = measured.tx.summaries.iter().map(|s| s.resent).sum();
+    frames.slipped = measured.tx.summaries.iter().map(|s| s.slipped).sum();
     if plan.count.is_some() {
         frames = frames.counted();
     }
@@ -454,6 +455,7 @@ mod tests {
                 capture: None,
                 resent: 0,
                 credit_wait_ms: 0,
+                slipped: 0,
             }],
         };
         let rx = Finished {

@@ -160,10 +160,14 @@ pub(crate) fn pace_idle(pacer: &Pacer, sent: u64, elapsed: Duration, c: &mut Cou
     );
 }
 
-/// A sender's end: its last counters published.
-pub(crate) fn sent(c: CounterSnapshot, counters: &WorkerCounters) -> TxSummary {
+/// A sender's end: its last counters published; `slipped`, what its pacer
+/// let slip.
+pub(crate) fn sent(c: CounterSnapshot, counters: &WorkerCounters, slipped: u64) -> TxSummary {
     counters.publish(&c);
-    TxSummary::kernel(c)
+    TxSummary {
+        slipped,
+        ..TxSummary::kernel(c)
+    }
 }
 
 /// A receiver's end: the messages still in progress counted, the last

@@ -67,6 +67,13 @@ impl RecordCutter {
         self.seq.is_multiple_of(self.per_message())
     }
 
+    /// Records left to write of the message under way (0 at a message's
+    /// start): what a sender told to stop still sends.
+    pub fn left_in_message(&self) -> u64 {
+        let per = self.per_message();
+        (per - self.seq % per) % per
+    }
+
     /// The length of the next record.
     pub fn next_len(&self) -> usize {
         if self.frames {
@@ -237,8 +244,17 @@ mod tests {
         let cut = Fragmentation::new(3000, 1438).unwrap();
         let mut w = RecordCutter::new(Kind::Message, 1, cut, false);
         let mut buf = vec![0; w.max_len()];
-        let lens: Vec<usize> = (0..3).map(|_| w.write_next(&mut buf, 0)).collect();
+        // What a sender told to stop still sends: the rest of its message.
+        let mut left = vec![w.left_in_message()];
+        let lens: Vec<usize> = (0..3)
+            .map(|_| {
+                let len = w.write_next(&mut buf, 0);
+                left.push(w.left_in_message());
+                len
+            })
+            .collect();
         assert_eq!(lens, vec![34 + 1438, 34 + 1438, 34 + 124]);
+        assert_eq!(left, vec![0, 2, 1, 0]);
         let h = read_datagram(&buf).unwrap();
         assert_eq!(h.fragment.unwrap().index, 2);
         let mut f = RecordCutter::new(

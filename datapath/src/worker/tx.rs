@@ -70,6 +70,9 @@ pub struct TxSummary {
     /// Milliseconds a generator flow waited out of credit (its window of
     /// unacknowledged frames full), sampled each millisecond, whole run.
     pub credit_wait_ms: u64,
+    /// Frames (kernel TCP: messages) a paced sender let slip after stalls
+    /// instead of sending them back to back ([`crate::pacing::CATCH_UP`]).
+    pub slipped: u64,
 }
 
 impl TxSummary {
@@ -310,7 +313,10 @@ fn run_with<P: Transmit, S: Stamping>(
     mut stamper: S,
 ) -> Result<TxSummary, WorkerError> {
     let frags = cfg.message.map_or(1, |m| m.count as u64);
-    let pacer = Pacer::new(
+    if cfg.rate.is_some() {
+        crate::pacing::precise_timers();
+    }
+    let mut pacer = Pacer::new(
         cfg.rate.map(|r| r * frags as f64),
         cfg.count.map(|c| c * frags),
     );
@@ -405,6 +411,7 @@ fn run_with<P: Transmit, S: Stamping>(
         capture,
         resent: 0,
         credit_wait_ms: 0,
+        slipped: pacer.slipped(),
     })
 }
 

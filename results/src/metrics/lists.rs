@@ -355,6 +355,7 @@ pub(super) const FIGURES: &[Figure] = &[
     stream!("frames.injected", "frames", "Frames dropped on purpose on the way (--inject-loss: by the XDP steering program, or on the loopback engine's link), counted in frames.lost; none without --inject-loss", |r| r.frames.injected.map(|n| n as f64)),
     stream!("frames.dropped_at_sender", "frames", "Frames a sender without backpressure (the generator) handed to its link that the link dropped (the peer's ring full): neither sent nor lost", |r| Some(r.frames.dropped_at_sender as f64)),
     stream!("frames.resent", "frames", "Of frames.dropped_at_sender, those a counted generator flow alone on its link sent again (--count: its link's drops, read from the interface, sent once more so that the count arrives)", |r| Some(r.frames.resent as f64)),
+    stream!("frames.slipped", "frames", "Frames (kernel TCP: messages) the paced senders let slip after stalls rather than send back to back: each catches up at most 1 ms of its rate at once, and its schedule runs that much later; 0 unpaced", |r| Some(r.frames.slipped as f64)),
     stream!("frames.unfinished", "frames", "Frames still in the senders' kernel queue when they gave up", |r| Some(r.frames.unfinished as f64)),
     stream!("frames.messages.message_bytes", "bytes", "Bytes per message (message streams)", |r| r.frames.messages.as_ref().map(|m| m.message_bytes as f64)),
     stream!("frames.messages.frames_per_message", "frames", "Frames each message is cut into", |r| r.frames.messages.as_ref().map(|m| m.frames_per_message as f64)),

@@ -111,8 +111,10 @@ mod tests {
                     // bad checksums as not measured.
                     .or_else(|| {
                         ((matches!(m, Metric::Refused(_)) && name != "frames.bad_checksum")
-                            // Resending began with it: none before.
-                            || name == "frames.resent")
+                            // Resending and slipping began with them: none
+                            // before.
+                            || name == "frames.resent"
+                            || name == "frames.slipped")
                             .then_some(0.0)
                     })
                     // A result before own time counted the busy share as

@@ -80,7 +80,10 @@ fn send(
         .map_err(|e| WorkerError::Hook(e.to_string()))?;
     let mut cutter = RecordCutter::new(Kind::Message, cfg.flow, whole, false);
     let rec_len = (MESSAGE_HEADER_LEN + cfg.message.msg_len) as u64;
-    let pacer = Pacer::new(cfg.rate, cfg.count);
+    let mut pacer = Pacer::new(cfg.rate, cfg.count);
+    if cfg.rate.is_some() {
+        crate::pacing::precise_timers();
+    }
     let mut chunk = vec![0u8; CHUNK];
     for (i, b) in chunk.iter_mut().enumerate() {
         *b = i as u8;
@@ -95,7 +98,8 @@ fn send(
     loop {
         let now = Instant::now();
         let between = rec_left == 0 && written == filled;
-        if (cfg.stop.should_stop(now) && (between || now >= cfg.stop.deadline))
+        let stopping = cfg.stop.should_stop(now);
+        if (stopping && (between || now >= cfg.stop.deadline))
             || (pacer.done(cutter.written()) && between)
         {
             break;
@@ -107,7 +111,8 @@ fn send(
             written = 0;
             while filled < CHUNK {
                 if rec_left == 0 {
-                    if pacer.allowed(cutter.written(), now - start, 1) == 0 {
+                    // Told to stop: the record under way ends the stream.
+                    if stopping || pacer.allowed(cutter.written(), now - start, 1) == 0 {
                         break;
                     }
                     // Headers are never split across chunks.
@@ -153,7 +158,7 @@ fn send(
         c.bytes = bytes_out;
         counters.publish(&c);
     }
-    Ok(sent(c, counters))
+    Ok(sent(c, counters, pacer.slipped()))
 }
 
 /// Starts a TCP receiver: accepts `flows` connections and reads records.

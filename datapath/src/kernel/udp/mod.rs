@@ -87,7 +87,10 @@ fn send(
 ) -> Result<TxSummary, WorkerError> {
     let mut cutter = RecordCutter::new(Kind::Message, cfg.flow, cfg.message, cfg.frames);
     let per = cutter.per_message();
-    let pacer = Pacer::new(cfg.rate.map(|r| r * per as f64), cfg.count.map(|c| c * per));
+    let mut pacer = Pacer::new(cfg.rate.map(|r| r * per as f64), cfg.count.map(|c| c * per));
+    if cfg.rate.is_some() {
+        crate::pacing::precise_timers();
+    }
     let lengths = MixLengths::new(cfg.mix.as_ref(), cfg.frames);
     let rec_max = lengths.max().max(cutter.max_len());
     let gso = cfg.gso && !(cfg.frames && rec_max > GSO_MAX_BYTES);
@@ -118,10 +121,15 @@ fn send(
     loop {
         let now = Instant::now();
         let boundary = cutter.at_message_start() || now >= cfg.stop.deadline;
-        if (cfg.stop.should_stop(now) && boundary) || pacer.done(cutter.written()) {
+        let stopping = cfg.stop.should_stop(now);
+        if (stopping && boundary) || pacer.done(cutter.written()) {
             break;
         }
-        let want = pacer.allowed(cutter.written(), now - start, nbufs * per_buf);
+        let mut want = pacer.allowed(cutter.written(), now - start, nbufs * per_buf);
+        if stopping {
+            // Told to stop inside a message: finish it, no more.
+            want = want.min(cutter.left_in_message() as usize);
+        }
         if want == 0 {
             pace_idle(&pacer, cutter.written(), now - start, &mut c);
             continue;
@@ -190,7 +198,7 @@ fn send(
         }
         counters.publish(&c);
     }
-    Ok(sent(c, counters))
+    Ok(sent(c, counters, pacer.slipped()))
 }
 
 /// The length of each record a sender writes: the cutter's, or, for a

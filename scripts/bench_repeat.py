@@ -31,7 +31,19 @@ try:
             placement = d["setup"]["placement"]
             cpu = d["cpu"]["total"]["cpu_pct"]
             rows.setdefault(name, []).append((fps, placement))
-            print(f"round {r} {name:9} {fps/1e6:.3f} Mpps cpu {cpu:5.1f} % | {placement}", flush=True)
+            # What the host and other tasks took, beside linerate's own:
+            # per side, interference and steal; the floor's gaps just
+            # before the window (a spinning loop's lost time).
+            side = lambda s, k: (d.get(s) or {}).get("cpu", {}).get(k)
+            fmt = lambda v: "-" if v is None else f"{v:.1f}"
+            noise = d.get("noise") or {}
+            gaps = noise.get("gap_pct") if isinstance(noise, dict) else None
+            print(f"round {r} {name:9} {fps/1e6:.3f} Mpps cpu {cpu:5.1f} % "
+                  f"| rx interference {fmt(side('receiver', 'interference_pct'))} % "
+                  f"steal {fmt(side('receiver', 'steal_pct'))} % "
+                  f"| tx interference {fmt(side('sender', 'interference_pct'))} % "
+                  f"steal {fmt(side('sender', 'steal_pct'))} % "
+                  f"| floor gaps {fmt(gaps)} % | {placement}", flush=True)
 finally:
     subprocess.run([BIN, "lab", "down", "--lab", LAB], check=False, capture_output=True)
 print("load after:", open("/proc/loadavg").read().strip())

@@ -38,7 +38,13 @@ try:
             fmt = lambda v: "-" if v is None else f"{v:.1f}"
             noise = d.get("noise") or {}
             gaps = noise.get("gap_pct") if isinstance(noise, dict) else None
+            # The kernel's receive work per frame (receiver.softirq_ns_per_frame):
+            # what moves between runs when nothing else does.
+            rx_pct = sum(s["net_rx_pct"] for s in d.get("softirq") or []
+                         if s["net_rx_pct"] >= 1.0 and s.get("host") != "tx")
+            softirq_ns = rx_pct / 100 / fps * 1e9 if fps > 0 else 0.0
             print(f"round {r} {name:9} {fps/1e6:.3f} Mpps cpu {cpu:5.1f} % "
+                  f"| NET_RX {softirq_ns:.0f} ns/frame "
                   f"| rx interference {fmt(side('receiver', 'interference_pct'))} % "
                   f"steal {fmt(side('receiver', 'steal_pct'))} % "
                   f"| tx interference {fmt(side('sender', 'interference_pct'))} % "

@@ -527,6 +527,31 @@ impl StreamResult {
         (missing > 0).then_some((missing, promised))
     }
 
+    /// The kernel's receive work (NET_RX softirq: the XDP program, the copy
+    /// into the UMEM) per frame received in the window, ns, over the cores
+    /// of the receiving host that ran it (1 % or more), and those cores'
+    /// shares. None when the receivers did not run, nothing arrived, or no
+    /// softirq was measured. The part of a frame's cost that moves from
+    /// run to run on a VM whose neighbours share its memory.
+    pub fn receive_softirq(&self) -> Option<(f64, Vec<(usize, f64)>)> {
+        let frames = self.receiver.frames_per_s;
+        let cores: Vec<(usize, f64)> = self
+            .common
+            .softirq
+            .iter()
+            .filter(|s| s.net_rx_pct >= 1.0 && s.host != Some(crate::system::Host::Tx))
+            .map(|s| (s.core, s.net_rx_pct))
+            .collect();
+        if cores.is_empty()
+            || frames <= 0.0
+            || self.setup.rx_bind_mode == crate::stream_table::TX_ONLY
+        {
+            return None;
+        }
+        let pct: f64 = cores.iter().map(|(_, p)| p).sum();
+        Some((pct / 100.0 / frames * 1e9, cores))
+    }
+
     /// The whole-run totals of the workers on `side`, summed.
     pub fn totals(&self, side: crate::system::Host) -> CounterSnapshot {
         self.common

@@ -391,25 +391,16 @@ fn generator_line(r: &StreamResult, o: &mut String) {
 /// it: the part of a frame's cost that moves from run to run on a VM
 /// whose neighbours share its memory.
 fn receive_softirq_line(r: &StreamResult, o: &mut String) {
-    let busy: Vec<_> = r
-        .common
-        .softirq
-        .iter()
-        .filter(|s| s.net_rx_pct >= 1.0 && s.host != Some(Host::Tx))
-        .collect();
-    let frames = r.receiver.frames_per_s;
-    if busy.is_empty() || frames <= 0.0 || !receivers_ran(r) {
+    let Some((ns, cores)) = r.receive_softirq() else {
         return;
-    }
-    let pct: f64 = busy.iter().map(|s| s.net_rx_pct).sum();
-    let cores: Vec<String> = busy
+    };
+    let cores: Vec<String> = cores
         .iter()
-        .map(|s| format!("{} ({:.1} %)", s.core, s.net_rx_pct))
+        .map(|(core, pct)| format!("{core} ({pct:.1} %)"))
         .collect();
     let _ = writeln!(
         o,
-        "  receive softirq (NET_RX): {:.0} ns a frame received, on cores {}",
-        pct / 100.0 / frames * 1e9,
+        "  receive softirq (NET_RX): {ns:.0} ns a frame received, on cores {}",
         cores.join(", ")
     );
 }

@@ -189,6 +189,24 @@ fn stamp_batches<S: Stamping + 'static>(mut stamper: S, template: &[u8]) -> Box<
 /// send time are written first (the "patch header" row's cost), so the
 /// flow runs forward as on the wire; the clock is read once per batch.
 fn account_batches<const V: u8>(template: Vec<u8>) -> Box<dyn FnMut()> {
+    account_batches_with(template, |table, c, f, len| {
+        table.account_frame_verified::<V>(c, f, len);
+    })
+}
+
+/// [`account_batches`] at `--verify 1/N`: one frame in `every` in full.
+fn account_sampled(template: Vec<u8>, every: u32) -> Box<dyn FnMut()> {
+    let mut left = every;
+    account_batches_with(template, move |table, c, f, len| {
+        table.account_frame_sampled(c, (f, len), &mut left, every);
+    })
+}
+
+/// The batches of [`account_batches`], each frame accounted by `account`.
+fn account_batches_with(
+    template: Vec<u8>,
+    mut account: impl FnMut(&mut FlowTable, &mut CounterSnapshot, &[u8], u64) + 'static,
+) -> Box<dyn FnMut()> {
     let len = template.len();
     let mut frames = vec![0u8; BATCH * CHUNK];
     for s in 0..BATCH {
@@ -206,7 +224,7 @@ fn account_batches<const V: u8>(template: Vec<u8>) -> Box<dyn FnMut()> {
         table.start_batch();
         for s in 0..BATCH {
             let f = &frames[s * CHUNK..s * CHUNK + len];
-            table.account_frame_verified::<V>(&mut c, black_box(f), len as u64);
+            account(&mut table, &mut c, black_box(f), len as u64);
         }
         assert_eq!((c.frames, c.bad), (seq, 0), "every frame accounted");
     })
@@ -214,7 +232,7 @@ fn account_batches<const V: u8>(template: Vec<u8>) -> Box<dyn FnMut()> {
 
 /// The receiver's rows: 64 B IPv4 at each verify level, 1518 B IPv4
 /// (linerate's: no UDP checksum) and 1518 B IPv6 (a UDP checksum over the
-/// whole datagram) at `header` and `full`.
+/// whole datagram) at `header`, `full` and `1/64`.
 fn rx_rows() -> Vec<Row> {
     let v4_64 = spec(64, Kind::Stream).template().unwrap();
     let v4_1518 = spec(1518, Kind::Stream).template().unwrap();
@@ -247,7 +265,11 @@ fn rx_rows() -> Vec<Row> {
         ),
         (
             name("1518 B IPv6, verify full"),
-            account_batches::<{ verify::FULL }>(v6_1518),
+            account_batches::<{ verify::FULL }>(v6_1518.clone()),
+        ),
+        (
+            name("1518 B IPv6, verify 1/64"),
+            account_sampled(v6_1518, 64),
         ),
     ]
 }

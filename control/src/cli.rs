@@ -866,10 +866,12 @@ pub struct StreamArgs {
     /// (headers parsed only; bad_checksum not measured), `header` (the
     /// IPv4 header's checksum: what linerate's own IPv4 frames, which
     /// carry no UDP checksum, can get wrong), `full` (the IPv4 header's and
-    /// the UDP checksum, in a frame's first buffer) [default: header over
-    /// IPv4, full over IPv6, whose UDP checksum is its only one]. Chosen
-    /// before the loop (one loop per level); the result says which.
-    #[arg(long, value_enum)]
+    /// the UDP checksum, in a frame's first buffer), or `1/N` (N from 2 to
+    /// 1,000,000: one frame in N in full, the others' header only)
+    /// [default: header over IPv4, full over IPv6, whose UDP checksum is its
+    /// only one]. Chosen before the loop (one loop per level); the result
+    /// says which.
+    #[arg(long, value_name = "off|header|full|1/N", value_parser = parse_verify)]
     pub verify: Option<VerifyArg>,
     #[command(flatten)]
     #[serde(flatten)]
@@ -910,7 +912,7 @@ pub struct Rfc2544Args {
 }
 
 /// `--verify`: how much of each received frame is verified.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VerifyArg {
     /// No checksum.
     Off,
@@ -918,6 +920,51 @@ pub enum VerifyArg {
     Header,
     /// The IPv4 header's and the UDP checksum.
     Full,
+    /// One frame in N in full, the others' header (`1/N`).
+    Sampled(u32),
+}
+
+impl std::fmt::Display for VerifyArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Off => f.write_str("off"),
+            Self::Header => f.write_str("header"),
+            Self::Full => f.write_str("full"),
+            Self::Sampled(n) => write!(f, "1/{n}"),
+        }
+    }
+}
+
+impl serde::Serialize for VerifyArg {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The largest N of `--verify 1/N`.
+const MAX_VERIFY_SAMPLE: u32 = 1_000_000;
+
+/// `--verify`: `off`, `header`, `full` or `1/N`.
+fn parse_verify(text: &str) -> Result<VerifyArg, String> {
+    match text {
+        "off" => return Ok(VerifyArg::Off),
+        "header" => return Ok(VerifyArg::Header),
+        "full" => return Ok(VerifyArg::Full),
+        _ => {}
+    }
+    let wrong = || {
+        format!(
+            "{text:?} is not off, header, full or 1/N with N from 2 to {MAX_VERIFY_SAMPLE} (one frame in N verified in full)"
+        )
+    };
+    let n: u32 = text
+        .strip_prefix("1/")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(wrong)?;
+    if !(2..=MAX_VERIFY_SAMPLE).contains(&n) {
+        return Err(wrong());
+    }
+    Ok(VerifyArg::Sampled(n))
 }
 
 /// Who answers requests in `linerate rr`.

@@ -492,6 +492,7 @@ mod tests {
         &["--tx-engine", "generator"],
         &["--rx-engine", "xdp"],
         &["--verify", "off"],
+        &["--verify", "1/64"],
         // rr
         &["--request", "100"],
         &["--response", "200"],

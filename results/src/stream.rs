@@ -203,7 +203,8 @@ pub struct Setup {
     #[serde(default, skip_serializing_if = "crate::wait::WaitSetup::is_unset")]
     pub wait: crate::wait::WaitSetup,
     /// How much of each received frame the receivers verified
-    /// (`--verify`: "off", "header", "full"); none where no receiver of
+    /// (`--verify`: "off", "header", "full", "1/N": one frame in N in
+    /// full, the others' header); none where no receiver of
     /// ours parses frames, and in results written before it was chosen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<String>,

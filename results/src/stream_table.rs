@@ -253,7 +253,12 @@ fn setup_lines(r: &StreamResult, o: &mut String) {
             r.setup
                 .verify
                 .as_ref()
-                .map(|v| format!(" (verifying checksums: {v})"))
+                .map(|v| match v.strip_prefix("1/") {
+                    Some(n) => format!(
+                        " (verifying checksums: one frame in {n} in full, the others' IPv4 header)"
+                    ),
+                    None => format!(" (verifying checksums: {v})"),
+                })
                 .unwrap_or_default()
         );
     }

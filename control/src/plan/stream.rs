@@ -458,6 +458,7 @@ fn verify(args: &StreamArgs) -> Verify {
         Some(VerifyArg::Off) => Verify::Off,
         Some(VerifyArg::Header) => Verify::Header,
         Some(VerifyArg::Full) => Verify::Full,
+        Some(VerifyArg::Sampled(n)) => Verify::Sampled(n),
         None if args.run.ipv6 => Verify::Full,
         None => Verify::Header,
     }

@@ -200,6 +200,27 @@ impl FlowTable {
         }
     }
 
+    /// `--verify 1/N`: one frame in `every` verified in full, the others'
+    /// IPv4 header only; `left` counts the frames down to the next one in
+    /// full (start it at `every`).
+    #[inline]
+    pub fn account_frame_sampled(
+        &mut self,
+        c: &mut CounterSnapshot,
+        (head, len): (&[u8], u64),
+        left: &mut u32,
+        every: u32,
+    ) -> Option<u16> {
+        use crate::frame::verify::{FULL, HEADER};
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            *left = every.max(1);
+            self.account_frame_verified::<FULL>(c, head, len)
+        } else {
+            self.account_frame_verified::<HEADER>(c, head, len)
+        }
+    }
+
     /// The summary at the end of the run: messages still incomplete are lost.
     pub fn finish(self, mut c: CounterSnapshot, xsk: XskStats) -> RxSummary {
         c.messages_lost += self

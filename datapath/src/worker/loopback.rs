@@ -113,7 +113,7 @@ fn stream(
         let receive = |p| {
             rx::run::<_, { crate::frame::verify::FULL }>(
                 p,
-                (WaitMode::Wait.into(), &rx_stop, false, None, None, &rc),
+                (WaitMode::Wait.into(), &rx_stop, false, None, None, &rc, 0),
             )
         };
         let (got, injected) = match plan {
@@ -123,7 +123,7 @@ fn stream(
                 let injected = p.injected();
                 let got = rx::run::<_, { crate::frame::verify::FULL }>(
                     p,
-                    (WaitMode::Wait.into(), &rx_stop, false, None, None, &rc),
+                    (WaitMode::Wait.into(), &rx_stop, false, None, None, &rc, 0),
                 );
                 (got, injected.load(Ordering::Relaxed))
             }
@@ -660,4 +660,56 @@ fn a_stopped_message_sender_ends_at_the_next_boundary() {
     assert_eq!(t.frames, 3 * t.messages, "{t:?}");
     // Not at the hard deadline, 10 s after the start.
     assert!(took < Duration::from_secs(5), "stopped {took:?} after told");
+}
+
+/// `--verify 1/N`: one frame in N verified in full, the others' header
+/// only. Every frame here carries a wrong UDP checksum (its IPv4 header
+/// is right): the sampled frames, and only they, are bad checksums.
+#[test]
+fn one_frame_in_n_is_verified_in_full() {
+    let frame = spec(64, Kind::Stream, 1, 2);
+    let mut template = frame.template().unwrap();
+    // The UDP checksum (Ethernet 14 + IPv4 20 + 6): carried, and wrong.
+    template[40..42].copy_from_slice(&[0x12, 0x34]);
+    let (ltx, lrx) = loopback::link(&template, template.len(), 256, 32);
+    let rx_stop = stop();
+    let lrx = lrx.stop_when_drained(rx_stop.flag.clone());
+    let cfg = TxWorkerConfig {
+        socket: socket(),
+        frame,
+        message: None,
+        mix: None,
+        batch: 32,
+        wait: WaitMode::Wait,
+        rate: None,
+        count: Some(800),
+        placement: Placement::default(),
+        stop: stop(),
+        capture: None,
+    };
+    let (tc, rc) = (WorkerCounters::default(), WorkerCounters::default());
+    let run = |every: u32, lrx| {
+        rx::run::<_, { crate::frame::verify::SAMPLED }>(
+            lrx,
+            (
+                WaitMode::Wait.into(),
+                &rx_stop,
+                false,
+                None,
+                None,
+                &rc,
+                every,
+            ),
+        )
+    };
+    let (t, r) = thread::scope(|s| {
+        let sender = s.spawn(|| tx::run(ltx, &cfg, &tc).unwrap());
+        let got = run(8, lrx).unwrap();
+        (sender.join().unwrap(), got)
+    });
+    let (t, r) = (t.counters, r.counters);
+    assert_eq!(t.frames, 800);
+    // Frames 8, 16, ..., 800 verified in full: 100 bad, the rest counted.
+    assert_eq!((r.bad_checksum, r.frames), (100, 700));
+    assert_eq!(r.frames + r.bad_checksum, t.frames);
 }

@@ -79,6 +79,18 @@ fn port_for(cfg: &RrWorkerConfig, max_len: usize) -> Result<DuplexPort, WorkerEr
 /// kicks the kernel while it holds queued frames, and waits up to
 /// `idle_ms` when there was nothing to do. `Ok(false)`: the interface is
 /// gone and the worker should end.
+/// Publishes a turn's counters: all of them when it moved frames (or
+/// timed a transaction out), else only the idle turns and syscalls (two
+/// stores, not one per counter).
+#[inline]
+fn publish_turn(counters: &WorkerCounters, c: &CounterSnapshot, moved: bool) {
+    if moved {
+        counters.publish(c);
+    } else {
+        super::spawn::publish_idle(counters, c);
+    }
+}
+
 fn send_then_idle(
     port: &mut (impl Transmit + Receive),
     out: &mut Outbox,
@@ -197,6 +209,7 @@ pub(crate) fn respond<P: Transmit + Receive>(
     let mut flows: Vec<Option<MessageTracker>> = Vec::new();
     let mut out = Outbox::new(Kind::Response, cfg.send, 16, 1024);
     while !cfg.stop.should_stop(Instant::now()) {
+        let before = (c.completed, c.queued);
         c.completed += port.reclaim() as u64;
         let now = monotonic_ns();
         let got = port.recv(|f| {
@@ -232,7 +245,7 @@ pub(crate) fn respond<P: Transmit + Receive>(
         if !send_then_idle(&mut port, &mut out, &mut c, cfg, now, got > 0, 20)? {
             break;
         }
-        counters.publish(&c);
+        publish_turn(counters, &c, got > 0 || (c.completed, c.queued) != before);
     }
     counters.publish(&c);
     Ok(RrSummary {
@@ -343,6 +356,7 @@ pub(crate) fn run_client<P: Transmit + Receive>(
     };
     tx.start(monotonic_ns(), &mut |f, id| push(&mut out, f, id));
     while !cfg.stop.should_stop(Instant::now()) && !tx.all_done() {
+        let before = (c.completed, c.queued, c.timeouts);
         c.completed += port.reclaim() as u64;
         let now = monotonic_ns();
         let measuring = cl.measuring.load(Ordering::Relaxed);
@@ -382,7 +396,11 @@ pub(crate) fn run_client<P: Transmit + Receive>(
             c.messages_lost,
             trackers.iter().map(MessageTracker::lost).sum::<u64>()
         );
-        counters.publish(&c);
+        publish_turn(
+            counters,
+            &c,
+            got > 0 || (c.completed, c.queued, c.timeouts) != before,
+        );
     }
     counters.publish(&c);
     Ok(RrSummary {

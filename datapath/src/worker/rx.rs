@@ -138,11 +138,16 @@ where
                 yield_now: yield_when_idle,
             };
             use crate::frame::{verify as level, Verify};
-            let args = (idle, &stop, count_foreign, capture, acks, counters);
+            let every = match verify {
+                Verify::Sampled(n) => n,
+                _ => 0,
+            };
+            let args = (idle, &stop, count_foreign, capture, acks, counters, every);
             match verify {
                 Verify::Off => run::<_, { level::OFF }>(port, args),
                 Verify::Header => run::<_, { level::HEADER }>(port, args),
                 Verify::Full => run::<_, { level::FULL }>(port, args),
+                Verify::Sampled(_) => run::<_, { level::SAMPLED }>(port, args),
             }
         },
     )
@@ -196,16 +201,21 @@ pub(crate) type LoopArgs<'a> = (
     Option<Capture>,
     Option<Acks>,
     &'a WorkerCounters,
+    // At level SAMPLED: one frame in this many verified in full.
+    u32,
 );
 
 /// The receiving loop, over any port, verifying checksums at level `V`
 /// ([`crate::frame::verify`]).
 pub(crate) fn run<P: Receive, const V: u8>(
     mut port: P,
-    (idle, stop, count_foreign, mut capture, mut acks, counters): LoopArgs<'_>,
+    (idle, stop, count_foreign, mut capture, mut acks, counters, every): LoopArgs<'_>,
 ) -> Result<RxSummary, WorkerError> {
+    use crate::frame::verify::SAMPLED;
     let mut c = CounterSnapshot::default();
     let mut flows = FlowTable::default();
+    // SAMPLED: frames until the next one verified in full.
+    let mut sample = every.max(1);
     while !stop.should_stop(Instant::now()) {
         flows.start_batch();
         let n = if count_foreign {
@@ -216,7 +226,11 @@ pub(crate) fn run<P: Receive, const V: u8>(
         } else {
             let n = port.recv(|f| {
                 keep(&mut capture, &f);
-                let flow = flows.account_frame_verified::<V>(&mut c, f.head, f.len as u64);
+                let flow = if V == SAMPLED {
+                    flows.account_frame_sampled(&mut c, (f.head, f.len as u64), &mut sample, every)
+                } else {
+                    flows.account_frame_verified::<V>(&mut c, f.head, f.len as u64)
+                };
                 if let (Some(a), Some(flow)) = (&mut acks, flow) {
                     a.note(flow);
                 }

@@ -506,6 +506,12 @@ impl FrameAccounting {
     }
 }
 
+/// What `tx_bind_mode` says when another tool sent (`--rx-only`).
+pub const RX_ONLY: &str = "none (--rx-only)";
+
+/// What `rx_bind_mode` says when no receiver of ours ran (`--tx-only`).
+pub const TX_ONLY: &str = "none (--tx-only)";
+
 impl StreamResult {
     /// A counted run (`--count N`) that did not deliver what it promised:
     /// (frames that did not arrive, frames promised), counting those lost
@@ -543,10 +549,7 @@ impl StreamResult {
             .filter(|s| s.net_rx_pct >= 1.0 && s.host != Some(crate::system::Host::Tx))
             .map(|s| (s.core, s.net_rx_pct))
             .collect();
-        if cores.is_empty()
-            || frames <= 0.0
-            || self.setup.rx_bind_mode == crate::stream_table::TX_ONLY
-        {
+        if cores.is_empty() || frames <= 0.0 || self.setup.rx_bind_mode == TX_ONLY {
             return None;
         }
         let pct: f64 = cores.iter().map(|(_, p)| p).sum();

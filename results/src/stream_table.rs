@@ -134,11 +134,7 @@ fn latency_line(l: &crate::latency::Latency) -> String {
     o
 }
 
-/// What `tx_bind_mode` says when another tool sent (`--rx-only`).
-pub const RX_ONLY: &str = "none (--rx-only)";
-
-/// What `rx_bind_mode` says when no receiver of ours ran (`--tx-only`).
-pub const TX_ONLY: &str = "none (--tx-only)";
+pub use crate::stream::{RX_ONLY, TX_ONLY};
 
 /// Whether the receivers ran (not with --tx-only).
 pub fn receivers_ran(r: &StreamResult) -> bool {

@@ -667,3 +667,45 @@ fn repeats_placed_otherwise_are_flagged() {
         let _ = fs::remove_dir_all(d);
     }
 }
+
+/// A repeat whose kernel receive work per frame (NET_RX softirq time over
+/// frames received) lay more than 15 % from its point's median is named
+/// in the placement section with both figures; the others are not.
+#[test]
+fn repeats_whose_receive_work_moved_are_named() {
+    let dir = sweep_copy("costly", "");
+    let lines: Vec<String> = fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let (point, repeat) = (v["point"].as_u64().unwrap(), v["repeat"].as_u64().unwrap());
+            let fps = v["result"]["receiver"]["frames_per_s"].as_f64().unwrap();
+            // 200 ns a frame; point 3's second repeat 300 ns.
+            let ns = if point == 2 && repeat == 1 {
+                300.0
+            } else {
+                200.0
+            };
+            let pct = fps * ns * 1e-9 * 100.0;
+            v["result"]["softirq"] = serde_json::json!([{
+                "core": 1, "net_rx_pct": pct, "net_tx_pct": 0.0, "all_pct": pct,
+                "net_rx_runs": 100, "net_tx_runs": 0
+            }]);
+            v.to_string()
+        })
+        .collect();
+    fs::write(dir.join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    let term = ok(&report(&dir, &[]));
+    let md = fs::read_to_string(dir.join("report.md")).unwrap();
+    let named: Vec<&str> = md.lines().filter(|l| l.starts_with("- part ")).collect();
+    // Two repeats a point: each held against the other, both named.
+    assert_eq!(named.len(), 2, "{md}");
+    assert!(
+        named[0].ends_with(", repeat 1: 200 ns a frame (the other repeat: 300 ns)")
+            && named[1].ends_with(", repeat 2: 300 ns a frame (the other repeat: 200 ns)"),
+        "{md}"
+    );
+    assert!(term.contains("kernel receive work per frame"), "{term}");
+    let _ = fs::remove_dir_all(dir);
+}

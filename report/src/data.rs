@@ -31,6 +31,10 @@ pub(super) const COLS: [&str; 10] = [
 /// What the fits read.
 pub(super) const PER_MESSAGE: &str = "derived.us_per_message";
 
+/// What the placement section holds beside the placement: the kernel's
+/// receive work per frame.
+pub(super) const RECEIVE_COST: &str = "receiver.softirq_ns_per_frame";
+
 /// One run as the report keeps it.
 pub(super) struct Run {
     pub(super) part: usize,
@@ -72,6 +76,7 @@ impl Kept {
     pub fn new(spec: &SweepSpec) -> Self {
         let mut names: Vec<String> = COLS.iter().map(|c| c.to_string()).collect();
         names.push(PER_MESSAGE.into());
+        names.push(RECEIVE_COST.into());
         names.extend(spec.metric_names().map(str::to_string));
         let mut metrics = Vec::new();
         let mut index = HashMap::new();

@@ -104,17 +104,110 @@ pub(super) fn lines(odd: &[OddRepeat]) -> String {
     o
 }
 
+/// How far from its point's median a repeat's kernel receive work per
+/// frame may lie before the report names it.
+const RECEIVE_COST_OFF: f64 = 0.15;
+
+/// A repeat whose kernel receive work per frame lay more than
+/// [`RECEIVE_COST_OFF`] from its point's median.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostlyRepeat {
+    /// Part index.
+    pub part: usize,
+    /// The point.
+    pub point: String,
+    /// The repeat (from 0).
+    pub repeat: u32,
+    /// Its NET_RX softirq time per frame received, ns.
+    pub ns_per_frame: f64,
+    /// What it is held against: the point's median of it (3 repeats or
+    /// more), or the other repeat's (2).
+    pub against: f64,
+    /// Whether `against` is the other repeat's (2 repeats).
+    pub pair: bool,
+}
+
+/// The repeats whose kernel receive work per frame
+/// (`receiver.softirq_ns_per_frame`) lay more than 15 % from their
+/// point's median (of two repeats: from each other, both named), in the
+/// sweep's order: on a VM whose neighbours share
+/// its memory that cost moves from run to run with nothing of linerate's
+/// changed (measured here: 225 or 300 ns a frame at 64 B, in runs a few
+/// seconds apart, same placement), and moves the figures with it.
+pub(super) fn costly_repeats(d: &Data) -> Vec<CostlyRepeat> {
+    let Some(&i) = d.kept.index.get(super::data::RECEIVE_COST) else {
+        return Vec::new();
+    };
+    let mut by: BTreeMap<(usize, usize), Vec<(u32, f64)>> = BTreeMap::new();
+    for r in &d.kept.runs {
+        if let Some(v) = r.values.as_ref().and_then(|v| v[i]) {
+            by.entry((r.part, r.point)).or_default().push((r.repeat, v));
+        }
+    }
+    let mut out = Vec::new();
+    for ((part, point), runs) in by {
+        if runs.len() < 2 {
+            continue;
+        }
+        let vals: Vec<f64> = runs.iter().map(|(_, v)| *v).collect();
+        let Some(median) = linerate_results::stats::Spread::of(&vals).map(|s| s.median) else {
+            continue;
+        };
+        let pair = runs.len() == 2;
+        for (k, &(repeat, v)) in runs.iter().enumerate() {
+            // Two repeats: their median lies between them; each is held
+            // against the other.
+            let against = if pair { runs[1 - k].1 } else { median };
+            if against > 0.0 && (v / against - 1.0).abs() > RECEIVE_COST_OFF {
+                out.push(CostlyRepeat {
+                    part,
+                    point: describe(d, part, point),
+                    repeat,
+                    ns_per_frame: v,
+                    against,
+                    pair,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// The report's placement section (Markdown; the terminal prints it as
-/// is), empty when every point's repeats ran alike.
+/// is), empty when every point's repeats ran alike: the repeats placed
+/// elsewhere than their point's others, and those whose kernel receive
+/// work per frame moved.
 pub(super) fn section(d: &Data) -> String {
     let odd = odd_repeats(d);
-    if odd.is_empty() {
+    let costly = costly_repeats(d);
+    if odd.is_empty() && costly.is_empty() {
         return String::new();
     }
-    let mut o = String::from(
-        "## Placement\n\nRepeats that ran elsewhere than their point's other repeats (each thread that ran, with its cores; the cores of the receive softirq): their figures are not repeats of the same placement.\n\n",
-    );
-    o.push_str(&lines(&odd));
-    o.push('\n');
+    let mut o = String::from("## Placement\n\n");
+    if !odd.is_empty() {
+        o.push_str("Repeats that ran elsewhere than their point's other repeats (each thread that ran, with its cores; the cores of the receive softirq): their figures are not repeats of the same placement.\n\n");
+        o.push_str(&lines(&odd));
+        o.push('\n');
+    }
+    if !costly.is_empty() {
+        o.push_str("Repeats whose kernel receive work per frame (NET_RX softirq, `receiver.softirq_ns_per_frame`) lay more than 15 % from their point's median (of two repeats, from each other): on a VM that cost moves from run to run with nothing of linerate's changed (the host's memory and caches), and their figures moved with it.\n\n");
+        for r in &costly {
+            let _ = writeln!(
+                o,
+                "- part {} {}, repeat {}: {:.0} ns a frame ({}: {:.0} ns)",
+                r.part + 1,
+                md::text(&r.point),
+                r.repeat + 1,
+                r.ns_per_frame,
+                if r.pair {
+                    "the other repeat"
+                } else {
+                    "the point's median"
+                },
+                r.against
+            );
+        }
+        o.push('\n');
+    }
     o
 }

@@ -597,9 +597,9 @@ fn fail_if_worse_fails_on_points_that_are_missing() {
     let _ = fs::remove_dir_all(sweep_copy("miss-same", ""));
 }
 
-/// A copy of the fixture sweep whose runs ran their receiver thread on
-/// `core(point, repeat)`.
-fn placed_copy(name: &str, core: impl Fn(u64, u64) -> u64) -> PathBuf {
+/// A copy of the fixture sweep with each record's result edited by
+/// `edit(result, point, repeat)`.
+fn edited_copy(name: &str, edit: impl Fn(&mut serde_json::Value, u64, u64)) -> PathBuf {
     let dir = sweep_copy(name, "");
     let lines: Vec<String> = fs::read_to_string(dir.join("results.jsonl"))
         .unwrap()
@@ -607,15 +607,23 @@ fn placed_copy(name: &str, core: impl Fn(u64, u64) -> u64) -> PathBuf {
         .map(|l| {
             let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
             let (point, repeat) = (v["point"].as_u64().unwrap(), v["repeat"].as_u64().unwrap());
-            v["result"]["threads"] = serde_json::json!([{
-                "tid": 7, "name": "lr-rx0", "run_ms": 500.0, "run_pct": 50.0, "wait_pct": 0.0,
-                "slices": 10, "nonvoluntary": 0, "cores": [core(point, repeat)]
-            }]);
+            edit(&mut v["result"], point, repeat);
             v.to_string()
         })
         .collect();
     fs::write(dir.join("results.jsonl"), lines.join("\n") + "\n").unwrap();
     dir
+}
+
+/// A copy of the fixture sweep whose runs ran their receiver thread on
+/// `core(point, repeat)`.
+fn placed_copy(name: &str, core: impl Fn(u64, u64) -> u64) -> PathBuf {
+    edited_copy(name, |r, point, repeat| {
+        r["threads"] = serde_json::json!([{
+            "tid": 7, "name": "lr-rx0", "run_ms": 500.0, "run_pct": 50.0, "wait_pct": 0.0,
+            "slices": 10, "nonvoluntary": 0, "cores": [core(point, repeat)]
+        }]);
+    })
 }
 
 /// A repeat that ran elsewhere than its point's others is named in the
@@ -673,29 +681,20 @@ fn repeats_placed_otherwise_are_flagged() {
 /// in the placement section with both figures; the others are not.
 #[test]
 fn repeats_whose_receive_work_moved_are_named() {
-    let dir = sweep_copy("costly", "");
-    let lines: Vec<String> = fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let (point, repeat) = (v["point"].as_u64().unwrap(), v["repeat"].as_u64().unwrap());
-            let fps = v["result"]["receiver"]["frames_per_s"].as_f64().unwrap();
-            // 200 ns a frame; point 3's second repeat 300 ns.
-            let ns = if point == 2 && repeat == 1 {
-                300.0
-            } else {
-                200.0
-            };
-            let pct = fps * ns * 1e-9 * 100.0;
-            v["result"]["softirq"] = serde_json::json!([{
-                "core": 1, "net_rx_pct": pct, "net_tx_pct": 0.0, "all_pct": pct,
-                "net_rx_runs": 100, "net_tx_runs": 0
-            }]);
-            v.to_string()
-        })
-        .collect();
-    fs::write(dir.join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    let dir = edited_copy("costly", |r, point, repeat| {
+        let fps = r["receiver"]["frames_per_s"].as_f64().unwrap();
+        // 200 ns a frame; point 3's second repeat 300 ns.
+        let ns = if point == 2 && repeat == 1 {
+            300.0
+        } else {
+            200.0
+        };
+        let pct = fps * ns * 1e-9 * 100.0;
+        r["softirq"] = serde_json::json!([{
+            "core": 1, "net_rx_pct": pct, "net_tx_pct": 0.0, "all_pct": pct,
+            "net_rx_runs": 100, "net_tx_runs": 0
+        }]);
+    });
     let term = ok(&report(&dir, &[]));
     let md = fs::read_to_string(dir.join("report.md")).unwrap();
     let named: Vec<&str> = md.lines().filter(|l| l.starts_with("- part ")).collect();

@@ -76,6 +76,25 @@ fn socket() -> SocketOptions {
     }
 }
 
+/// A sender of `frame` (in `message`s, if given) that waits when its
+/// slots are full, in batches of 32, `count` frames (None: until
+/// stopped), stopped by the test's signal.
+fn sender(frame: FrameSpec, message: Option<Fragmentation>, count: Option<u64>) -> TxWorkerConfig {
+    TxWorkerConfig {
+        socket: socket(),
+        frame,
+        message,
+        mix: None,
+        batch: 32,
+        wait: WaitMode::Wait,
+        rate: None,
+        count,
+        placement: Placement::default(),
+        stop: stop(),
+        capture: None,
+    }
+}
+
 /// A fault at frames `first`, `first + every`, ...
 type Plan = Option<(Fault, u64, u64)>;
 
@@ -95,17 +114,8 @@ fn stream(
     let rx_stop = stop();
     let lrx = lrx.stop_when_drained(rx_stop.flag.clone());
     let cfg = TxWorkerConfig {
-        socket: socket(),
-        frame,
-        message,
         mix,
-        batch: 32,
-        wait: WaitMode::Wait,
-        rate: None,
-        count: Some(count),
-        placement: Placement::default(),
-        stop: stop(),
-        capture: None,
+        ..sender(frame, message, Some(count))
     };
     let (tc, rc) = (WorkerCounters::default(), WorkerCounters::default());
     thread::scope(|s| {
@@ -191,19 +201,7 @@ fn spawned_workers_on_a_faulty_loopback_account_exactly() {
     .unwrap();
     let sender = super::spawn_tx_on(
         "lr-test-tx".into(),
-        TxWorkerConfig {
-            socket: socket(),
-            frame,
-            message: None,
-            mix: None,
-            batch: 32,
-            wait: WaitMode::Wait,
-            rate: None,
-            count: Some(1000),
-            placement: Placement::default(),
-            stop: stop(),
-            capture: None,
-        },
+        sender(frame, None, Some(1000)),
         move |t| {
             assert_eq!(
                 t,
@@ -634,17 +632,9 @@ fn a_stopped_message_sender_ends_at_the_next_boundary() {
         deadline: Instant::now() + Duration::from_secs(10),
     };
     let cfg = TxWorkerConfig {
-        socket: socket(),
-        frame,
-        message: Some(cut),
-        mix: None,
-        batch: 32,
         wait: WaitMode::Busy,
-        rate: None,
-        count: None,
-        placement: Placement::default(),
         stop: tx_stop.clone(),
-        capture: None,
+        ..sender(frame, Some(cut), None)
     };
     let tc = WorkerCounters::default();
     let (t, took) = thread::scope(|s| {
@@ -674,19 +664,7 @@ fn one_frame_in_n_is_verified_in_full() {
     let (ltx, lrx) = loopback::link(&template, template.len(), 256, 32);
     let rx_stop = stop();
     let lrx = lrx.stop_when_drained(rx_stop.flag.clone());
-    let cfg = TxWorkerConfig {
-        socket: socket(),
-        frame,
-        message: None,
-        mix: None,
-        batch: 32,
-        wait: WaitMode::Wait,
-        rate: None,
-        count: Some(800),
-        placement: Placement::default(),
-        stop: stop(),
-        capture: None,
-    };
+    let cfg = sender(frame, None, Some(800));
     let (tc, rc) = (WorkerCounters::default(), WorkerCounters::default());
     let run = |every: u32, lrx| {
         rx::run::<_, { crate::frame::verify::SAMPLED }>(

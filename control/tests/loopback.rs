@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{json, run};
+use common::{json, run, run_ok};
 
 /// Every frame the senders completed is received or was dropped on
 /// purpose: `sent = received + injected`, exactly. The frames dropped on
@@ -227,6 +227,7 @@ fn the_verify_level_is_chosen_and_said() {
         (Some("off"), "off"),
         (Some("header"), "header"),
         (Some("full"), "full"),
+        (Some("1/16"), "1/16"),
     ] {
         let mut args = vec![
             "stream",
@@ -254,6 +255,46 @@ fn the_verify_level_is_chosen_and_said() {
             _ => assert_eq!(f["bad_checksum"], 0, "{f:#}"),
         }
     }
+}
+
+/// A counted run that sends its count within the warm-up has the whole
+/// run as its window (every frame in it, a rate from it), and says so; a
+/// run without a warm-up keeps its window as it was.
+#[test]
+fn a_count_sent_within_the_warmup_is_measured_over_the_whole_run() {
+    // 2,000 frames at 20,000 a second: 0.1 s, inside the 1 s warm-up.
+    let counted = |extra: &[&str]| {
+        let mut args = vec![
+            "stream",
+            "--backend",
+            "loopback",
+            "--count",
+            "2000",
+            "--rate",
+            "20000",
+        ];
+        args.extend_from_slice(extra);
+        run_ok(&args)
+    };
+    let r = json(&counted(&["--json"]));
+    assert_eq!(r["window_whole_run"], true, "{r:#}");
+    assert_eq!(r["sender"]["frames"], 2000, "{r:#}");
+    assert_eq!(r["receiver"]["frames"], 2000, "{r:#}");
+    assert!(
+        r["receiver"]["frames_per_s"].as_f64().unwrap() > 0.0,
+        "{r:#}"
+    );
+    let table = String::from_utf8(counted(&[]).stdout).unwrap();
+    assert!(
+        table.contains(", the whole run (its count went out within the 1.0 s warm-up)"),
+        "{table}"
+    );
+    // Without a warm-up the window opens once every worker runs, as
+    // before, unmarked; the whole run's count is whole either way.
+    let r = json(&counted(&["--warmup", "0s", "--json"]));
+    assert!(r.get("window_whole_run").is_none(), "{r:#}");
+    assert!(r["receiver"]["frames"].as_u64().unwrap() <= 2000, "{r:#}");
+    assert_eq!(r["frames"]["received"], 2000, "{r:#}");
 }
 
 /// The noise floor (issue 34, item 3): a run with latency measures it just

@@ -59,4 +59,9 @@ pub struct Envelope {
     /// cores' time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disturbed: bool,
+    /// The window is the whole run, warm-up included: a counted run sent
+    /// its count before its warm-up ended (its window would have been
+    /// empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub window_whole_run: bool,
 }

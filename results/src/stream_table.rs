@@ -260,14 +260,21 @@ fn setup_lines(r: &StreamResult, o: &mut String) {
     }
     let _ = writeln!(o, "  placement: {}", r.setup.placement);
     let _ = writeln!(o, "  wait: {}", r.setup.wait.line());
+    let warmup = if r.common.window_whole_run {
+        format!(
+            ", the whole run (its count went out within the {:.1} s warm-up)",
+            p.warmup_s
+        )
+    } else {
+        format!(" after {:.1} s warm-up", p.warmup_s)
+    };
     let _ = writeln!(
         o,
-        "  window {:.2} s{} after {:.1} s warm-up{}{}",
+        "  window {:.2} s{}{warmup}{}{}",
         r.common.window_s,
         r.receiver_window_s
             .map(|w| format!(" (the receiver's host: {w:.2} s)"))
             .unwrap_or_default(),
-        p.warmup_s,
         p.rate_pps
             .map(|x| format!(", paced at {} frames/s per queue", thousands(x)))
             .unwrap_or_default(),

@@ -241,6 +241,7 @@ mod tests {
             link: Ends::default(),
             threads: Vec::new(),
             softirq: Vec::new(),
+            whole_run: false,
         };
         let tx = Finished {
             ready: vec![ready(), ready()],

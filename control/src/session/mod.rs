@@ -207,6 +207,7 @@ impl<T, R> Measured<T, R> {
             confidence: None,
             disturbed: false,
             noise: None,
+            window_whole_run: self.window.whole_run,
         }
     }
 }
@@ -488,7 +489,6 @@ impl<'a> Session<'a> {
         let running = self
             .peer
             .map_or_else(Instant::now, |p| p.start().max(Instant::now()));
-        wait_until(running + self.timing.warmup, &end_early);
         let link = || {
             if link_rates {
                 Ends {
@@ -499,9 +499,40 @@ impl<'a> Session<'a> {
                 Ends::default()
             }
         };
-        let link_start = link();
         let napi: Vec<i32> = self.napi_threads.iter().map(|(pid, _)| *pid).collect();
-        let start = Snapshot::take(&crew.tx, &crew.rx, &napi, self.softirq.as_ref())?;
+        // The counters at the start of the warm-up too: a counted run that
+        // sends its count before the warm-up ends has its whole run as its
+        // window, not an empty one (0 frames/s for frames that all came).
+        let warm = if self.timing.warmup.is_zero() {
+            None
+        } else {
+            Some((
+                link(),
+                Snapshot::take(&crew.tx, &crew.rx, &napi, self.softirq.as_ref())?,
+            ))
+        };
+        wait_until(running + self.timing.warmup, &end_early);
+        let whole_run = warm.is_some() && done() && Instant::now() < running + self.timing.warmup;
+        let (link_start, start, whole_run) = match warm {
+            // The workers' counters from their start (the snapshot came a
+            // moment after it): every frame of the count in the window.
+            Some((link_start, mut start)) if whole_run => {
+                for c in start
+                    .workers
+                    .tx
+                    .iter_mut()
+                    .chain(start.workers.rx.iter_mut())
+                {
+                    *c = CounterSnapshot::default();
+                }
+                (link_start, start, true)
+            }
+            _ => (
+                link(),
+                Snapshot::take(&crew.tx, &crew.rx, &napi, self.softirq.as_ref())?,
+                false,
+            ),
+        };
         self.in_window.store(true, Ordering::Relaxed);
         wait_until(start.at + self.timing.duration, &end_early);
         self.in_window.store(false, Ordering::Relaxed);
@@ -514,7 +545,10 @@ impl<'a> Session<'a> {
             tx: link_end.tx.since(&link_start.tx),
             rx: link_end.rx.since(&link_start.rx),
         };
-        Ok(Window::between(start, end, link))
+        Ok(Window {
+            whole_run,
+            ..Window::between(start, end, link)
+        })
     }
 
     /// Phase 5: on the rx end of a two-host run, waits (at most

@@ -95,6 +95,9 @@ pub struct Window {
     /// The interfaces' own counters over it (zeros when the run does not
     /// read them at its edges).
     pub link: Ends<IfCounters>,
+    /// The window is the whole run, warm-up included: a counted run sent
+    /// its count before the warm-up ended (its window would be empty).
+    pub whole_run: bool,
 }
 
 impl Window {
@@ -112,6 +115,7 @@ impl Window {
             start: start.workers,
             end: end.workers,
             link,
+            whole_run: false,
         }
     }
 

@@ -445,6 +445,7 @@ mod tests {
                 ..Default::default()
             }],
             softirq: Vec::new(),
+            whole_run: false,
         };
         let tx = Finished {
             ready: vec![ready(0)],

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use linerate_datapath::{priority::Priority, worker::WaitMode};
+use linerate_datapath::{frame::Verify, priority::Priority, worker::WaitMode};
 
 /// linerate: kernel-bypass data path engine and measurement lab.
 #[derive(Debug, Parser)]
@@ -872,7 +872,8 @@ pub struct StreamArgs {
     /// only one]. Chosen before the loop (one loop per level); the result
     /// says which.
     #[arg(long, value_name = "off|header|full|1/N", value_parser = parse_verify)]
-    pub verify: Option<VerifyArg>,
+    #[serde(serialize_with = "crate::request::opt_text")]
+    pub verify: Option<Verify>,
     #[command(flatten)]
     #[serde(flatten)]
     pub run: RunArgs,
@@ -911,45 +912,15 @@ pub struct Rfc2544Args {
     pub stream: StreamArgs,
 }
 
-/// `--verify`: how much of each received frame is verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VerifyArg {
-    /// No checksum.
-    Off,
-    /// The IPv4 header's checksum.
-    Header,
-    /// The IPv4 header's and the UDP checksum.
-    Full,
-    /// One frame in N in full, the others' header (`1/N`).
-    Sampled(u32),
-}
-
-impl std::fmt::Display for VerifyArg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Off => f.write_str("off"),
-            Self::Header => f.write_str("header"),
-            Self::Full => f.write_str("full"),
-            Self::Sampled(n) => write!(f, "1/{n}"),
-        }
-    }
-}
-
-impl serde::Serialize for VerifyArg {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
 /// The largest N of `--verify 1/N`.
 const MAX_VERIFY_SAMPLE: u32 = 1_000_000;
 
 /// `--verify`: `off`, `header`, `full` or `1/N`.
-fn parse_verify(text: &str) -> Result<VerifyArg, String> {
+fn parse_verify(text: &str) -> Result<Verify, String> {
     match text {
-        "off" => return Ok(VerifyArg::Off),
-        "header" => return Ok(VerifyArg::Header),
-        "full" => return Ok(VerifyArg::Full),
+        "off" => return Ok(Verify::Off),
+        "header" => return Ok(Verify::Header),
+        "full" => return Ok(Verify::Full),
         _ => {}
     }
     let wrong = || {
@@ -964,7 +935,7 @@ fn parse_verify(text: &str) -> Result<VerifyArg, String> {
     if !(2..=MAX_VERIFY_SAMPLE).contains(&n) {
         return Err(wrong());
     }
-    Ok(VerifyArg::Sampled(n))
+    Ok(Verify::Sampled(n))
 }
 
 /// Who answers requests in `linerate rr`.

@@ -414,18 +414,20 @@ pub enum Verify {
     Sampled(u32),
 }
 
-impl Verify {
-    /// Its name on the command line and in the results: `off`, `header`,
-    /// `full` or `1/N`.
-    pub fn name(self) -> String {
+/// Its name on the command line and in the results: `off`, `header`,
+/// `full` or `1/N`.
+impl std::fmt::Display for Verify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Off => "off".into(),
-            Self::Header => "header".into(),
-            Self::Full => "full".into(),
-            Self::Sampled(n) => format!("1/{n}"),
+            Self::Off => f.write_str("off"),
+            Self::Header => f.write_str("header"),
+            Self::Full => f.write_str("full"),
+            Self::Sampled(n) => write!(f, "1/{n}"),
         }
     }
+}
 
+impl Verify {
     /// Whether any checksum is verified (so that `bad_checksum` is a
     /// measurement).
     pub fn checks(self) -> bool {

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use linerate_datapath::{frame::Verify, geometry::Geometry, message::Fragmentation, mix::SizeMix};
 
 use crate::{
-    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg, VerifyArg},
+    cli::{BackendArg, RxEngineArg, StreamArgs, TxEngineArg},
     engine::{self, names_that, Engine},
     path::PathPlan,
     spec::{Iface, Ifaces, PathSpec, RunSpec},
@@ -455,10 +455,7 @@ pub fn plan(args: &StreamArgs) -> Result<StreamPlan> {
 /// carry no UDP checksum), over IPv6 the UDP checksum (its only one).
 fn verify(args: &StreamArgs) -> Verify {
     match args.verify {
-        Some(VerifyArg::Off) => Verify::Off,
-        Some(VerifyArg::Header) => Verify::Header,
-        Some(VerifyArg::Full) => Verify::Full,
-        Some(VerifyArg::Sampled(n)) => Verify::Sampled(n),
+        Some(given) => given,
         None if args.run.ipv6 => Verify::Full,
         None => Verify::Header,
     }

@@ -128,7 +128,7 @@ pub fn run_side(
 
     let here = session.here();
     let clients_done = || here.tx && crew.tx.iter().all(Worker::is_finished);
-    let window = session.measure(&crew, false, &clients_done)?;
+    let window = session.measure(&crew, (false, plan.count.is_some()), &clients_done)?;
     session.await_peer(&crew, &|| false);
     let measured = session.finish(crew, window, Drain::Pause(ANSWER_LAST))?;
     let mut result = build::result(plan, &measured)?;

@@ -478,11 +478,12 @@ impl<'a> Session<'a> {
     /// two hosts: from the agreed start), then the window. Both end early
     /// when the run is stopped or `done()` (nothing more to measure).
     /// `link_rates`: read the interfaces' own counters at the window's
-    /// edges too.
+    /// edges too. `counted`: the run ends by itself (`--count`), perhaps
+    /// within its warm-up, and is then measured over the whole run.
     pub fn measure<T, R>(
         &self,
         crew: &Crew<T, R>,
-        link_rates: bool,
+        (link_rates, counted): (bool, bool),
         done: &dyn Fn() -> bool,
     ) -> Result<Window> {
         let end_early = || self.stopped(crew) || done();
@@ -503,7 +504,7 @@ impl<'a> Session<'a> {
         // The counters at the start of the warm-up too: a counted run that
         // sends its count before the warm-up ends has its whole run as its
         // window, not an empty one (0 frames/s for frames that all came).
-        let warm = if self.timing.warmup.is_zero() {
+        let warm = if self.timing.warmup.is_zero() || !counted {
             None
         } else {
             Some((

@@ -199,8 +199,7 @@ fn setup(
         tx_window: credit_window,
         rx_engine: plan.receiver.name().into(),
         wait: measured.wait.clone(),
-        verify: (plan.receiver.can().checksums && !plan.tx_only)
-            .then(|| plan.verify.name().to_string()),
+        verify: (plan.receiver.can().checksums && !plan.tx_only).then(|| plan.verify.to_string()),
     }
 }
 

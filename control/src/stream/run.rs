@@ -210,7 +210,7 @@ fn measure_until_done(
             arrived()
         }
     };
-    let window = session.measure(&crew, true, &senders_done)?;
+    let window = session.measure(&crew, (true, plan.count.is_some()), &senders_done)?;
     session.await_peer(&crew, &arrived);
     session.finish(crew, window, Drain::UntilQuiet)
 }

@@ -637,19 +637,18 @@ fn a_stopped_message_sender_ends_at_the_next_boundary() {
         ..sender(frame, Some(cut), None)
     };
     let tc = WorkerCounters::default();
-    let (t, took) = thread::scope(|s| {
+    let t = thread::scope(|s| {
         let sender = s.spawn(|| tx::run(port, &cfg, &tc).unwrap());
         thread::sleep(Duration::from_millis(20));
-        let told = Instant::now();
         tx_stop.flag.store(true, Ordering::Relaxed);
-        (sender.join().unwrap(), told.elapsed())
+        sender.join().unwrap()
     });
     let t = t.counters;
-    // Whole messages only.
+    // Whole messages only: a sender that ran on to the hard deadline (10 s
+    // away) stops inside a message (frame 1 + 3k), so this is what fails
+    // without the fix, with no clock in the assertion.
     assert!(t.messages > 0, "{t:?}");
     assert_eq!(t.frames, 3 * t.messages, "{t:?}");
-    // Not at the hard deadline, 10 s after the start.
-    assert!(took < Duration::from_secs(5), "stopped {took:?} after told");
 }
 
 /// `--verify 1/N`: one frame in N verified in full, the others' header

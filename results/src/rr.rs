@@ -127,7 +127,9 @@ pub struct RrSetup {
 /// Transaction counts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transactions {
-    /// Completed in the window.
+    /// Completed in the window: timed by the clients, one response time
+    /// each in `latency` (a counted run that ended within its warm-up:
+    /// all the run's, untimed).
     pub completed: u64,
     /// Per second over the window.
     pub per_s: f64,

@@ -24,12 +24,22 @@ pub fn result(plan: &RrPlan, measured: &Measured<RrSummary, RrSummary>) -> Resul
     let path = &plan.path;
     let window = &measured.window;
     let xdp_responder = plan.xdp_responder;
-    let completed = window.tx().transactions;
     let clients = measured.tx.total(|s| s.counters);
     let responders = measured.rx.total(|s| s.counters);
+    let latency = merged_latency(measured)?;
+    // The window's transactions are those its clients timed: the flag that
+    // opens and closes it and the counters taken at its edges are read a
+    // moment apart, so counting them from the counters would leave a few
+    // with no response time or times with no transaction. A counted run
+    // that ended within its warm-up is measured over the whole run, which
+    // no client timed: its counters.
+    let completed = if window.whole_run {
+        window.tx().transactions
+    } else {
+        latency.len()
+    };
     let per_s = window.per_s(completed);
     let mb_s = transaction_mb_s(per_s, plan.request_len, plan.response_len);
-    let latency = merged_latency(measured)?;
     let workers = measured.worker_reports(
         Ends {
             tx: "client",
@@ -201,11 +211,11 @@ mod tests {
         }
     }
 
-    /// A client that completed `total` transactions of `us` microseconds
-    /// each, `timeouts` of them retried.
-    fn client(total: u64, us: u64, timeouts: u64) -> RrSummary {
+    /// A client that completed `total` transactions, `timed` of them in the
+    /// window, of `us` microseconds each, `timeouts` of them retried.
+    fn client(total: u64, timed: u64, us: u64, timeouts: u64) -> RrSummary {
         let mut latency = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).unwrap();
-        latency.record_n(us * 1000, total).unwrap();
+        latency.record_n(us * 1000, timed).unwrap();
         RrSummary {
             counters: CounterSnapshot {
                 timeouts,
@@ -245,11 +255,14 @@ mod tests {
         };
         let tx = Finished {
             ready: vec![ready(), ready()],
-            summaries: vec![client(120_000, 10, 2), client(110_000, 20, 0)],
+            summaries: vec![
+                client(120_000, 100_000, 10, 2),
+                client(110_000, 99_990, 20, 0),
+            ],
         };
         let rx = Finished {
             ready: vec![ready()],
-            summaries: vec![client(230_002, 1, 0)],
+            summaries: vec![client(230_002, 0, 1, 0)],
         };
         Measured::for_test(window, tx, rx)
     }
@@ -261,23 +274,26 @@ mod tests {
             &measured(),
         )
         .unwrap();
-        // 200,000 transactions in the window's 2 s, both clients together.
-        assert_eq!(out.transactions.completed, 200_000);
-        assert_eq!(out.transactions.per_s, 100_000.0);
+        // 199,990 transactions timed in the window's 2 s, both clients
+        // together (their counters, read a moment apart from the window's
+        // flag, moved by 200,000).
+        assert_eq!(out.transactions.completed, 199_990);
+        assert_eq!(out.transactions.per_s, 99_995.0);
         assert_eq!(out.transactions.total, 230_000);
         assert_eq!(out.transactions.timeouts, 2);
         assert_eq!(out.transactions.answered, 230_002);
-        // Both clients' histograms, merged.
-        assert_eq!(out.latency.count, 230_000);
+        // Both clients' histograms, merged: one time per transaction.
+        assert_eq!(out.latency.count, out.transactions.completed);
         assert!((out.latency.min_us - 10.0).abs() < 0.01);
         assert!((out.latency.max_us - 20.0).abs() < 0.02);
-        // 1.5 cores busy for 100,000 transactions/s: 15 us each.
+        // 1.5 cores busy for 99,995 transactions/s.
         let total = out.cpu.total.us_per_transaction.unwrap();
-        assert!((total - 15.0).abs() < 1e-9, "{total}");
+        assert!((total - 1.5e6 / 99_995.0).abs() < 1e-9, "{total}");
         assert_eq!(out.cpu.client.cpu.cpu_pct, 100.0);
-        // 1100 bytes a transaction: 110 MB/s, for 1.5 cores (1500 ms a second).
+        // 1100 bytes a transaction (1500 ms of CPU a second).
         let demand = out.cpu.total.cpu.service_demand_ms_per_mb.unwrap();
-        assert!((demand - 1500.0 / 110.0).abs() < 1e-9, "{demand}");
+        let mb_s = 99_995.0 * 1100.0 / 1e6;
+        assert!((demand - 1500.0 / mb_s).abs() < 1e-9, "{demand}");
         let roles: Vec<_> = out
             .common
             .workers
@@ -296,6 +312,19 @@ mod tests {
             (out.params.responder.as_str(), out.params.backend.as_str()),
             ("af-xdp", "xdp")
         );
+    }
+
+    #[test]
+    fn a_counted_run_ended_in_its_warm_up_counts_its_transactions() {
+        let mut whole = measured();
+        whole.window.whole_run = true;
+        for c in &mut whole.window.start.tx {
+            *c = CounterSnapshot::default();
+        }
+        whole.tx.summaries = vec![client(101_000, 0, 10, 0), client(102_000, 0, 20, 0)];
+        let out = result(&plan(&["--count", "101000"]), &whole).unwrap();
+        assert_eq!(out.transactions.completed, 203_000);
+        assert_eq!(out.latency.count, 0);
     }
 
     #[test]

@@ -366,7 +366,7 @@ pub(super) const FIGURES: &[Figure] = &[
     stream!("frames.messages.loss_pct", "%", "Messages lost in percent of sent", |r| r.frames.messages.as_ref().map(|m| m.loss_pct)),
     stream!("frames.messages.receiver_counted_lost", "messages", "Messages the receivers found incomplete or missing", |r| r.frames.messages.as_ref().map(|m| m.receiver_counted_lost as f64)),
     // Rr: transactions and response times.
-    rr!("transactions.completed", "transactions", "Transactions completed in the window", |r| Some(r.transactions.completed as f64)),
+    rr!("transactions.completed", "transactions", "Transactions completed in the window, one response time each", |r| Some(r.transactions.completed as f64)),
     rr!("transactions.per_s", "transactions/s", "Transactions per second over the window", |r| Some(r.transactions.per_s)),
     rr!("transactions.total", "transactions", "Transactions completed over the whole run", |r| Some(r.transactions.total as f64)),
     rr!("transactions.timeouts", "transactions", "Transactions timed out (and retried) over the whole run", |r| Some(r.transactions.timeouts as f64)),

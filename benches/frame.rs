@@ -189,8 +189,15 @@ fn stamp_batches<S: Stamping + 'static>(mut stamper: S, template: &[u8]) -> Box<
 /// send time are written first (the "patch header" row's cost), so the
 /// flow runs forward as on the wire; the clock is read once per batch.
 fn account_batches<const V: u8>(template: Vec<u8>) -> Box<dyn FnMut()> {
-    account_batches_with(template, |table, c, f, len| {
-        table.account_frame_verified::<V>(c, f, len);
+    account_buffers::<V>(template, usize::MAX)
+}
+
+/// [`account_batches`] of frames received in buffers of `buffer` bytes
+/// (multi-buffer, as AF_XDP hands a frame larger than its chunk).
+fn account_buffers<const V: u8>(template: Vec<u8>, buffer: usize) -> Box<dyn FnMut()> {
+    account_batches_with(template, move |table, c, f, len| {
+        let (head, rest) = f.split_at(buffer.min(f.len()));
+        table.account_frame_verified::<V>(c, (head, rest.chunks(buffer)), len);
     })
 }
 
@@ -198,7 +205,7 @@ fn account_batches<const V: u8>(template: Vec<u8>) -> Box<dyn FnMut()> {
 fn account_sampled(template: Vec<u8>, every: u32) -> Box<dyn FnMut()> {
     let mut left = every;
     account_batches_with(template, move |table, c, f, len| {
-        table.account_frame_sampled(c, (f, len), &mut left, every);
+        table.account_frame_sampled(c, (f, [], len), &mut left, every);
     })
 }
 
@@ -208,35 +215,42 @@ fn account_batches_with(
     mut account: impl FnMut(&mut FlowTable, &mut CounterSnapshot, &[u8], u64) + 'static,
 ) -> Box<dyn FnMut()> {
     let len = template.len();
-    let mut frames = vec![0u8; BATCH * CHUNK];
+    let stride = len.max(CHUNK);
+    let mut frames = vec![0u8; BATCH * stride];
     for s in 0..BATCH {
-        frames[s * CHUNK..s * CHUNK + len].copy_from_slice(&template);
+        frames[s * stride..s * stride + len].copy_from_slice(&template);
     }
     let stamp = Stamp::for_template(&template);
     let (mut table, mut c, mut seq) = (FlowTable::default(), CounterSnapshot::default(), 0u64);
     Box::new(move || {
         let ts = monotonic_ns();
         for s in 0..BATCH {
-            let f = &mut frames[s * CHUNK..s * CHUNK + len];
+            let f = &mut frames[s * stride..s * stride + len];
             stamp.apply(f, seq, ts);
             seq += 1;
         }
         table.start_batch();
         for s in 0..BATCH {
-            let f = &frames[s * CHUNK..s * CHUNK + len];
+            let f = &frames[s * stride..s * stride + len];
             account(&mut table, &mut c, black_box(f), len as u64);
         }
         assert_eq!((c.frames, c.bad), (seq, 0), "every frame accounted");
     })
 }
 
+/// A 4 KB chunk's room for data after the kernel's XDP headroom: a
+/// 9000-byte frame comes in three buffers.
+const JUMBO_BUFFER: usize = linerate_datapath::geometry::CHUNK_DATA;
+
 /// The receiver's rows: 64 B IPv4 at each verify level, 1518 B IPv4
 /// (linerate's: no UDP checksum) and 1518 B IPv6 (a UDP checksum over the
-/// whole datagram) at `header`, `full` and `1/64`.
+/// whole datagram) at `header`, `full` and `1/64`, and a 9000 B IPv6 frame
+/// in three buffers (the checksum over all of them) at `header` and `full`.
 fn rx_rows() -> Vec<Row> {
     let v4_64 = spec(64, Kind::Stream).template().unwrap();
     let v4_1518 = spec(1518, Kind::Stream).template().unwrap();
     let v6_1518 = checked_frame(1518, true);
+    let v6_9000 = checked_frame(9000, true);
     let name = |what: &str| format!("rx: parse and account 64 frames at {what}");
     vec![
         (
@@ -270,6 +284,14 @@ fn rx_rows() -> Vec<Row> {
         (
             name("1518 B IPv6, verify 1/64"),
             account_sampled(v6_1518, 64),
+        ),
+        (
+            name("9000 B IPv6 in 3 buffers, verify header"),
+            account_buffers::<{ verify::HEADER }>(v6_9000.clone(), JUMBO_BUFFER),
+        ),
+        (
+            name("9000 B IPv6 in 3 buffers, verify full"),
+            account_buffers::<{ verify::FULL }>(v6_9000, JUMBO_BUFFER),
         ),
     ]
 }

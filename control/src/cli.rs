@@ -866,7 +866,7 @@ pub struct StreamArgs {
     /// (headers parsed only; bad_checksum not measured), `header` (the
     /// IPv4 header's checksum: what linerate's own IPv4 frames, which
     /// carry no UDP checksum, can get wrong), `full` (the IPv4 header's and
-    /// the UDP checksum, in a frame's first buffer), or `1/N` (N from 2 to
+    /// the UDP checksum, over all of a frame's buffers), or `1/N` (N from 2 to
     /// 1,000,000: one frame in N in full, the others' header only)
     /// [default: header over IPv4, full over IPv6, whose UDP checksum is its
     /// only one]. Chosen before the loop (one loop per level); the result

@@ -404,7 +404,8 @@ pub enum Verify {
     Off,
     /// The IPv4 header's checksum.
     Header,
-    /// The IPv4 header's and the UDP checksum (in the first buffer).
+    /// The IPv4 header's and the UDP checksum, over every buffer of the
+    /// frame.
     #[default]
     Full,
     /// One frame in N (N >= 2) verified in full, the others' IPv4 header
@@ -446,8 +447,7 @@ pub mod verify {
     /// carry no UDP checksum).
     pub const HEADER: u8 = 1;
     /// The IPv4 header's and the UDP checksum where the frame carries one
-    /// (IPv4: nonzero; IPv6: always) and the datagram lies in the first
-    /// buffer.
+    /// (IPv4: nonzero; IPv6: always), over all the frame's buffers.
     pub const FULL: u8 = 2;
     /// One frame in N at [`FULL`], the others at [`HEADER`]: the receiving
     /// loop keeps the count (`Verify::Sampled`).
@@ -455,16 +455,17 @@ pub mod verify {
 }
 
 /// Whether the checksums of a frame's IP (`ip`: offset of its header, IPv6
-/// when `v6`) and
-/// UDP (`udp`: offset of its header, `udp_len` its length field) headers
-/// verify: the IPv4 header's always; the UDP checksum where the frame
-/// carries one (IPv4: nonzero; IPv6: always) and the whole datagram lies in
-/// `b` (a frame's first buffer: not checked across buffers). Summed as
-/// senders sum it ([`ones_sum`]); a valid sum folds to 0xffff.
-/// `V` ([`verify`]) says how much is checked.
+/// when `v6`) and UDP (`udp`: offset of its header, `udp_len` its length
+/// field) headers verify: the IPv4 header's always; the UDP checksum where
+/// the frame carries one (IPv4: nonzero; IPv6: always), over the datagram's
+/// bytes in `b` (the frame's first buffer) and then in `tail` (its other
+/// buffers, in order). A datagram whose bytes are not all there (a
+/// truncated frame) has its UDP checksum unchecked. Summed as senders sum
+/// it ([`ones_sum`]); a valid sum folds to 0xffff. `V` ([`verify`]) says
+/// how much is checked.
 #[inline]
-fn verify_checksums<const V: u8>(
-    b: &[u8],
+fn verify_checksums<'t, const V: u8>(
+    (b, tail): (&[u8], impl IntoIterator<Item = &'t [u8]>),
     v6: bool,
     ip: usize,
     udp: usize,
@@ -480,7 +481,7 @@ fn verify_checksums<const V: u8>(
         return Ok(());
     }
     let carried = v6 || b[udp + 6..udp + 8] != [0, 0];
-    if !carried || udp_len < UDP_LEN || udp + udp_len > b.len() {
+    if !carried || udp_len < UDP_LEN {
         return Ok(());
     }
     // The pseudo-header: addresses, protocol, UDP length.
@@ -489,10 +490,28 @@ fn verify_checksums<const V: u8>(
     } else {
         ip + 12..ip + 20
     };
-    let sum = ones_sum(&b[addresses])
+    let in_head = udp_len.min(b.len() - udp);
+    let mut sum = ones_sum(&b[addresses])
         + u32::from(IPPROTO_UDP)
         + udp_len as u32
-        + ones_sum(&b[udp..udp + udp_len]);
+        + ones_sum(&b[udp..udp + in_head]);
+    let mut left = udp_len - in_head;
+    // A buffer that starts at an odd offset of the datagram sums to the
+    // byte-swapped sum of its words (RFC 1071, byte order independence).
+    let mut odd = in_head % 2 == 1;
+    for buf in tail {
+        if left == 0 {
+            break;
+        }
+        let take = left.min(buf.len());
+        let part = fold(ones_sum(&buf[..take]));
+        sum += u32::from(if odd { part.swap_bytes() } else { part });
+        odd ^= take % 2 == 1;
+        left -= take;
+    }
+    if left > 0 {
+        return Ok(());
+    }
     if fold(sum) != 0xffff {
         return Err(FrameError::Checksum("UDP"));
     }
@@ -511,6 +530,17 @@ pub fn parse(b: &[u8]) -> Result<Parsed, FrameError> {
 /// [`parse`], verifying the checksums level `V` ([`verify`]) asks for.
 #[inline]
 pub fn parse_verified<const V: u8>(b: &[u8]) -> Result<Parsed, FrameError> {
+    parse_buffers::<V>(b, [])
+}
+
+/// [`parse_verified`] of a frame in several buffers: `b` the first (all
+/// headers are there), `tail` the others in order, read only at
+/// [`verify::FULL`] for the UDP checksum of a datagram longer than `b`.
+#[inline]
+pub fn parse_buffers<'t, const V: u8>(
+    b: &[u8],
+    tail: impl IntoIterator<Item = &'t [u8]>,
+) -> Result<Parsed, FrameError> {
     let be16 = |o: usize| -> Option<u16> { Some(u16::from_be_bytes([*b.get(o)?, *b.get(o + 1)?])) };
     let mut off = 12;
     let mut ethertype = be16(off).ok_or(FrameError::NotUdp("short Ethernet header"))?;
@@ -562,7 +592,7 @@ pub fn parse_verified<const V: u8>(b: &[u8]) -> Result<Parsed, FrameError> {
     } else {
         (None, lr + HEADER_LEN)
     };
-    verify_checksums::<V>(b, ethertype == ETHERTYPE_IPV6, ip, off, udp_len)?;
+    verify_checksums::<V>((b, tail), ethertype == ETHERTYPE_IPV6, ip, off, udp_len)?;
     Ok(Parsed {
         header,
         fragment,
@@ -602,6 +632,56 @@ mod tests {
         s.src.ip = "2001:2::1".parse().unwrap();
         s.dst.ip = "2001:2::2".parse().unwrap();
         s
+    }
+
+    /// `f` cut into buffers at `cuts` (offsets, any order, past the
+    /// headers), as a multi-buffer frame arrives.
+    fn buffers(f: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let mut at: Vec<usize> = cuts.iter().map(|c| (*c).clamp(100, f.len())).collect();
+        at.sort_unstable();
+        at.dedup();
+        let mut bufs = Vec::new();
+        let mut from = 0;
+        for to in at.into_iter().chain([f.len()]) {
+            bufs.push(f[from..to].to_vec());
+            from = to;
+        }
+        let head = bufs.remove(0);
+        bufs.retain(|b| !b.is_empty());
+        (head, bufs)
+    }
+
+    proptest! {
+        /// The UDP checksum over a frame's buffers, whatever their lengths
+        /// (odd ones too): valid as sent, wrong when any byte of any buffer
+        /// changes, and unchecked when a buffer is missing (not all the
+        /// datagram at hand) or the level is `header`.
+        #[test]
+        fn full_checks_the_datagram_across_buffers(
+            size in 200usize..=9018,
+            cuts in proptest::collection::vec(0usize..9018, 1..5),
+            flip in 0usize..9018,
+        ) {
+            use super::verify::{FULL, HEADER};
+            let f = spec6(size, 1).template().unwrap();
+            let (head, tail) = buffers(&f, &cuts);
+            prop_assert!(parse_buffers::<FULL>(&head, tail.iter().map(Vec::as_slice)).is_ok());
+            // A byte of the payload, past the headers (the linerate header
+            // is read from the first buffer, so flip past it).
+            let at = 100 + flip % (size - 100);
+            let mut bad = f.clone();
+            bad[at] ^= 0x5a;
+            let (bhead, btail) = buffers(&bad, &cuts);
+            prop_assert!(matches!(
+                parse_buffers::<FULL>(&bhead, btail.iter().map(Vec::as_slice)),
+                Err(FrameError::Checksum("UDP"))
+            ));
+            prop_assert!(parse_buffers::<HEADER>(&bhead, btail.iter().map(Vec::as_slice)).is_ok());
+            if let Some((_, first)) = btail.split_last() {
+                // The last buffer missing: the datagram is not all here.
+                prop_assert!(parse_buffers::<FULL>(&bhead, first.iter().map(Vec::as_slice)).is_ok());
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::{
     Arc,
 };
 
-use super::{Port, Receive, RxFrame, Transmit};
+use super::{Port, Receive, RxFrame, RxTail, Transmit};
 use crate::binding::{XskError, XskStats};
 
 /// What happens to a faulted frame.
@@ -89,10 +89,13 @@ impl<P: Receive> Receive for Faults<P> {
             if i < *first || (i - *first) % *every != 0 {
                 on_frame(f);
                 if let Some((b, len, bufs)) = held.take() {
+                    // The held copy is of the first buffer: the others
+                    // went back to the kernel with the batch.
                     on_frame(RxFrame {
                         head: &b,
                         len,
                         bufs,
+                        tail: RxTail::NONE,
                     });
                 }
                 return;
@@ -109,6 +112,7 @@ impl<P: Receive> Receive for Faults<P> {
                     head: &f.head[..to.min(f.head.len())],
                     len: to.min(f.len),
                     bufs: f.bufs,
+                    tail: RxTail::NONE,
                 }),
                 Fault::Corrupt => {
                     scratch.clear();
@@ -121,6 +125,7 @@ impl<P: Receive> Receive for Faults<P> {
                         head: scratch,
                         len: f.len,
                         bufs: f.bufs,
+                        tail: f.tail,
                     });
                 }
             }

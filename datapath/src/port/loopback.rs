@@ -17,7 +17,7 @@ use std::{
     time::Duration,
 };
 
-use super::{FrameMut, Port, Receive, RxFrame, Transmit};
+use super::{FrameMut, Port, Receive, RxFrame, RxTail, Transmit};
 use crate::binding::XskError;
 
 #[derive(Debug, Default)]
@@ -230,6 +230,7 @@ impl Receive for LoopRx {
                 head: b,
                 len: b.len(),
                 bufs: 1,
+                tail: RxTail::NONE,
             });
         }
         if n > 0 {

@@ -18,7 +18,7 @@ pub mod loopback;
 mod xsk;
 
 use crate::binding::{XskError, XskStats};
-pub use crate::xsk::RxFrame;
+pub use crate::xsk::{RxFrame, RxTail};
 
 /// One frame being prepared for sending, in its TX slot: the slot keeps
 /// the bytes of the last frame sent from it (first the template), so the

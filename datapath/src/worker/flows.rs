@@ -4,7 +4,7 @@
 
 use crate::{
     binding::XskStats,
-    frame::{parse_verified, verify},
+    frame::{parse_buffers, verify},
     header::{Fragment, Header},
     latency::OneWay,
     message::{MessageTracker, Outcome},
@@ -169,19 +169,20 @@ impl FlowTable {
     /// header names, if it has one.
     #[inline]
     pub fn account_frame(&mut self, c: &mut CounterSnapshot, head: &[u8], len: u64) -> Option<u16> {
-        self.account_frame_verified::<{ verify::FULL }>(c, head, len)
+        self.account_frame_verified::<{ verify::FULL }>(c, (head, []), len)
     }
 
-    /// [`Self::account_frame`], verifying the checksums level `V` asks for
-    /// ([`crate::frame::verify`]).
+    /// [`Self::account_frame`] of a frame whose first buffer is `head` and
+    /// whose other buffers `tail` gives, verifying the checksums level `V`
+    /// asks for ([`crate::frame::verify`]).
     #[inline]
-    pub fn account_frame_verified<const V: u8>(
+    pub fn account_frame_verified<'t, const V: u8>(
         &mut self,
         c: &mut CounterSnapshot,
-        head: &[u8],
+        (head, tail): (&[u8], impl IntoIterator<Item = &'t [u8]>),
         len: u64,
     ) -> Option<u16> {
-        match parse_verified::<V>(head) {
+        match parse_buffers::<V>(head, tail) {
             Ok(p) => {
                 self.record(
                     c,
@@ -204,10 +205,10 @@ impl FlowTable {
     /// IPv4 header only; `left` counts the frames down to the next one in
     /// full (start it at `every`).
     #[inline]
-    pub fn account_frame_sampled(
+    pub fn account_frame_sampled<'t>(
         &mut self,
         c: &mut CounterSnapshot,
-        (head, len): (&[u8], u64),
+        (head, tail, len): (&[u8], impl IntoIterator<Item = &'t [u8]>, u64),
         left: &mut u32,
         every: u32,
     ) -> Option<u16> {
@@ -215,9 +216,9 @@ impl FlowTable {
         *left = left.saturating_sub(1);
         if *left == 0 {
             *left = every.max(1);
-            self.account_frame_verified::<FULL>(c, head, len)
+            self.account_frame_verified::<FULL>(c, (head, tail), len)
         } else {
-            self.account_frame_verified::<HEADER>(c, head, len)
+            self.account_frame_verified::<HEADER>(c, (head, []), len)
         }
     }
 

@@ -227,9 +227,14 @@ pub(crate) fn run<P: Receive, const V: u8>(
             let n = port.recv(|f| {
                 keep(&mut capture, &f);
                 let flow = if V == SAMPLED {
-                    flows.account_frame_sampled(&mut c, (f.head, f.len as u64), &mut sample, every)
+                    flows.account_frame_sampled(
+                        &mut c,
+                        (f.head, f.tail.bufs(), f.len as u64),
+                        &mut sample,
+                        every,
+                    )
                 } else {
-                    flows.account_frame_verified::<V>(&mut c, f.head, f.len as u64)
+                    flows.account_frame_verified::<V>(&mut c, (f.head, f.tail.bufs()), f.len as u64)
                 };
                 if let (Some(a), Some(flow)) = (&mut acks, flow) {
                     a.note(flow);

@@ -80,7 +80,7 @@ mod tx;
 
 pub use credit::{Acks, Credits};
 pub use duplex::DuplexPort;
-pub use rx::{RxFrame, RxPort};
+pub use rx::{RxFrame, RxPort, RxTail};
 pub use socket::{huge_pages, HugePages, SocketOptions, ZeroCopy};
 pub use tx::{TxFrame, TxPort, KICK_BATCH, KICK_LOW_WATER};
 

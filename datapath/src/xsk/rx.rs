@@ -22,6 +22,55 @@ pub struct RxFrame<'a> {
     pub len: usize,
     /// Descriptors the frame spanned.
     pub bufs: usize,
+    /// The buffers after the first (a multi-buffer frame's), read only by
+    /// a receiver that verifies the whole datagram.
+    pub tail: RxTail<'a>,
+}
+
+/// The buffers of a received frame after its first, in order: chunks the
+/// kernel handed over in the same batch, borrowed no longer than the
+/// frame.
+#[derive(Clone, Copy)]
+pub struct RxTail<'a> {
+    umem: Option<&'a Umem>,
+    descs: &'a [FrameDesc],
+}
+
+impl<'a> RxTail<'a> {
+    /// No buffer after the first (a frame in one buffer, or one whose
+    /// other buffers are not at hand).
+    pub const NONE: RxTail<'static> = RxTail {
+        umem: None,
+        descs: &[],
+    };
+
+    /// The buffers' bytes, in order.
+    pub fn bufs(self) -> impl Iterator<Item = &'a [u8]> {
+        let umem = self.umem;
+        self.descs.iter().filter_map(move |d| {
+            // SAFETY: an `RxTail` is only made in `RxRing::recv` of
+            // descriptors the RX ring handed over in this batch; their
+            // chunks go back to the fill ring only after `on_frame`, and so
+            // this borrow, has returned.
+            umem.map(|u| unsafe { u.data(d) }.contents())
+        })
+    }
+
+    /// How many buffers follow the first.
+    pub fn len(&self) -> usize {
+        self.descs.len()
+    }
+
+    /// Whether no buffer follows the first.
+    pub fn is_empty(&self) -> bool {
+        self.descs.is_empty()
+    }
+}
+
+impl std::fmt::Debug for RxTail<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RxTail({} buffers)", self.descs.len())
+    }
 }
 
 /// The RX half of a socket.
@@ -103,6 +152,10 @@ impl RxRing {
                     head: head.contents(),
                     len,
                     bufs: i + 1 - start,
+                    tail: RxTail {
+                        umem: Some(umem),
+                        descs: &self.descs[start + 1..=i],
+                    },
                 });
                 frames += 1;
             }

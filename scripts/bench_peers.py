@@ -123,6 +123,10 @@ def lr_stream(lab, extra, duration, warmup):
         rx_cpu=cpu.get(RECV_CORE),
         p50_us=(d.get("latency") or {}).get("p50_us"),
         p99_us=(d.get("latency") or {}).get("p99_us"),
+        # The machine's own floor, measured by the run (issue 34): the
+        # paced tail is held against it (issue 36).
+        spin_p99_us=(d.get("noise") or {}).get("spin_p99_us"),
+        wake_p99_us=(d.get("noise") or {}).get("wake_p99_us"),
         placement=f"tx cores {d['params']['tx_cores']}, rx cores {d['params']['rx_cores']}, "
         f"sent by {d['setup'].get('tx_engine') or d['params']['backend']}, "
         f"received by {d['setup'].get('rx_engine') or d['params']['backend']}, "
@@ -150,6 +154,8 @@ def lr_rr(lab, extra, duration, warmup):
         "own_cpu": d["cpu"]["total"].get("own_pct"),
         "interference_pct": d["cpu"]["total"].get("interference_pct"),
         "timeouts": t["timeouts"],
+        "spin_p99_us": (d.get("noise") or {}).get("spin_p99_us"),
+        "wake_p99_us": (d.get("noise") or {}).get("wake_p99_us"),
     }
     return out
 
@@ -345,7 +351,7 @@ def plan(d, w):
         ("generator", f"linerate generator -> XDP-only rx, {size} B", "linerate",
          xs(lab, ["--tx-engine", "generator", "--rx-engine", "xdp", "--size", str(size)]))
         for lab, size in ((LAB15, 64), (LAB15, 1518), (LAB90, 3412))
-    ] + wait_rows(xs, xr) + [
+    ] + wait_rows(xs, xr) + frame_path_rows(xs, xr) + [
         ("messages_paced", f"linerate xdp, {name} messages, paced 400 MB/s, blocking", "linerate",
          xs(LAB15, ["--message", str(size), "--rate", str(round(400e6 / size)),
                     "--tx-wait", "wait", "--rx-wait", "wait"]))
@@ -393,6 +399,71 @@ def wait_rows(xs, xr):
         rows.append(("wait", wait_name("rr 1 flow, AF_XDP client and responder, 1 B", how), "linerate",
                      xr(LAB15, extra)))
     return rows
+
+
+# Issue 36: the frame path and the latency path, its targets in one run.
+FRAME_GEN = ["--tx-engine", "generator"]
+FRAME_ROWS = (
+    ("generator -> AF_XDP rx, 64 B, defaults", "s", FRAME_GEN + ["--size", "64"]),
+    ("generator -> AF_XDP rx, 64 B, rx busy", "s", FRAME_GEN + ["--size", "64", "--rx-wait", "busy"]),
+    ("generator -> AF_XDP rx, 1518 B, defaults", "s", FRAME_GEN + ["--size", "1518"]),
+    ("generator -> AF_XDP rx, 1518 B, rx busy", "s", FRAME_GEN + ["--size", "1518", "--rx-wait", "busy"]),
+    ("generator -> XDP-only rx, 64 B", "s", FRAME_GEN + ["--rx-engine", "xdp", "--size", "64"]),
+    ("512 B paced 50 k/s, rx busy", "s", PACED_512 + ["--rx-wait", "busy"]),
+    ("512 B paced 50 k/s, defaults", "s", PACED_512),
+    ("rr 1 flow, AF_XDP both ends, defaults", "r", []),
+    ("rr 1 flow, AF_XDP both ends, NAPI thread fifo:50", "r", ["--napi", "threaded", "--napi-priority", "fifo:50"]),
+)
+
+
+def frame_name(what):
+    return f"frame path: {what}"
+
+
+def frame_path_rows(xs, xr):
+    return [("frame36", frame_name(what), "linerate", (xs if kind == "s" else xr)(LAB15, extra))
+            for what, kind, extra in FRAME_ROWS]
+
+
+def frame_path_report(v, g, target):
+    """Issue 36's targets, from the medians of the frame36 group."""
+    n = frame_name
+    f1 = lambda x, d=0: "-" if x is None else f"{x:,.{d}f}"
+    lines = ["", "## The frame path and the latency path (issue 36)", "",
+             "| row | frames/s or transactions/s | p50 us | p99 us | floor p99 us (spin / wake) | CPU % per core |",
+             "|---|---|---|---|---|---|"]
+    for what, kind, _ in FRAME_ROWS:
+        rate = v(n(what), "fps" if kind == "s" else "tps")
+        lines.append(f"| {n(what)} | {f1(rate)} | {f1(v(n(what), 'p50_us'), 1)} | {f1(v(n(what), 'p99_us'), 1)} | "
+                     f"{f1(v(n(what), 'spin_p99_us'), 2)} / {f1(v(n(what), 'wake_p99_us'), 1)} | "
+                     f"{' / '.join(f'{c:.0f}' for c in (g(n(what), 'cpu') or [])) or '-'} |")
+    def rate_target(what, goal, key="fps", unit=1e6, label="Mpps"):
+        x = v(n(what), key)
+        if x is not None:
+            target(f"{what}: >= {goal / unit:g} {label}", x >= goal, f"{x / unit:.3f} {label} ({x / goal:.2f}x)")
+    rate_target("generator -> AF_XDP rx, 64 B, defaults", 3.5e6)
+    best = [(v(n(w), "fps"), w) for w in ("generator -> AF_XDP rx, 64 B, defaults", "generator -> AF_XDP rx, 64 B, rx busy")]
+    best = max((b for b in best if b[0] is not None), default=None)
+    if best:
+        target("64 B generator -> AF_XDP rx, best settings: >= 4 Mpps", best[0] >= 4e6,
+               f"{best[0] / 1e6:.3f} Mpps ({best[0] / 4e6:.2f}x; {best[1]})")
+    rate_target("generator -> AF_XDP rx, 1518 B, defaults", 2.5e6)
+    rate_target("generator -> XDP-only rx, 64 B", 5.5e6)
+    for what, floor, reader in (("512 B paced 50 k/s, rx busy", "spin_p99_us", "spinning"),
+                                ("512 B paced 50 k/s, defaults", "wake_p99_us", "woken")):
+        p, fl = v(n(what), "p99_us"), v(n(what), floor)
+        if p is not None and fl:
+            target(f"{what}: one-way p99 <= 3x the run's floor ({reader} hand-off p99)", p <= 3 * fl,
+                   f"p99 {p:,.1f} us vs floor {fl:,.2f} us ({p / fl:,.1f}x)")
+    rate_target("rr 1 flow, AF_XDP both ends, defaults", 180e3, "tps", 1e3, "k transactions/s")
+    rr = [(v(n(w), "tps"), v(n(w), "p99_us"), w) for w in
+          ("rr 1 flow, AF_XDP both ends, defaults", "rr 1 flow, AF_XDP both ends, NAPI thread fifo:50")]
+    rr = max((r for r in rr if r[0] is not None), default=None)
+    if rr:
+        target("rr 1 flow, best settings: >= 250 k transactions/s, p99 <= 6 us",
+               rr[0] >= 250e3 and rr[1] is not None and rr[1] <= 6,
+               f"{rr[0]:,.0f}/s ({rr[0] / 250e3:.2f}x), p99 {f1(rr[1], 1)} us ({rr[2]})")
+    return lines
 
 
 def wait_report(v, target):
@@ -618,7 +689,8 @@ def report(out_dir, results, meta):
     if pl:
         target("placement chosen by the engine", True, f"default run chose: {pl}")
     lines += wait_report(v, target)
-    lines += ["", "## Targets (issues 7, 15 and 26), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
+    lines += frame_path_report(v, g, target)
+    lines += ["", "## Targets (issues 7, 15, 26 and 36), from the medians above", "", "| target | verdict | measured |", "|---|---|---|"] + t
     if errors:
         lines += ["", "## Runs that failed", ""] + [f"- {e['row']} (round {e['round']}): {e['error']}" for e in errors]
     text = "\n".join(lines) + "\n"

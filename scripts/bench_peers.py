@@ -121,8 +121,9 @@ def lr_stream(lab, extra, duration, warmup):
         # The receiver's core (issue 26: receiver CPU by wait mode) and the
         # one-way latency of every received frame.
         rx_cpu=cpu.get(RECV_CORE),
-        p50_us=(d.get("latency") or {}).get("p50_us"),
-        p99_us=(d.get("latency") or {}).get("p99_us"),
+        # (none where nothing was timed: the XDP-only receiver)
+        p50_us=(d.get("latency") or {}).get("p50_us") if (d.get("latency") or {}).get("count") else None,
+        p99_us=(d.get("latency") or {}).get("p99_us") if (d.get("latency") or {}).get("count") else None,
         # The machine's own floor, measured by the run (issue 34): the
         # paced tail is held against it (issue 36).
         spin_p99_us=(d.get("noise") or {}).get("spin_p99_us"),
@@ -430,13 +431,14 @@ def frame_path_report(v, g, target):
     n = frame_name
     f1 = lambda x, d=0: "-" if x is None else f"{x:,.{d}f}"
     lines = ["", "## The frame path and the latency path (issue 36)", "",
-             "| row | frames/s or transactions/s | p50 us | p99 us | floor p99 us (spin / wake) | CPU % per core |",
-             "|---|---|---|---|---|---|"]
+             "| row | frames/s or transactions/s | p50 us | p99 us | floor p99 us (spin / wake) | CPU % per core | interference % |",
+             "|---|---|---|---|---|---|---|"]
     for what, kind, _ in FRAME_ROWS:
         rate = v(n(what), "fps" if kind == "s" else "tps")
         lines.append(f"| {n(what)} | {f1(rate)} | {f1(v(n(what), 'p50_us'), 1)} | {f1(v(n(what), 'p99_us'), 1)} | "
                      f"{f1(v(n(what), 'spin_p99_us'), 2)} / {f1(v(n(what), 'wake_p99_us'), 1)} | "
-                     f"{' / '.join(f'{c:.0f}' for c in (g(n(what), 'cpu') or [])) or '-'} |")
+                     f"{' / '.join(f'{c:.0f}' for c in (g(n(what), 'cpu') or [])) or '-'} | "
+                     f"{f1(v(n(what), 'interference_pct'), 1)} |")
     def rate_target(what, goal, key="fps", unit=1e6, label="Mpps"):
         x = v(n(what), key)
         if x is not None:

@@ -130,8 +130,8 @@ fn render_floor(f: &Result<NoiseFloor, String>) -> String {
     };
     let h = |name: &str, x: &linerate_datapath::noise::HandOff| {
         format!(
-            "noise floor  {name} core {} -> {}: one-way p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.1} us ({} stamps)\n",
-            n.from_core, n.to_core, x.p50_us, x.p99_us, x.p999_us, x.max_us, x.received
+            "noise floor  {name} core {} -> {}: one-way p50 {:.2} us, p99 {:.2} us (median of ten slices'; {:.2} over every stamp), p99.9 {:.2} us, max {:.1} us ({} stamps)\n",
+            n.from_core, n.to_core, x.p50_us, x.p99_us, x.p99_all_us, x.p999_us, x.max_us, x.received
         )
     };
     let g = |core: usize, x: &linerate_datapath::noise::Gaps| {
@@ -418,6 +418,7 @@ mod floor_tests {
             received: 10,
             p50_us: 0.07,
             p99_us: 7.5,
+            p99_all_us: 900.0,
             p999_us: 2000.0,
             max_us: 6500.0,
         };
@@ -441,7 +442,7 @@ mod floor_tests {
         };
         let text = render_floor(&Ok(n));
         assert!(text.contains(
-            "spin core 0 -> 1: one-way p50 0.07 us, p99 7.50 us, p99.9 2000.00 us, max 6500.0 us (10 stamps)"
+            "spin core 0 -> 1: one-way p50 0.07 us, p99 7.50 us (median of ten slices'; 900.00 over every stamp), p99.9 2000.00 us, max 6500.0 us (10 stamps)"
         ));
         assert!(text.contains(
             "gaps core 1: 1.500 % of the time in gaps over 1 us, 0 over 1 ms, max 9.0 us"

@@ -91,6 +91,7 @@ mod tests {
             received: n,
             p50_us: p50,
             p99_us: p99,
+            p99_all_us: p99 * 1.5,
             p999_us: p99 * 2.0,
             max_us: p99 * 10.0,
         };

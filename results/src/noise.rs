@@ -20,7 +20,9 @@ pub struct Noise {
     pub stamps: u64,
     /// Both threads spinning on shared memory: one-way median, us.
     pub spin_p50_us: f64,
-    /// Spinning: 99th percentile, us.
+    /// Spinning: 99th percentile, us: the median of ten consecutive
+    /// slices' (a stall of the host, a few ms a few times a second, in one
+    /// slice does not make it the floor; p99.9 and max keep it).
     pub spin_p99_us: f64,
     /// Spinning: 99.9th percentile, us.
     pub spin_p99_9_us: f64,
@@ -28,7 +30,7 @@ pub struct Noise {
     pub spin_max_us: f64,
     /// The reader asleep until woken (a futex wake-up): median, us.
     pub wake_p50_us: f64,
-    /// Woken: 99th percentile, us.
+    /// Woken: 99th percentile, us, the median of ten slices' as spinning.
     pub wake_p99_us: f64,
     /// Woken: 99.9th percentile, us.
     pub wake_p99_9_us: f64,

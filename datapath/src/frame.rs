@@ -668,7 +668,7 @@ mod tests {
             prop_assert!(parse_buffers::<FULL>(&head, tail.iter().map(Vec::as_slice)).is_ok());
             // A byte of the payload, past the headers (the linerate header
             // is read from the first buffer, so flip past it).
-            let at = 100 + flip % (size - 100);
+            let at = 100 + flip % (f.len() - 100);
             let mut bad = f.clone();
             bad[at] ^= 0x5a;
             let (bhead, btail) = buffers(&bad, &cuts);

@@ -30,9 +30,10 @@ use crate::{
 use linerate_counters::stats::{CounterSnapshot, WorkerCounters};
 
 /// Writes all of `bytes`, waiting for socket space when needed.
-fn write_all(s: &mut TcpStream, mut bytes: &[u8], stop: &StopSignal) -> Result<(), WorkerError> {
+fn write_all(s: &TcpStream, mut bytes: &[u8], stop: &StopSignal) -> Result<(), WorkerError> {
     while !bytes.is_empty() {
-        match s.write(bytes) {
+        // `Write` for `&TcpStream`: the stream itself stays shared.
+        match { s }.write(bytes) {
             Ok(n) => bytes = &bytes[n..],
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
                 if stop.should_stop(Instant::now()) {
@@ -53,7 +54,7 @@ fn write_all(s: &mut TcpStream, mut bytes: &[u8], stop: &StopSignal) -> Result<(
 /// Writes one message as a record: its headers, then its bytes.
 #[allow(clippy::too_many_arguments)]
 fn write_record(
-    s: &mut TcpStream,
+    s: &TcpStream,
     kind: Kind,
     flow: u16,
     seq: u64,
@@ -244,7 +245,7 @@ fn answer(
         });
     for (flow, id) in todo.drain(..) {
         write_record(
-            &mut conn.s,
+            &conn.s,
             Kind::Response,
             flow,
             conn.seq,
@@ -274,7 +275,7 @@ pub fn spawn_client(
 }
 
 fn run_client(
-    mut conns: Vec<TcpStream>,
+    conns: Vec<TcpStream>,
     cfg: &KernelRrConfig,
     cl: &ClientConfig,
     counters: &WorkerCounters,
@@ -289,12 +290,16 @@ fn run_client(
     let mut buf = vec![0u8; 256 << 10];
     let mut todo: Vec<(u16, u32)> = Vec::new();
     let mut c = CounterSnapshot::default();
+    // Read and written through shared references (`Read`/`Write` for
+    // `&TcpStream`), so the descriptors an idle turn polls are gathered once.
+    let fds: Vec<BorrowedFd<'_>> = conns.iter().map(|s| s.as_fd()).collect();
     tx.start(monotonic_ns(), &mut |f, id| todo.push((f, id)));
     while !cfg.stop.should_stop(Instant::now()) && !tx.all_done() {
+        let (sent, timeouts) = (!todo.is_empty(), c.timeouts);
         for (f, id) in todo.drain(..) {
             let i = conn_of[usize::from(f)];
             write_record(
-                &mut conns[i],
+                &conns[i],
                 Kind::Request,
                 f,
                 seqs[i],
@@ -309,8 +314,8 @@ fn run_client(
         let now = monotonic_ns();
         let measuring = cl.measuring.load(Ordering::Relaxed);
         let mut got = 0;
-        for (i, s) in conns.iter_mut().enumerate() {
-            match s.read(&mut buf) {
+        for (i, s) in conns.iter().enumerate() {
+            match { s }.read(&mut buf) {
                 Ok(n) if n > 0 => {
                     got += n;
                     c.bytes += n as u64;
@@ -349,10 +354,14 @@ fn run_client(
         tx.scan_timeouts(now, &mut c, &mut |_, _| {});
         if got == 0 && todo.is_empty() {
             c.idle_loops += 1;
-            let fds: Vec<BorrowedFd<'_>> = conns.iter().map(|s| s.as_fd()).collect();
             idle(cfg.wait, &fds);
         }
-        counters.publish(&c);
+        // Every counter only on turns that moved something.
+        if sent || got > 0 || c.timeouts != timeouts {
+            counters.publish(&c);
+        } else {
+            crate::worker::publish_idle(counters, &c);
+        }
     }
     Ok(answered(c, tx.hist, counters))
 }

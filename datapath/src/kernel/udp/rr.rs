@@ -260,8 +260,10 @@ fn respond(
                 Some(w) => _ = w.wait(1),
                 None => idle(cfg.wait, &[sock.as_fd()]),
             }
+            crate::worker::publish_idle(counters, &c);
+        } else {
+            counters.publish(&c);
         }
-        counters.publish(&c);
     }
     Ok(responded(c, counters))
 }
@@ -301,6 +303,7 @@ fn run_client(
     let mut waiter = EpollWait::new(&fds, cfg.wait).map_err(bperr)?;
     tx.start(monotonic_ns(), &mut |f, id| todo.push((f, id)));
     while !cfg.stop.should_stop(Instant::now()) && !tx.all_done() {
+        let (sent, timeouts) = (!todo.is_empty(), c.timeouts);
         for (f, id) in todo.drain(..) {
             let fd = fds[sock_of[usize::from(f)]];
             out.send(
@@ -346,7 +349,12 @@ fn run_client(
                 None => idle(cfg.wait, &fds),
             }
         }
-        counters.publish(&c);
+        // Every counter only on turns that moved something.
+        if sent || got > 0 || c.timeouts != timeouts {
+            counters.publish(&c);
+        } else {
+            crate::worker::publish_idle(counters, &c);
+        }
     }
     Ok(answered(c, tx.hist, counters))
 }

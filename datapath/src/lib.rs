@@ -17,6 +17,7 @@ pub mod geometry;
 pub mod header;
 pub mod kernel;
 pub mod latency;
+pub mod link;
 pub mod message;
 pub mod mix;
 pub mod names;

@@ -49,17 +49,30 @@ impl PathWatch {
                 Ok(_) => {}
             }
         }
-        match linerate_host::iface::info(end.netns.as_deref(), iface) {
-            Err(_) => Some(format!("interface {iface} disappeared during the run")),
-            Ok(info) if info.ifindex != end.info.ifindex => Some(format!(
+        // Read in this process (rtnetlink): an `ip link` spawned every
+        // 250 ms took a core from the workers for a millisecond or more.
+        // Should netlink fail, `ip` says it.
+        let link =
+            linerate_datapath::link::state(end.netns.as_deref(), iface).unwrap_or_else(|_| {
+                linerate_host::iface::info(end.netns.as_deref(), iface)
+                    .ok()
+                    .map(|i| linerate_datapath::link::LinkState {
+                        ifindex: i.ifindex,
+                        up: i.up,
+                        mtu: i.mtu,
+                    })
+            });
+        match link {
+            None => Some(format!("interface {iface} disappeared during the run")),
+            Some(l) if l.ifindex != end.info.ifindex => Some(format!(
                 "interface {iface} was replaced by another of the same name during the run"
             )),
-            Ok(info) if !info.up => Some(format!("interface {iface} went down during the run")),
-            Ok(info) if info.mtu < self.mtu => Some(format!(
+            Some(l) if !l.up => Some(format!("interface {iface} went down during the run")),
+            Some(l) if l.mtu < self.mtu => Some(format!(
                 "the MTU of {iface} changed from {} to {} during the run",
-                self.mtu, info.mtu
+                self.mtu, l.mtu
             )),
-            Ok(_) => None,
+            Some(_) => None,
         }
     }
 

@@ -1,0 +1,143 @@
+//! A link's state read in this process by rtnetlink (RTM_GETLINK, through
+//! neli), in the link's network namespace: what a run's watch looks at every
+//! 250 ms. Spawning `ip link` for it took a core from the run's workers for
+//! 1-1.5 ms each time (16 times a second with two ends): a paced stream's
+//! one-way p99 was 300-830 us with it and 24-37 us without it (spinning
+//! receiver, docs/benchmarks.md).
+
+use neli::{
+    consts::{
+        nl::NlmF,
+        rtnl::{Iff, Ifla, RtAddrFamily, Rtm},
+        socket::NlFamily,
+    },
+    nl::NlPayload,
+    router::synchronous::NlRouter,
+    rtnl::{Ifinfomsg, IfinfomsgBuilder},
+    utils::Groups,
+};
+
+/// A link as the watch needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkState {
+    /// Its index now.
+    pub ifindex: u32,
+    /// Administratively up (IFF_UP).
+    pub up: bool,
+    /// Its MTU.
+    pub mtu: u32,
+}
+
+/// Why a link's state could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// The namespace could not be entered.
+    #[error("namespace {netns}: {detail}")]
+    Netns {
+        /// The namespace.
+        netns: String,
+        /// Why.
+        detail: String,
+    },
+    /// The netlink request failed.
+    #[error("rtnetlink: {0}")]
+    Netlink(String),
+    /// The reading thread panicked.
+    #[error("the rtnetlink thread panicked")]
+    Panicked,
+}
+
+/// The state of link `name` in namespace `netns` (None: this process's),
+/// or None when no link has that name there. Read in a thread of its own
+/// (entering a namespace is per thread): no process is spawned.
+pub fn state(netns: Option<&str>, name: &str) -> Result<Option<LinkState>, LinkError> {
+    let netns = netns.map(str::to_string);
+    let name = name.to_string();
+    std::thread::Builder::new()
+        .name("lr-link".into())
+        .spawn(move || {
+            if let Some(ns) = &netns {
+                crate::netns::enter(ns).map_err(|e| LinkError::Netns {
+                    netns: ns.clone(),
+                    detail: e.to_string(),
+                })?;
+            }
+            // The name's index in this namespace (an ioctl on a socket
+            // opened here); no such name: no link.
+            let Ok(ifindex) = nix::net::if_::if_nametoindex(name.as_str()) else {
+                return Ok(None);
+            };
+            by_index(ifindex)
+        })
+        .map_err(|e| LinkError::Netlink(format!("starting the rtnetlink thread: {e}")))?
+        .join()
+        .unwrap_or(Err(LinkError::Panicked))
+}
+
+/// RTM_GETLINK of `ifindex` in the calling thread's namespace.
+fn by_index(ifindex: u32) -> Result<Option<LinkState>, LinkError> {
+    let nl = |e: &dyn std::fmt::Display| LinkError::Netlink(e.to_string());
+    let (rtnl, _) =
+        NlRouter::connect(NlFamily::Route, None, Groups::empty()).map_err(|e| nl(&e))?;
+    let msg = IfinfomsgBuilder::default()
+        .ifi_family(RtAddrFamily::Unspecified)
+        .ifi_index(ifindex as libc::c_int)
+        .build()
+        .map_err(|e| nl(&e))?;
+    let replies = rtnl
+        .send::<_, _, Rtm, Ifinfomsg>(Rtm::Getlink, NlmF::empty(), NlPayload::Payload(msg))
+        .map_err(|e| nl(&e))?;
+    for reply in replies {
+        // The link went away between the name and the request.
+        let Ok(reply) = reply else {
+            return Ok(None);
+        };
+        let Some(p) = reply.get_payload() else {
+            continue;
+        };
+        let mtu = p
+            .rtattrs()
+            .get_attr_handle()
+            .get_attr_payload_as::<u32>(Ifla::Mtu)
+            .map_err(|e| nl(&e))?;
+        return Ok(Some(LinkState {
+            ifindex: *p.ifi_index() as u32,
+            up: p.ifi_flags().contains(Iff::UP),
+            mtu,
+        }));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_up_with_its_index_and_mtu() {
+        let lo = state(None, "lo").unwrap().expect("lo exists");
+        assert_eq!(
+            lo.ifindex,
+            nix::net::if_::if_nametoindex("lo").unwrap(),
+            "{lo:?}"
+        );
+        assert!(lo.up, "{lo:?}");
+        let mtu: u32 = std::fs::read_to_string("/sys/class/net/lo/mtu")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(lo.mtu, mtu);
+    }
+
+    #[test]
+    fn a_name_no_link_has_is_none() {
+        assert_eq!(state(None, "lr-none0").unwrap(), None);
+    }
+
+    #[test]
+    fn a_namespace_that_is_not_there_is_an_error_naming_it() {
+        let e = state(Some("lr-no-such-ns"), "lo").unwrap_err();
+        assert!(e.to_string().contains("lr-no-such-ns"), "{e}");
+    }
+}

@@ -2,7 +2,7 @@
 //! neli), in the link's network namespace: what a run's watch looks at every
 //! 250 ms. Spawning `ip link` for it took a core from the run's workers for
 //! 1-1.5 ms each time (16 times a second with two ends): a paced stream's
-//! one-way p99 was 300-830 us with it and 24-37 us without it (spinning
+//! one-way p99 was 621-775 us with it and 28-116 us without it (spinning
 //! receiver, docs/benchmarks.md).
 
 use neli::{

@@ -26,6 +26,47 @@ pub struct LinkState {
     pub up: bool,
     /// Its MTU.
     pub mtu: u32,
+    /// Its counters (IFLA_STATS64, what `ip -s link` shows), where the
+    /// kernel gave them.
+    pub stats: Option<LinkStats>,
+}
+
+/// A link's own counters (struct rtnl_link_stats64's first eight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkStats {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Receive drops.
+    pub rx_dropped: u64,
+    /// Send drops.
+    pub tx_dropped: u64,
+}
+
+impl LinkStats {
+    /// From IFLA_STATS64's payload (native-endian u64s: rx_packets,
+    /// tx_packets, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped,
+    /// tx_dropped, ...); None when it is too short.
+    pub fn from_stats64(b: &[u8]) -> Option<Self> {
+        let at = |i: usize| -> Option<u64> {
+            Some(u64::from_ne_bytes(
+                b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+            ))
+        };
+        Some(Self {
+            rx_packets: at(0)?,
+            tx_packets: at(1)?,
+            rx_bytes: at(2)?,
+            tx_bytes: at(3)?,
+            rx_dropped: at(6)?,
+            tx_dropped: at(7)?,
+        })
+    }
 }
 
 /// Why a link's state could not be read.
@@ -95,15 +136,18 @@ fn by_index(ifindex: u32) -> Result<Option<LinkState>, LinkError> {
         let Some(p) = reply.get_payload() else {
             continue;
         };
-        let mtu = p
-            .rtattrs()
-            .get_attr_handle()
+        let attrs = p.rtattrs().get_attr_handle();
+        let mtu = attrs
             .get_attr_payload_as::<u32>(Ifla::Mtu)
             .map_err(|e| nl(&e))?;
+        let stats = attrs
+            .get_attribute(Ifla::Stats64)
+            .and_then(|a| LinkStats::from_stats64(a.rta_payload().as_ref()));
         return Ok(Some(LinkState {
             ifindex: *p.ifi_index() as u32,
             up: p.ifi_flags().contains(Iff::UP),
             mtu,
+            stats,
         }));
     }
     Ok(None)
@@ -128,6 +172,42 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(lo.mtu, mtu);
+        // The counters as sysfs has them, read around the request (lo
+        // may carry a packet of someone else's between the reads).
+        let sysfs = |f: &str| -> u64 {
+            std::fs::read_to_string(format!("/sys/class/net/lo/statistics/{f}"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let before = sysfs("rx_packets");
+        let s = state(None, "lo")
+            .unwrap()
+            .unwrap()
+            .stats
+            .expect("IFLA_STATS64");
+        let after = sysfs("rx_packets");
+        assert!(before <= s.rx_packets && s.rx_packets <= after, "{s:?}");
+    }
+
+    #[test]
+    fn stats64_is_read_field_by_field() {
+        let words: Vec<u64> = (1..=24).collect();
+        let b: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let s = LinkStats::from_stats64(&b).unwrap();
+        assert_eq!(
+            (
+                s.rx_packets,
+                s.tx_packets,
+                s.rx_bytes,
+                s.tx_bytes,
+                s.rx_dropped,
+                s.tx_dropped
+            ),
+            (1, 2, 3, 4, 7, 8)
+        );
+        assert_eq!(LinkStats::from_stats64(&b[..63]), None);
     }
 
     #[test]

@@ -60,6 +60,7 @@ impl PathWatch {
                         ifindex: i.ifindex,
                         up: i.up,
                         mtu: i.mtu,
+                        stats: None,
                     })
             });
         match link {
@@ -111,8 +112,22 @@ impl PathWatch {
 
 /// A side's interface counters, or zeros when it is gone (the run's fault
 /// says why).
+/// Read in this process (rtnetlink's IFLA_STATS64, what `ip -s link`
+/// shows): these are taken at the window's edges, where an `ip` spawned
+/// would take a core from the workers; `ip` only should netlink fail.
 pub fn counters_or_zero(side: &PathEnd) -> IfCounters {
-    linerate_host::iface::info(side.netns.as_deref(), &side.iface)
-        .map(|info| info.counters)
-        .unwrap_or_default()
+    match linerate_datapath::link::state(side.netns.as_deref(), &side.iface) {
+        Ok(None) => IfCounters::default(),
+        Ok(Some(linerate_datapath::link::LinkState { stats: Some(s), .. })) => IfCounters {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            rx_dropped: s.rx_dropped,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            tx_dropped: s.tx_dropped,
+        },
+        _ => linerate_host::iface::info(side.netns.as_deref(), &side.iface)
+            .map(|info| info.counters)
+            .unwrap_or_default(),
+    }
 }

@@ -83,36 +83,25 @@ pub enum LinkError {
     /// The netlink request failed.
     #[error("rtnetlink: {0}")]
     Netlink(String),
-    /// The reading thread panicked.
-    #[error("the rtnetlink thread panicked")]
-    Panicked,
 }
 
 /// The state of link `name` in namespace `netns` (None: this process's),
 /// or None when no link has that name there. Read in a thread of its own
 /// (entering a namespace is per thread): no process is spawned.
 pub fn state(netns: Option<&str>, name: &str) -> Result<Option<LinkState>, LinkError> {
-    let netns = netns.map(str::to_string);
     let name = name.to_string();
-    std::thread::Builder::new()
-        .name("lr-link".into())
-        .spawn(move || {
-            if let Some(ns) = &netns {
-                crate::netns::enter(ns).map_err(|e| LinkError::Netns {
-                    netns: ns.clone(),
-                    detail: e.to_string(),
-                })?;
-            }
-            // The name's index in this namespace (an ioctl on a socket
-            // opened here); no such name: no link.
-            let Ok(ifindex) = nix::net::if_::if_nametoindex(name.as_str()) else {
-                return Ok(None);
-            };
-            by_index(ifindex)
-        })
-        .map_err(|e| LinkError::Netlink(format!("starting the rtnetlink thread: {e}")))?
-        .join()
-        .unwrap_or(Err(LinkError::Panicked))
+    crate::netns::in_thread(netns, move || {
+        // The name's index in this namespace (an ioctl on a socket opened
+        // here); no such name: no link.
+        match nix::net::if_::if_nametoindex(name.as_str()) {
+            Ok(ifindex) => by_index(ifindex),
+            Err(_) => Ok(None),
+        }
+    })
+    .map_err(|e| LinkError::Netns {
+        netns: netns.unwrap_or("this one").to_string(),
+        detail: e.to_string(),
+    })?
 }
 
 /// RTM_GETLINK of `ifindex` in the calling thread's namespace.

@@ -248,16 +248,9 @@ pub fn in_netns<T: Send + 'static>(
     netns: Option<&str>,
     f: impl FnOnce(&Netdev) -> Result<T, NetdevError> + Send + 'static,
 ) -> Result<T, NetdevError> {
-    let netns = netns.map(str::to_string);
-    std::thread::spawn(move || {
-        if let Some(ns) = &netns {
-            crate::netns::enter(ns)
-                .map_err(|e| NetdevError::Family(format!("namespace {ns}: {e}")))?;
-        }
-        f(&Netdev::open()?)
-    })
-    .join()
-    .unwrap_or_else(|_| Err(NetdevError::Family("the netlink thread panicked".into())))
+    let ns = netns.unwrap_or("this one").to_string();
+    crate::netns::in_thread(netns, move || f(&Netdev::open()?))
+        .map_err(|e| NetdevError::Family(format!("namespace {ns}: {e}")))?
 }
 
 /// The ifindex of `iface` in the calling thread's namespace.

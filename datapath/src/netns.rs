@@ -38,3 +38,23 @@ pub fn enter(name: &str) -> io::Result<()> {
         ))
     })
 }
+
+/// Runs `f` in a thread of its own inside namespace `netns` (None: this
+/// one): entering a namespace is per thread, so the caller's stays as it
+/// was. An error entering the namespace, or `f`'s panic, is an `io::Error`.
+pub fn in_thread<T: Send + 'static>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<T> {
+    let netns = netns.map(str::to_string);
+    std::thread::Builder::new()
+        .name("lr-netns".into())
+        .spawn(move || {
+            if let Some(ns) = &netns {
+                enter(ns)?;
+            }
+            Ok(f())
+        })?
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("a thread in the namespace panicked")))
+}
